@@ -1,0 +1,13 @@
+module github.com/creativegen/creative-go
+
+go 1.26.0
+
+require (
+	github.com/google/go-querystring v1.2.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
+	github.com/jarcoal/httpmock v1.4.2 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/image v0.47.0 // indirect
+)

@@ -1,0 +1,159 @@
+package creative
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+
+	"github.com/google/go-querystring/query"
+)
+
+// A checker validates one request before anything is sent and keeps the
+// first failure as a *ValidationError.
+type checker struct {
+	op    string
+	first *ValidationError
+}
+
+func (v *checker) fail(field, rule, value string) {
+	if v.first == nil {
+		v.first = &ValidationError{Operation: v.op, Field: field, Rule: rule, Value: value}
+	}
+}
+
+// err returns the first failure, or nil.
+func (v *checker) err() error {
+	if v.first == nil {
+		return nil
+	}
+	return v.first
+}
+
+// text requires a non-empty string.
+func (v *checker) text(field, s string) {
+	if s == "" {
+		v.fail(field, "is required", "")
+	}
+}
+
+// count requires lo <= n <= hi; an optional count may also be 0 (unset).
+func (v *checker) count(field string, n, lo, hi int, optional bool) {
+	if optional && n == 0 {
+		return
+	}
+	if n < lo || n > hi {
+		if hi == maxInt {
+			v.fail(field, fmt.Sprintf("must be at least %d", lo), strconv.Itoa(n))
+			return
+		}
+		v.fail(field, fmt.Sprintf("must be between %d and %d", lo, hi), strconv.Itoa(n))
+	}
+}
+
+// positive requires an optional number to be unset (0) or above zero.
+func (v *checker) positive(field string, f float64) {
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		v.fail(field, "must be a positive number", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+}
+
+// id requires an id shaped as 24 hexadecimal characters; an optional one may
+// be empty. Membership in today's lists is not checked: the service may add
+// ids.
+func (v *checker) id(field, s string, required bool) {
+	if s == "" {
+		if required {
+			v.fail(field, "is required", "")
+		}
+		return
+	}
+	if !isID(s) {
+		v.fail(field, "must be an id of 24 hexadecimal characters", strconv.Quote(s))
+	}
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+func isID(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// link requires an absolute http or https URL.
+func (v *checker) link(field, s string) {
+	if s == "" {
+		v.fail(field, "is required", "")
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		v.fail(field, "must be an absolute http or https URL", strconv.Quote(s))
+	}
+}
+
+// upload requires a readable, non-empty file and returns what its first
+// bytes say.
+func (v *checker) upload(field string, f File) (fileInfo, bool) {
+	if f.src == nil {
+		v.fail(field, "is required", "")
+		return fileInfo{}, false
+	}
+	info, err := f.inspect()
+	if err != nil {
+		v.fail(field, "cannot be read: "+err.Error(), "")
+		return info, false
+	}
+	if info.size == 0 || len(info.head) == 0 {
+		v.fail(field, "is empty", "")
+		return info, false
+	}
+	return info, true
+}
+
+// image requires a PNG, JPEG or WebP upload (by its first bytes, not its
+// name) and, when maxSide > 0, width and height of at most maxSide pixels.
+func (v *checker) image(field string, f File, maxSide int) {
+	info, ok := v.upload(field, f)
+	if !ok {
+		return
+	}
+	switch info.contentType {
+	case "image/png", "image/jpeg", "image/webp":
+	default:
+		v.fail(field, "must be a PNG, JPEG or WebP image", info.contentType)
+		return
+	}
+	if maxSide <= 0 {
+		return
+	}
+	if info.width == 0 || info.height == 0 {
+		v.fail(field, "must have a readable image header (width and height)", info.contentType)
+		return
+	}
+	if info.width > maxSide || info.height > maxSide {
+		v.fail(field, fmt.Sprintf("must be at most %dx%d pixels", maxSide, maxSide), fmt.Sprintf("%dx%d", info.width, info.height))
+	}
+}
+
+// form lays out a multipart body: the text fields of req (its `url` tags,
+// through go-querystring) and the file part named field.
+func form(op string, req any, field string, f File) (*multipartBody, error) {
+	fields, err := query.Values(req)
+	if err != nil {
+		return nil, fmt.Errorf("creative: %s: encoding the form: %w", op, err)
+	}
+	body, err := newMultipart(fields, field, f)
+	if err != nil {
+		return nil, &ValidationError{Operation: op, Field: field, Rule: "cannot be read: " + err.Error()}
+	}
+	return body, nil
+}
