@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -52,7 +53,7 @@ const (
 type Client struct {
 	base       *url.URL // scheme and host the access key may be sent to
 	prefix     string   // base URL without a trailing slash
-	key        string
+	key        *accessKey
 	hc         *http.Client
 	maxRetries int
 	waitMin    time.Duration
@@ -207,7 +208,7 @@ func New(opts ...Option) (*Client, error) {
 	c := &Client{
 		base:       base,
 		prefix:     strings.TrimRight(base.String(), "/"),
-		key:        s.accessKey,
+		key:        &accessKey{s.accessKey},
 		maxRetries: s.maxRetries,
 		waitMin:    s.waitMin,
 		waitMax:    s.waitMax,
@@ -284,6 +285,21 @@ func (c *Client) httpClient(user *http.Client) *http.Client {
 }
 
 type keepIdle struct{ http.RoundTripper }
+
+// accessKey holds the key behind a pointer, so that even printing a Client
+// value field by field (fmt's %+v of *c) shows an address, not the key.
+type accessKey struct{ value string }
+
+// CloseIdleConnections closes the idle connections of the Client's
+// transport, as http.Client.CloseIdleConnections does. Calls in flight are
+// not affected.
+func (c *Client) CloseIdleConnections() {
+	if k, ok := c.hc.Transport.(keepIdle); ok {
+		if ci, ok := k.RoundTripper.(interface{ CloseIdleConnections() }); ok {
+			ci.CloseIdleConnections()
+		}
+	}
+}
 
 func (c *Client) sameOrigin(u *url.URL) bool {
 	return strings.EqualFold(u.Scheme, c.base.Scheme) &&
@@ -396,7 +412,7 @@ func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, relea
 		return nil, nil, cl, fmt.Errorf("creative: %s: %w", r.op, err)
 	}
 	if r.rawURL == "" {
-		req.Header.Set(headerAccessKey, c.key)
+		req.Header.Set(headerAccessKey, c.key.value)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -622,10 +638,10 @@ func describeBody(contentType string, body []byte) string {
 // redact removes the access key from text that came from the network, in
 // case a server echoes it.
 func (c *Client) redact(b []byte) []byte {
-	if len(c.key) < 4 || !strings.Contains(string(b), c.key) {
-		return b
+	if k := c.key.value; len(k) >= 4 && bytes.Contains(b, []byte(k)) {
+		return bytes.ReplaceAll(b, []byte(k), []byte(redacted))
 	}
-	return []byte(strings.ReplaceAll(string(b), c.key, redacted))
+	return b
 }
 
 func drainAndClose(rc io.ReadCloser) {

@@ -1,0 +1,30 @@
+package ids_test
+
+import (
+	"fmt"
+
+	"github.com/creativegen/creative-go/ids"
+)
+
+func ExampleParseStyle() {
+	id, err := ids.ParseStyle("Digital-Art")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(id == ids.StyleDigitalArt, string(id), id)
+	_, err = ids.ParseStyle("oil")
+	fmt.Println(err != nil)
+	// Output:
+	// true 6644b0c5ec3658a8e38d94ed digital art
+	// true
+}
+
+func ExampleVoicesByGender() {
+	for _, v := range ids.VoicesByGender(ids.Female)[:3] {
+		fmt.Println(v, string(v))
+	}
+	// Output:
+	// female 1 52f254abbd463029dd655422
+	// female 2 b054b7a4a1dbabba96a691dd
+	// female 3 127de703d939930eb0a85420
+}

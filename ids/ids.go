@@ -1,0 +1,228 @@
+// Package ids holds the typed ids of the Creative Generation Service: image
+// sizes, styles, cameras, colors, lighting, voices and audio enhancement
+// types, generated from ids.json (the lists of the service's interface
+// specification) by `go generate ./ids/...`.
+//
+// Each kind is its own string type, so a color id cannot be passed where a
+// style id is wanted (two color ids share their last four characters with two
+// style ids). Every type is open: any id string converts, so ids the service
+// adds later work without a new release.
+//
+// Constants are named by a rule: the kind's prefix (Size, Style, Camera,
+// Color, Lighting, Voice, Enhance) followed by the label's words, each with
+// its first letter upper-cased and all punctuation dropped; digits stay, and
+// the ":" of an aspect ratio becomes "x". So "3D" is Style3D, "2000s phone"
+// is Style2000sPhone, "close-up" is CameraCloseUp and "2:3" is Size2x3.
+// Voices, which have no label but a gender, are numbered in the order of the
+// specification within each gender: VoiceFemale1, VoiceMale1, ...
+//
+// For people typing ids, each kind has a parser (ParseStyle, ...) that takes
+// a label in any case with spaces, hyphens and underscores alike ("golden
+// hour", "Golden-Hour"), a constant's name ("GoldenHour", "LightingGoldenHour")
+// or a full id.
+package ids
+
+//go:generate go run ./internal/gen/cmd/genids -in ids.json -out ids_gen.go
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Gender is the gender of a voice.
+type Gender string
+
+// The genders of the voices.
+const (
+	Female Gender = "female"
+	Male   Gender = "male"
+)
+
+// An Entry is one id of one kind, for tools that list or parse ids by the
+// kind's name.
+type Entry struct {
+	// Kind is the kind's name, as Kinds lists them ("style").
+	Kind string
+	// ID is the 24-character id sent to the service.
+	ID string
+	// Label is the name the specification gives ("digital art"; for voices
+	// "female 1").
+	Label string
+	// Name is the Go constant's name ("StyleDigitalArt").
+	Name string
+}
+
+type entry struct {
+	id, label, name string
+	gender          Gender
+}
+
+// A table is the list of one kind.
+type table struct {
+	kind    string // "image-size"
+	noun    string // "image size", for error messages
+	prefix  string // constant prefix, "Size"
+	entries []entry
+}
+
+var tables = []*table{&imageSizes, &styles, &cameras, &colors, &lightings, &voices, &enhanceTypes}
+
+// Kinds returns the names of the kinds of id, in this order: "image-size",
+// "style", "camera", "color", "lighting", "voice", "enhance-type".
+func Kinds() []string {
+	out := make([]string, len(tables))
+	for i, t := range tables {
+		out[i] = t.kind
+	}
+	return out
+}
+
+func tableOf(kind string) (*table, error) {
+	k := normalize(kind)
+	for _, t := range tables {
+		if normalize(t.kind) == k || normalize(t.kind)+"s" == k {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("ids: unknown kind %q (want one of: %s)", kind, strings.Join(Kinds(), ", "))
+}
+
+// Entries lists the ids of a kind (a name from Kinds) in the order of the
+// specification.
+func Entries(kind string) ([]Entry, error) {
+	t, err := tableOf(kind)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(t.entries))
+	for i, e := range t.entries {
+		out[i] = Entry{Kind: t.kind, ID: e.id, Label: e.label, Name: e.name}
+	}
+	return out, nil
+}
+
+// Parse returns the id that s names within a kind (a name from Kinds); see
+// the kind's own parser, such as ParseStyle, for what s may be.
+func Parse(kind, s string) (string, error) {
+	t, err := tableOf(kind)
+	if err != nil {
+		return "", err
+	}
+	return t.parse(s)
+}
+
+// IsID reports whether s is shaped as an id: 24 lower-case hexadecimal
+// characters.
+func IsID(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize folds case and drops spaces, hyphens and underscores, and reads
+// an aspect's ":" as "x", so that "Golden-Hour", "golden hour" and
+// "GoldenHour" compare equal, as do "2:3" and "2x3".
+func normalize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(s)) {
+		switch r {
+		case ' ', '-', '_', '\t':
+		case ':':
+			b.WriteRune('x')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func (t *table) find(id string) (entry, bool) {
+	for _, e := range t.entries {
+		if e.id == id {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// str is the String of an id: its label, or the id itself when unknown.
+func (t *table) str(id string) string {
+	if e, ok := t.find(id); ok {
+		return e.label
+	}
+	return id
+}
+
+func (t *table) label(id string) (string, bool) {
+	e, ok := t.find(id)
+	return e.label, ok
+}
+
+// parse accepts a label, a constant's name with or without its prefix, or a
+// full id (known or not; upper-case hex is lower-cased).
+func (t *table) parse(s string) (string, error) {
+	if lower := strings.ToLower(strings.TrimSpace(s)); IsID(lower) {
+		return lower, nil
+	}
+	n := normalize(s)
+	if n != "" {
+		p := normalize(t.prefix)
+		for _, e := range t.entries {
+			name := normalize(e.name)
+			if normalize(e.label) == n || name == n || strings.TrimPrefix(name, p) == n {
+				return e.id, nil
+			}
+		}
+	}
+	labels := make([]string, len(t.entries))
+	for i, e := range t.entries {
+		labels[i] = e.label
+	}
+	return "", fmt.Errorf("ids: unknown %s %q (want one of: %s; or a 24-character hex id)", t.noun, s, strings.Join(labels, ", "))
+}
+
+func list[T ~string](t *table) []T {
+	out := make([]T, len(t.entries))
+	for i, e := range t.entries {
+		out[i] = T(e.id)
+	}
+	return out
+}
+
+// Aspect returns the width and height of the size's aspect ratio, such as
+// 3 and 2 for Size3x2; ok is false for an id that is not in the list.
+func (id ImageSizeID) Aspect() (w, h int, ok bool) {
+	l, found := imageSizes.label(string(id))
+	if !found {
+		return 0, 0, false
+	}
+	if _, err := fmt.Sscanf(l, "%d:%d", &w, &h); err != nil {
+		return 0, 0, false
+	}
+	return w, h, true
+}
+
+// Gender returns the voice's gender, or "" for a voice not in the list.
+func (id VoiceID) Gender() Gender {
+	e, _ := voices.find(string(id))
+	return e.gender
+}
+
+// VoicesByGender lists the voices of gender g in the order of the
+// specification.
+func VoicesByGender(g Gender) []VoiceID {
+	var out []VoiceID
+	for _, e := range voices.entries {
+		if e.gender == g {
+			out = append(out, VoiceID(e.id))
+		}
+	}
+	return slices.Clip(out)
+}

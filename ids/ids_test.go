@@ -1,0 +1,167 @@
+package ids
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/ids/internal/gen"
+)
+
+func TestGeneratedFileIsCurrent(t *testing.T) {
+	data, err := os.ReadFile("ids.json")
+	require.NoError(t, err)
+	want, err := gen.Generate(data)
+	require.NoError(t, err)
+	got, err := os.ReadFile("ids_gen.go")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got), "ids_gen.go is stale: run go generate ./ids/...")
+}
+
+func TestCountsMatchTheSpecification(t *testing.T) {
+	want := map[string]int{"image-size": 3, "style": 24, "camera": 11, "color": 17, "lighting": 11, "voice": 20, "enhance-type": 9}
+	assert.Len(t, Kinds(), len(want))
+	for _, kind := range Kinds() {
+		es, err := Entries(kind)
+		require.NoError(t, err)
+		assert.Len(t, es, want[kind], kind)
+	}
+	assert.Len(t, ImageSizes(), 3)
+	assert.Len(t, Styles(), 24)
+	assert.Len(t, Cameras(), 11)
+	assert.Len(t, Colors(), 17)
+	assert.Len(t, Lightings(), 11)
+	assert.Len(t, Voices(), 20)
+	assert.Len(t, EnhanceTypes(), 9)
+	assert.Len(t, VoicesByGender(Female), 8)
+	assert.Len(t, VoicesByGender(Male), 12)
+}
+
+func TestEveryIDIsShapedAndUniqueWithinItsKind(t *testing.T) {
+	for _, kind := range Kinds() {
+		es, err := Entries(kind)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, e := range es {
+			assert.True(t, IsID(e.ID), "%s %s", kind, e.ID)
+			assert.False(t, seen[e.ID], "%s %s listed twice", kind, e.ID)
+			seen[e.ID] = true
+		}
+	}
+}
+
+func TestEveryEntryParsesBackFromItsLabelNameAndID(t *testing.T) {
+	for _, kind := range Kinds() {
+		es, err := Entries(kind)
+		require.NoError(t, err)
+		for _, e := range es {
+			for _, s := range []string{e.Label, strings.ToUpper(e.Label), strings.ReplaceAll(e.Label, " ", "-"), strings.ReplaceAll(e.Label, " ", "_"), e.Name, e.ID, strings.ToUpper(e.ID)} {
+				id, err := Parse(kind, s)
+				if assert.NoError(t, err, "%s %q", kind, s) {
+					assert.Equal(t, e.ID, id, "%s %q", kind, s)
+				}
+			}
+		}
+	}
+}
+
+func TestStringIsTheLabelAndParsesBack(t *testing.T) {
+	for _, id := range Styles() {
+		got, err := ParseStyle(id.String())
+		require.NoError(t, err)
+		assert.Equal(t, id, got)
+	}
+	for _, id := range Colors() {
+		got, err := ParseColor(id.String())
+		require.NoError(t, err)
+		assert.Equal(t, id, got)
+	}
+	for _, id := range Voices() {
+		got, err := ParseVoice(id.String())
+		require.NoError(t, err)
+		assert.Equal(t, id, got)
+	}
+	assert.Equal(t, "anime", StyleAnime.String())
+	assert.Equal(t, "3D", Style3D.String())
+	assert.Equal(t, "golden hour", LightingGoldenHour.String())
+	assert.Equal(t, "female 1", VoiceFemale1.String())
+	assert.Equal(t, "podcast", EnhancePodcast.String())
+}
+
+func TestParseAcceptsTheFormsPeopleType(t *testing.T) {
+	tests := []struct {
+		kind, in string
+		want     string
+	}{
+		{"lighting", "golden hour", string(LightingGoldenHour)},
+		{"lighting", "golden-hour", string(LightingGoldenHour)},
+		{"lighting", "Golden Hour", string(LightingGoldenHour)},
+		{"lighting", "LightingGoldenHour", string(LightingGoldenHour)},
+		{"image-size", "2:3", string(Size2x3)},
+		{"image-size", "2x3", string(Size2x3)},
+		{"color", "pastel colors", string(ColorPastelColors)},
+		{"camera", "close-up", string(CameraCloseUp)},
+		{"camera", "first person view", string(CameraFirstPersonView)},
+		{"style", "2000s Phone", string(Style2000sPhone)},
+		{"enhance-type", "voice_recording", string(EnhanceVoiceRecording)},
+		{"voice", "male 12", string(VoicesByGender(Male)[11])},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind+" "+tt.in, func(t *testing.T) {
+			got, err := Parse(tt.kind, tt.in)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestUnknownLabelsListTheValidOnes(t *testing.T) {
+	_, err := ParseStyle("impressionism")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown style "impressionism"`)
+	assert.Contains(t, err.Error(), "photograph, digital art, 3D")
+	_, err = Parse("nope", "x")
+	assert.ErrorContains(t, err, "unknown kind")
+}
+
+func TestTypesAreOpenToIDsNotInTheList(t *testing.T) {
+	got, err := ParseLighting("6644b0c5ec3658a8e38d9543")
+	require.NoError(t, err)
+	assert.Equal(t, LightingID("6644b0c5ec3658a8e38d9543"), got)
+	assert.Equal(t, "6644b0c5ec3658a8e38d9543", got.String())
+	_, ok := got.Label()
+	assert.False(t, ok)
+}
+
+func TestStyleAndColorKeepSharedSuffixesApart(t *testing.T) {
+	assert.Equal(t, string(StyleFantasy), string(ColorSepia))
+	assert.Equal(t, "fantasy", StyleFantasy.String())
+	assert.Equal(t, "sepia", ColorSepia.String())
+}
+
+func TestAspectAndGender(t *testing.T) {
+	w, h, ok := Size3x2.Aspect()
+	assert.True(t, ok)
+	assert.Equal(t, [2]int{3, 2}, [2]int{w, h})
+	_, _, ok = ImageSizeID("x").Aspect()
+	assert.False(t, ok)
+	assert.Equal(t, Female, VoiceFemale1.Gender())
+	assert.Equal(t, VoiceID("52f254abbd463029dd655422"), VoiceFemale1)
+	assert.Equal(t, VoiceID("e1fb08ee7177e52425b96a49"), VoiceMale1)
+	assert.Equal(t, Gender(""), VoiceID("x").Gender())
+}
+
+func TestGoNamesFollowTheRule(t *testing.T) {
+	es, err := Entries("style")
+	require.NoError(t, err)
+	names := map[string]string{}
+	for _, e := range es {
+		names[e.Label] = e.Name
+	}
+	assert.Equal(t, "Style3D", names["3D"])
+	assert.Equal(t, "Style1970sStamp", names["1970s stamp"])
+	assert.Equal(t, "StyleTraditionalJapan", names["traditional Japan"])
+}
