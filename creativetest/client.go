@@ -1,0 +1,24 @@
+package creativetest
+
+import (
+	"time"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// Client returns an SDK client wired to the Server: its URL and access key,
+// and retry waits of a few milliseconds so that tests of retry paths run
+// fast (a Retry-After the Server sends is still honoured). opts come after
+// these and override them. It panics if an option is invalid.
+func (s *Server) Client(opts ...creative.Option) *creative.Client {
+	all := append([]creative.Option{
+		creative.WithBaseURL(s.URL),
+		creative.WithAccessKey(s.AccessKey),
+		creative.WithRetryWait(time.Millisecond, 10*time.Millisecond),
+	}, opts...)
+	c, err := creative.New(all...)
+	if err != nil {
+		panic("creativetest: " + err.Error())
+	}
+	return c
+}
