@@ -53,7 +53,7 @@ const (
 type Client struct {
 	base       *url.URL // scheme and host the access key may be sent to
 	prefix     string   // base URL without a trailing slash
-	key        *accessKey
+	key        func() string // a closure: fmt prints a func as an address
 	hc         *http.Client
 	maxRetries int
 	waitMin    time.Duration
@@ -205,10 +205,11 @@ func New(opts ...Option) (*Client, error) {
 	if s.userAgent != "" {
 		ua += " " + s.userAgent
 	}
+	key := s.accessKey
 	c := &Client{
 		base:       base,
 		prefix:     strings.TrimRight(base.String(), "/"),
-		key:        &accessKey{s.accessKey},
+		key:        func() string { return key },
 		maxRetries: s.maxRetries,
 		waitMin:    s.waitMin,
 		waitMax:    s.waitMax,
@@ -285,10 +286,6 @@ func (c *Client) httpClient(user *http.Client) *http.Client {
 }
 
 type keepIdle struct{ http.RoundTripper }
-
-// accessKey holds the key behind a pointer, so that even printing a Client
-// value field by field (fmt's %+v of *c) shows an address, not the key.
-type accessKey struct{ value string }
 
 // CloseIdleConnections closes the idle connections of the Client's
 // transport, as http.Client.CloseIdleConnections does. Calls in flight are
@@ -412,7 +409,7 @@ func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, relea
 		return nil, nil, cl, fmt.Errorf("creative: %s: %w", r.op, err)
 	}
 	if r.rawURL == "" {
-		req.Header.Set(headerAccessKey, c.key.value)
+		req.Header.Set(headerAccessKey, c.key())
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -440,7 +437,7 @@ func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, relea
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
 		if cl.spent {
-			err = fmt.Errorf("%w; not retried: the upload came from a one-shot reader whose bytes were already sent (give a file path, bytes or an io.Seeker to make it retryable)", err)
+			err = fmt.Errorf("%w (%s)", err, notReplayed)
 		}
 		return nil, nil, cl, &NetworkError{Operation: r.op, Attempts: cl.attempts, Err: err}
 	}
@@ -449,6 +446,9 @@ func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, relea
 	}
 	return resp, done, cl, nil
 }
+
+// notReplayed explains why a retryable failure of an upload was not retried.
+const notReplayed = "not retried: the upload came from a one-shot reader whose bytes were already sent; give a path, bytes or an io.Seeker to make it retryable"
 
 // onAttempt counts attempts; go-retryablehttp calls it before each one.
 func (cl *call) onAttempt(_ retryablehttp.Logger, _ *http.Request, i int) {
@@ -613,6 +613,9 @@ func (cl *call) statusError(resp *http.Response) error {
 	} else {
 		e.Message = describeBody(resp.Header.Get("Content-Type"), e.Body)
 	}
+	if cl.spent {
+		e.Message += " (" + notReplayed + ")"
+	}
 	if cl.tooLong {
 		e.Message += fmt.Sprintf(" (the service asked to wait %v before retrying, more than the %v the client waits)", e.RetryAfter, MaxRetryAfter)
 	}
@@ -638,7 +641,7 @@ func describeBody(contentType string, body []byte) string {
 // redact removes the access key from text that came from the network, in
 // case a server echoes it.
 func (c *Client) redact(b []byte) []byte {
-	if k := c.key.value; len(k) >= 4 && bytes.Contains(b, []byte(k)) {
+	if k := c.key(); len(k) >= 4 && bytes.Contains(b, []byte(k)) {
 		return bytes.ReplaceAll(b, []byte(k), []byte(redacted))
 	}
 	return b

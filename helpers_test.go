@@ -1,0 +1,129 @@
+package creative
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testKey is distinctive so that a leak is easy to find in any text.
+const testKey = "tk-7f3a91c2-LEAKCHECK-e5d0"
+
+// testServer is an httptest server on 127.0.0.1 whose handler a test sets,
+// counting the requests it receives.
+type testServer struct {
+	*httptest.Server
+	hits    atomic.Int64
+	mu      sync.Mutex
+	handler http.HandlerFunc
+}
+
+func newTestServer(t *testing.T, h http.HandlerFunc) *testServer {
+	t.Helper()
+	ts := &testServer{handler: h}
+	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts.hits.Add(1)
+		ts.mu.Lock()
+		h := ts.handler
+		ts.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// newTestClient returns a client of ts with the test key and waits of a
+// millisecond, plus opts.
+func newTestClient(t *testing.T, baseURL string, opts ...Option) *Client {
+	t.Helper()
+	all := append([]Option{WithBaseURL(baseURL), WithAccessKey(testKey), WithRetryWait(time.Millisecond, 2*time.Millisecond)}, opts...)
+	c, err := New(all...)
+	require.NoError(t, err)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// replyJSON answers with status and body as JSON.
+func replyJSON(status int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// logCapture is a slog handler keeping every record as text.
+type logCapture struct {
+	mu    sync.Mutex
+	lines []string
+	attrs []map[string]any
+	level []slog.Level
+}
+
+func (l *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler      { return l }
+func (l *logCapture) WithGroup(string) slog.Handler           { return l }
+func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	m := map[string]any{}
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		m[a.Key] = a.Value.Any()
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, b.String())
+	l.attrs = append(l.attrs, m)
+	l.level = append(l.level, r.Level)
+	return nil
+}
+
+func (l *logCapture) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// pngHeader returns a real PNG of w×h pixels (a gradient).
+func pngHeader(w, h int) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y), 99, 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// jpegOf returns a real JPEG of w×h pixels.
+func jpegOf(w, h int) []byte {
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, w, h)), nil); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// webpLossless1x1 is a valid 1x1 lossless WebP image.
+var webpLossless1x1 = []byte("RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00")

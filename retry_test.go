@@ -1,0 +1,255 @@
+package creative
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRetryableStatusesAreRetriedExactlyTheConfiguredNumberOfTimes(t *testing.T) {
+	tests := []struct {
+		status int
+		retry  bool
+	}{
+		{408, true}, {429, true}, {500, true}, {502, true}, {503, true}, {504, true},
+		{400, false}, {401, false}, {403, false}, {404, false}, {409, false}, {422, false}, {501, false}, {505, false},
+	}
+	for _, tt := range tests {
+		for _, retries := range []int{0, 1, 3} {
+			t.Run(strconv.Itoa(tt.status)+" with "+strconv.Itoa(retries)+" retries", func(t *testing.T) {
+				ts := newTestServer(t, replyJSON(tt.status, `{"success":false,"message":"no"}`))
+				c := newTestClient(t, ts.URL, WithMaxRetries(retries))
+				_, err := c.GenerateQR(context.Background(), GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
+				var apiErr *APIError
+				require.ErrorAs(t, err, &apiErr)
+				want := 1
+				if tt.retry {
+					want = retries + 1
+				}
+				assert.Equal(t, int64(want), ts.hits.Load(), "requests sent")
+				assert.Equal(t, want, apiErr.Attempts)
+				assert.Equal(t, tt.status, apiErr.StatusCode)
+				if want > 1 {
+					assert.Contains(t, err.Error(), "after "+strconv.Itoa(want)+" attempts")
+				}
+			})
+		}
+	}
+}
+
+func TestASuccessAfterFailuresReturnsTheResult(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.handler = func(w http.ResponseWriter, r *http.Request) {
+		if ts.hits.Load() < 3 {
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+			return
+		}
+		replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}`)(w, r)
+	}
+	c := newTestClient(t, ts.URL)
+	u, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+	require.NoError(t, err)
+	assert.Equal(t, URL("http://127.0.0.1/a.wav"), u)
+	assert.Equal(t, int64(3), ts.hits.Load(), "the default is two retries")
+}
+
+func TestConnectionFailuresAreRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now: connection refused
+	c := newTestClient(t, "http://"+addr, WithMaxRetries(2))
+	_, err = c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+	var netErr *NetworkError
+	require.ErrorAs(t, err, &netErr)
+	assert.Equal(t, 3, netErr.Attempts)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Contains(t, err.Error(), "3 attempts")
+}
+
+func TestRetryPolicyTable(t *testing.T) {
+	resp := func(code int) *http.Response { return &http.Response{StatusCode: code, Header: http.Header{}} }
+	tests := []struct {
+		name string
+		resp *http.Response
+		err  error
+		want bool
+	}{
+		{"connection refused", nil, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"connection reset", nil, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
+		{"an early EOF", nil, io.ErrUnexpectedEOF, true},
+		{"a cancelled context", nil, context.Canceled, false},
+		{"a passed deadline", nil, context.DeadlineExceeded, false},
+		{"too many redirects", nil, errors.New("stopped after 10 redirects"), false},
+		{"a replay of a one-shot upload", nil, &replayError{}, false},
+		{"408", resp(408), nil, true},
+		{"429", resp(429), nil, true},
+		{"500", resp(500), nil, true},
+		{"502", resp(502), nil, true},
+		{"503", resp(503), nil, true},
+		{"504", resp(504), nil, true},
+		{"200", resp(200), nil, false},
+		{"301", resp(301), nil, false},
+		{"400", resp(400), nil, false},
+		{"401", resp(401), nil, false},
+		{"404", resp(404), nil, false},
+		{"501", resp(501), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, retryable(tt.resp, tt.err))
+		})
+	}
+}
+
+func TestRetryAfterIsReadInSecondsOrAsADateOn429And503Only(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	mk := func(code int, v string) *http.Response {
+		h := http.Header{}
+		h.Set("Retry-After", v)
+		return &http.Response{StatusCode: code, Header: h}
+	}
+	tests := []struct {
+		name string
+		resp *http.Response
+		want time.Duration
+		ok   bool
+	}{
+		{"seconds on a 429", mk(429, "7"), 7 * time.Second, true},
+		{"seconds on a 503", mk(503, "0"), 0, true},
+		{"a date on a 503", mk(503, now.Add(90*time.Second).Format(http.TimeFormat)), 90 * time.Second, true},
+		{"a past date means now", mk(429, now.Add(-time.Minute).Format(http.TimeFormat)), 0, true},
+		{"ignored on a 500", mk(500, "7"), 0, false},
+		{"garbage is ignored", mk(429, "soon"), 0, false},
+		{"a negative number is ignored", mk(429, "-3"), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := retryAfter(tt.resp, now)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestBackoffIsFullJitterWithinTheExponentialCeiling(t *testing.T) {
+	cl := &call{c: &Client{}}
+	min, max := 100*time.Millisecond, 800*time.Millisecond
+	for attempt, ceil := range []time.Duration{100, 200, 400, 800, 800, 800} {
+		ceil *= time.Millisecond
+		var top time.Duration
+		for i := 0; i < 300; i++ {
+			d := cl.backoff(min, max, attempt, nil)
+			require.GreaterOrEqual(t, d, time.Duration(0))
+			require.LessOrEqual(t, d, ceil, "attempt %d", attempt)
+			top = maxDur(top, d)
+		}
+		assert.Greater(t, top, ceil/2, "attempt %d: waits spread over the range", attempt)
+	}
+	cl.retryAfter = 3 * time.Second
+	assert.Equal(t, 3*time.Second, cl.backoff(min, max, 0, nil), "a Retry-After is waited as asked")
+	for i := 0; i < 100; i++ {
+		d := (&call{c: &Client{}}).backoff(min, max, 62, nil)
+		require.True(t, d >= 0 && d <= max, "a late attempt neither overflows nor passes max: %v", d)
+	}
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func TestRetryAfterIsHonouredOnTheWire(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.handler = func(w http.ResponseWriter, r *http.Request) {
+		if ts.hits.Load() == 1 {
+			w.Header().Set("Retry-After", "1")
+			replyJSON(429, `{"success":false,"message":"slow down"}`)(w, r)
+			return
+		}
+		replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}`)(w, r)
+	}
+	c := newTestClient(t, ts.URL)
+	start := time.Now()
+	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), time.Second, "the client waited the second it was asked to")
+}
+
+func TestARetryAfterAboveTheCapEndsTheRetriesAndSaysTheWait(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		replyJSON(503, `{"success":false,"message":"maintenance"}`)(w, r)
+	})
+	c := newTestClient(t, ts.URL)
+	start := time.Now()
+	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+	assert.Less(t, time.Since(start), time.Second)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, int64(1), ts.hits.Load())
+	assert.Equal(t, time.Hour, apiErr.RetryAfter)
+	assert.Contains(t, apiErr.Message, "asked to wait 1h0m0s")
+	assert.ErrorIs(t, err, ErrServer)
+}
+
+func TestCancellingDuringABackoffReturnsAtOnce(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "10")
+		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+	})
+	c := newTestClient(t, ts.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return ts.hits.Load() == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // let the call enter its 10 s backoff
+	cancelled := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		assert.Less(t, time.Since(cancelled), 50*time.Millisecond)
+		assert.ErrorIs(t, err, context.Canceled)
+		var netErr *NetworkError
+		assert.ErrorAs(t, err, &netErr)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not return after its context was cancelled")
+	}
+	assert.Equal(t, int64(1), ts.hits.Load())
+}
+
+func TestACancelledContextSendsNothing(t *testing.T) {
+	ts := newTestServer(t, replyJSON(200, `{}`))
+	c := newTestClient(t, ts.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int64(0), ts.hits.Load())
+}
+
+func TestWithTimeoutBoundsTheWholeCallRetriesIncluded(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "2")
+		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+	})
+	c := newTestClient(t, ts.URL, WithTimeout(300*time.Millisecond))
+	start := time.Now()
+	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+	assert.Less(t, time.Since(start), time.Second)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
