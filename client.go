@@ -51,8 +51,8 @@ const (
 // access key and a pooled HTTP client; it is safe for concurrent use and is
 // meant to be created once and shared.
 type Client struct {
-	base       *url.URL // scheme and host the access key may be sent to
-	prefix     string   // base URL without a trailing slash
+	base       *url.URL      // scheme and host the access key may be sent to
+	prefix     string        // base URL without a trailing slash
 	key        func() string // a closure: fmt prints a func as an address
 	hc         *http.Client
 	maxRetries int

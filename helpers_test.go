@@ -76,8 +76,8 @@ type logCapture struct {
 }
 
 func (l *logCapture) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logCapture) WithGroup(string) slog.Handler           { return l }
+func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logCapture) WithGroup(string) slog.Handler            { return l }
 func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString(r.Message)
