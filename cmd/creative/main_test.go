@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image"
+	"image/png"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/makiuchi-d/gozxing"
+	"github.com/makiuchi-d/gozxing/qrcode"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/creativetest"
+	"github.com/creativegen/creative-go/ids"
+)
+
+const cliKey = "cli-key-5b2e-LEAKCHECK"
+
+// runCLI runs the command in process with env and returns its status and
+// output.
+func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }}
+	code := a.run(args)
+	return code, stdout.String(), stderr.String()
+}
+
+// recorded is one request a recording server saw.
+type recorded struct {
+	path, key, ctype string
+	json             string
+	parts            map[string]string // name -> value, or file name and size for files
+}
+
+// recorder is a server on 127.0.0.1 that records requests and answers
+// each operation with a fixed body.
+type recorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []recorded
+}
+
+func newRecorder(t *testing.T, status int, answer func(path string) (string, string)) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := recorded{path: r.URL.Path, key: r.Header.Get("x-access-key"), ctype: r.Header.Get("Content-Type"), parts: map[string]string{}}
+		if mt, params, _ := mime.ParseMediaType(got.ctype); mt == "multipart/form-data" {
+			mr := multipart.NewReader(r.Body, params["boundary"])
+			for {
+				p, err := mr.NextPart()
+				if err != nil {
+					break
+				}
+				b, _ := io.ReadAll(p)
+				if p.FileName() != "" {
+					got.parts[p.FormName()] = p.FileName()
+				} else {
+					got.parts[p.FormName()] = string(b)
+				}
+			}
+		} else {
+			b, _ := io.ReadAll(r.Body)
+			got.json = string(b)
+		}
+		rec.mu.Lock()
+		rec.seen = append(rec.seen, got)
+		rec.mu.Unlock()
+		ct, body := answer(r.URL.Path)
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(rec.Close)
+	return rec
+}
+
+func (r *recorder) requests() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.seen...)
+}
+
+func pngFile(t *testing.T, w, h int) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))))
+	path := filepath.Join(t.TempDir(), "in.png")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+	return path
+}
+
+func TestEveryCommandSendsItsRequest(t *testing.T) {
+	png64 := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	rec := newRecorder(t, 200, func(path string) (string, string) {
+		switch {
+		case strings.HasSuffix(path, "writer-tool"):
+			return "application/json", `{"success":true,"message":"ok","data":{"language":"English","useCase":"CoverLetter","word_count":2,"text":{"choices":[{"text":"Dear team","index":0,"word_count":2}]}}}`
+		case strings.HasSuffix(path, "text-to-speech"):
+			return "audio/mpeg", "ID3 audio bytes"
+		case strings.HasSuffix(path, "split-audio"):
+			return "application/json", `{"success":true,"message":"ok","data":["https://f.example/1.wav","https://f.example/2.wav"]}`
+		case strings.HasPrefix(path, "/image/"):
+			return "application/json", `{"success":true,"message":"ok","data":{"base64":"` + png64 + `"}}`
+		}
+		return "application/json", `{"success":true,"message":"ok","data":"https://f.example/out.wav"}`
+	})
+	env := map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey}
+	img := pngFile(t, 16, 16)
+	wavPath := filepath.Join(t.TempDir(), "talk.wav")
+	require.NoError(t, os.WriteFile(wavPath, []byte("RIFF\x04\x00\x00\x00WAVEdata"), 0o644))
+	tests := []struct {
+		args  []string
+		path  string
+		json  string
+		parts map[string]string
+	}{
+		{[]string{"text", "writer-tool", "--job-role", "Engineer", "--job-skills", "Go", "--language", "English", "--tone", "formal"}, "/text/v1/writer-tool",
+			`{"inputs":[{"jobRole":"Engineer","jobSkills":"Go"}],"language":"English","number":1,"useCase":"CoverLetter","action":"generate_writenow","tone":"formal"}`, nil},
+		{[]string{"text", "writer-tool", "--inputs", `[{"topic":"x"}]`, "--use-case", "Blog", "--action", "write", "--language", "en", "--tone", "fun", "--number", "2"}, "/text/v1/writer-tool",
+			`{"inputs":[{"topic":"x"}],"language":"en","number":2,"useCase":"Blog","action":"write","tone":"fun"}`, nil},
+		{[]string{"audio", "text-to-music", "--prompt", "jazz", "--duration", "12", "--no-download"}, "/audio/v1/text-to-music", `{"prompt":"jazz","duration":12}`, nil},
+		{[]string{"audio", "text-to-speech", "--prompt", "hi", "--voice-id", "male 2"}, "/audio/v1/text-to-speech", `{"prompt":"hi","voiceId":"` + string(ids.VoicesByGender(ids.Male)[1]) + `"}`, nil},
+		{[]string{"audio", "enhance", "--audio", wavPath, "--type-id", "podcast", "--no-download"}, "/audio/v1/enhance", "", map[string]string{"audio": "talk.wav", "typeId": string(ids.EnhancePodcast)}},
+		{[]string{"audio", "split-audio", "--audio", wavPath, "--no-download"}, "/audio/v1/split-audio", "", map[string]string{"audio": "talk.wav"}},
+		{[]string{"image", "text-to-image", "--prompt", "fox", "--number-of-results", "2", "--image-size-id", "2:3", "--style-id", "anime", "--camera-id", "Close-Up", "--color-id", "pastel colors", "--lighting-id", "golden-hour"}, "/image/v1/text-to-image",
+			`{"prompt":"fox","numberOfResults":2,"imageSizeId":"6644b0c5ec3658a8e38d951b","dimensionsId":"6644b0c5ec3658a8e38d951b","styleId":"6644b0c5ec3658a8e38d94f2","cameraId":"6644b0c5ec3658a8e38d952d","colorId":"6644b0c5ec3658a8e38d9507","lightingId":"6644b0c5ec3658a8e38d953c"}`, nil},
+		{[]string{"image", "generate-logo", "--prompt", "bakery"}, "/image/v1/generate-logo", `{"prompt":"bakery"}`, nil},
+		{[]string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, "/image/v1/generate-qr", `{"url":"https://example.com","prompt":"flowers"}`, nil},
+		{[]string{"image", "up-scale", "--url", "https://i.example/a.png", "--scale", "2"}, "/image/v1/up-scale", `{"url":"https://i.example/a.png","scale":2}`, nil},
+		{[]string{"image", "re-imagine", "--image", img}, "/image/v1/re-imagine", "", map[string]string{"image": "in.png"}},
+		{[]string{"image", "remove-background", "--url", "https://i.example/a.png"}, "/image/v1/remove-background", `{"url":"https://i.example/a.png"}`, nil},
+		{[]string{"image", "color-image", "--url", "https://i.example/a.png"}, "/image/v1/color-image", `{"url":"https://i.example/a.png"}`, nil},
+		{[]string{"image", "enhance", "--url", "https://i.example/a.png"}, "/image/v1/enhance", `{"url":"https://i.example/a.png"}`, nil},
+		{[]string{"image", "change-background", "--image", img, "--prompt", "beach"}, "/image/v1/change-background", "", map[string]string{"image": "in.png", "prompt": "beach"}},
+		{[]string{"video", "infinite-zoom", "--prompt", "galaxy", "--number-of-iteration", "3", "--no-download"}, "/video/v1/infinite-zoom", `{"prompt":"galaxy","numberOfIteration":3}`, nil},
+		{[]string{"video", "remove-background", "--url", "https://v.example/a.mp4", "--no-download"}, "/video/v1/remove-background", `{"url":"https://v.example/a.mp4"}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[:2], " ")+" "+tt.args[2], func(t *testing.T) {
+			before := len(rec.requests())
+			out := t.TempDir()
+			code, stdout, stderr := runCLI(t, env, append(tt.args, "--out", out)...)
+			require.Equal(t, 0, code, stderr)
+			reqs := rec.requests()
+			require.Len(t, reqs, before+1)
+			got := reqs[len(reqs)-1]
+			assert.Equal(t, tt.path, got.path)
+			assert.Equal(t, cliKey, got.key)
+			if tt.parts != nil {
+				assert.Equal(t, tt.parts, got.parts)
+			} else {
+				assert.Equal(t, tt.json, got.json)
+			}
+			assert.NotEmpty(t, stdout)
+			for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+				if strings.HasPrefix(line, out) {
+					_, err := os.Stat(line)
+					assert.NoError(t, err, "each printed path exists")
+				}
+			}
+		})
+	}
+}
+
+func TestFilesAreNamedByOperationAndNeverOverwritten(t *testing.T) {
+	out := t.TempDir()
+	args := []string{"--fake", "image", "text-to-image", "--prompt", "fox", "--number-of-results", "2", "--out", out}
+	code, stdout, stderr := runCLI(t, nil, args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, filepath.Join(out, "text-to-image.png")+"\n"+filepath.Join(out, "text-to-image-1.png")+"\n", stdout)
+	code, stdout, _ = runCLI(t, nil, args...)
+	require.Equal(t, 0, code)
+	assert.Equal(t, filepath.Join(out, "text-to-image-2.png")+"\n"+filepath.Join(out, "text-to-image-3.png")+"\n", stdout)
+	entries, _ := os.ReadDir(out)
+	assert.Len(t, entries, 4)
+	assert.Contains(t, stderr, "using the built-in fake service")
+}
+
+func TestURLResultsAreDownloadedWithoutTheKey(t *testing.T) {
+	var keys []string
+	var mu sync.Mutex
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("x-access-key"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "RIFF\x04\x00\x00\x00WAVEdata")
+	}))
+	defer files.Close()
+	rec := newRecorder(t, 200, func(string) (string, string) {
+		return "application/json", `{"success":true,"message":"ok","data":["` + files.URL + `/a","` + files.URL + `/b"]}`
+	})
+	wavPath := filepath.Join(t.TempDir(), "talk.wav")
+	require.NoError(t, os.WriteFile(wavPath, []byte("RIFF\x04\x00\x00\x00WAVEdata"), 0o644))
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey}, "audio", "split-audio", "--audio", wavPath, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, filepath.Join(out, "split-audio.wav")+"\n"+filepath.Join(out, "split-audio-1.wav")+"\n", stdout)
+	assert.Equal(t, []string{"", ""}, keys)
+}
+
+func TestExitStatusesAndNothingSentOnUsageErrors(t *testing.T) {
+	rec := newRecorder(t, 400, func(string) (string, string) {
+		return "application/json", `{"success":false,"message":"prompt: rejected"}`
+	})
+	env := map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey}
+	missing := filepath.Join(t.TempDir(), "nope.png")
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		err  string
+	}{
+		{"an unknown flag", env, []string{"image", "generate-qr", "--colour", "red"}, 2, "flag provided but not defined: -colour"},
+		{"an unknown label", env, []string{"image", "text-to-image", "--prompt", "p", "--style-id", "impressionism"}, 2, `unknown style "impressionism"`},
+		{"a missing file", env, []string{"image", "re-imagine", "--image", missing}, 2, "image cannot be read"},
+		{"a broken limit", env, []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "11"}, 2, "creative: image/text-to-image: numberOfResults must be between 1 and 10, got 11"},
+		{"a missing key", map[string]string{"CREATIVE_BASE_URL": rec.URL}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_ACCESS_KEY"},
+		{"a missing base URL", map[string]string{"CREATIVE_ACCESS_KEY": cliKey}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_BASE_URL"},
+		{"an unknown command", env, []string{"image", "paint"}, 2, `unknown command "image paint"`},
+		{"bad JSON inputs", env, []string{"text", "writer-tool", "--inputs", "[", "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, "--inputs: not a JSON array"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.env, tt.args...)
+			assert.Equal(t, tt.code, code)
+			assert.Contains(t, stderr, tt.err)
+			assert.Empty(t, stdout)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+			assert.Empty(t, rec.requests(), "nothing was sent")
+		})
+	}
+	t.Run("a 400 from the service exits 1", func(t *testing.T) {
+		code, _, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://e.example", "--prompt", "p")
+		assert.Equal(t, 1, code)
+		assert.Equal(t, "creative: image/generate-qr: HTTP 400: prompt: rejected\n", stderr)
+	})
+}
+
+func TestA502IsReportedWithItsAttempts(t *testing.T) {
+	rec := newRecorder(t, 502, func(string) (string, string) {
+		return "application/json", `{"success":false,"message":"upstream down"}`
+	})
+	code, _, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
+		"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--retries", "2", "--timeout", "30s")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "creative: image/generate-qr: HTTP 502 after 3 attempts: upstream down\n", stderr)
+	assert.Len(t, rec.requests(), 3)
+}
+
+func TestTheKeyIsInNoOutputEvenVerbose(t *testing.T) {
+	rec := newRecorder(t, 503, func(string) (string, string) {
+		return "application/json", `{"success":false,"message":"busy for ` + cliKey + `"}`
+	})
+	code, stdout, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
+		"-v", "audio", "text-to-music", "--prompt", "p", "--retries", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "creative: attempt")
+	assert.Contains(t, stderr, "creative: retrying")
+	assert.NotContains(t, stdout+stderr, cliKey)
+}
+
+func TestFlagsMayComeBeforeOrAfterTheWords(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, nil, "--out", out, "--fake", "image", "--prompt", "bakery", "generate-logo", "--number-of-results", "2")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 2, strings.Count(stdout, "\n"))
+}
+
+func TestJSONPrintsTheTypedResult(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "--fake", "--json", "image", "generate-logo", "--prompt", "bakery")
+	require.Equal(t, 0, code, stderr)
+	var got []struct {
+		ContentType string `json:"contentType"`
+		Bytes       int    `json:"bytes"`
+		Base64      []byte `json:"base64"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	require.Len(t, got, 1)
+	assert.Equal(t, "image/png", got[0].ContentType)
+	assert.Equal(t, got[0].Bytes, len(got[0].Base64))
+
+	code, stdout, _ = runCLI(t, nil, "--fake", "--json", "audio", "split-audio", "--audio", writeWAV(t))
+	require.Equal(t, 0, code)
+	var urls []string
+	require.NoError(t, json.Unmarshal([]byte(stdout), &urls))
+	assert.Len(t, urls, 2)
+}
+
+func writeWAV(t *testing.T) string {
+	t.Helper()
+	b := []byte("RIFF\x00\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x22\x56\x00\x00\x44\xac\x00\x00\x02\x00\x10\x00data\x08\x00\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08")
+	path := filepath.Join(t.TempDir(), "a.wav")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return path
+}
+
+func TestTheFakeQRCodeScans(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, nil, "--fake", "image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers", "--out", out)
+	require.Equal(t, 0, code, stderr)
+	path := strings.TrimSpace(stdout)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
+	require.NoError(t, err)
+	res, err := qrcode.NewQRCodeReader().Decode(bmp, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "https://example.com", res.GetText())
+}
+
+func TestHelpIDsAndVersion(t *testing.T) {
+	code, stdout, _ := runCLI(t, nil, "help")
+	assert.Equal(t, 0, code)
+	for _, c := range commands {
+		assert.Contains(t, stdout, c.area+" "+c.name)
+	}
+	code, stdout, _ = runCLI(t, nil, "image", "text-to-image", "--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "Example:\n  creative image text-to-image")
+	assert.Contains(t, stdout, "-style-id")
+
+	code, stdout, _ = runCLI(t, nil, "ids", "style")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 24, strings.Count(stdout, "\n"))
+	assert.Contains(t, stdout, "style\t6644b0c5ec3658a8e38d94f2\tanime\n")
+	code, stdout, _ = runCLI(t, nil, "ids")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 3+24+11+17+11+20+9, strings.Count(stdout, "\n"))
+	code, _, _ = runCLI(t, nil, "ids", "flavour")
+	assert.Equal(t, 2, code)
+
+	code, stdout, _ = runCLI(t, nil, "version")
+	assert.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(stdout, "creative "))
+	code, _, _ = runCLI(t, nil)
+	assert.Equal(t, 2, code, "no command is a usage error")
+}
+
+func TestTheFakeRunsEveryOperation(t *testing.T) {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey}
+	img, wav := pngFile(t, 32, 32), writeWAV(t)
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t"},
+		{"audio", "text-to-music", "--prompt", "p", "--duration", "1"},
+		{"audio", "text-to-speech", "--prompt", "p", "--voice-id", "female 3"},
+		{"audio", "enhance", "--audio", wav, "--type-id", "studio"},
+		{"audio", "split-audio", "--audio", wav},
+		{"image", "text-to-image", "--prompt", "p"},
+		{"image", "generate-logo", "--prompt", "p"},
+		{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"},
+		{"image", "up-scale", "--url", "https://e.example/a.png"},
+		{"image", "re-imagine", "--image", img},
+		{"image", "remove-background", "--url", "https://e.example/a.png"},
+		{"image", "color-image", "--url", "https://e.example/a.png"},
+		{"image", "enhance", "--url", "https://e.example/a.png"},
+		{"image", "change-background", "--image", img, "--prompt", "p"},
+		{"video", "infinite-zoom", "--prompt", "p"},
+		{"video", "remove-background", "--url", "https://e.example/a.mp4"},
+	} {
+		code, _, stderr := runCLI(t, env, append(args, "--out", out)...)
+		assert.Equal(t, 0, code, "%v: %s", args, stderr)
+	}
+	names := map[string]bool{}
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	for _, want := range []string{"text-to-music.wav", "text-to-speech.mp3", "enhance.wav", "split-audio.wav", "split-audio-1.wav", "text-to-image.png", "infinite-zoom.gif", "remove-background.png", "remove-background.gif"} {
+		assert.True(t, names[want], "%s in %v", want, names)
+	}
+	assert.Len(t, srv.Requests(), 16)
+}
