@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"runtime"
 	"sync"
@@ -173,16 +172,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func TestConcurrentCallsReuseThePooledConnections(t *testing.T) {
-	var mu sync.Mutex
-	conns := 0
 	ts := newTestServer(t, replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/m.wav"}`))
-	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
-			conns++
-			mu.Unlock()
-		}
-	}
 	c := newTestClient(t, ts.URL)
 	for round := 0; round < 3; round++ {
 		var wg sync.WaitGroup
@@ -196,9 +186,7 @@ func TestConcurrentCallsReuseThePooledConnections(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	assert.LessOrEqual(t, conns, 16, "48 calls in rounds of 16 need no more than 16 connections")
+	assert.LessOrEqual(t, ts.conns.Load(), int64(16), "48 calls in rounds of 16 need no more than 16 connections")
 }
 
 func TestErrorsAreTypedAndClassified(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,10 +25,11 @@ import (
 const testKey = "tk-7f3a91c2-LEAKCHECK-e5d0"
 
 // testServer is an httptest server on 127.0.0.1 whose handler a test sets,
-// counting the requests it receives.
+// counting the requests it receives and the connections opened to it.
 type testServer struct {
 	*httptest.Server
 	hits    atomic.Int64
+	conns   atomic.Int64
 	mu      sync.Mutex
 	handler http.HandlerFunc
 }
@@ -35,13 +37,19 @@ type testServer struct {
 func newTestServer(t *testing.T, h http.HandlerFunc) *testServer {
 	t.Helper()
 	ts := &testServer{handler: h}
-	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ts.hits.Add(1)
 		ts.mu.Lock()
 		h := ts.handler
 		ts.mu.Unlock()
 		h(w, r)
 	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			ts.conns.Add(1)
+		}
+	}
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts
 }
