@@ -27,7 +27,7 @@ func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest) (URL, 
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return callJSON(ctx, c, &request{op: op, body: req}, decodeURL)
+	return callJSONFast(ctx, c, &request{op: op, body: req}, fastURL, decodeURL)
 }
 
 // TextToSpeechRequest asks for a text spoken by a voice
@@ -97,7 +97,7 @@ func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest) (URL
 	if err != nil {
 		return "", err
 	}
-	return callJSON(ctx, c, &request{op: op, body: body}, decodeURL)
+	return callJSONFast(ctx, c, &request{op: op, body: body}, fastURL, decodeURL)
 }
 
 // SplitAudioRequest asks for an audio file to be split

@@ -51,16 +51,16 @@ const (
 // access key and a pooled HTTP client; it is safe for concurrent use and is
 // meant to be created once and shared.
 type Client struct {
-	base       *url.URL      // scheme and host the access key may be sent to
-	prefix     string        // base URL without a trailing slash
-	key        func() string // a closure: fmt prints a func as an address
+	base       *url.URL        // scheme and host the access key may be sent to
+	prefix     string          // base URL without a trailing slash
+	key        func() []string // the x-access-key header value; a closure, which fmt prints as an address
 	hc         *http.Client
 	maxRetries int
 	waitMin    time.Duration
 	waitMax    time.Duration
 	timeout    time.Duration
 	logger     *slog.Logger
-	userAgent  string
+	userAgent  []string // the User-Agent header value
 }
 
 type settings struct {
@@ -205,17 +205,17 @@ func New(opts ...Option) (*Client, error) {
 	if s.userAgent != "" {
 		ua += " " + s.userAgent
 	}
-	key := s.accessKey
+	key := []string{s.accessKey}
 	c := &Client{
 		base:       base,
 		prefix:     strings.TrimRight(base.String(), "/"),
-		key:        func() string { return key },
+		key:        func() []string { return key },
 		maxRetries: s.maxRetries,
 		waitMin:    s.waitMin,
 		waitMax:    s.waitMax,
 		timeout:    s.timeout,
 		logger:     s.logger,
-		userAgent:  ua,
+		userAgent:  []string{ua},
 	}
 	c.hc = c.httpClient(s.hc)
 	return c, nil
@@ -342,6 +342,8 @@ const (
 	headerAccessKey = "X-Access-Key"
 )
 
+var jsonValue = []string{"application/json"}
+
 // request is one call as the pipeline sees it.
 type request struct {
 	op     string // "image/text-to-image"; the path is /image/v1/text-to-image
@@ -353,6 +355,7 @@ type request struct {
 
 // call is the state of one call across its attempts.
 type call struct {
+	rc         retryablehttp.Client // this call's retry loop, with hooks bound to it
 	c          *Client
 	op         string
 	attempts   int
@@ -408,25 +411,30 @@ func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, relea
 	if err != nil {
 		return nil, nil, cl, fmt.Errorf("creative: %s: %w", r.op, err)
 	}
+	// The header values are shared, read-only slices: building the header
+	// costs one map, not one slice per value.
+	h := make(http.Header, 4)
 	if r.rawURL == "" {
-		req.Header.Set(headerAccessKey, c.key())
+		h[headerAccessKey] = c.key()
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	if contentType == "application/json" {
+		h["Content-Type"] = jsonValue
+	} else if contentType != "" {
+		h["Content-Type"] = []string{contentType}
 	}
-	req.Header.Set("Accept", r.accept)
-	req.Header.Set("User-Agent", c.userAgent)
+	if r.accept == "application/json" {
+		h["Accept"] = jsonValue
+	} else {
+		h["Accept"] = []string{r.accept}
+	}
+	h["User-Agent"] = c.userAgent
+	req.Header = h
 
-	rc := &retryablehttp.Client{
-		HTTPClient:     c.hc,
-		RetryWaitMin:   c.waitMin,
-		RetryWaitMax:   c.waitMax,
-		RetryMax:       c.maxRetries,
-		RequestLogHook: cl.onAttempt,
-		CheckRetry:     cl.checkRetry,
-		Backoff:        cl.backoff,
-		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
-	}
+	rc := &cl.rc
+	rc.HTTPClient = c.hc
+	rc.RetryWaitMin, rc.RetryWaitMax, rc.RetryMax = c.waitMin, c.waitMax, c.maxRetries
+	rc.RequestLogHook, rc.CheckRetry, rc.Backoff = cl.onAttempt, cl.checkRetry, cl.backoff
+	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	cl.started = time.Now()
 	resp, err = rc.Do(req)
 	if err != nil {
@@ -641,7 +649,7 @@ func describeBody(contentType string, body []byte) string {
 // redact removes the access key from text that came from the network, in
 // case a server echoes it.
 func (c *Client) redact(b []byte) []byte {
-	if k := c.key(); len(k) >= 4 && bytes.Contains(b, []byte(k)) {
+	if k := c.key()[0]; len(k) >= 4 && bytes.Contains(b, []byte(k)) {
 		return bytes.ReplaceAll(b, []byte(k), []byte(redacted))
 	}
 	return b

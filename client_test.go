@@ -23,12 +23,12 @@ func TestNewReadsTheEnvironmentAndOptionsOverrideIt(t *testing.T) {
 	c, err := New()
 	require.NoError(t, err)
 	assert.Equal(t, "https://env.example.com", c.prefix)
-	assert.Equal(t, "env-key", c.key())
+	assert.Equal(t, "env-key", c.key()[0])
 
 	c, err = New(WithBaseURL("https://opt.example.com/api/"), WithAccessKey("opt-key"))
 	require.NoError(t, err)
 	assert.Equal(t, "https://opt.example.com/api", c.prefix)
-	assert.Equal(t, "opt-key", c.key())
+	assert.Equal(t, "opt-key", c.key()[0])
 }
 
 func TestNewRefusesWhatCannotWork(t *testing.T) {

@@ -85,6 +85,19 @@ func checkBase64(body []byte, sp *span) bool {
 		sp.start += i + len(";base64,")
 		s = body[sp.start:sp.end]
 	}
+	if !sp.escaped {
+		// The common case, kept to one table lookup per byte.
+		body := bytes.TrimSuffix(bytes.TrimSuffix(s, []byte("=")), []byte("="))
+		if len(body) == 0 || len(body)%4 == 1 || (len(body) != len(s) && len(s)%4 != 0) {
+			return false
+		}
+		for _, c := range body {
+			if !base64Alphabet[c] {
+				return false
+			}
+		}
+		return true
+	}
 	n, pad := 0, -1 // decoded length in characters; index of the first '='
 	for r := 0; r < len(s); r++ {
 		c := s[r]
@@ -115,9 +128,15 @@ func checkBase64(body []byte, sp *span) bool {
 	return true
 }
 
-func isBase64Char(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/'
-}
+func isBase64Char(c byte) bool { return base64Alphabet[c] }
+
+// base64Alphabet marks the characters of standard base64, padding aside.
+var base64Alphabet = func() (t [256]bool) {
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/" {
+		t[c] = true
+	}
+	return t
+}()
 
 // unescape removes the \/ escapes of a checked string in place.
 func unescape(body []byte, sp *span) {

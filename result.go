@@ -267,6 +267,21 @@ func jsonKind(raw []byte) string {
 	return "a number"
 }
 
+// fastURL reads an envelope whose data is a URL string in one pass. It
+// reports ok only for success true and a non-empty string; anything else
+// goes the envelope path, which says what came.
+func fastURL(body []byte) (URL, bool) {
+	var env struct {
+		Success *bool   `json:"success"`
+		Message *string `json:"message"`
+		Data    *string `json:"data"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Success == nil || !*env.Success || env.Data == nil || *env.Data == "" {
+		return "", false
+	}
+	return URL(*env.Data), true
+}
+
 func decodeURL(data []byte) (URL, error) {
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil || s == "" {

@@ -21,7 +21,7 @@ func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest) (URL
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return callJSON(ctx, c, &request{op: op, body: req}, decodeURL)
+	return callJSONFast(ctx, c, &request{op: op, body: req}, fastURL, decodeURL)
 }
 
 // RemoveVideoBackgroundRequest asks for the background of a video to be
@@ -40,5 +40,5 @@ func (c *Client) RemoveVideoBackground(ctx context.Context, req RemoveVideoBackg
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return callJSON(ctx, c, &request{op: op, body: req}, decodeURL)
+	return callJSONFast(ctx, c, &request{op: op, body: req}, fastURL, decodeURL)
 }
