@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/creativegen/creative-go/ids"
 )
@@ -40,7 +41,8 @@ type TextToSpeechRequest struct {
 }
 
 // TextToSpeech speaks a text and returns the audio as a stream (usually
-// audio/mpeg). The caller must Close it; nothing is buffered whole.
+// audio/mpeg). The caller must Close it; nothing is buffered whole. A JSON
+// or text answer with status 200 is not audio: it is an *APIError.
 func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest) (*Audio, error) {
 	const op = "audio/text-to-speech"
 	v := checker{op: op}
@@ -54,13 +56,17 @@ func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest) (*Au
 	if err != nil {
 		return nil, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		// An envelope where audio was promised: a failure reported with
-		// status 200, or something this SDK does not know.
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "application/json" || strings.HasPrefix(mt, "text/") {
+		// An envelope where audio was promised (a failure reported with
+		// status 200), or a page from something in between: not audio.
 		defer release()
 		body, err := readAll(resp)
 		if err != nil {
 			return nil, &NetworkError{Operation: op, Attempts: cl.attempts, Err: fmt.Errorf("reading the answer: %w", err)}
+		}
+		if mt != "application/json" {
+			return nil, cl.unexpected(resp.StatusCode, body, "%s", describeBody(resp.Header.Get("Content-Type"), body))
 		}
 		if _, err := cl.envelopeData(resp, body); err != nil {
 			return nil, err

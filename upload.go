@@ -261,11 +261,11 @@ func newMultipart(fields url.Values, field string, f File) (*multipartBody, erro
 	slices.Sort(keys)
 	for _, k := range keys {
 		for _, v := range fields[k] {
-			fmt.Fprintf(&b, "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n", boundary, quoteEscaper.Replace(k), v)
+			fmt.Fprintf(&b, "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n", boundary, headerSafe(k), v)
 		}
 	}
 	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscaper.Replace(field), quoteEscaper.Replace(f.Name())))
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, headerSafe(field), headerSafe(f.Name())))
 	h.Set("Content-Type", info.contentType)
 	fmt.Fprintf(&b, "--%s\r\nContent-Disposition: %s\r\nContent-Type: %s\r\n\r\n", boundary, h.Get("Content-Disposition"), h.Get("Content-Type"))
 	return &multipartBody{
@@ -277,7 +277,24 @@ func newMultipart(fields url.Values, field string, f File) (*multipartBody, erro
 	}, nil
 }
 
-var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "%0D", "\n", "%0A")
+// headerSafe makes a name fit inside a quoted header parameter: quotes and
+// backslashes are escaped, control characters percent-encoded (a file name
+// can hold anything; a header line cannot).
+func headerSafe(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
 
 func (m *multipartBody) contentType() string { return m.ctype }
 

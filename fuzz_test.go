@@ -1,0 +1,166 @@
+package creative
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// FuzzEnvelope feeds arbitrary bodies to every result decoder: none may
+// panic, and none may return a zero value without an error.
+func FuzzEnvelope(f *testing.F) {
+	for _, seed := range []string{
+		`{"success":true,"message":"ok","data":"https://f.example/a.wav"}`,
+		`{"success":true,"message":"ok","data":["https://f.example/1.wav","https://f.example/2.wav"]}`,
+		`{"success":true,"message":"ok","data":{"base64":"iVBORw0KGgo="}}`,
+		`{"success":true,"message":"ok","data":[{"base64":"iVBORw0KGgo="},{"base64":"iVBO"}]}`,
+		`{"success":true,"message":"ok","data":"iVBORw0KGgo="}`,
+		`{"success":true,"data":{"language":"en","useCase":"CoverLetter","word_count":3,"text":{"choices":[{"text":"a b c","index":0,"word_count":3}]}}}`,
+		`{"success":false,"message":"no"}`,
+		`{"success":true}`,
+		`<html>502</html>`,
+		`{"success":tru`,
+		`{"success":true,"data":null}`,
+		`{"success":true,"data":{"text":{"choices":[{"index":"x"}]}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	c := &Client{key: func() []string { return []string{"fuzz-key"} }}
+	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		cl := &call{c: c, op: "fuzz"}
+		data, err := cl.envelopeData(resp, body)
+		if err != nil {
+			if _, ok := err.(*APIError); !ok {
+				t.Fatalf("envelope error of type %T", err)
+			}
+			return
+		}
+		if len(data) == 0 {
+			t.Fatal("no data and no error")
+		}
+		if u, err := decodeURL(data); err == nil && u == "" {
+			t.Fatal("empty URL without error")
+		}
+		if us, err := decodeURLs(data); err == nil {
+			for _, u := range us {
+				if u == "" {
+					t.Fatal("empty URL in a list without error")
+				}
+			}
+			if len(us) == 0 {
+				t.Fatal("no URLs without error")
+			}
+		}
+		if ims, err := decodeImages(data); err == nil && len(ims) == 0 {
+			t.Fatal("no images without error")
+		}
+		if im, err := decodeOneImage(data); err == nil && im.Data == nil {
+			t.Fatal("nil image without error")
+		}
+		if w, err := decodeWriter(data); err == nil && (w == nil || len(w.Choices) == 0) {
+			t.Fatal("no choices without error")
+		}
+		if u, ok := fastURL(body); ok {
+			if want, err := decodeURL(data); err != nil || want != u {
+				t.Fatalf("fastURL gave %q, the envelope path %q (%v)", u, want, err)
+			}
+		}
+	})
+}
+
+// FuzzSniff inspects arbitrary uploads: no panic, no huge allocation, and
+// a type and size that agree with the bytes.
+func FuzzSniff(f *testing.F) {
+	f.Add(pngHeader(3, 2))
+	f.Add(jpegOf(5, 4))
+	f.Add(webpLossless1x1)
+	f.Add([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xff\xff\xff\xff\xff\xff\xff\x08\x02\x00\x00\x00"))
+	f.Add([]byte("\xff\xd8\xff\xc0\x00\x11\x08\xff\xff\xff\xff"))
+	f.Add([]byte("RIFF\xff\xff\xff\xffWEBPVP8X\x0a\x00\x00\x00\x10\x00\x00\x00\xff\xff\xff\xff\xff\xff"))
+	f.Add([]byte("RIFF\x24\x00\x00\x00WAVEfmt "))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, file := range []File{FileFromBytes("x", b), FileFromReader("x", oneShot{bytes.NewReader(b)})} {
+			info, err := file.inspect()
+			if err != nil {
+				t.Fatalf("inspecting bytes failed: %v", err)
+			}
+			if info.contentType == "" {
+				t.Fatal("no content type")
+			}
+			if info.size != int64(len(b)) {
+				t.Fatalf("size %d, want %d", info.size, len(b))
+			}
+			if info.width < 0 || info.height < 0 {
+				t.Fatal("negative dimensions")
+			}
+			v := checker{op: "fuzz"}
+			v.image("image", file, MaxReImagineSide)
+		}
+	})
+}
+
+// FuzzMultipart lays out arbitrary forms: what mime/multipart reads back
+// must equal what was given, and the length must be the declared one.
+func FuzzMultipart(f *testing.F) {
+	f.Add("typeId", "664f30c0ba9c162a962f75b6", "talk.wav", []byte("RIFF....WAVE"))
+	f.Add("prompt", "a beach \"at\" sunset\r\n--x", `we"ird\name.png`, pngHeader(2, 2))
+	f.Add("", "", "", []byte{})
+	f.Fuzz(func(t *testing.T, field, value, name string, content []byte) {
+		fields := url.Values{}
+		if field != "" {
+			fields.Set(field, value)
+		}
+		m, err := newMultipart(fields, "file", FileFromBytes(name, content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rf, _ := m.readerFunc()
+		r, err := rf()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := r.(interface{ Len() int }); !ok || l.Len() != len(body) {
+			t.Fatalf("declared length is not the body's %d", len(body))
+		}
+		_, params, err := mime.ParseMediaType(m.contentType())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		got := map[string]string{}
+		var file []byte
+		for {
+			p, err := mr.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("reading the form back: %v", err)
+			}
+			b, _ := io.ReadAll(p)
+			if p.FormName() == "file" && p.FileName() != "" || p.FormName() == "file" && name == "" {
+				file = b
+				continue
+			}
+			got[p.FormName()] = string(b)
+		}
+		if !bytes.Equal(file, content) && !(len(file) == 0 && len(content) == 0) {
+			t.Fatalf("file content differs: %q vs %q", file, content)
+		}
+		if field != "" && field != "file" && headerSafe(field) == field {
+			if got[field] != value {
+				t.Fatalf("field %q: got %q, want %q", field, got[field], value)
+			}
+		}
+	})
+}
