@@ -229,7 +229,7 @@ func (s *fileSource) open() (io.ReadCloser, error) {
 		}
 		return io.NopCloser(io.LimitReader(s.rs, s.info.size)), nil
 	}
-	return nil, errors.New("unreachable")
+	return nil, errors.New("creative: this upload is read once and cannot be opened again")
 }
 
 // A multipartBody is a form with text fields and one file part, written
