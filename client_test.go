@@ -174,7 +174,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestConcurrentCallsReuseThePooledConnections(t *testing.T) {
 	ts := newTestServer(t, replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/m.wav"}`))
 	c := newTestClient(t, ts.URL)
-	for round := 0; round < 3; round++ {
+	round := func() {
 		var wg sync.WaitGroup
 		for i := 0; i < 16; i++ {
 			wg.Add(1)
@@ -186,7 +186,14 @@ func TestConcurrentCallsReuseThePooledConnections(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	assert.LessOrEqual(t, ts.conns.Load(), int64(16), "48 calls in rounds of 16 need no more than 16 connections")
+	round()
+	warm := ts.conns.Load()
+	for range 9 {
+		round()
+	}
+	// A pool that keeps 2 idle connections per host, as net/http's default
+	// transport does, reopens about 14 in every round: over a hundred here.
+	assert.LessOrEqual(t, ts.conns.Load()-warm, int64(16), "144 more calls in rounds of 16 reuse the warm connections")
 }
 
 func TestErrorsAreTypedAndClassified(t *testing.T) {
