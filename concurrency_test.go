@@ -85,7 +85,9 @@ func TestOneClientServes64GoroutinesMaking2000Calls(t *testing.T) {
 		}
 		assert.Equal(t, want, attempts, prompt)
 	}
-	assert.LessOrEqual(t, ts.conns.Load(), int64(2*workers), "the pool is reused")
+	// A cold start of 64 callers can dial somewhat more than 64; a pool of 2
+	// idle connections per host would open well over a thousand.
+	assert.LessOrEqual(t, ts.conns.Load(), int64(4*workers), "the pool is reused")
 }
 
 func TestADeadlineDuringABackoffEndsTheCallAtOnce(t *testing.T) {
