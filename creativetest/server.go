@@ -11,21 +11,42 @@
 // Retry-After, latency, dropped connections) and can hand an operation to
 // a handler of yours.
 //
-// Where the specification shows nothing, the fake makes a choice, documented
-// where it applies: a missing or wrong key is a 401 with the error envelope;
-// generate-logo answers one logo as an object and several as a list; links
-// to hosts that are not loopback are not fetched, and a generated stand-in
-// image takes their place.
+// Every refusal is HTTP 400 with the error envelope
+// {"success":false,"message":"<field>: <what is wrong>"}, naming the field,
+// except for these choices of the fake, made where the specification shows
+// nothing:
+//
+//   - a missing or wrong x-access-key is HTTP 401 with the error envelope;
+//   - a method other than POST on an operation's path is HTTP 405, and a
+//     path that is no operation is HTTP 404, both with the error envelope;
+//   - generate-logo answers one logo as an object {"base64": ...} and
+//     several as a list of such objects;
+//   - limits the specification leaves open: text-to-music duration above 0
+//     and at most 300 seconds, infinite-zoom numberOfIteration 1 to 20,
+//     up-scale scale above 0 and at most 8 (default 2), writer-tool number
+//     1 to 5, uploads of at most 64 MiB a part (WithMaxUpload), text fields
+//     of at most 1 MiB, JSON bodies of at most 1 MiB;
+//   - lightingId accepts any well-formed id, since the specification's list
+//     is cut short; the other id fields accept only the listed ids;
+//   - links (the url field) are fetched only from the Server itself and from
+//     loopback addresses, with a short timeout; for any other host a
+//     generated stand-in takes the linked file's place, so nothing ever
+//     leaves the machine.
 package creativetest
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,12 +61,17 @@ const DefaultAccessKey = "creativetest-access-key"
 // unless WithMaxUpload sets another.
 const DefaultMaxUpload = 64 << 20
 
-// maxFiles is how many generated files a Server keeps; older ones are
-// forgotten (404).
-const maxFiles = 256
+// Bounds of what a Server holds in memory.
+const (
+	maxFiles     = 256       // generated files kept; older ones are forgotten (404)
+	maxFileBytes = 256 << 20 // total bytes of the generated files kept
+	maxJSON      = 1 << 20   // largest JSON body
+	maxField     = 1 << 20   // largest text field of a form
+)
 
 // A Server is the fake service, listening on a system-chosen port on the
-// loopback interface. Close it when done.
+// loopback interface. Its methods are safe for concurrent use. Close it when
+// done.
 type Server struct {
 	// URL is the base URL of the service, as http://127.0.0.1:port.
 	URL string
@@ -53,18 +79,19 @@ type Server struct {
 	AccessKey string
 
 	srv       *httptest.Server
+	ctx       context.Context // ends on Close; every request's context derives from it
+	cancel    context.CancelFunc
 	latency   time.Duration
 	maxUpload int64
-	closed    chan struct{}
-	closeOnce sync.Once
 	fetch     *http.Client
 
-	mu       sync.Mutex
-	requests []Request
-	faults   map[string][]*Fault
-	handlers map[string]http.HandlerFunc
-	files    map[string]file
-	order    []string
+	mu        sync.Mutex
+	requests  []Request
+	faults    map[string][]*Fault
+	handlers  map[string]http.HandlerFunc
+	files     map[string]file
+	order     []string // file names, oldest first
+	fileBytes int
 }
 
 type file struct {
@@ -78,21 +105,23 @@ type Option func(*Server)
 // WithAccessKey makes the Server accept key instead of DefaultAccessKey.
 func WithAccessKey(key string) Option { return func(s *Server) { s.AccessKey = key } }
 
-// WithLatency delays every operation's answer by d (the request context
-// still ends the wait).
+// WithLatency delays the answer to every call of every operation by d, as a
+// slow service would. The wait ends early when the caller goes away or the
+// Server closes; the connection is then closed without an answer.
 func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = d } }
 
-// WithMaxUpload sets the largest upload part, in bytes, the Server reads; a
-// larger one is refused with a 400.
+// WithMaxUpload sets the largest upload part, in bytes, the Server reads
+// (DefaultMaxUpload unless set); a larger part is refused with a 400 naming
+// the field. It also bounds the files the Server fetches from links.
 func WithMaxUpload(n int64) Option { return func(s *Server) { s.maxUpload = n } }
 
-// NewServer starts a Server on 127.0.0.1.
+// NewServer starts a Server on 127.0.0.1. It needs no options: the Server
+// accepts DefaultAccessKey and answers every operation at once.
 func NewServer(opts ...Option) *Server {
 	s := &Server{
 		AccessKey: DefaultAccessKey,
 		maxUpload: DefaultMaxUpload,
-		closed:    make(chan struct{}),
-		fetch:     &http.Client{Timeout: 5 * time.Second},
+		fetch:     loopbackClient(),
 		faults:    map[string][]*Fault{},
 		handlers:  map[string]http.HandlerFunc{},
 		files:     map[string]file{},
@@ -100,50 +129,49 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.BaseContext = func(net.Listener) context.Context { return s.ctx }
+	s.srv.Start()
 	s.URL = s.srv.URL
 	return s
 }
 
-// Close shuts the Server down, ending injected delays, and waits for the
-// requests in flight.
+// Close shuts the Server down and waits for the requests in flight. Delays
+// in progress (WithLatency, Fault.Delay) end at once, and the context of
+// every request in flight, as handlers given to Handle see it, is
+// cancelled. Close may be called more than once.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.cancel()
 	s.srv.Close()
 	s.fetch.CloseIdleConnections()
 }
 
-// Operations lists the names of the sixteen operations, as the Server
-// records them and as Fail and Handle take them: the path without the
-// version, such as "image/text-to-image".
-func Operations() []string {
-	out := make([]string, 0, len(operations))
-	for _, op := range operations {
-		out = append(out, op.name)
-	}
-	return out
-}
-
-// A Request is what the Server received for one call of an operation.
+// A Request is what the Server received for one call.
 type Request struct {
-	// Operation is the operation's name, such as "image/text-to-image".
+	// Operation is the operation's name, such as "image/text-to-image"
+	// (see Operations); "" for a path that is no operation.
 	Operation string
 	// Method and Path are the request's method and URL path.
 	Method, Path string
 	// Header holds the request headers without x-access-key.
 	Header http.Header
-	// ContentType is the request's media type, such as "application/json".
+	// ContentType is the request's media type without parameters, such
+	// as "application/json" or "multipart/form-data".
 	ContentType string
-	// JSON is the raw body of a JSON request.
+	// JSON is the raw body, up to 1 MiB, of a call of an operation that
+	// takes JSON, whatever its Content-Type.
 	JSON []byte
-	// Parts summarises the parts of a form request, in order.
+	// Parts summarises the parts of a multipart form, in the order sent.
 	Parts []Part
-	// Status is the HTTP status the Server answered with (0 for a dropped
-	// connection).
+	// Status is the HTTP status the Server answered with, 0 when it closed
+	// the connection without an answer (Fault.Drop, or the caller went
+	// away during a delay).
 	Status int
 }
 
-// A Part summarises one part of a form request.
+// A Part summarises one part of a multipart form. The Server hashes parts
+// as it reads them and keeps no copy of an upload for the record.
 type Part struct {
 	// Name is the form field's name.
 	Name string
@@ -151,22 +179,33 @@ type Part struct {
 	FileName string
 	// ContentType is the part's Content-Type header.
 	ContentType string
-	// Value is a text field's value.
+	// Value is a text field's value ("" for a file part).
 	Value string
-	// Size is the number of bytes in the part.
+	// Size is the number of bytes read from the part: all of them, unless
+	// the part was over the limit.
 	Size int64
-	// SHA256 is the hex SHA-256 of the part's bytes.
+	// SHA256 is the hex SHA-256 of those bytes.
 	SHA256 string
 }
 
-// Requests returns a copy of the requests received so far, oldest first.
+// Requests returns copies of the requests received so far, oldest first:
+// every call of an operation's path, answered or refused, and calls of
+// paths that are no operation, but not the downloads of files.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+	out := make([]Request, len(s.requests))
+	for i, r := range s.requests {
+		r.Header = r.Header.Clone()
+		r.JSON = slices.Clone(r.JSON)
+		r.Parts = slices.Clone(r.Parts)
+		out[i] = r
+	}
+	return out
 }
 
-// Count returns how many requests for op the Server received.
+// Count returns how many calls of op the Server received, whatever it
+// answered.
 func (s *Server) Count(op string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,7 +218,8 @@ func (s *Server) Count(op string) int {
 	return n
 }
 
-// Reset forgets the recorded requests, pending faults and handlers.
+// Reset forgets the recorded requests, the faults not yet used and the
+// handlers given to Handle. Generated files stay available.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,30 +228,36 @@ func (s *Server) Reset() {
 	s.handlers = map[string]http.HandlerFunc{}
 }
 
-// A Fault makes the next calls of an operation fail. Faults given for one
-// operation apply in the order given.
+// A Fault makes the next calls of an operation fail, after the key check
+// and after the body is read and recorded. The zero Fault answers one call
+// with a 500 and the error envelope.
 type Fault struct {
 	// Times is how many calls fail; 0 means 1.
 	Times int
 	// Status is the HTTP status to answer with; 0 means 500.
 	Status int
-	// Message is the error envelope's message; empty means the status text.
+	// Message is the error envelope's message; "" means the status text.
 	Message string
-	// RetryAfter is the raw value of a Retry-After header to send, such as
-	// "2" or an HTTP date.
+	// RetryAfter is the raw value of a Retry-After header to send, such
+	// as "2" or an HTTP date; "" sends none.
 	RetryAfter string
-	// Delay is waited before failing (the request context ends the wait).
+	// Delay is waited before failing. The wait ends early when the caller
+	// goes away or the Server closes, and the connection is then closed
+	// without an answer.
 	Delay time.Duration
-	// Drop closes the connection without an answer.
+	// Drop closes the connection without an answer (after Delay).
 	Drop bool
-	// Body is sent as is instead of the envelope, such as an HTML page.
+	// Body, when not "", is sent as it is instead of the envelope, such as
+	// a proxy's HTML error page.
 	Body string
-	// ContentType goes with Body; empty means text/html.
+	// ContentType goes with Body; "" means text/html; charset=utf-8.
 	ContentType string
 }
 
-// Fail makes the next f.Times calls of op fail as f says. It panics for an
-// unknown operation name.
+// Fail makes the next f.Times calls of op fail as f says. Faults given for
+// one operation are used in the order given, each for its Times calls;
+// other operations are not affected. It panics if op is not one of
+// Operations.
 func (s *Server) Fail(op string, f Fault) {
 	mustKnow(op)
 	if f.Times <= 0 {
@@ -222,9 +268,10 @@ func (s *Server) Fail(op string, f Fault) {
 	s.faults[op] = append(s.faults[op], &f)
 }
 
-// Handle makes h answer op's calls (after the key check and recording),
-// instead of the Server's own handler; a nil h restores it. It panics for an
-// unknown operation name.
+// Handle makes h answer the calls of op instead of the Server's own
+// handler, after the key check and the recording of the request (h can read
+// the whole body again); a nil h restores the Server's handler. Faults given
+// with Fail come first. It panics if op is not one of Operations.
 func (s *Server) Handle(op string, h http.HandlerFunc) {
 	mustKnow(op)
 	s.mu.Lock()
@@ -237,7 +284,7 @@ func (s *Server) Handle(op string, h http.HandlerFunc) {
 }
 
 func mustKnow(op string) {
-	if _, ok := operations["/"+strings.Replace(op, "/", "/v1/", 1)]; !ok {
+	if opByName(op) == nil {
 		panic(fmt.Sprintf("creativetest: unknown operation %q", op))
 	}
 }
@@ -248,23 +295,25 @@ func (s *Server) record(r Request) {
 	s.requests = append(s.requests, r)
 }
 
-func (s *Server) nextFault(op string) *Fault {
+// next returns the fault for op's next call, if any, and op's handler.
+func (s *Server) next(op string) (*Fault, http.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	h := s.handlers[op]
 	q := s.faults[op]
 	if len(q) == 0 {
-		return nil
+		return nil, h
 	}
 	f := *q[0]
 	if q[0].Times--; q[0].Times <= 0 {
 		s.faults[op] = q[1:]
 	}
-	return &f
+	return &f, h
 }
 
-// wait sleeps for d unless the request or the Server ends first; it reports
-// whether the whole wait passed.
-func (s *Server) wait(r *http.Request, d time.Duration) bool {
+// wait sleeps for d unless the request's context (which Close ends too)
+// ends first; it reports whether the whole wait passed.
+func wait(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
@@ -274,12 +323,15 @@ func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-r.Context().Done():
-	case <-s.closed:
+		return false
 	}
-	return false
 }
 
-// store keeps a generated file and returns the URL it is served at.
+// abort closes the connection without an answer.
+func abort() { panic(http.ErrAbortHandler) }
+
+// store keeps a generated file and returns the URL it is served at. The
+// newest files are kept, within maxFiles and maxFileBytes.
 func (s *Server) store(ext, contentType string, data []byte) string {
 	sum := sha256.Sum256(data)
 	name := hex.EncodeToString(sum[:12]) + ext
@@ -288,7 +340,9 @@ func (s *Server) store(ext, contentType string, data []byte) string {
 	if _, ok := s.files[name]; !ok {
 		s.files[name] = file{contentType: contentType, data: data}
 		s.order = append(s.order, name)
-		if len(s.order) > maxFiles {
+		s.fileBytes += len(data)
+		for len(s.order) > 1 && (len(s.order) > maxFiles || s.fileBytes > maxFileBytes) {
+			s.fileBytes -= len(s.files[s.order[0]].data)
 			delete(s.files, s.order[0])
 			s.order = s.order[1:]
 		}
@@ -296,12 +350,23 @@ func (s *Server) store(ext, contentType string, data []byte) string {
 	return s.URL + "/files/" + name
 }
 
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+// file returns a stored file by its name.
+func (s *Server) file(name string) (file, bool) {
 	s.mu.Lock()
-	f, ok := s.files[path.Base(r.URL.Path)]
-	s.mu.Unlock()
-	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-		http.NotFound(w, r)
+	defer s.mu.Unlock()
+	f, ok := s.files[name]
+	return f, ok
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		envelope(w, http.StatusMethodNotAllowed, false, "files take GET or HEAD, not "+r.Method, nil)
+		return
+	}
+	f, ok := s.file(path.Base(r.URL.Path))
+	if !ok {
+		envelope(w, http.StatusNotFound, false, "no file at "+r.URL.Path, nil)
 		return
 	}
 	w.Header().Set("Content-Type", f.contentType)
@@ -327,7 +392,7 @@ func envelope(w http.ResponseWriter, status int, success bool, message string, d
 	_, _ = w.Write(b)
 }
 
-// statusRecorder remembers the status a handler wrote.
+// statusRecorder remembers the status a handler answered with.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
@@ -347,77 +412,98 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// serve is the Server's one handler: files; then for an operation the
+// method, the key, the body (read and recorded), the latency, a fault or a
+// handler given to Handle, and at last the validation and the answer.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/files/") {
 		s.serveFile(w, r)
 		return
 	}
-	op, ok := operations[r.URL.Path]
-	if !ok {
-		envelope(w, http.StatusNotFound, false, "no operation at "+r.URL.Path, nil)
-		return
-	}
-	rec := Request{Operation: op.name, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()}
 	rec.Header.Del("X-Access-Key")
-	rec.ContentType, _, _ = strings.Cut(r.Header.Get("Content-Type"), ";")
-	rec.ContentType = strings.TrimSpace(strings.ToLower(rec.ContentType))
+	rec.ContentType = mediaType(r.Header.Get("Content-Type"))
 	sw := &statusRecorder{ResponseWriter: w}
 	defer func() { rec.Status = sw.status; s.record(rec) }()
 
+	op := opByPath(r.URL.Path)
+	if op == nil {
+		envelope(sw, http.StatusNotFound, false, "no operation at "+r.URL.Path, nil)
+		return
+	}
+	rec.Operation = op.name
 	if r.Method != http.MethodPost {
 		sw.Header().Set("Allow", http.MethodPost)
 		envelope(sw, http.StatusMethodNotAllowed, false, op.name+" takes POST, not "+r.Method, nil)
 		return
 	}
-	if r.Header.Get("X-Access-Key") != s.AccessKey {
-		envelope(sw, http.StatusUnauthorized, false, "x-access-key: missing or not valid", nil)
+	switch key := r.Header.Get("X-Access-Key"); {
+	case key == "":
+		envelope(sw, http.StatusUnauthorized, false, "x-access-key: missing", nil)
+		return
+	case key != s.AccessKey:
+		envelope(sw, http.StatusUnauthorized, false, "x-access-key: not a valid key", nil)
 		return
 	}
-	if !s.wait(r, s.latency) {
-		return
+
+	fault, handler := s.next(op.name)
+	var tap *bytes.Buffer // a copy of the body read, for a handler to read again
+	if fault == nil && handler != nil {
+		tap = new(bytes.Buffer)
 	}
-	if f := s.nextFault(op.name); f != nil {
-		s.fault(sw, r, f)
-		return
+	in, bad := s.readBody(r, op, &rec, fault == nil && handler == nil, tap)
+	if !wait(r, s.latency) {
+		abort()
 	}
-	s.mu.Lock()
-	h := s.handlers[op.name]
-	s.mu.Unlock()
-	if h != nil {
-		h(sw, r)
-		return
-	}
-	in, bad := s.readInput(r, op, &rec)
-	if bad == "" {
-		var res result
-		res, bad = op.run(s, in)
-		if bad == "" {
-			if res.audio != nil {
-				sw.Header().Set("Content-Type", res.audioType)
-				sw.Header().Set("Content-Length", strconv.Itoa(len(res.audio)))
-				sw.WriteHeader(http.StatusOK)
-				_, _ = sw.Write(res.audio)
-				return
-			}
+	switch {
+	case fault != nil:
+		s.fault(sw, r, fault)
+	case handler != nil:
+		// The handler reads the body from its start: what was read for
+		// the record, then the rest.
+		r.Body = readCloser{io.MultiReader(tap, r.Body), r.Body}
+		handler(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK // what net/http answers for a handler that wrote nothing
+		}
+	case bad != "":
+		envelope(sw, http.StatusBadRequest, false, bad, nil)
+	default:
+		res, bad := op.run(s, in)
+		switch {
+		case bad != "":
+			envelope(sw, http.StatusBadRequest, false, bad, nil)
+		case res.audio != nil:
+			sw.Header().Set("Content-Type", res.audioType)
+			sw.Header().Set("Content-Length", strconv.Itoa(len(res.audio)))
+			sw.WriteHeader(http.StatusOK)
+			_, _ = sw.Write(res.audio)
+		default:
 			envelope(sw, http.StatusOK, true, op.name+": done", res.data)
-			return
 		}
 	}
-	envelope(sw, http.StatusBadRequest, false, bad, nil)
 }
 
-func (s *Server) fault(w http.ResponseWriter, r *http.Request, f *Fault) {
-	if !s.wait(r, f.Delay) {
-		return
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+func (s *Server) fault(w *statusRecorder, r *http.Request, f *Fault) {
+	if !wait(r, f.Delay) {
+		abort()
 	}
 	if f.Drop {
-		if hj, ok := w.(*statusRecorder).ResponseWriter.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			abort()
 		}
-		panic(http.ErrAbortHandler)
+		_ = conn.Close()
+		return
 	}
 	status := f.Status
 	if status == 0 {

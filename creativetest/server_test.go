@@ -202,7 +202,7 @@ func TestBadRequestsGetThe400EnvelopeNamingTheField(t *testing.T) {
 		{"a missing prompt", "audio/text-to-music", `{}`, "prompt: is required"},
 		{"a prompt of the wrong type", "audio/text-to-music", `{"prompt":5}`, "prompt: must be a string, got a number"},
 		{"a duration as a string", "audio/text-to-music", `{"prompt":"p","duration":"8"}`, "duration: must be a number, got a string"},
-		{"a negative duration", "audio/text-to-music", `{"prompt":"p","duration":-1}`, "duration: must be between"},
+		{"a negative duration", "audio/text-to-music", `{"prompt":"p","duration":-1}`, "duration: must be above 0 and at most 300"},
 		{"11 images", "image/text-to-image", `{"prompt":"p","numberOfResults":11}`, "numberOfResults: must be between 1 and 10"},
 		{"a fractional count", "image/text-to-image", `{"prompt":"p","numberOfResults":1.5}`, "numberOfResults: must be a whole number"},
 		{"a missing count", "image/text-to-image", `{"prompt":"p"}`, "numberOfResults: is required"},
@@ -211,9 +211,9 @@ func TestBadRequestsGetThe400EnvelopeNamingTheField(t *testing.T) {
 		{"sizes that disagree", "image/text-to-image", `{"prompt":"p","numberOfResults":1,"imageSizeId":"6644b0c5ec3658a8e38d951b","dimensionsId":"6644b0c5ec3658a8e38d951c"}`, "dimensionsId: names another size"},
 		{"5 logos", "image/generate-logo", `{"prompt":"p","numberOfResults":5}`, "numberOfResults: must be between 1 and 4"},
 		{"a QR without a url", "image/generate-qr", `{"prompt":"p"}`, "url: is required"},
-		{"a QR url that is not http", "image/generate-qr", `{"url":"mailto:a@b.c","prompt":"p"}`, "url: must be an http or https URL"},
+		{"a QR url that is not http", "image/generate-qr", `{"url":"mailto:a@b.c","prompt":"p"}`, "url: must be an absolute http or https URL"},
 		{"an unknown voice", "audio/text-to-speech", `{"prompt":"p","voiceId":"000000000000000000000000"}`, "voiceId: unknown id"},
-		{"a scale of 100", "image/up-scale", `{"url":"https://x.example/a.png","scale":100}`, "scale: must be between"},
+		{"a scale of 100", "image/up-scale", `{"url":"https://x.example/a.png","scale":100}`, "scale: must be above 0 and at most 8"},
 		{"zero iterations", "video/infinite-zoom", `{"prompt":"p","numberOfIteration":0}`, "numberOfIteration: must be between 1 and 20"},
 		{"writer-tool without inputs", "text/writer-tool", `{"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs: is required"},
 		{"a cover letter input without skills", "text/writer-tool", `{"inputs":[{"jobRole":"r"}],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs[0].jobSkills: is required"},
@@ -246,7 +246,7 @@ func TestFormsAreHeldToTheSpec(t *testing.T) {
 		{"an empty upload", "audio/split-audio", nil, "audio", "a.wav", []byte{}, "audio: is empty"},
 		{"no prompt", "image/change-background", nil, "image", "a.png", pngOf(4, 4), "prompt: is required"},
 		{"an unknown enhancement type", "audio/enhance", map[string]string{"typeId": "664f30c0ba9c162a962f0000"}, "audio", "a.wav", wav(), "typeId: unknown id"},
-		{"audio that is not audio", "audio/enhance", map[string]string{"typeId": string(ids.EnhanceMusic)}, "audio", "a.wav", []byte("text"), "audio: media: unsupported audio format"},
+		{"audio that is not audio", "audio/enhance", map[string]string{"typeId": string(ids.EnhanceMusic)}, "audio", "a.wav", []byte("text"), "audio: must be a WAV or MP3 file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
