@@ -340,10 +340,7 @@ func fmCell(t *testing.T, f fmFault, e fmEndpoint) {
 	}
 	base := home.URL
 	if f.refuse {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		base = "http://" + ln.Addr().String()
-		require.NoError(t, ln.Close())
+		base = "http://" + refusedAddr(t)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	bodies := &fmBodies{rt: tr}

@@ -136,10 +136,7 @@ func TestNoErrorOrLogLineEverHoldsTheKey(t *testing.T) {
 			replyJSON(200, `{"success":false,"message":"denied for `+key+`"}`)(w, r)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	refused := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	refused := "http://" + refusedAddr(t)
 
 	logs := &logCapture{}
 	var errs []error
