@@ -209,10 +209,15 @@ func callJSONFast[T any](ctx context.Context, c *Client, r *request, fast func(b
 	return v, nil
 }
 
+// maxPrealloc bounds how much a Content-Length header alone can make
+// readAll allocate before any byte arrived; a larger body is still read
+// whole, growing as it comes.
+const maxPrealloc = 256 << 20
+
 // readAll reads a whole success body, sized up front from Content-Length.
 func readAll(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
-	if n := resp.ContentLength; n > 0 && n < 1<<31 {
+	if n := resp.ContentLength; n > 0 && n <= maxPrealloc {
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(resp.Body, buf); err != nil {
 			return nil, err
