@@ -82,6 +82,11 @@ func checkBase64(body []byte, sp *span) bool {
 		if i < 0 || bytes.IndexByte(s[:i], '\\') >= 0 {
 			return false
 		}
+		for _, c := range s[:i] {
+			if c < 0x20 { // not allowed raw in a JSON string
+				return false
+			}
+		}
 		sp.start += i + len(";base64,")
 		s = body[sp.start:sp.end]
 	}
