@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/makiuchi-d/gozxing"
 	"github.com/makiuchi-d/gozxing/qrcode"
@@ -389,4 +390,22 @@ func TestTheFakeRunsEveryOperation(t *testing.T) {
 		assert.True(t, names[want], "%s in %v", want, names)
 	}
 	assert.Len(t, srv.Requests(), 16)
+}
+
+func TestProgressShowsOnlyOnATerminal(t *testing.T) {
+	srv := creativetest.NewServer(creativetest.WithLatency(700 * time.Millisecond))
+	defer srv.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey}
+	for _, terminal := range []bool{true, false} {
+		var stdout, stderr bytes.Buffer
+		a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: terminal}
+		code := a.run([]string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--out", t.TempDir()})
+		require.Equal(t, 0, code, stderr.String())
+		if terminal {
+			assert.Contains(t, stderr.String(), "\r\033[Kimage/generate-qr 0.")
+			assert.True(t, strings.HasSuffix(stderr.String(), "\r\033[K"), "the line is cleared at the end")
+		} else {
+			assert.Empty(t, stderr.String(), "nothing extra when stderr is not a terminal")
+		}
+	}
 }
