@@ -1,0 +1,122 @@
+// Package ops is the one table of the service's sixteen operations: their
+// names, paths, request encodings, fields and result kinds. The SDK, its
+// tests, the fake service in creativetest and the command line all read it,
+// so an operation the service adds is one row here.
+package ops
+
+import "strings"
+
+// A Result is the kind of answer an operation gives on success.
+type Result int
+
+// The result kinds of the specification's section 2.
+const (
+	Writer Result = iota // envelope data is the writer object
+	URL                  // envelope data is a URL string
+	URLs                 // envelope data is an array of URL strings
+	Images               // envelope data carries one or more base64 images
+	Image                // envelope data carries exactly one base64 image
+	Audio                // no envelope: the body is binary audio
+)
+
+// A Type is what a request field holds.
+type Type int
+
+// The field types of the specification's section 4.
+const (
+	String Type = iota // text
+	Number             // a JSON number
+	Link               // an absolute http(s) URL, sent as a string
+	ID                 // an id of the kind in Field.IDKind, sent as a string
+	File               // an uploaded file (form data only)
+	Array              // a JSON array (writer-tool inputs)
+)
+
+// A Field is one request field, named as on the wire.
+type Field struct {
+	Name     string // "numberOfResults"
+	Type     Type
+	Required bool
+	IDKind   string // for ID fields: the kind's name in package ids ("style")
+}
+
+// An Op is one operation of the service.
+type Op struct {
+	Name    string // "image/text-to-image": the path without the version
+	Form    bool   // multipart/form-data instead of JSON
+	Result  Result
+	Fields  []Field
+	Summary string // one line, for help texts
+}
+
+// Area is the first segment of the name: "text", "audio", "image" or "video".
+func (o Op) Area() string { a, _, _ := strings.Cut(o.Name, "/"); return a }
+
+// Verb is the second segment of the name, such as "text-to-image".
+func (o Op) Verb() string { _, v, _ := strings.Cut(o.Name, "/"); return v }
+
+// Path is the HTTP path, such as "/image/v1/text-to-image".
+func (o Op) Path() string { return "/" + o.Area() + "/v1/" + o.Verb() }
+
+// Field returns the field named name, and whether there is one.
+func (o Op) Field(name string) (Field, bool) {
+	for _, f := range o.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+func req(name string, t Type) Field { return Field{Name: name, Type: t, Required: true} }
+func opt(name string, t Type) Field { return Field{Name: name, Type: t} }
+func id(name, kind string, required bool) Field {
+	return Field{Name: name, Type: ID, Required: required, IDKind: kind}
+}
+
+// All is the sixteen operations in the specification's order (section 4).
+var All = []Op{
+	{Name: "text/writer-tool", Result: Writer, Summary: "write texts for a use case (cover letters and others)",
+		Fields: []Field{req("inputs", Array), req("language", String), req("number", Number), req("useCase", String), req("action", String), req("tone", String)}},
+	{Name: "audio/text-to-music", Result: URL, Summary: "make music from a prompt",
+		Fields: []Field{req("prompt", String), opt("duration", Number)}},
+	{Name: "image/text-to-image", Result: Images, Summary: "make 1 to 10 images from a prompt",
+		Fields: []Field{req("prompt", String), req("numberOfResults", Number), id("imageSizeId", "image-size", false),
+			id("styleId", "style", false), id("cameraId", "camera", false), id("colorId", "color", false), id("lightingId", "lighting", false)}},
+	{Name: "image/generate-logo", Result: Images, Summary: "make 1 to 4 logos from a prompt",
+		Fields: []Field{req("prompt", String), opt("numberOfResults", Number)}},
+	{Name: "image/generate-qr", Result: Image, Summary: "make a QR code image for a link",
+		Fields: []Field{req("url", Link), req("prompt", String)}},
+	{Name: "image/up-scale", Result: Image, Summary: "up-scale the image at a link",
+		Fields: []Field{req("url", Link), opt("scale", Number)}},
+	{Name: "audio/enhance", Form: true, Result: URL, Summary: "enhance an audio file",
+		Fields: []Field{req("audio", File), id("typeId", "enhance-type", true)}},
+	{Name: "video/infinite-zoom", Result: URL, Summary: "make an infinite-zoom video from a prompt",
+		Fields: []Field{req("prompt", String), opt("numberOfIteration", Number)}},
+	{Name: "image/re-imagine", Form: true, Result: Image, Summary: "re-imagine an image (PNG, JPEG or WebP, at most 1024x1024)",
+		Fields: []Field{req("image", File)}},
+	{Name: "audio/split-audio", Form: true, Result: URLs, Summary: "split an audio file into its parts",
+		Fields: []Field{req("audio", File)}},
+	{Name: "image/remove-background", Result: Image, Summary: "remove the background of the image at a link",
+		Fields: []Field{req("url", Link)}},
+	{Name: "image/color-image", Result: Image, Summary: "colour the image at a link",
+		Fields: []Field{req("url", Link)}},
+	{Name: "image/enhance", Result: Image, Summary: "enhance the image at a link",
+		Fields: []Field{req("url", Link)}},
+	{Name: "video/remove-background", Result: URL, Summary: "remove the background of the video at a link",
+		Fields: []Field{req("url", Link)}},
+	{Name: "audio/text-to-speech", Result: Audio, Summary: "speak a text in one of 20 voices",
+		Fields: []Field{req("prompt", String), id("voiceId", "voice", true)}},
+	{Name: "image/change-background", Form: true, Result: Image, Summary: "change the background of an image to a prompt",
+		Fields: []Field{req("image", File), req("prompt", String)}},
+}
+
+// Lookup returns the operation named name, such as "image/text-to-image".
+func Lookup(name string) (Op, bool) {
+	for _, o := range All {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Op{}, false
+}
