@@ -2,10 +2,6 @@ package creative
 
 import (
 	"context"
-	"fmt"
-	"mime"
-	"net/http"
-	"strings"
 
 	"github.com/creativegen/creative-go/ids"
 )
@@ -20,7 +16,7 @@ type TextToMusicRequest struct {
 }
 
 // TextToMusic makes music from a text and returns the URL of the file.
-func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest) (URL, error) {
+func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest, opts ...Option) (URL, error) {
 	const op = "audio/text-to-music"
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
@@ -28,7 +24,7 @@ func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest) (URL, 
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: req}, fastURL, decodeURL)
+	return invoke(ctx, c, op, req, opts, dataURLOf)
 }
 
 // TextToSpeechRequest asks for a text spoken by a voice
@@ -43,7 +39,7 @@ type TextToSpeechRequest struct {
 // TextToSpeech speaks a text and returns the audio as a stream (usually
 // audio/mpeg). The caller must Close it; nothing is buffered whole. A JSON
 // or text answer with status 200 is not audio: it is an *APIError.
-func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest) (*Audio, error) {
+func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts ...Option) (*Audio, error) {
 	const op = "audio/text-to-speech"
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
@@ -51,29 +47,19 @@ func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest) (*Au
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	r := &request{op: op, body: req, method: http.MethodPost, accept: "audio/mpeg, application/json"}
-	resp, release, cl, err := c.do(ctx, r)
+	rs, err := c.do(ctx, &request{op: op, body: req, accept: "audio/mpeg, application/json", result: resultAudio}, opts)
 	if err != nil {
 		return nil, err
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "application/json" || strings.HasPrefix(mt, "text/") {
-		// An envelope where audio was promised (a failure reported with
-		// status 200), or a page from something in between: not audio.
-		defer release()
-		body, err := readAll(resp)
-		if err != nil {
-			return nil, &NetworkError{Operation: op, Attempts: cl.attempts, Err: fmt.Errorf("reading the answer: %w", err)}
-		}
-		if mt != "application/json" {
-			return nil, cl.unexpected(resp.StatusCode, body, "%s", describeBody(resp.Header.Get("Content-Type"), body))
-		}
-		if _, err := cl.envelopeData(resp, body); err != nil {
-			return nil, err
-		}
-		return nil, cl.unexpected(resp.StatusCode, body, "a JSON envelope came where audio was promised")
+	a, err := rs.audio()
+	if err != nil {
+		rs.Close()
+		return nil, err
 	}
-	return &Audio{ContentType: resp.Header.Get("Content-Type"), ContentLength: resp.ContentLength, body: resp.Body, release: release}, nil
+	if dst := rs.cl.s.responseInto; dst != nil {
+		*dst = rs.Response
+	}
+	return a, nil
 }
 
 // EnhanceAudioRequest asks for an audio file to be enhanced
@@ -86,7 +72,7 @@ type EnhanceAudioRequest struct {
 }
 
 // EnhanceAudio enhances an audio file and returns the URL of the result.
-func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest) (URL, error) {
+func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts ...Option) (URL, error) {
 	const op = "audio/enhance"
 	v := checker{op: op}
 	v.upload("audio", req.Audio)
@@ -103,7 +89,7 @@ func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest) (URL
 	if err != nil {
 		return "", err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: body}, fastURL, decodeURL)
+	return invoke(ctx, c, op, body, opts, dataURLOf)
 }
 
 // SplitAudioRequest asks for an audio file to be split
@@ -114,7 +100,7 @@ type SplitAudioRequest struct {
 }
 
 // SplitAudio splits an audio file and returns the URLs of the parts.
-func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest) ([]URL, error) {
+func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest, opts ...Option) ([]URL, error) {
 	const op = "audio/split-audio"
 	v := checker{op: op}
 	v.upload("audio", req.Audio)
@@ -125,5 +111,5 @@ func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest) ([]URL, 
 	if err != nil {
 		return nil, err
 	}
-	return callJSON(ctx, c, &request{op: op, body: body}, decodeURLs)
+	return invoke(ctx, c, op, body, opts, dataURLs)
 }

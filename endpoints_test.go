@@ -279,17 +279,18 @@ func TestUnexpectedShapesAreErrorsThatSayWhatCame(t *testing.T) {
 	}{
 		{"a number for images", `42`, "data is a number", imagesCall},
 		{"an object without base64", `{"url":"x"}`, "without a base64 string", imagesCall},
-		{"a list of strings", `["a","b"]`, "not objects with a base64 string", imagesCall},
+		{"a list of numbers", `[1,2]`, "data[0] is a number, want an object with base64 or a base64 string", imagesCall},
+		{"a list of strings that are not base64", `["a","b"]`, "data[0] is not valid base64", imagesCall},
 		{"an empty list", `[]`, "empty array", imagesCall},
 		{"invalid base64", `{"base64":"!!!not base64!!!"}`, "not valid base64", imagesCall},
 		{"an empty base64", `{"base64":""}`, "is empty", imagesCall},
-		{"two images where one is promised", `[{"base64":"` + pngB64 + `"},{"base64":"` + pngB64 + `"}]`, "holds 2 images, want 1", func(c *Client) (any, error) {
+		{"two images where one is promised", `[{"base64":"` + pngB64 + `"},{"base64":"` + pngB64 + `"}]`, "data holds more than the 1 image(s) asked for", func(c *Client) (any, error) {
 			return c.GenerateQR(context.Background(), GenerateQRRequest{URL: "https://e.example", Prompt: "p"})
 		}},
 		{"an object for a URL", `{"url":"x"}`, "data is an object, want a non-empty URL string", func(c *Client) (any, error) {
 			return c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
 		}},
-		{"numbers for URLs", `[1,2]`, "want an array of URL strings", func(c *Client) (any, error) {
+		{"numbers for URLs", `[1,2]`, "data[0] is a number, want a non-empty URL string", func(c *Client) (any, error) {
 			return c.SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromBytes("a.wav", wavBytes)})
 		}},
 		{"a writer without choices", `{"language":"en","text":{}}`, "no text.choices", func(c *Client) (any, error) {

@@ -15,7 +15,10 @@ var (
 	// wrong or not allowed to call the operation.
 	ErrUnauthorized = errors.New("creative: unauthorized")
 	// ErrRateLimited matches a 429 answer that was still failing when the
-	// retries ran out (or that asked for a longer wait than the client allows).
+	// retries ran out (or that asked for a longer wait than the client
+	// allows), and a call refused without sending anything because the
+	// Client is paused (a 429 or 503 asked every call to wait) past the
+	// call's deadline.
 	ErrRateLimited = errors.New("creative: rate limited")
 	// ErrServer matches any 5xx answer that was still failing when the retries
 	// ran out.
@@ -29,9 +32,6 @@ var (
 	// data, or data of a shape the operation does not return.
 	ErrUnexpectedResponse = errors.New("creative: unexpected response")
 )
-
-// maxErrorBody bounds how much of a failed answer's body is read and kept.
-const maxErrorBody = 64 << 10
 
 // An APIError reports an answer from the service that is not a success: an
 // HTTP error status, a 2xx envelope with success false, or a 2xx body that is
@@ -55,8 +55,15 @@ type APIError struct {
 	// Body is the start of the raw answer body, at most 64 KiB, for answers
 	// that were not a success (an HTML page from a proxy, say).
 	Body []byte
+	// Header is the last answer's header, its values redacted like every
+	// string the client keeps.
+	Header http.Header
+	// RequestID is the id the service or a proxy gave the last answer
+	// (X-Request-Id, X-Amzn-RequestId, X-Amz-Cf-Id or Cf-Ray), for support.
+	RequestID string
 
-	unexpected bool
+	unexpected bool // the answer is not what the operation promises
+	paused     bool // refused, nothing sent, during the client's pause
 }
 
 // Error reports the operation, the status, the attempts and the message, as
@@ -73,6 +80,11 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
+	if e.RequestID != "" {
+		b.WriteString(" (request id ")
+		b.WriteString(e.RequestID)
+		b.WriteString(")")
+	}
 	return b.String()
 }
 
@@ -82,9 +94,9 @@ func (e *APIError) Is(target error) bool {
 	case ErrUnauthorized:
 		return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden
 	case ErrRateLimited:
-		return e.StatusCode == http.StatusTooManyRequests
+		return e.StatusCode == http.StatusTooManyRequests || e.paused
 	case ErrServer:
-		return e.StatusCode >= 500 && e.StatusCode <= 599
+		return e.StatusCode >= 500 && e.StatusCode <= 599 && !e.paused
 	case ErrInvalidRequest:
 		return e.StatusCode == http.StatusBadRequest
 	case ErrUnexpectedResponse:

@@ -416,7 +416,9 @@ func TestFaultMatrixOneShotUpload(t *testing.T) {
 	assert.Equal(t, int64(1), ts.hits.Load())
 }
 
-// A Content-Length that lies cannot make the client allocate it up front.
+// A Content-Length that lies cannot make the client allocate it up front:
+// above the cap the answer is refused unread, and below it the body grows
+// as bytes come.
 func TestAHugeContentLengthIsNotAllocatedBeforeTheBodyComes(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -429,6 +431,13 @@ func TestAHugeContentLengthIsNotAllocatedBeforeTheBodyComes(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
 	runtime.ReadMemStats(&after)
-	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.ErrorIs(t, err, ErrUnexpectedResponse)
+	assert.ErrorContains(t, err, "declares 2000000000 bytes, more than the 268435456 bytes the client reads (raise it with WithMaxResponseBytes)")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
+
+	runtime.ReadMemStats(&before)
+	_, err = c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, WithMaxResponseBytes(4<<30))
+	runtime.ReadMemStats(&after)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(upfrontBudget+(8<<20)), "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
 }

@@ -2,10 +2,10 @@ package creative
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"testing"
 )
@@ -29,46 +29,40 @@ func FuzzEnvelope(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	c := &Client{key: func() []string { return []string{"fuzz-key"} }}
-	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		cl := &call{c: c, op: "fuzz"}
-		data, err := cl.envelopeData(resp, body)
-		if err != nil {
-			if _, ok := err.(*APIError); !ok {
-				t.Fatalf("envelope error of type %T", err)
-			}
+	typed := func(t *testing.T, err error) {
+		if err == nil {
 			return
 		}
-		if len(data) == 0 {
-			t.Fatal("no data and no error")
+		var ae *APIError
+		if !errors.As(err, &ae) {
+			t.Fatalf("error of type %T", err)
 		}
-		if u, err := decodeURL(data); err == nil && u == "" {
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		u, err := gate(bytes.Clone(body), dataURLOf)
+		typed(t, err)
+		if err == nil && u == "" {
 			t.Fatal("empty URL without error")
 		}
-		if us, err := decodeURLs(data); err == nil {
-			for _, u := range us {
-				if u == "" {
-					t.Fatal("empty URL in a list without error")
-				}
-			}
-			if len(us) == 0 {
-				t.Fatal("no URLs without error")
-			}
+		us, err := gate(bytes.Clone(body), dataURLs)
+		typed(t, err)
+		if err == nil && len(us) == 0 {
+			t.Fatal("no URLs without error")
 		}
-		if ims, err := decodeImages(data); err == nil && len(ims) == 0 {
+		ims, err := gate(bytes.Clone(body), images(10))
+		typed(t, err)
+		if err == nil && len(ims) == 0 {
 			t.Fatal("no images without error")
 		}
-		if im, err := decodeOneImage(data); err == nil && im.Data == nil {
-			t.Fatal("nil image without error")
+		im, err := gate(bytes.Clone(body), oneImage)
+		typed(t, err)
+		if err == nil && len(im.Data) == 0 {
+			t.Fatal("empty image without error")
 		}
-		if w, err := decodeWriter(data); err == nil && (w == nil || len(w.Choices) == 0) {
+		w, err := gate(bytes.Clone(body), dataWriter)
+		typed(t, err)
+		if err == nil && (w == nil || len(w.Choices) == 0) {
 			t.Fatal("no choices without error")
-		}
-		if u, ok := fastURL(body); ok {
-			if want, err := decodeURL(data); err != nil || want != u {
-				t.Fatalf("fastURL gave %q, the envelope path %q (%v)", u, want, err)
-			}
 		}
 	})
 }

@@ -20,20 +20,20 @@ const (
 // (POST /image/v1/text-to-image). The ids are optional; see package ids.
 type TextToImageRequest struct {
 	// Prompt is the text to turn into images (required).
-	Prompt string
+	Prompt string `json:"prompt"`
 	// NumberOfResults is how many images to make, 1 to 10 (required).
-	NumberOfResults int
+	NumberOfResults int `json:"numberOfResults"`
 	// ImageSizeID is the aspect ratio, such as ids.Size3x2. It is sent as
 	// both imageSizeId and dimensionsId, since the spec names both.
-	ImageSizeID ids.ImageSizeID
+	ImageSizeID ids.ImageSizeID `json:"imageSizeId,omitempty"`
 	// StyleID is the style, such as ids.StyleAnime.
-	StyleID ids.StyleID
+	StyleID ids.StyleID `json:"styleId,omitempty"`
 	// CameraID is the camera style, such as ids.CameraCloseUp.
-	CameraID ids.CameraID
+	CameraID ids.CameraID `json:"cameraId,omitempty"`
 	// ColorID is the color style, such as ids.ColorPastelColors.
-	ColorID ids.ColorID
+	ColorID ids.ColorID `json:"colorId,omitempty"`
 	// LightingID is the lighting style, such as ids.LightingGoldenHour.
-	LightingID ids.LightingID
+	LightingID ids.LightingID `json:"lightingId,omitempty"`
 }
 
 // textToImageWire is TextToImageRequest as it goes on the wire.
@@ -49,7 +49,7 @@ type textToImageWire struct {
 }
 
 // TextToImage makes 1 to 10 images from a text.
-func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest) ([]Image, error) {
+func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest, opts ...Option) ([]Image, error) {
 	const op = "image/text-to-image"
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
@@ -68,7 +68,7 @@ func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest) ([]Ima
 		StyleID: string(req.StyleID), CameraID: string(req.CameraID),
 		ColorID: string(req.ColorID), LightingID: string(req.LightingID),
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: wire}, fastImages, decodeImages)
+	return invoke(ctx, c, op, wire, opts, images(req.NumberOfResults))
 }
 
 // GenerateLogoRequest asks for logos made from a text
@@ -83,7 +83,7 @@ type GenerateLogoRequest struct {
 
 // GenerateLogo makes 1 to 4 logos. It returns a list whatever the count,
 // since the spec does not show whether data is a list for one logo.
-func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest) ([]Image, error) {
+func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest, opts ...Option) ([]Image, error) {
 	const op = "image/generate-logo"
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
@@ -91,7 +91,7 @@ func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest) ([]I
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: req}, fastImages, decodeImages)
+	return invoke(ctx, c, op, req, opts, images(max(req.NumberOfResults, 1)))
 }
 
 // GenerateQRRequest asks for a QR code that links to a site, styled by a
@@ -104,7 +104,7 @@ type GenerateQRRequest struct {
 }
 
 // GenerateQR makes a QR code image.
-func (c *Client) GenerateQR(ctx context.Context, req GenerateQRRequest) (Image, error) {
+func (c *Client) GenerateQR(ctx context.Context, req GenerateQRRequest, opts ...Option) (Image, error) {
 	const op = "image/generate-qr"
 	v := checker{op: op}
 	v.link("url", req.URL)
@@ -112,7 +112,7 @@ func (c *Client) GenerateQR(ctx context.Context, req GenerateQRRequest) (Image, 
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: req}, fastOneImage, decodeOneImage)
+	return invoke(ctx, c, op, req, opts, oneImage)
 }
 
 // UpScaleRequest asks for an image to be enlarged (POST /image/v1/up-scale).
@@ -125,7 +125,7 @@ type UpScaleRequest struct {
 }
 
 // UpScale enlarges the image at a URL.
-func (c *Client) UpScale(ctx context.Context, req UpScaleRequest) (Image, error) {
+func (c *Client) UpScale(ctx context.Context, req UpScaleRequest, opts ...Option) (Image, error) {
 	const op = "image/up-scale"
 	v := checker{op: op}
 	v.link("url", req.URL)
@@ -133,7 +133,7 @@ func (c *Client) UpScale(ctx context.Context, req UpScaleRequest) (Image, error)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: req}, fastOneImage, decodeOneImage)
+	return invoke(ctx, c, op, req, opts, oneImage)
 }
 
 // ReImagineRequest asks for an uploaded image to be re-imagined
@@ -145,7 +145,7 @@ type ReImagineRequest struct {
 
 // ReImagine makes a new take on an uploaded image. The format and size are
 // read from the image's header before anything is sent.
-func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest) (Image, error) {
+func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest, opts ...Option) (Image, error) {
 	const op = "image/re-imagine"
 	v := checker{op: op}
 	v.image("image", req.Image, MaxReImagineSide)
@@ -156,7 +156,7 @@ func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest) (Image, er
 	if err != nil {
 		return Image{}, err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: body}, fastOneImage, decodeOneImage)
+	return invoke(ctx, c, op, body, opts, oneImage)
 }
 
 // RemoveBackgroundRequest asks for the background of an image to be removed
@@ -167,8 +167,8 @@ type RemoveBackgroundRequest struct {
 }
 
 // RemoveBackground removes the background of the image at a URL.
-func (c *Client) RemoveBackground(ctx context.Context, req RemoveBackgroundRequest) (Image, error) {
-	return c.urlToImage(ctx, "image/remove-background", req.URL, req)
+func (c *Client) RemoveBackground(ctx context.Context, req RemoveBackgroundRequest, opts ...Option) (Image, error) {
+	return c.urlToImage(ctx, "image/remove-background", req.URL, req, opts)
 }
 
 // ColorImageRequest asks for an image to be colorized
@@ -179,8 +179,8 @@ type ColorImageRequest struct {
 }
 
 // ColorImage colorizes the image at a URL.
-func (c *Client) ColorImage(ctx context.Context, req ColorImageRequest) (Image, error) {
-	return c.urlToImage(ctx, "image/color-image", req.URL, req)
+func (c *Client) ColorImage(ctx context.Context, req ColorImageRequest, opts ...Option) (Image, error) {
+	return c.urlToImage(ctx, "image/color-image", req.URL, req, opts)
 }
 
 // EnhanceImageRequest asks for an image to be enhanced
@@ -191,19 +191,19 @@ type EnhanceImageRequest struct {
 }
 
 // EnhanceImage enhances the image at a URL.
-func (c *Client) EnhanceImage(ctx context.Context, req EnhanceImageRequest) (Image, error) {
-	return c.urlToImage(ctx, "image/enhance", req.URL, req)
+func (c *Client) EnhanceImage(ctx context.Context, req EnhanceImageRequest, opts ...Option) (Image, error) {
+	return c.urlToImage(ctx, "image/enhance", req.URL, req, opts)
 }
 
 // urlToImage is the shape of the operations that take an image link and
 // return one image.
-func (c *Client) urlToImage(ctx context.Context, op, link string, body any) (Image, error) {
+func (c *Client) urlToImage(ctx context.Context, op, link string, body any, opts []Option) (Image, error) {
 	v := checker{op: op}
 	v.link("url", link)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: body}, fastOneImage, decodeOneImage)
+	return invoke(ctx, c, op, body, opts, oneImage)
 }
 
 // ChangeBackgroundRequest asks for the background of an uploaded image to be
@@ -216,7 +216,7 @@ type ChangeBackgroundRequest struct {
 }
 
 // ChangeBackground replaces the background of an uploaded image.
-func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundRequest) (Image, error) {
+func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundRequest, opts ...Option) (Image, error) {
 	const op = "image/change-background"
 	v := checker{op: op}
 	v.image("image", req.Image, 0)
@@ -228,5 +228,5 @@ func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundReque
 	if err != nil {
 		return Image{}, err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: body}, fastOneImage, decodeOneImage)
+	return invoke(ctx, c, op, body, opts, oneImage)
 }

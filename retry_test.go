@@ -2,11 +2,14 @@ package creative
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -80,12 +83,17 @@ func TestRetryPolicyTable(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"connection refused", nil, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
-		{"connection reset", nil, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
-		{"an early EOF", nil, io.ErrUnexpectedEOF, true},
-		{"a cancelled context", nil, context.Canceled, false},
-		{"a passed deadline", nil, context.DeadlineExceeded, false},
-		{"too many redirects", nil, errors.New("stopped after 10 redirects"), false},
+		{"connection refused", nil, &attemptError{err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true},
+		{"connection reset", nil, &attemptError{err: &net.OpError{Op: "read", Err: syscall.ECONNRESET}}, true},
+		{"an early EOF", nil, &attemptError{err: io.ErrUnexpectedEOF}, true},
+		{"no headers within WithRequestTimeout", nil, &attemptError{err: errors.New("no answer"), timedOut: true}, true},
+		{"a cancelled context", nil, &attemptError{err: context.Canceled}, false},
+		{"a passed deadline", nil, &attemptError{err: context.DeadlineExceeded}, false},
+		{"a TLS handshake with a plain HTTP server", nil, &attemptError{err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}, false},
+		{"a certificate from an unknown authority", nil, &attemptError{err: &tls.CertificateVerificationError{}}, false},
+		{"a local read of an upload", nil, &attemptError{err: &sourceError{err: errors.New("disk")}}, false},
+		{"a refused redirect (not from the network)", nil, &url.Error{Op: "Post", Err: &redirectError{status: 302}}, false},
+		{"an unparsable Location (not from the network)", nil, &url.Error{Op: "Post", Err: errors.New(`failed to parse Location header "%zz"`)}, false},
 		{"a replay of a one-shot upload", nil, &replayError{}, false},
 		{"408", resp(408), nil, true},
 		{"429", resp(429), nil, true},
@@ -138,7 +146,7 @@ func TestRetryAfterIsReadInSecondsOrAsADateOn429And503Only(t *testing.T) {
 }
 
 func TestBackoffIsFullJitterWithinTheExponentialCeiling(t *testing.T) {
-	cl := &call{c: &Client{}}
+	cl := &call{c: &Client{}, s: &settings{}}
 	min, max := 100*time.Millisecond, 800*time.Millisecond
 	for attempt, ceil := range []time.Duration{100, 200, 400, 800, 800, 800} {
 		ceil *= time.Millisecond
@@ -154,7 +162,7 @@ func TestBackoffIsFullJitterWithinTheExponentialCeiling(t *testing.T) {
 	cl.retryAfter = 3 * time.Second
 	assert.Equal(t, 3*time.Second, cl.backoff(min, max, 0, nil), "a Retry-After is waited as asked")
 	for i := 0; i < 100; i++ {
-		d := (&call{c: &Client{}}).backoff(min, max, 62, nil)
+		d := (&call{c: &Client{}, s: &settings{}}).backoff(min, max, 62, nil)
 		require.True(t, d >= 0 && d <= max, "a late attempt neither overflows nor passes max: %v", d)
 	}
 }
@@ -244,16 +252,22 @@ func TestACancelledContextSendsNothing(t *testing.T) {
 }
 
 func TestWithTimeoutBoundsTheWholeCallRetriesIncluded(t *testing.T) {
+	var hits atomic.Int64
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "2")
-		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hits.Add(1)%2 == 1 {
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+			return
+		}
+		<-r.Context().Done() // the retry stalls
 	})
-	c := newTestClient(t, ts.URL, WithTimeout(300*time.Millisecond))
+	c := newTestClient(t, ts.URL, WithTimeout(300*time.Millisecond), WithRetryWait(time.Millisecond, time.Millisecond))
 	took := soonAfter(func() time.Duration {
 		start := time.Now()
 		_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		return time.Since(start)
 	})
-	assert.Less(t, took, time.Second, "the 2 s backoff was cut short by the 300 ms timeout")
+	assert.Less(t, took, time.Second, "the stalled retry was cut short by the 300 ms timeout")
+	assert.Zero(t, hits.Load()%2, "each call sent twice: the 503 and the stalled retry")
 }

@@ -69,7 +69,7 @@ type CoverLetterRequest struct {
 }
 
 // WriterTool calls the writer tool: POST /text/v1/writer-tool.
-func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest) (*WriterResult, error) {
+func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...Option) (*WriterResult, error) {
 	const op = "text/writer-tool"
 	v := checker{op: op}
 	if len(req.Inputs) == 0 {
@@ -106,7 +106,7 @@ func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest) (*Writer
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return callJSON(ctx, c, &request{op: op, body: req}, decodeWriter)
+	return invoke(ctx, c, op, req, opts, dataWriter)
 }
 
 func nonEmptyString(v any) bool {
@@ -117,7 +117,7 @@ func nonEmptyString(v any) bool {
 // CoverLetter writes cover letters through the writer tool, with useCase
 // CoverLetter, action generate_writenow and one input built from the job
 // role and skills.
-func (c *Client) CoverLetter(ctx context.Context, req CoverLetterRequest) (*WriterResult, error) {
+func (c *Client) CoverLetter(ctx context.Context, req CoverLetterRequest, opts ...Option) (*WriterResult, error) {
 	n := req.Number
 	if n == 0 {
 		n = 1
@@ -129,5 +129,5 @@ func (c *Client) CoverLetter(ctx context.Context, req CoverLetterRequest) (*Writ
 		UseCase:  UseCaseCoverLetter,
 		Action:   ActionGenerateWriteNow,
 		Tone:     req.Tone,
-	})
+	}, opts...)
 }

@@ -13,7 +13,7 @@ type InfiniteZoomRequest struct {
 }
 
 // InfiniteZoom makes an infinite-zoom video and returns its URL.
-func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest) (URL, error) {
+func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest, opts ...Option) (URL, error) {
 	const op = "video/infinite-zoom"
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
@@ -21,7 +21,7 @@ func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest) (URL
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: req}, fastURL, decodeURL)
+	return invoke(ctx, c, op, req, opts, dataURLOf)
 }
 
 // RemoveVideoBackgroundRequest asks for the background of a video to be
@@ -33,12 +33,12 @@ type RemoveVideoBackgroundRequest struct {
 
 // RemoveVideoBackground removes a video's background and returns the URL of
 // the result.
-func (c *Client) RemoveVideoBackground(ctx context.Context, req RemoveVideoBackgroundRequest) (URL, error) {
+func (c *Client) RemoveVideoBackground(ctx context.Context, req RemoveVideoBackgroundRequest, opts ...Option) (URL, error) {
 	const op = "video/remove-background"
 	v := checker{op: op}
 	v.link("url", req.URL)
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return callJSONFast(ctx, c, &request{op: op, body: req}, fastURL, decodeURL)
+	return invoke(ctx, c, op, req, opts, dataURLOf)
 }

@@ -1,0 +1,317 @@
+package creative
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/textproto"
+	"time"
+)
+
+// An Option configures a Client in New, or one call when given to a method.
+// A call's options override the Client's for that call only. Options that
+// only make sense for a Client (WithBaseURL, WithHTTPClient,
+// WithInsecureHTTP, WithRateLimit) given to a call make the call fail before
+// anything is sent.
+type Option func(*settings) error
+
+// settings are what the options set. A Client keeps its own; a call with
+// options works on a copy.
+type settings struct {
+	// Client only.
+	baseURL   string
+	hc        *http.Client
+	insecure  bool
+	ratePerS  float64
+	rateBurst int
+	clientOpt string // the name of the last client-only option applied
+
+	// Client and call.
+	accessKey    string
+	maxRetries   int
+	waitMin      time.Duration
+	waitMax      time.Duration
+	timeout      time.Duration
+	attemptLimit time.Duration
+	logger       *slog.Logger
+	userAgent    string
+	header       http.Header
+	middleware   []Middleware
+	responseInto **http.Response
+	maxBytes     int64
+	maxBytesSet  bool
+}
+
+// DefaultMaxResponseBytes bounds the decoded size of an answer the Client
+// reads whole (every operation but text-to-speech): ten images of about
+// 19 MiB each, as base64 inside the JSON envelope. WithMaxResponseBytes
+// changes it.
+const DefaultMaxResponseBytes = 256 << 20
+
+// Middleware sees every attempt of a call: it may read or change the request
+// and must call next (at most once) to send it, returning what next returns
+// or an error. It runs once per attempt, retries included.
+type Middleware func(req *http.Request, next MiddlewareNext) (*http.Response, error)
+
+// MiddlewareNext sends the request on: to the next Middleware, and after the
+// last one to the network.
+type MiddlewareNext func(*http.Request) (*http.Response, error)
+
+// clientOnly marks s as set by a client-only option.
+func clientOnly(name string, s *settings, set func()) error {
+	s.clientOpt = name
+	set()
+	return nil
+}
+
+// WithBaseURL sets the service's base URL, such as
+// "https://api.example.com" or "https://gw.example.com/creative". It
+// overrides CREATIVE_BASE_URL. Client only.
+func WithBaseURL(u string) Option {
+	return func(s *settings) error { return clientOnly("WithBaseURL", s, func() { s.baseURL = u }) }
+}
+
+// WithHTTPClient makes the Client send through hc (its transport, proxy and
+// TLS settings). The Client copies hc and still adds its headers, retries and
+// redirect rule; hc itself is not modified. Client only.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(s *settings) error {
+		if hc == nil {
+			return errors.New("creative: WithHTTPClient: nil *http.Client")
+		}
+		return clientOnly("WithHTTPClient", s, func() { s.hc = hc })
+	}
+}
+
+// WithInsecureHTTP allows a plain http:// base URL to a host that is not a
+// loopback address. Without it such a URL is refused by New, since the access
+// key would cross the network in clear text. Client only.
+func WithInsecureHTTP() Option {
+	return func(s *settings) error { return clientOnly("WithInsecureHTTP", s, func() { s.insecure = true }) }
+}
+
+// WithRateLimit makes every attempt of every call of the Client, retries
+// included, wait for a token of a limiter that allows perSecond attempts a
+// second with bursts of burst. The wait honours the call's context. Client
+// only.
+func WithRateLimit(perSecond float64, burst int) Option {
+	return func(s *settings) error {
+		if !(perSecond > 0) || math.IsInf(perSecond, 0) || burst < 1 {
+			return fmt.Errorf("creative: WithRateLimit: want a positive rate and a burst of at least 1, got %v and %d", perSecond, burst)
+		}
+		return clientOnly("WithRateLimit", s, func() { s.ratePerS, s.rateBurst = perSecond, burst })
+	}
+}
+
+// WithAccessKey sets the access key sent in the x-access-key header. On New
+// it overrides CREATIVE_ACCESS_KEY; on a call it sends that key for that call
+// only (an empty key there leaves the Client's). Either way it is redacted
+// from every error and log line.
+func WithAccessKey(key string) Option {
+	return func(s *settings) error {
+		if !validHeaderValue(key) {
+			return errors.New("creative: WithAccessKey: the key holds a control character")
+		}
+		s.accessKey = key
+		return nil
+	}
+}
+
+// WithMaxRetries sets how many times a failed attempt is retried (0 turns
+// retries off). The default is DefaultMaxRetries.
+func WithMaxRetries(n int) Option {
+	return func(s *settings) error {
+		if n < 0 {
+			return fmt.Errorf("creative: WithMaxRetries: %d is negative", n)
+		}
+		s.maxRetries = n
+		return nil
+	}
+}
+
+// WithRetryWait sets the bounds of the exponential backoff: the first retry
+// waits up to min, each later one up to twice as long, never above max. The
+// defaults are DefaultRetryWaitMin and DefaultRetryWaitMax.
+func WithRetryWait(min, max time.Duration) Option {
+	return func(s *settings) error {
+		if min <= 0 || max < min {
+			return fmt.Errorf("creative: WithRetryWait: want 0 < min <= max, got %v and %v", min, max)
+		}
+		s.waitMin, s.waitMax = min, max
+		return nil
+	}
+}
+
+// WithTimeout bounds each call as a whole, retries and backoffs included
+// (for a streamed answer, until its body is closed). Zero, the default,
+// leaves the bound to the context.
+func WithTimeout(d time.Duration) Option {
+	return func(s *settings) error {
+		if d < 0 {
+			return fmt.Errorf("creative: WithTimeout: %v is negative", d)
+		}
+		s.timeout = d
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds each attempt until its answer's headers arrive.
+// An attempt that stalls longer is abandoned and retried like a connection
+// failure. Generation can take minutes, so there is no default: zero leaves
+// attempts unbounded (WithTimeout still bounds the call).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(s *settings) error {
+		if d < 0 {
+			return fmt.Errorf("creative: WithRequestTimeout: %v is negative", d)
+		}
+		s.attemptLimit = d
+		return nil
+	}
+}
+
+// WithLogger makes the Client log each attempt at Debug level (with the
+// answer's request id) and each retry at Info level. Without it nothing is
+// logged. The access key is never logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) error { s.logger = l; return nil }
+}
+
+// WithUserAgent appends ua to the User-Agent header, after
+// "creative-go/<version> (go<version>)".
+func WithUserAgent(ua string) Option {
+	return func(s *settings) error {
+		if !validHeaderValue(ua) {
+			return errors.New("creative: WithUserAgent: control characters are not allowed")
+		}
+		s.userAgent = ua
+		return nil
+	}
+}
+
+// reservedHeaders are set by the Client and cannot be set by WithHeader.
+var reservedHeaders = map[string]bool{
+	headerAccessKey: true, "Content-Type": true, "Content-Length": true,
+	"User-Agent": true, "Host": true, "Transfer-Encoding": true,
+}
+
+// WithHeader adds a header to every request (on New) or to one call's
+// requests. It cannot set x-access-key, Content-Type, Content-Length,
+// User-Agent, Host or Transfer-Encoding, which the Client sets itself.
+func WithHeader(key, value string) Option {
+	return func(s *settings) error {
+		if !validHeaderName(key) {
+			return fmt.Errorf("creative: WithHeader: %q is not a valid header name", key)
+		}
+		ck := textproto.CanonicalMIMEHeaderKey(key)
+		if reservedHeaders[ck] {
+			return fmt.Errorf("creative: WithHeader: %s is set by the client and cannot be replaced", ck)
+		}
+		if !validHeaderValue(value) {
+			return fmt.Errorf("creative: WithHeader: the value of %s holds a control character", ck)
+		}
+		h := s.header.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		h.Add(ck, value)
+		s.header = h
+		return nil
+	}
+}
+
+// WithMiddleware adds middleware that sees every attempt. A Client's
+// middleware wraps a call's; among one option's list, the first is the
+// outermost.
+func WithMiddleware(m ...Middleware) Option {
+	return func(s *settings) error {
+		for _, f := range m {
+			if f == nil {
+				return errors.New("creative: WithMiddleware: nil Middleware")
+			}
+		}
+		s.middleware = append(s.middleware[:len(s.middleware):len(s.middleware)], m...)
+		return nil
+	}
+}
+
+// WithResponseInto makes *dst the last attempt's response once the call
+// returns: its status and headers, such as a request id. Its body has been
+// read and closed already, except for a speech stream, which is the Audio.
+// *dst stays nil when no answer came.
+func WithResponseInto(dst **http.Response) Option {
+	return func(s *settings) error {
+		if dst == nil {
+			return errors.New("creative: WithResponseInto: nil destination")
+		}
+		s.responseInto = dst
+		return nil
+	}
+}
+
+// WithMaxResponseBytes bounds the decoded size of an answer the Client reads
+// whole, transparent decompression included; a larger answer fails with
+// ErrUnexpectedResponse. The default is DefaultMaxResponseBytes. It also
+// bounds a speech stream and, when given, a Download (which is otherwise not
+// bounded).
+func WithMaxResponseBytes(n int64) Option {
+	return func(s *settings) error {
+		if n <= 0 {
+			return fmt.Errorf("creative: WithMaxResponseBytes: want a positive size, got %d", n)
+		}
+		s.maxBytes, s.maxBytesSet = n, true
+		return nil
+	}
+}
+
+// apply runs opts over s; for a call (op != "") a client-only option is an
+// error that names it.
+func (s *settings) apply(op string, opts []Option) error {
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(s); err != nil {
+			return err
+		}
+		if op != "" && s.clientOpt != "" {
+			return fmt.Errorf("creative: %s: %s configures a Client (give it to New), not one call", op, s.clientOpt)
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || (c < 0x80 && isSeparator(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSeparator(c byte) bool {
+	for i := 0; i < len(`"(),/:;<=>?@[\]{}`); i++ {
+		if c == `"(),/:;<=>?@[\]{}`[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// validHeaderValue reports whether s holds no control character other than
+// a horizontal tab, so it can be sent as a header value.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

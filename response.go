@@ -1,0 +1,785 @@
+package creative
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// This file is the one gate every answer passes, success or failure,
+// envelope or stream: it is bounded (size, time, decoded size), redacted
+// before any of it reaches an error or a log, checked against what the
+// operation promises, and decoded once.
+//
+// JSON is read with jsontext from github.com/go-json-experiment/json, the
+// upstream of the standard library's encoding/json/v2 (behind GOEXPERIMENT
+// in Go 1.26); it moves to encoding/json/jsontext when that lands.
+
+// Bounds on what is read and kept of an answer.
+const (
+	// maxErrorBody bounds how much of a failed answer's body is read and kept.
+	maxErrorBody = 64 << 10
+	// maxMessage bounds a message from the service kept in an error.
+	maxMessage = 1 << 10
+	// errorBodyWait bounds the time spent reading a failed answer's body when
+	// the call itself has no deadline.
+	errorBodyWait = 10 * time.Second
+	// upfrontBudget bounds the memory reserved, across every call in the
+	// process, for bodies on the word of their Content-Length alone: a
+	// header that lies cannot make the client allocate more than this
+	// before the bytes arrive.
+	upfrontBudget = 64 << 20
+)
+
+// resultKind is what an operation's success body holds.
+type resultKind int
+
+const (
+	resultEnvelope resultKind = iota // a JSON envelope
+	resultAudio                      // a binary stream (text-to-speech)
+	resultFile                       // any bytes (Download)
+)
+
+// response is a 2xx answer on its way through the gate.
+type response struct {
+	*http.Response
+	cl     *call
+	cancel func() // ends the call's timeout
+	result resultKind
+	closed bool
+}
+
+// Close closes the body and ends the call's timeout, and hands the response
+// to WithResponseInto. It is safe to call more than once.
+func (rs *response) Close() error {
+	if rs.closed {
+		return nil
+	}
+	rs.closed = true
+	err := rs.Body.Close()
+	rs.cancel()
+	if dst := rs.cl.s.responseInto; dst != nil {
+		rs.Body = http.NoBody
+		*dst = rs.Response
+	}
+	return err
+}
+
+// redact removes the call's access key from text that came from the
+// network, in case a server echoes it: every string that leaves the SDK
+// passes here, before it is truncated.
+func (cl *call) redact(s string) string {
+	for _, k := range cl.keys {
+		if len(k) >= 4 && strings.Contains(s, k) {
+			s = strings.ReplaceAll(s, k, redacted)
+		}
+		if q := url.QueryEscape(k); q != k && strings.Contains(s, q) {
+			s = strings.ReplaceAll(s, q, redacted)
+		}
+	}
+	return s
+}
+
+// keep returns at most n bytes of s, redacted first (so a key that straddles
+// the cut is gone too), cut on a rune boundary.
+func (cl *call) keep(s []byte, n int) []byte {
+	window := s[:min(len(s), n+maxKeyLen(cl.keys))]
+	out := []byte(cl.redact(string(window)))
+	if len(out) <= n {
+		return out
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut]
+}
+
+func maxKeyLen(keys []string) int {
+	n := 0
+	for _, k := range keys {
+		n = max(n, 3*len(k)) // a query-escaped key is at most three times as long
+	}
+	return n
+}
+
+// message bounds a message from the service for an error.
+func (cl *call) message(s string) string {
+	if len(s) <= maxMessage {
+		return cl.redact(s)
+	}
+	kept := cl.keep([]byte(s), maxMessage)
+	return fmt.Sprintf("%s... (%d bytes in all)", kept, len(s))
+}
+
+// redactedError is a cause whose text was redacted; it unwraps to the cause.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// requestIDHeaders are the headers that carry a request id, most specific
+// first.
+var requestIDHeaders = []string{"X-Request-Id", "X-Amzn-Requestid", "X-Amz-Cf-Id", "Cf-Ray"}
+
+func requestID(h http.Header) string {
+	for _, k := range requestIDHeaders {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// apiError starts the *APIError of this answer: status, attempts, headers
+// and request id, redacted.
+func (rs *response) apiError() *APIError {
+	cl := rs.cl
+	h := make(http.Header, len(rs.Header))
+	for k, vs := range rs.Header {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = string(cl.keep([]byte(v), maxMessage))
+		}
+		h[k] = out
+	}
+	e := &APIError{
+		Operation:  cl.op,
+		StatusCode: rs.StatusCode,
+		Attempts:   cl.attempts,
+		Header:     h,
+		RequestID:  requestID(h),
+	}
+	if d, ok := retryAfter(rs.Response, time.Now()); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+// unexpected is the *APIError of a 2xx answer that is not what the
+// operation promises.
+func (rs *response) unexpected(body []byte, format string, args ...any) *APIError {
+	e := rs.apiError()
+	e.Message = rs.cl.message(fmt.Sprintf(format, args...))
+	e.Body = rs.cl.keep(body, maxErrorBody)
+	e.unexpected = true
+	return e
+}
+
+// statusError reads a bounded part of an answer that is not a 2xx and says
+// what it was. A 1xx answer's body is never read: after a 101 it is another
+// protocol's connection.
+func (rs *response) statusError() error {
+	e := rs.apiError()
+	var raw []byte
+	if rs.StatusCode >= 200 {
+		raw = rs.readErrorBody()
+	}
+	e.Body = rs.cl.keep(raw, maxErrorBody)
+	if msg, ok := envelopeMessage(raw); ok && msg != "" {
+		e.Message = rs.cl.message(msg)
+	} else {
+		e.Message = rs.cl.message(describeBody(rs.Header.Get("Content-Type"), raw))
+	}
+	switch {
+	case rs.StatusCode < 200 || (rs.StatusCode >= 300 && rs.StatusCode < 400):
+		e.unexpected = true
+		if loc := rs.Header.Get("Location"); loc != "" {
+			e.Message = rs.cl.message(fmt.Sprintf("an answer of HTTP %d (to %s) instead of a result", rs.StatusCode, loc))
+		} else {
+			e.Message = fmt.Sprintf("an answer of HTTP %d instead of a result", rs.StatusCode)
+		}
+	case rs.cl.stopped != "":
+		e.Message += " (" + rs.cl.stopped + ")"
+	}
+	return e
+}
+
+// readErrorBody reads at most maxErrorBody bytes of a failed answer, within
+// the call's context and, when the call has no deadline, errorBodyWait.
+func (rs *response) readErrorBody() []byte {
+	if _, ok := rs.Request.Context().Deadline(); !ok {
+		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
+		defer t.Stop()
+	}
+	raw, _ := io.ReadAll(io.LimitReader(rs.Body, maxErrorBody))
+	return raw
+}
+
+// describeBody says what a body that is not an envelope holds, in a short
+// line fit for an error message.
+func describeBody(contentType string, body []byte) string {
+	if len(body) == 0 {
+		return "empty body"
+	}
+	snippet := strings.Join(strings.Fields(string(body[:min(len(body), 512)])), " ")
+	if len(snippet) > 120 {
+		snippet = snippet[:120] + "..."
+	}
+	if contentType == "" {
+		contentType = "no content type"
+	}
+	return fmt.Sprintf("body is not the JSON envelope (%s): %q", contentType, snippet)
+}
+
+// upfront is the memory reserved for bodies on the word of a header.
+var upfront atomic.Int64
+
+// readBody reads a whole success body, within the call's cap on decoded
+// bytes. Memory follows the bytes that arrived: the body is allocated at its
+// Content-Length up front only within the process-wide upfrontBudget, and
+// otherwise grows as bytes come.
+func (rs *response) readBody() ([]byte, error) {
+	limit := rs.cl.s.maxBytes
+	n := rs.ContentLength
+	if n > limit {
+		return nil, rs.tooLarge(n)
+	}
+	if n >= 0 && upfront.Add(n) <= upfrontBudget {
+		defer upfront.Add(-n)
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(rs.Body, buf); err != nil {
+			return nil, rs.readFailed(err)
+		}
+		return buf, nil
+	} else if n >= 0 {
+		upfront.Add(-n)
+	}
+	buf := make([]byte, 0, 32<<10)
+	for {
+		if len(buf) == cap(buf) {
+			grow := min(2*int64(cap(buf)), limit+1)
+			if n >= 0 {
+				grow = min(grow, n+1)
+			}
+			buf = append(buf, make([]byte, max(grow-int64(len(buf)), 512))...)[:len(buf)]
+		}
+		m, err := rs.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if int64(len(buf)) > limit {
+			return nil, rs.tooLarge(-1)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, rs.readFailed(err)
+		}
+	}
+}
+
+// tooLarge is the error of an answer past the call's cap; declared is the
+// Content-Length that said so, or -1 when the bytes did.
+func (rs *response) tooLarge(declared int64) error {
+	e := rs.apiError()
+	e.unexpected = true
+	what := "holds more"
+	if declared >= 0 {
+		what = fmt.Sprintf("declares %d bytes, more", declared)
+	}
+	e.Message = fmt.Sprintf("the answer %s than the %d bytes the client reads (raise it with WithMaxResponseBytes)", what, rs.cl.s.maxBytes)
+	return e
+}
+
+func (rs *response) readFailed(err error) error {
+	cl := rs.cl
+	err = fmt.Errorf("reading the answer (not retried: the service may already have done the work): %w", err)
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: &redactedError{err: err, text: cl.redact(err.Error())}}
+}
+
+// decoders are reused: a jsontext.Decoder reading a bytes.Buffer parses the
+// buffer's own bytes, so values it returns alias the body.
+var decoders = sync.Pool{New: func() any { return &bodyDecoder{} }}
+
+type bodyDecoder struct {
+	buf bytes.Buffer
+	dec jsontext.Decoder
+}
+
+// An envelopeError is a body that is not the envelope, or an envelope that
+// says it failed.
+type envelopeError struct {
+	msg    string
+	failed bool // success is false: the service's own failure
+}
+
+func (e *envelopeError) Error() string { return e.msg }
+
+// envelope walks an envelope in body and calls data with the decoder placed
+// at the data value, whose kind it may check with PeekKind. It fails when
+// the body is not one JSON object with a boolean success that is true and a
+// data that is not null.
+func envelope(body []byte, data func(d *jsontext.Decoder) error) error {
+	bd := decoders.Get().(*bodyDecoder)
+	defer func() {
+		bd.buf = bytes.Buffer{}
+		bd.dec.Reset(&bd.buf)
+		decoders.Put(bd)
+	}()
+	bd.buf = *bytes.NewBuffer(body)
+	bd.dec.Reset(&bd.buf)
+	d := &bd.dec
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return &envelopeError{msg: "not a JSON object"}
+	}
+	var (
+		success, sawSuccess, sawData bool
+		msg                          jsontext.Value
+		dataErr                      error
+	)
+	for d.PeekKind() == '"' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return &envelopeError{msg: "not valid JSON: " + err.Error()}
+		}
+		switch string(name) {
+		case `"success"`:
+			tok, err := d.ReadToken()
+			if err != nil || (tok.Kind() != 't' && tok.Kind() != 'f') {
+				return &envelopeError{msg: "success is not a boolean"}
+			}
+			success, sawSuccess = tok.Bool(), true
+		case `"message"`:
+			msg, err = d.ReadValue()
+		case `"data"`:
+			depth := d.StackDepth()
+			_, before := d.StackIndex(depth)
+			if d.PeekKind() != 'n' {
+				sawData = true
+				dataErr = data(d)
+			}
+			err = finishValue(d, depth, before)
+		default:
+			err = d.SkipValue()
+		}
+		if err != nil {
+			return &envelopeError{msg: "not valid JSON: " + err.Error()}
+		}
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return &envelopeError{msg: "not valid JSON: " + err.Error()}
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return &envelopeError{msg: "not one JSON value: more follows the envelope"}
+	}
+	switch {
+	case !sawSuccess:
+		return &envelopeError{msg: "the answer has no success field"}
+	case !success:
+		text := unquote(msg)
+		if text == "" {
+			text = "success is false and no message was given"
+		}
+		return &envelopeError{msg: text, failed: true}
+	case !sawData:
+		return &envelopeError{msg: "the envelope says success but carries no data"}
+	}
+	return dataErr
+}
+
+// errSyntax marks a data decoder's error as invalid JSON rather than an
+// unexpected shape.
+var errSyntax = errors.New("invalid JSON")
+
+// finishValue moves d past the value that follows the name it read last in
+// the object at depth (holding before tokens then), however much of it a data
+// decoder read before it stopped.
+func finishValue(d *jsontext.Decoder, depth int, before int64) error {
+	for d.StackDepth() > depth {
+		if _, err := d.ReadToken(); err != nil {
+			return err
+		}
+	}
+	if _, n := d.StackIndex(depth); n == before {
+		return d.SkipValue()
+	}
+	return nil
+}
+
+// unquote returns the text of a raw JSON string, "" for anything else.
+func unquote(v jsontext.Value) string {
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// envelopeMessage returns the message of an error body that is an envelope.
+func envelopeMessage(body []byte) (string, bool) {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return "", false
+	}
+	var env struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &env, json.MatchCaseInsensitiveNames(true)) != nil {
+		return "", false
+	}
+	return env.Message, true
+}
+
+// decodeEnvelope reads the body of rs and decodes its data with data,
+// turning every failure into the *APIError a caller gets.
+func (rs *response) decodeEnvelope(data func(d *jsontext.Decoder) error) error {
+	body, err := rs.readBody()
+	if err != nil {
+		return err
+	}
+	// Image data is decoded in place, over the body: keep its start for an
+	// error's Body.
+	head := bytes.Clone(body[:min(len(body), 1<<10)])
+	err = envelope(body, data)
+	if err == nil {
+		return nil
+	}
+	var ee *envelopeError
+	if errors.As(err, &ee) {
+		if ee.failed {
+			e := rs.unexpected(head, "%s", ee.msg)
+			e.unexpected = false
+			return e
+		}
+		return rs.unexpected(head, "%s: %s", ee.msg, describeBody(rs.Header.Get("Content-Type"), head))
+	}
+	return rs.unexpected(head, "%s", err.Error())
+}
+
+// dataURL decodes a URL string and checks that it is an absolute http(s)
+// URL.
+func dataURL(d *jsontext.Decoder, where string) (URL, error) {
+	if k := d.PeekKind(); k != '"' {
+		return "", fmt.Errorf("%s is %s, want a non-empty URL string", where, kindName(k))
+	}
+	tok, err := d.ReadToken()
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	s := tok.String()
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		if len(s) > 200 {
+			s = s[:200] + "..."
+		}
+		return "", fmt.Errorf("%s is %q, not an absolute http(s) URL", where, s)
+	}
+	return URL(s), nil
+}
+
+// dataURLs decodes an array of URL strings, or a lone URL string as a list
+// of one.
+func dataURLs(d *jsontext.Decoder) ([]URL, error) {
+	if d.PeekKind() == '"' {
+		u, err := dataURL(d, "data")
+		if err != nil {
+			return nil, err
+		}
+		return []URL{u}, nil
+	}
+	if k := d.PeekKind(); k != '[' {
+		return nil, fmt.Errorf("data is %s, want an array of URL strings", kindName(k))
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	var out []URL
+	for d.PeekKind() != ']' {
+		u, err := dataURL(d, fmt.Sprintf("data[%d]", len(out)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("data is an empty array, want URL strings")
+	}
+	return out, nil
+}
+
+// dataImages decodes image data of every shape the spec allows (an object
+// with base64, an array of them, a bare string) and arrays of bare strings,
+// at most max images. Each base64 string is decoded in place, in the body's
+// own bytes, and validated in the same pass.
+func dataImages(d *jsontext.Decoder, max int) ([]Image, error) {
+	if d.PeekKind() != '[' {
+		im, err := dataImage(d, "data")
+		if err != nil {
+			return nil, err
+		}
+		return []Image{im}, nil
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	var out []Image
+	for d.PeekKind() != ']' {
+		if len(out) == max {
+			return nil, fmt.Errorf("data holds more than the %d image(s) asked for", max)
+		}
+		im, err := dataImage(d, fmt.Sprintf("data[%d]", len(out)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, im)
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("data is an empty array, want images")
+	}
+	return out, nil
+}
+
+// dataImage decodes one image: an object with a base64 string, or the
+// string itself.
+func dataImage(d *jsontext.Decoder, where string) (Image, error) {
+	switch k := d.PeekKind(); k {
+	case '"':
+		return base64Image(d, where)
+	case '{':
+	default:
+		return Image{}, fmt.Errorf("%s is %s, want an object with base64 or a base64 string", where, kindName(k))
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	var (
+		im    Image
+		found bool
+	)
+	for d.PeekKind() == '"' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+		}
+		if string(name) != `"base64"` {
+			if err := d.SkipValue(); err != nil {
+				return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+			}
+			continue
+		}
+		if d.PeekKind() != '"' {
+			return Image{}, fmt.Errorf("%s.base64 is %s, want a base64 string", where, kindName(d.PeekKind()))
+		}
+		if im, err = base64Image(d, where+".base64"); err != nil {
+			return Image{}, err
+		}
+		found = true
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	if !found {
+		return Image{}, fmt.Errorf("%s is an object without a base64 string", where)
+	}
+	return im, nil
+}
+
+// base64Image decodes the base64 string at the decoder, in place: padded
+// or not, wrapped in lines (\n or \r\n) or not, bare or as a data URL.
+func base64Image(d *jsontext.Decoder, where string) (Image, error) {
+	raw, err := d.ReadValue()
+	if err != nil {
+		return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	s := raw[1 : len(raw)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		// Escapes (\n line breaks, \/) are rare: unescape into a copy.
+		s, err = jsontext.AppendUnquote(nil, raw)
+		if err != nil {
+			return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+		}
+	}
+	if bytes.HasPrefix(s, []byte("data:")) {
+		i := bytes.Index(s, []byte(";base64,"))
+		if i < 0 || bytes.ContainsFunc(s[:i], func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return Image{}, fmt.Errorf("%s is a data URL without a clean ;base64, prefix", where)
+		}
+		s = s[i+len(";base64,"):]
+	}
+	enc := base64.StdEncoding
+	if n := len(s) - bytes.Count(s, []byte{'\n'}) - bytes.Count(s, []byte{'\r'}); n%4 != 0 {
+		enc = base64.RawStdEncoding
+	}
+	n, err := enc.Decode(s, s)
+	if err != nil {
+		return Image{}, fmt.Errorf("%s is not valid base64: %v", where, err)
+	}
+	if n == 0 {
+		return Image{}, fmt.Errorf("%s is empty", where)
+	}
+	return Image{Data: s[:n:n]}, nil
+}
+
+// dataWriter decodes the writer tool's object.
+func dataWriter(d *jsontext.Decoder) (*WriterResult, error) {
+	if k := d.PeekKind(); k != '{' {
+		return nil, fmt.Errorf("data is %s, want the writer object (language, useCase, word_count, text.choices)", kindName(k))
+	}
+	raw, err := d.ReadValue()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	var w struct {
+		Language  string   `json:"language"`
+		UseCase   string   `json:"useCase"`
+		WordCount *float64 `json:"word_count"`
+		Text      *struct {
+			Choices []struct {
+				Text      *string `json:"text"`
+				Index     float64 `json:"index"`
+				WordCount float64 `json:"word_count"`
+			} `json:"choices"`
+		} `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("data is not the writer object (language, useCase, word_count, text.choices): %v", err)
+	}
+	if w.Text == nil || len(w.Text.Choices) == 0 {
+		return nil, errors.New("data has no text.choices")
+	}
+	res := &WriterResult{Language: w.Language, UseCase: w.UseCase, Choices: make([]WriterChoice, len(w.Text.Choices))}
+	total := 0
+	for i, ch := range w.Text.Choices {
+		if ch.Text == nil {
+			return nil, fmt.Errorf("data.text.choices[%d] has no text", i)
+		}
+		res.Choices[i] = WriterChoice{Text: *ch.Text, Index: int(ch.Index), WordCount: int(ch.WordCount)}
+		total += int(ch.WordCount)
+	}
+	res.WordCount = total
+	if w.WordCount != nil {
+		res.WordCount = int(*w.WordCount)
+	}
+	return res, nil
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '0':
+		return "a number"
+	}
+	return "not valid JSON"
+}
+
+// audio checks that a 2xx answer to text-to-speech is audio, whatever its
+// Content-Type says: a body that starts as JSON, HTML or XML, or a JSON or
+// text type, is read (bounded) and reported instead.
+func (rs *response) audio() (*Audio, error) {
+	head := make([]byte, 0, 512)
+	for len(head) < cap(head) {
+		n, err := rs.Body.Read(head[len(head):cap(head)])
+		head = head[:len(head)+n]
+		if len(bytes.TrimSpace(head)) > 0 || err != nil {
+			if err != nil && err != io.EOF {
+				return nil, rs.readFailed(err)
+			}
+			break
+		}
+	}
+	ct := rs.Header.Get("Content-Type")
+	first := bytes.TrimLeft(head, " \t\r\n")
+	if len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
+		first[0] == '{' || first[0] == '[' || first[0] == '<' {
+		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, maxErrorBody)))
+		if err != nil {
+			return nil, rs.readFailed(err)
+		}
+		if len(first) == 0 {
+			return nil, rs.unexpected(body, "an empty body where audio was promised")
+		}
+		var ee *envelopeError
+		switch err := envelope(body, func(d *jsontext.Decoder) error { return d.SkipValue() }); {
+		case errors.As(err, &ee) && ee.failed:
+			e := rs.unexpected(body, "%s", ee.msg)
+			e.unexpected = false
+			return nil, e
+		case err != nil:
+			return nil, rs.unexpected(body, "%s where audio was promised: %s", describeBody(ct, body), err)
+		}
+		return nil, rs.unexpected(body, "a JSON envelope where audio was promised")
+	}
+	limit := rs.cl.s.maxBytes
+	return &Audio{
+		ContentType:   ct,
+		ContentLength: rs.ContentLength,
+		body:          &capped{r: io.MultiReader(bytes.NewReader(head), rs.Body), left: limit, rs: rs},
+		closer:        rs,
+	}, nil
+}
+
+// capped reads a stream up to the call's cap; past it, reading fails with
+// the *APIError that says so, instead of stopping quietly.
+type capped struct {
+	r    io.Reader
+	left int64
+	rs   *response
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, c.rs.tooLarge(-1)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n - int(-c.left), c.rs.tooLarge(-1)
+	}
+	if err != nil && err != io.EOF {
+		err = c.rs.readFailed(err)
+	}
+	return n, err
+}
+
+// dataURLOf decodes the URL string that is the whole data.
+func dataURLOf(d *jsontext.Decoder) (URL, error) { return dataURL(d, "data") }
+
+// images returns the data decoder of an operation that asked for up to max
+// images.
+func images(max int) func(*jsontext.Decoder) ([]Image, error) {
+	return func(d *jsontext.Decoder) ([]Image, error) { return dataImages(d, max) }
+}
+
+// oneImage decodes the data of an operation that returns one image.
+func oneImage(d *jsontext.Decoder) (Image, error) {
+	ims, err := dataImages(d, 1)
+	if err != nil {
+		return Image{}, err
+	}
+	return ims[0], nil
+}
