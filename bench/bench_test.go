@@ -1,6 +1,9 @@
 // Package bench measures the SDK against a hand-written net/http +
 // encoding/json call doing the same work, in the same process and run.
-// Every benchmark has two sub-benchmarks, sdk and raw; see README.md.
+// Every benchmark has the sub-benchmarks raw and sdk; BenchmarkImages also
+// has floor, the least work that hands back decoded images. The baselines
+// run first and the later cases report their time as a ratio to the
+// baselines' median (x-raw, x-floor); see README.md.
 package bench
 
 import (
@@ -9,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -18,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -67,8 +72,9 @@ func sdkClient(b *testing.B, url string) *creative.Client {
 	return c
 }
 
-// rawPost is the hand-written call: JSON in, the response handed to read.
-func rawPost(hc *http.Client, url string, in any, read func(io.Reader) error) error {
+// rawPost is the hand-written call: JSON in, the 200 response handed to
+// read, which reads its body.
+func rawPost(hc *http.Client, url string, in any, read func(*http.Response) error) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -87,49 +93,224 @@ func rawPost(hc *http.Client, url string, in any, read func(io.Reader) error) er
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
-	return read(resp.Body)
+	return read(resp)
+}
+
+// perOp is what one run of a case cost per op.
+type perOp struct {
+	ns     float64 // time
+	allocs float64 // heap allocations, as allocs/op
+	bytes  float64 // bytes allocated, as B/op
+	conns  float64 // connections the server saw opened (BenchmarkConcurrent)
+}
+
+// measure runs op under b.Loop and returns its cost per op; an error from
+// op ends the benchmark. The memory statistics are read around the loop,
+// as the testing package reads them for -benchmem, so allocs and bytes are
+// allocs/op and B/op.
+func measure(b *testing.B, op func() error) perOp {
+	b.ReportAllocs()
+	var start, end runtime.MemStats
+	runtime.ReadMemStats(&start)
+	for b.Loop() {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&end)
+	n := float64(b.N)
+	return perOp{
+		ns:     float64(b.Elapsed().Nanoseconds()) / n,
+		allocs: float64(end.Mallocs-start.Mallocs) / n,
+		bytes:  float64(end.TotalAlloc-start.TotalAlloc) / n,
+	}
+}
+
+// baselines holds, by case name, the runs of the cases that later cases of
+// the same benchmark are compared with. The testing package runs one case
+// -count times before the next, so a ratio is to the median of the
+// baseline's runs in this process, not to one run of it. A case run alone
+// (-bench Images/sdk) reports no ratio.
+type baselines map[string][]perOp
+
+func (bl baselines) add(name string, m perOp) { bl[name] = append(bl[name], m) }
+
+// median returns the median of f over the runs of name; ok is false when
+// name has not run.
+func (bl baselines) median(name string, f func(perOp) float64) (v float64, ok bool) {
+	runs := bl[name]
+	if len(runs) == 0 {
+		return 0, false
+	}
+	vs := make([]float64, len(runs))
+	for i, r := range runs {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2, true
+	}
+	return vs[len(vs)/2], true
+}
+
+// ratios reports m's time over each baseline's median time, in units
+// x-<name>: 1.04 x-raw is 4% slower than raw.
+func (bl baselines) ratios(b *testing.B, m perOp, names ...string) {
+	for _, name := range names {
+		if ns, ok := bl.median(name, func(p perOp) float64 { return p.ns }); ok && ns > 0 {
+			b.ReportMetric(m.ns/ns, "x-"+name)
+		}
+	}
+}
+
+// paired runs base and op in turn within each op of b, each first every
+// other time, and reports op's total time over base's as x-<name>. Drift
+// of the machine (another process, the CPU's clock) falls on both alike,
+// so the ratio is steadier than one of cases run seconds apart. It suits
+// two ops that allocate alike, since each pays for garbage of the other.
+func paired(b *testing.B, name string, base, op func() error) {
+	var tBase, tOp time.Duration
+	timed := func(f func() error, d *time.Duration) {
+		t := time.Now()
+		err := f()
+		*d += time.Since(t)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	first := false
+	for b.Loop() {
+		if first = !first; first {
+			timed(base, &tBase)
+			timed(op, &tOp)
+		} else {
+			timed(op, &tOp)
+			timed(base, &tBase)
+		}
+	}
+	b.ReportMetric(float64(tOp)/float64(tBase), "x-"+name)
 }
 
 type musicReq struct {
 	Prompt string `json:"prompt"`
 }
 
+// BenchmarkCall is one small call. sdk reports its time over raw's (x-raw)
+// and the allocations it makes beyond raw's (allocs-over-raw); paired
+// reports the time ratio from calls made in turn.
 func BenchmarkCall(b *testing.B) {
 	s := newServer(b, "application/json", []byte(`{"success":true,"message":"Music generated","data":"https://files.example.com/a.wav"}`))
+	url := s.URL + "/audio/v1/text-to-music"
+	raw := func() error {
+		return rawPost(http.DefaultClient, url, musicReq{"calm piano"}, func(resp *http.Response) error {
+			var env struct {
+				Success bool   `json:"success"`
+				Data    string `json:"data"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+				return err
+			}
+			if !env.Success || env.Data == "" {
+				return fmt.Errorf("bad envelope")
+			}
+			return nil
+		})
+	}
+	c := sdkClient(b, s.URL)
+	ctx := context.Background()
+	sdk := func() error {
+		_, err := c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: "calm piano"})
+		return err
+	}
+	bl := baselines{}
+	b.Run("raw", func(b *testing.B) { bl.add("raw", measure(b, raw)) })
 	b.Run("sdk", func(b *testing.B) {
-		c := sdkClient(b, s.URL)
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: "calm piano"}); err != nil {
-				b.Fatal(err)
-			}
+		m := measure(b, sdk)
+		bl.ratios(b, m, "raw")
+		if allocs, ok := bl.median("raw", func(p perOp) float64 { return p.allocs }); ok {
+			b.ReportMetric(m.allocs-allocs, "allocs-over-raw")
 		}
 	})
-	b.Run("raw", func(b *testing.B) {
-		url := s.URL + "/audio/v1/text-to-music"
-		b.ReportAllocs()
-		for b.Loop() {
-			err := rawPost(http.DefaultClient, url, musicReq{"calm piano"}, func(r io.Reader) error {
-				var env struct {
-					Success bool   `json:"success"`
-					Data    string `json:"data"`
-				}
-				if err := json.NewDecoder(r).Decode(&env); err != nil {
-					return err
-				}
-				if !env.Success || env.Data == "" {
-					return fmt.Errorf("bad envelope")
-				}
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("paired", func(b *testing.B) { paired(b, "raw", raw, sdk) })
 }
 
+// base64Key opens each image's base64 string in the images answer.
+var base64Key = []byte(`"base64":"`)
+
+// floorImages is the least work that still hands the caller decoded
+// images: the body read into a fresh buffer of its Content-Length, each
+// base64 string found with bytes.Index and decoded in place. No JSON is
+// parsed and nothing is checked beyond what decoding needs: it is what an
+// images call cannot do with less, not a client.
+func floorImages(url string, in any, n int) ([][]byte, error) {
+	var ims [][]byte
+	err := rawPost(http.DefaultClient, url, in, func(resp *http.Response) error {
+		if resp.ContentLength < 0 {
+			return errors.New("no Content-Length")
+		}
+		buf := make([]byte, resp.ContentLength)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			return err
+		}
+		ims = make([][]byte, 0, n)
+		for i := 0; ; {
+			j := bytes.Index(buf[i:], base64Key)
+			if j < 0 {
+				return nil
+			}
+			start := i + j + len(base64Key)
+			end := bytes.IndexByte(buf[start:], '"')
+			if end < 0 {
+				return errors.New("unterminated base64 string")
+			}
+			end += start
+			k, err := base64.StdEncoding.Decode(buf[start:end], buf[start:end])
+			if err != nil {
+				return err
+			}
+			ims = append(ims, buf[start:start+k:start+k])
+			i = end + 1
+		}
+	})
+	return ims, err
+}
+
+// rawImages is the hand-written images call: the body read whole and
+// unmarshalled by encoding/json, which decodes the base64 into []byte.
+func rawImages(url string, in any) ([][]byte, error) {
+	var ims [][]byte
+	err := rawPost(http.DefaultClient, url, in, func(resp *http.Response) error {
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		var env struct {
+			Success bool `json:"success"`
+			Data    []struct {
+				Base64 []byte `json:"base64"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil {
+			return err
+		}
+		if !env.Success {
+			return fmt.Errorf("bad envelope")
+		}
+		ims = make([][]byte, len(env.Data))
+		for i, d := range env.Data {
+			ims[i] = d.Base64
+		}
+		return nil
+	})
+	return ims, err
+}
+
+// BenchmarkImages is one text-to-image call answered with ten 1 MiB
+// images, every case against the same server and body. Each case reports
+// the bytes it allocated per decoded image byte (alloc-B/decoded-B); raw
+// reports its time over floor's, sdk over floor's and raw's, and paired
+// sdk's over floor's from calls made in turn.
 func BenchmarkImages(b *testing.B) {
 	const n, size = 10, 1 << 20
 	var body bytes.Buffer
@@ -144,98 +325,113 @@ func BenchmarkImages(b *testing.B) {
 	}
 	body.WriteString("]}")
 	s := newServer(b, "application/json", body.Bytes())
-	decoded := float64(n * size)
-	report := func(b *testing.B, start runtime.MemStats) {
-		var end runtime.MemStats
-		runtime.ReadMemStats(&end)
-		b.ReportMetric(float64(end.TotalAlloc-start.TotalAlloc)/float64(b.N)/decoded, "alloc-B/decoded-B")
+	url := s.URL + "/image/v1/text-to-image"
+	rawReq := map[string]any{"prompt": "a fox", "numberOfResults": n}
+	c := sdkClient(b, s.URL)
+	ctx := context.Background()
+	sdkReq := creative.TextToImageRequest{Prompt: "a fox", NumberOfResults: n, StyleID: ids.StyleAnime}
+	wrong := fmt.Errorf("want %d images of %d bytes", n, size)
+
+	// Each op checks the count and one length: all of every image is
+	// checked once, below, before the cases run.
+	floor := func() error {
+		ims, err := floorImages(url, rawReq, n)
+		if err == nil && (len(ims) != n || len(ims[n-1]) != size) {
+			err = wrong
+		}
+		return err
 	}
-	b.Run("sdk", func(b *testing.B) {
-		c := sdkClient(b, s.URL)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.SetBytes(int64(decoded))
-		var start runtime.MemStats
-		runtime.ReadMemStats(&start)
-		for b.Loop() {
-			ims, err := c.TextToImage(ctx, creative.TextToImageRequest{Prompt: "a fox", NumberOfResults: n, StyleID: ids.StyleAnime})
-			if err != nil || len(ims) != n || len(ims[n-1].Data) != size {
-				b.Fatal(err, len(ims))
+	raw := func() error {
+		ims, err := rawImages(url, rawReq)
+		if err == nil && (len(ims) != n || len(ims[n-1]) != size) {
+			err = wrong
+		}
+		return err
+	}
+	sdk := func() error {
+		ims, err := c.TextToImage(ctx, sdkReq)
+		if err == nil && (len(ims) != n || len(ims[n-1].Data) != size) {
+			err = wrong
+		}
+		return err
+	}
+	for _, k := range []struct {
+		name string
+		call func() ([][]byte, error)
+	}{
+		{"floor", func() ([][]byte, error) { return floorImages(url, rawReq, n) }},
+		{"raw", func() ([][]byte, error) { return rawImages(url, rawReq) }},
+		{"sdk", func() ([][]byte, error) {
+			ims, err := c.TextToImage(ctx, sdkReq)
+			data := make([][]byte, len(ims))
+			for i, im := range ims {
+				data[i] = im.Data
+			}
+			return data, err
+		}},
+	} {
+		ims, err := k.call()
+		if err != nil || len(ims) != n {
+			b.Fatal(k.name, err, len(ims))
+		}
+		for i, im := range ims {
+			if !bytes.Equal(im, img) {
+				b.Fatalf("%s: image %d differs from the one sent", k.name, i)
 			}
 		}
-		report(b, start)
-	})
-	b.Run("raw", func(b *testing.B) {
-		url := s.URL + "/image/v1/text-to-image"
-		b.ReportAllocs()
+	}
+
+	decoded := float64(n * size)
+	bl := baselines{}
+	run := func(b *testing.B, name string, op func() error, than ...string) {
 		b.SetBytes(int64(decoded))
-		var start runtime.MemStats
-		runtime.ReadMemStats(&start)
-		for b.Loop() {
-			err := rawPost(http.DefaultClient, url, map[string]any{"prompt": "a fox", "numberOfResults": n}, func(r io.Reader) error {
-				raw, err := io.ReadAll(r)
-				if err != nil {
-					return err
-				}
-				var env struct {
-					Success bool `json:"success"`
-					Data    []struct {
-						Base64 []byte `json:"base64"`
-					} `json:"data"`
-				}
-				if err := json.Unmarshal(raw, &env); err != nil {
-					return err
-				}
-				if len(env.Data) != n || len(env.Data[n-1].Base64) != size {
-					return fmt.Errorf("bad data")
-				}
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, start)
-	})
+		m := measure(b, op)
+		b.ReportMetric(m.bytes/decoded, "alloc-B/decoded-B")
+		bl.ratios(b, m, than...)
+		bl.add(name, m)
+	}
+	b.Run("floor", func(b *testing.B) { run(b, "floor", floor) })
+	b.Run("raw", func(b *testing.B) { run(b, "raw", raw, "floor") })
+	b.Run("sdk", func(b *testing.B) { run(b, "sdk", sdk, "floor", "raw") })
+	b.Run("paired", func(b *testing.B) { paired(b, "floor", floor, sdk) })
 }
 
 func BenchmarkSpeech(b *testing.B) {
 	const size = 20 << 20
 	audio := bytes.Repeat([]byte{0xff, 0xfb, 0x14, 0xc4}, size/4)
 	s := newServer(b, "audio/mpeg", audio)
-	b.Run("sdk", func(b *testing.B) {
-		c := sdkClient(b, s.URL)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.SetBytes(size)
-		for b.Loop() {
-			a, err := c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: "hello", VoiceID: ids.VoiceFemale1})
-			if err != nil {
-				b.Fatal(err)
+	url := s.URL + "/audio/v1/text-to-speech"
+	raw := func() error {
+		return rawPost(http.DefaultClient, url, map[string]string{"prompt": "hello", "voiceId": string(ids.VoiceFemale1)}, func(resp *http.Response) error {
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err == nil && n != size {
+				err = fmt.Errorf("short: %d", n)
 			}
-			n, err := io.Copy(io.Discard, a)
-			a.Close()
-			if err != nil || n != size {
-				b.Fatal(err, n)
-			}
+			return err
+		})
+	}
+	c := sdkClient(b, s.URL)
+	ctx := context.Background()
+	sdk := func() error {
+		a, err := c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: "hello", VoiceID: ids.VoiceFemale1})
+		if err != nil {
+			return err
 		}
-	})
+		n, err := io.Copy(io.Discard, a)
+		a.Close()
+		if err == nil && n != size {
+			err = fmt.Errorf("short: %d", n)
+		}
+		return err
+	}
+	bl := baselines{}
 	b.Run("raw", func(b *testing.B) {
-		url := s.URL + "/audio/v1/text-to-speech"
-		b.ReportAllocs()
 		b.SetBytes(size)
-		for b.Loop() {
-			err := rawPost(http.DefaultClient, url, map[string]string{"prompt": "hello", "voiceId": string(ids.VoiceFemale1)}, func(r io.Reader) error {
-				n, err := io.Copy(io.Discard, r)
-				if err == nil && n != size {
-					err = fmt.Errorf("short: %d", n)
-				}
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+		bl.add("raw", measure(b, raw))
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.SetBytes(size)
+		bl.ratios(b, measure(b, sdk), "raw")
 	})
 }
 
@@ -318,35 +514,26 @@ func BenchmarkUpload(b *testing.B) {
 	path := uploadFile(b)
 	st, _ := os.Stat(path)
 	s := newServer(b, "application/json", []byte(`{"success":true,"message":"ok","data":"https://files.example.com/e.wav"}`))
-	b.Run("sdk", func(b *testing.B) {
-		c := sdkClient(b, s.URL)
-		ctx := context.Background()
-		b.ReportAllocs()
+	url := s.URL + "/audio/v1/enhance"
+	c := sdkClient(b, s.URL)
+	ctx := context.Background()
+	sdk := func() error {
+		_, err := c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: creative.FileFromPath(path), TypeID: ids.EnhancePodcast})
+		return err
+	}
+	// run measures op and the peak heap above the start (peak-heap-MiB).
+	run := func(b *testing.B, op func() error) perOp {
 		b.SetBytes(st.Size())
 		stop := make(chan struct{})
 		peak := peakHeap(stop)
-		for b.Loop() {
-			if _, err := c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: creative.FileFromPath(path), TypeID: ids.EnhancePodcast}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		m := measure(b, op)
 		close(stop)
 		b.ReportMetric(<-peak, "peak-heap-MiB")
-	})
-	b.Run("raw", func(b *testing.B) {
-		url := s.URL + "/audio/v1/enhance"
-		b.ReportAllocs()
-		b.SetBytes(st.Size())
-		stop := make(chan struct{})
-		peak := peakHeap(stop)
-		for b.Loop() {
-			if err := rawUpload(url, path); err != nil {
-				b.Fatal(err)
-			}
-		}
-		close(stop)
-		b.ReportMetric(<-peak, "peak-heap-MiB")
-	})
+		return m
+	}
+	bl := baselines{}
+	b.Run("raw", func(b *testing.B) { bl.add("raw", run(b, func() error { return rawUpload(url, path) })) })
+	b.Run("sdk", func(b *testing.B) { bl.ratios(b, run(b, sdk), "raw") })
 }
 
 // rawUpload streams a multipart form through an io.Pipe, the usual
@@ -392,62 +579,88 @@ func rawUpload(url, path string) error {
 
 // BenchmarkConcurrent makes 2,000 calls from 64 goroutines per op, each op
 // with a fresh client (a cold pool, as a program starting a batch would
-// have), and reports the TCP connections the server saw opened per op.
+// have), and reports the TCP connections the server saw opened per op. raw
+// is a client tuned for this load (64 idle connections per host). sdk
+// reports its time and connections over raw's (x-raw, conns-x-raw), and
+// paired the same from batches run in turn.
 func BenchmarkConcurrent(b *testing.B) {
 	const calls, workers = 2000, 64
 	body := []byte(`{"success":true,"message":"ok","data":"https://files.example.com/a.wav"}`)
-	run := func(b *testing.B, s *server, newCall func() (call func() error, done func())) {
-		b.ReportAllocs()
-		for b.Loop() {
+	// batch returns one op: a fresh client from newCall, its calls made by
+	// the workers, its idle connections closed at the end.
+	batch := func(newCall func() (call func() error, done func())) func() error {
+		return func() error {
 			call, done := newCall()
+			defer done()
 			var wg sync.WaitGroup
 			var next atomic.Int64
+			errs := make(chan error, workers)
 			for w := 0; w < workers; w++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					for next.Add(1) <= calls {
 						if err := call(); err != nil {
-							b.Error(err)
+							errs <- err
 							return
 						}
 					}
 				}()
 			}
 			wg.Wait()
-			done()
+			close(errs)
+			return <-errs
 		}
-		b.ReportMetric(float64(s.conns.Load())/float64(b.N), "conns/op")
 	}
-	b.Run("sdk", func(b *testing.B) {
-		s := newServer(b, "application/json", body)
-		ctx := context.Background()
-		run(b, s, func() (func() error, func()) {
-			c, err := creative.New(creative.WithBaseURL(s.URL), creative.WithAccessKey(key))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return func() error {
-				_, err := c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: "calm piano"})
-				return err
-			}, c.CloseIdleConnections
-		})
+	rawSrv := newServer(b, "application/json", body)
+	rawURL := rawSrv.URL + "/audio/v1/text-to-music"
+	raw := batch(func() (func() error, func()) {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = workers
+		hc := &http.Client{Transport: tr}
+		return func() error {
+			return rawPost(hc, rawURL, musicReq{"calm piano"}, func(resp *http.Response) error {
+				var env struct {
+					Data string `json:"data"`
+				}
+				return json.NewDecoder(resp.Body).Decode(&env)
+			})
+		}, tr.CloseIdleConnections
 	})
-	b.Run("raw", func(b *testing.B) {
-		s := newServer(b, "application/json", body)
-		url := s.URL + "/audio/v1/text-to-music"
-		run(b, s, func() (func() error, func()) {
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.MaxIdleConnsPerHost = workers
-			hc := &http.Client{Transport: tr}
-			return func() error {
-				return rawPost(hc, url, musicReq{"calm piano"}, func(r io.Reader) error {
-					var env struct {
-						Data string `json:"data"`
-					}
-					return json.NewDecoder(r).Decode(&env)
-				})
-			}, tr.CloseIdleConnections
-		})
+	sdkSrv := newServer(b, "application/json", body)
+	ctx := context.Background()
+	sdk := batch(func() (func() error, func()) {
+		c, err := creative.New(creative.WithBaseURL(sdkSrv.URL), creative.WithAccessKey(key))
+		if err != nil {
+			return func() error { return err }, func() {}
+		}
+		return func() error {
+			_, err := c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: "calm piano"})
+			return err
+		}, c.CloseIdleConnections
+	})
+	// run measures op and the connections s saw opened per op (conns/op).
+	run := func(b *testing.B, s *server, op func() error) perOp {
+		before := s.conns.Load()
+		m := measure(b, op)
+		m.conns = float64(s.conns.Load()-before) / float64(b.N)
+		b.ReportMetric(m.conns, "conns/op")
+		return m
+	}
+	bl := baselines{}
+	b.Run("raw", func(b *testing.B) { bl.add("raw", run(b, rawSrv, raw)) })
+	b.Run("sdk", func(b *testing.B) {
+		m := run(b, sdkSrv, sdk)
+		bl.ratios(b, m, "raw")
+		if c, ok := bl.median("raw", func(p perOp) float64 { return p.conns }); ok && c > 0 {
+			b.ReportMetric(m.conns/c, "conns-x-raw")
+		}
+	})
+	b.Run("paired", func(b *testing.B) {
+		r0, s0 := rawSrv.conns.Load(), sdkSrv.conns.Load()
+		paired(b, "raw", raw, sdk)
+		if r := rawSrv.conns.Load() - r0; r > 0 {
+			b.ReportMetric(float64(sdkSrv.conns.Load()-s0)/float64(r), "conns-x-raw")
+		}
 	})
 }
