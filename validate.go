@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/google/go-querystring/query"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 // A checker validates one request before anything is sent and keeps the
@@ -58,9 +60,10 @@ func (v *checker) positive(field string, f float64) {
 	}
 }
 
-// id requires an id shaped as 24 hexadecimal characters; an optional one may
-// be empty. Membership in today's lists is not checked: the service may add
-// ids.
+// id requires an id shaped as ids.IsID wants it (24 lower-case hexadecimal
+// characters, the rule the fake service and the generator share); an
+// optional one may be empty. Membership in today's lists is not checked: the
+// service may add ids.
 func (v *checker) id(field, s string, required bool) {
 	if s == "" {
 		if required {
@@ -68,25 +71,12 @@ func (v *checker) id(field, s string, required bool) {
 		}
 		return
 	}
-	if !isID(s) {
-		v.fail(field, "must be an id of 24 hexadecimal characters", strconv.Quote(s))
+	if !ids.IsID(s) {
+		v.fail(field, "must be an id of 24 lower-case hexadecimal characters", strconv.Quote(s))
 	}
 }
 
 const maxInt = int(^uint(0) >> 1)
-
-func isID(s string) bool {
-	if len(s) != 24 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
 
 // link requires an absolute http or https URL.
 func (v *checker) link(field, s string) {

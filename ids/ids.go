@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/creativegen/creative-go/ids/internal/shape"
 )
 
 // Gender is the gender of a voice.
@@ -113,18 +115,9 @@ func Parse(kind, s string) (string, error) {
 }
 
 // IsID reports whether s is shaped as an id: 24 lower-case hexadecimal
-// characters.
-func IsID(s string) bool {
-	if len(s) != 24 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// characters. The SDK's validation, the fake service in creativetest and the
+// generator of this package all use this one rule.
+func IsID(s string) bool { return shape.IsID(s) }
 
 // normalize folds case and drops spaces, hyphens and underscores, and reads
 // an aspect's ":" as "x", so that "Golden-Hour", "golden hour" and

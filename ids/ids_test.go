@@ -21,6 +21,13 @@ func TestGeneratedFileIsCurrent(t *testing.T) {
 	assert.Equal(t, string(want), string(got), "ids_gen.go is stale: run go generate ./ids/...")
 }
 
+func TestTheGeneratorRefusesWhatIsIDRefuses(t *testing.T) {
+	_, err := gen.Generate([]byte(`{"imageSize":[{"id":"6644B0C5EC3658A8E38D951B","label":"2:3"}]}`))
+	assert.ErrorContains(t, err, "is not 24 lower-case hex characters")
+	assert.False(t, IsID("6644B0C5EC3658A8E38D951B"))
+	assert.True(t, IsID(string(Size2x3)))
+}
+
 func TestCountsMatchTheSpecification(t *testing.T) {
 	want := map[string]int{"image-size": 3, "style": 24, "camera": 11, "color": 17, "lighting": 11, "voice": 20, "enhance-type": 9}
 	assert.Len(t, Kinds(), len(want))

@@ -8,6 +8,8 @@ import (
 	"go/format"
 	"strings"
 	"unicode"
+
+	"github.com/creativegen/creative-go/ids/internal/shape"
 )
 
 // A Kind describes one kind of id in the generated code.
@@ -88,7 +90,7 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 		if label == "" {
 			return fmt.Errorf("gen: %s %s has no label", k.Key, it.ID)
 		}
-		if !isID(it.ID) {
+		if !shape.IsID(it.ID) {
 			return fmt.Errorf("gen: %s %q is not 24 lower-case hex characters", k.Key, it.ID)
 		}
 		name := k.Prefix + goName(label)
@@ -138,16 +140,4 @@ func goName(label string) string {
 		}
 	}
 	return b.String()
-}
-
-func isID(s string) bool {
-	if len(s) != 24 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
