@@ -1,6 +1,7 @@
 package ids
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -75,27 +76,36 @@ func TestEveryEntryParsesBackFromItsLabelNameAndID(t *testing.T) {
 	}
 }
 
-func TestStringIsTheLabelAndParsesBack(t *testing.T) {
+func TestStringIsTheWireIDAndLabelTheName(t *testing.T) {
 	for _, id := range Styles() {
-		got, err := ParseStyle(id.String())
+		assert.Equal(t, string(id), id.String())
+		assert.Equal(t, string(id), fmt.Sprint(id), "fmt prints what goes on the wire")
+		label, ok := id.Label()
+		require.True(t, ok)
+		got, err := ParseStyle(label)
 		require.NoError(t, err)
 		assert.Equal(t, id, got)
 	}
 	for _, id := range Colors() {
-		got, err := ParseColor(id.String())
+		label, _ := id.Label()
+		got, err := ParseColor(label)
 		require.NoError(t, err)
 		assert.Equal(t, id, got)
 	}
 	for _, id := range Voices() {
-		got, err := ParseVoice(id.String())
+		label, _ := id.Label()
+		got, err := ParseVoice(label)
 		require.NoError(t, err)
 		assert.Equal(t, id, got)
 	}
-	assert.Equal(t, "anime", StyleAnime.String())
-	assert.Equal(t, "3D", Style3D.String())
-	assert.Equal(t, "golden hour", LightingGoldenHour.String())
-	assert.Equal(t, "female 1", VoiceFemale1.String())
-	assert.Equal(t, "podcast", EnhancePodcast.String())
+	labelOf := func(id interface{ Label() (string, bool) }) string { l, _ := id.Label(); return l }
+	assert.Equal(t, "6644b0c5ec3658a8e38d94f2", StyleAnime.String())
+	assert.Equal(t, "6644b0c5ec3658a8e38d94f2", fmt.Sprintf("%v", StyleAnime))
+	assert.Equal(t, "anime", labelOf(StyleAnime))
+	assert.Equal(t, "3D", labelOf(Style3D))
+	assert.Equal(t, "golden hour", labelOf(LightingGoldenHour))
+	assert.Equal(t, "female 1", labelOf(VoiceFemale1))
+	assert.Equal(t, "podcast", labelOf(EnhancePodcast))
 }
 
 func TestParseAcceptsTheFormsPeopleType(t *testing.T) {
@@ -145,8 +155,10 @@ func TestTypesAreOpenToIDsNotInTheList(t *testing.T) {
 
 func TestStyleAndColorKeepSharedSuffixesApart(t *testing.T) {
 	assert.Equal(t, string(StyleFantasy), string(ColorSepia))
-	assert.Equal(t, "fantasy", StyleFantasy.String())
-	assert.Equal(t, "sepia", ColorSepia.String())
+	fantasy, _ := StyleFantasy.Label()
+	sepia, _ := ColorSepia.Label()
+	assert.Equal(t, "fantasy", fantasy)
+	assert.Equal(t, "sepia", sepia)
 }
 
 func TestAspectAndGender(t *testing.T) {

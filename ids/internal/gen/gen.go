@@ -111,8 +111,8 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 		}
 	}
 	b.WriteString("}}\n\n")
-	fmt.Fprintf(b, "// String returns the id's label, or the id itself when it is not in the list.\nfunc (id %s) String() string { return %s.str(string(id)) }\n\n", k.Type, k.Var)
-	fmt.Fprintf(b, "// Label returns the id's label and whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
+	fmt.Fprintf(b, "// String returns the id as sent to the service, so that fmt and form encoders\n// print what goes on the wire; Label gives the human name.\nfunc (id %s) String() string { return string(id) }\n\n", k.Type)
+	fmt.Fprintf(b, "// Label returns the id's label (the name the specification gives it) and\n// whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
 	fmt.Fprintf(b, "// %s returns the %s id named by s: a label in any case, with spaces, hyphens\n// and underscores alike; a constant's name with or without its prefix; or a\n// full id, listed or not. An unknown name is an error that lists the labels.\n", k.Parse, k.Noun)
 	fmt.Fprintf(b, "func %s(s string) (%s, error) {\n\tid, err := %s.parse(s)\n\treturn %s(id), err\n}\n\n", k.Parse, k.Type, k.Var, k.Type)
 	fmt.Fprintf(b, "// %s lists the %s ids in the order of the specification.\nfunc %s() []%s { return list[%s](&%s) }\n", k.List, k.Noun, k.List, k.Type, k.Type, k.Var)
