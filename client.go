@@ -529,7 +529,7 @@ func transient(err error) bool {
 		notReplayable    *replayError
 	)
 	if errors.As(err, &unknownAuthority) || errors.As(err, &invalidCert) ||
-		errors.As(err, &hostname) || errors.As(err, &verification) || errors.As(err, &notReplayable) {
+		errors.As(err, &hostname) || errors.As(err, &verification) || errors.As(err, &notReplayable) || errors.As(err, new(*sourceError)) {
 		return false
 	}
 	msg := err.Error()

@@ -18,9 +18,12 @@ type checker struct {
 	first *ValidationError
 }
 
-func (v *checker) fail(field, rule, value string) {
+func (v *checker) fail(field, rule, value string) { v.failErr(field, rule, value, nil) }
+
+// failErr is fail with the cause, which the error unwraps to.
+func (v *checker) failErr(field, rule, value string, cause error) {
 	if v.first == nil {
-		v.first = &ValidationError{Operation: v.op, Field: field, Rule: rule, Value: value}
+		v.first = &ValidationError{Operation: v.op, Field: field, Rule: rule, Value: value, Err: cause}
 	}
 }
 
@@ -90,19 +93,31 @@ func (v *checker) link(field, s string) {
 	}
 }
 
-// upload requires a readable, non-empty file and returns what its first
-// bytes say.
+// upload requires a readable, non-empty file and returns what it is. The
+// facts are kept for form to declare, and for every attempt to match.
 func (v *checker) upload(field string, f File) (fileInfo, bool) {
-	if f.src == nil {
+	info, ok := v.inspect(field, f)
+	if ok {
+		f.src.remember(v.op, field, info)
+	}
+	return info, ok
+}
+
+func (v *checker) inspect(field string, f File) (fileInfo, bool) {
+	switch {
+	case f.src == nil:
 		v.fail(field, "is required", "")
+		return fileInfo{}, false
+	case f.src.bad != "":
+		v.fail(field, f.src.bad, "")
 		return fileInfo{}, false
 	}
 	info, err := f.inspect()
 	if err != nil {
-		v.fail(field, "cannot be read: "+err.Error(), "")
+		v.failErr(field, readRule(err), "", err)
 		return info, false
 	}
-	if info.size == 0 || len(info.head) == 0 {
+	if info.size == 0 {
 		v.fail(field, "is empty", "")
 		return info, false
 	}
@@ -112,7 +127,7 @@ func (v *checker) upload(field string, f File) (fileInfo, bool) {
 // image requires a PNG, JPEG or WebP upload (by its first bytes, not its
 // name) and, when maxSide > 0, width and height of at most maxSide pixels.
 func (v *checker) image(field string, f File, maxSide int) {
-	info, ok := v.upload(field, f)
+	info, ok := v.inspect(field, f)
 	if !ok {
 		return
 	}
@@ -122,28 +137,26 @@ func (v *checker) image(field string, f File, maxSide int) {
 		v.fail(field, "must be a PNG, JPEG or WebP image", info.contentType)
 		return
 	}
-	if maxSide <= 0 {
-		return
+	if maxSide > 0 {
+		if info.width == 0 || info.height == 0 {
+			v.fail(field, "must have a readable image header (width and height)", info.contentType)
+			return
+		}
+		if info.width > maxSide || info.height > maxSide {
+			v.fail(field, fmt.Sprintf("must be at most %dx%d pixels", maxSide, maxSide), fmt.Sprintf("%dx%d", info.width, info.height))
+			return
+		}
 	}
-	if info.width == 0 || info.height == 0 {
-		v.fail(field, "must have a readable image header (width and height)", info.contentType)
-		return
-	}
-	if info.width > maxSide || info.height > maxSide {
-		v.fail(field, fmt.Sprintf("must be at most %dx%d pixels", maxSide, maxSide), fmt.Sprintf("%dx%d", info.width, info.height))
-	}
+	f.src.remember(v.op, field, info)
 }
 
 // form lays out a multipart body: the text fields of req (its `url` tags,
-// through go-querystring) and the file part named field.
+// through go-querystring) and the file part named field, declaring what
+// the call's validation found the file to be.
 func form(op string, req any, field string, f File) (*multipartBody, error) {
 	fields, err := query.Values(req)
 	if err != nil {
 		return nil, fmt.Errorf("creative: %s: encoding the form: %w", op, err)
 	}
-	body, err := newMultipart(fields, field, f)
-	if err != nil {
-		return nil, &ValidationError{Operation: op, Field: field, Rule: "cannot be read: " + err.Error()}
-	}
-	return body, nil
+	return newMultipart(op, fields, field, f)
 }
