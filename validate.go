@@ -1,10 +1,13 @@
 package creative
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/google/go-querystring/query"
 
@@ -35,11 +38,23 @@ func (v *checker) err() error {
 	return v.first
 }
 
-// text requires a non-empty string.
+// text requires a non-empty string of valid UTF-8: encoding/json would
+// send other bytes as U+FFFD, a text the user did not write.
 func (v *checker) text(field, s string) {
-	if s == "" {
+	switch {
+	case s == "":
 		v.fail(field, "is required", "")
+	case !utf8.ValidString(s):
+		v.fail(field, "must be valid UTF-8 text", quoteShort(s))
 	}
+}
+
+// quoteShort quotes s for an error message, cut to its first 64 bytes.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // count requires lo <= n <= hi; an optional count may also be 0 (unset).
@@ -81,15 +96,26 @@ func (v *checker) id(field, s string, required bool) {
 
 const maxInt = int(^uint(0) >> 1)
 
-// link requires an absolute http or https URL.
+// link requires an absolute http or https URL with a host and, if it has
+// one, a port from 1 to 65535.
 func (v *checker) link(field, s string) {
 	if s == "" {
 		v.fail(field, "is required", "")
 		return
 	}
+	if !utf8.ValidString(s) {
+		v.fail(field, "must be valid UTF-8 text", quoteShort(s))
+		return
+	}
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		v.fail(field, "must be an absolute http or https URL", strconv.Quote(s))
+	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		v.fail(field, "must be an absolute http or https URL", quoteShort(s))
+		return
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			v.fail(field, "must have a port from 1 to 65535", quoteShort(s))
+		}
 	}
 }
 
@@ -159,4 +185,84 @@ func form(op string, req any, field string, f File) (*multipartBody, error) {
 		return nil, fmt.Errorf("creative: %s: encoding the form: %w", op, err)
 	}
 	return newMultipart(op, fields, field, f)
+}
+
+// writerInputs checks the writer tool's inputs: each must encode as JSON,
+// with valid UTF-8 text, and for cover letters be an object (a
+// CoverLetterInput, a map or a struct that encodes like one) whose jobRole
+// and jobSkills are non-empty strings.
+func (v *checker) writerInputs(useCase UseCase, inputs []any) {
+	if len(inputs) == 0 {
+		v.fail("inputs", "must hold at least one input", "")
+	}
+	for i, in := range inputs {
+		field := fmt.Sprintf("inputs[%d]", i)
+		b, err := json.Marshal(in)
+		switch {
+		case err != nil:
+			v.failErr(field, "cannot be encoded as JSON: "+err.Error(), fmt.Sprintf("%T", in), err)
+			continue
+		case string(b) == "null":
+			v.fail(field, "must not be null", "")
+			continue
+		}
+		if useCase == UseCaseCoverLetter || isCoverLetterInput(in) {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(b, &obj) != nil {
+				v.fail(field, "must be a CoverLetterInput with jobRole and jobSkills for useCase CoverLetter", fmt.Sprintf("%T", in))
+				continue
+			}
+			for _, key := range []string{"jobRole", "jobSkills"} {
+				var s string
+				raw, ok := obj[key]
+				switch {
+				case !ok || string(raw) == `""` || string(raw) == "null":
+					v.fail(field+"."+key, "is required", "")
+				case json.Unmarshal(raw, &s) != nil:
+					v.fail(field+"."+key, "must be a string", string(raw))
+				case replacedUTF8(raw):
+					v.fail(field+"."+key, "must be valid UTF-8 text", "")
+				}
+			}
+		}
+		if !utf8.Valid(b) || replacedUTF8(b) {
+			v.fail(field, "must hold only valid UTF-8 text", "")
+		}
+	}
+}
+
+func isCoverLetterInput(in any) bool {
+	switch in.(type) {
+	case CoverLetterInput, *CoverLetterInput:
+		return true
+	}
+	return false
+}
+
+// replacedUTF8 reports whether encoding/json output b holds the escape
+// \ufffd, which it writes in place of bytes that are not valid UTF-8 (a
+// real U+FFFD in valid text is written as itself, not escaped).
+func replacedUTF8(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if bytes.HasPrefix(b[i:], []byte(`\ufffd`)) {
+			return true
+		}
+		i++ // the escaped character, which may be a backslash
+	}
+	return false
+}
+
+// validHeaderValue reports whether s may be sent as an HTTP header value
+// (RFC 9110, section 5.5): no control character but horizontal tab, so no
+// NUL, CR or LF. Bytes above 0x7f pass, as net/http sends them.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
