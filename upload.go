@@ -422,53 +422,48 @@ func probe(r io.ReaderAt, size int64, buf []byte, limit int64) (fileInfo, error)
 // is none before limit. Segment bodies are skipped, not read; buf is a
 // window over r. Only a read error of r is an error.
 func jpegSize(r io.ReaderAt, buf []byte, limit int64) (w, h int, err error) {
-	defer func() {
-		if err == errNoHeader {
-			err = nil
-		}
-	}()
 	sc := &scanner{r: r, buf: buf, off: 0, end: limit}
 	sc.skip(2) // SOI
 	for {
-		c, err := sc.byte()
+		m, err := sc.marker()
 		if err != nil {
-			return 0, 0, err
-		}
-		if c != 0xff {
-			continue // junk between segments, which decoders skip
-		}
-		m, err := sc.byte()
-		for err == nil && m == 0xff { // fill bytes
-			m, err = sc.byte()
-		}
-		if err != nil {
-			return 0, 0, err
+			return 0, 0, noHeader(err)
 		}
 		switch {
 		case m == 0x00 || m == 0x01 || 0xd0 <= m && m <= 0xd7:
 			continue // no length: a stuffed byte, TEM, RSTn
-		case m == 0xd8 || m == 0xd9 || m == 0xda:
+		case 0xd8 <= m && m <= 0xda:
 			return 0, 0, nil // SOI, EOI or the scan before any frame header
 		}
-		var seg [7]byte
+		var seg [7]byte // length, then a frame header's precision, height, width
 		if err := sc.read(seg[:2]); err != nil {
-			return 0, 0, err
+			return 0, 0, noHeader(err)
 		}
 		n := int(seg[0])<<8 | int(seg[1])
-		if n < 2 {
-			return 0, 0, nil
-		}
-		if 0xc0 <= m && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc {
-			if n < 8 {
+		if !isSOF(m) {
+			if n < 2 {
 				return 0, 0, nil
 			}
-			if err := sc.read(seg[2:7]); err != nil {
-				return 0, 0, err
-			}
-			return int(seg[5])<<8 | int(seg[6]), int(seg[3])<<8 | int(seg[4]), nil
+			sc.skip(n - 2)
+			continue
 		}
-		sc.skip(n - 2)
+		if err := sc.read(seg[2:7]); err != nil || n < 8 {
+			return 0, 0, noHeader(err)
+		}
+		return int(seg[5])<<8 | int(seg[6]), int(seg[3])<<8 | int(seg[4]), nil
 	}
+}
+
+// isSOF reports whether m is a frame header's marker: SOF0 to SOF15 but
+// DHT, JPG and DAC, which share the range.
+func isSOF(m byte) bool { return 0xc0 <= m && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc }
+
+// noHeader turns the end of the data into "no header", leaving read errors.
+func noHeader(err error) error {
+	if err == errNoHeader {
+		return nil
+	}
+	return err
 }
 
 // A scanner reads an io.ReaderAt byte by byte through a small window, and
@@ -502,6 +497,19 @@ func (s *scanner) byte() (byte, error) {
 	c := s.buf[s.i]
 	s.i++
 	return c, nil
+}
+
+// marker returns the next marker's code: the byte after 0xff and any fill
+// bytes, skipping junk before it as decoders do.
+func (s *scanner) marker() (byte, error) {
+	c, err := s.byte()
+	for err == nil && c != 0xff {
+		c, err = s.byte()
+	}
+	for err == nil && c == 0xff {
+		c, err = s.byte()
+	}
+	return c, err
 }
 
 func (s *scanner) read(p []byte) error {
@@ -805,7 +813,7 @@ func (m *multipartBody) open() (io.Reader, error) {
 		if src.stat != nil {
 			st, err := src.stat()
 			if err != nil {
-				return nil, &sourceError{fmt.Errorf("%s %q: %w", m.field, src.name, err)}
+				return nil, m.readError(err)
 			}
 			if err := m.sameVersion(st); err != nil {
 				return nil, err
@@ -813,7 +821,7 @@ func (m *multipartBody) open() (io.Reader, error) {
 		}
 		if src.kind == kindSeeker {
 			if src.heldByOther(m) {
-				return nil, &sourceError{&ValidationError{Operation: m.op, Field: m.field, Rule: errInUse.Error()}}
+				return nil, m.inUse()
 			}
 		}
 	case kindOnce:
@@ -835,6 +843,17 @@ func (m *multipartBody) changed(how string, cause error) error {
 		Operation: m.op, Field: m.field, Err: cause,
 		Rule: fmt.Sprintf("changed after it was validated (%s), so it was not sent: call again to send it as it is now", how),
 	}}
+}
+
+// inUse is the error of an attempt that found the io.ReadSeeker taken by
+// another call.
+func (m *multipartBody) inUse() error {
+	return &sourceError{&ValidationError{Operation: m.op, Field: m.field, Rule: errInUse.Error()}}
+}
+
+// readError is a read error of the upload's source, which is not retried.
+func (m *multipartBody) readError(err error) error {
+	return &sourceError{fmt.Errorf("reading %s %q: %w", m.field, m.src.name, err)}
 }
 
 // sameVersion fails when st is not the file, size and modification time
@@ -964,7 +983,7 @@ func (r *bodyReader) readFile(p []byte) (int, error) {
 		if errors.As(err, &se) {
 			return n, err
 		}
-		return n, &sourceError{fmt.Errorf("reading %s %q: %w", r.m.field, r.m.src.name, err)}
+		return n, r.m.readError(err)
 	}
 	return n, nil
 }
@@ -998,70 +1017,85 @@ func (r *bodyReader) openFile() error {
 	r.left = m.info.size
 	switch src.kind {
 	case kindPath:
-		fh, err := os.Open(src.path)
-		if err != nil {
-			return m.changed("it cannot be opened any more", err)
-		}
-		if !r.keep(fh) {
-			return errClosed
-		}
-		st, err := fh.Stat()
-		if err != nil {
-			return &sourceError{fmt.Errorf("%s %q: %w", m.field, src.name, err)}
-		}
-		if err := m.sameVersion(st); err != nil {
-			return err
-		}
-		if err := r.recheck(fh, st.Size()); err != nil {
-			return err
-		}
-		r.file = fh
-		r.finish = func() error { return r.still(fh.Stat, st) }
+		return r.openPath()
 	case kindBytes:
-		if err := r.recheck(bytes.NewReader(src.data), int64(len(src.data))); err != nil {
-			return err
-		}
 		r.file = bytes.NewReader(src.data)
+		return r.recheck(bytes.NewReader(src.data), int64(len(src.data)))
 	case kindReaderAt:
 		sec := io.NewSectionReader(src.at, src.base, m.info.size)
-		if err := r.recheck(sec, m.info.size); err != nil {
-			return err
-		}
 		r.file = sec
 		if src.stat != nil {
 			r.finish = func() error { return r.still(src.stat, m.info.stat) }
 		}
+		return r.recheck(sec, m.info.size)
 	case kindSeeker:
-		if err := r.holdSeeker(); err != nil {
-			return err
-		}
-		at := seekReaderAt{src.rs}
-		if err := r.recheck(io.NewSectionReader(at, src.base, m.info.size), m.info.size); err != nil {
-			return err
-		}
-		if _, err := src.rs.Seek(src.base, io.SeekStart); err != nil {
-			return &sourceError{fmt.Errorf("%s %q: %w", m.field, src.name, err)}
-		}
-		r.file = src.rs
-		if src.stat != nil {
-			r.finish = func() error { return r.still(src.stat, m.info.stat) }
-		}
+		return r.openSeeker()
 	case kindOnce:
-		if !src.spent.CompareAndSwap(false, true) {
-			return &replayError{}
+		return r.openOnce()
+	}
+	return nil
+}
+
+// openPath opens the file for this attempt: the one validated, with the
+// same facts.
+func (r *bodyReader) openPath() error {
+	m, src := r.m, r.m.src
+	fh, err := os.Open(src.path)
+	if err != nil {
+		return m.changed("it cannot be opened any more", err)
+	}
+	if !r.keep(fh) {
+		return errClosed
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		return m.readError(err)
+	}
+	if err := m.sameVersion(st); err != nil {
+		return err
+	}
+	r.file = fh
+	r.finish = func() error { return r.still(fh.Stat, st) }
+	return r.recheck(fh, st.Size())
+}
+
+// openSeeker takes the io.ReadSeeker, checks it and rewinds it.
+func (r *bodyReader) openSeeker() error {
+	m, src := r.m, r.m.src
+	if err := r.holdSeeker(); err != nil {
+		return err
+	}
+	if err := r.recheck(io.NewSectionReader(seekReaderAt{src.rs}, src.base, m.info.size), m.info.size); err != nil {
+		return err
+	}
+	if _, err := src.rs.Seek(src.base, io.SeekStart); err != nil {
+		return m.readError(err)
+	}
+	r.file = src.rs
+	if src.stat != nil {
+		r.finish = func() error { return r.still(src.stat, m.info.stat) }
+	}
+	return nil
+}
+
+// openOnce takes the one-shot reader for this attempt: its head, then the
+// rest as it comes. No other attempt may send it after this one began.
+func (r *bodyReader) openOnce() error {
+	m, src := r.m, r.m.src
+	if !src.spent.CompareAndSwap(false, true) {
+		return &replayError{}
+	}
+	r.file = io.MultiReader(bytes.NewReader(src.head), src.one)
+	if len(src.head) == int(m.info.size) || src.facts.size < 0 {
+		return nil // all of it is in head, or its end is found by reading
+	}
+	// Its Len gave the size: hold it to that, and make sure it ends there.
+	r.finish = func() error {
+		var one [1]byte
+		if n, _ := io.ReadFull(src.one, one[:]); n > 0 {
+			return m.changed(fmt.Sprintf("the reader yields more than the %d bytes its Len reported", m.info.size), nil)
 		}
-		r.file = io.MultiReader(bytes.NewReader(src.head), src.one)
-		if len(src.head) == int(m.info.size) || src.facts.size < 0 {
-			break // all of it is in head, or its end is found by reading
-		}
-		// Its Len gave the size: hold it to that, and make sure it ends there.
-		r.finish = func() error {
-			var one [1]byte
-			if n, _ := io.ReadFull(src.one, one[:]); n > 0 {
-				return m.changed(fmt.Sprintf("the reader yields more than the %d bytes its Len reported", m.info.size), nil)
-			}
-			return nil
-		}
+		return nil
 	}
 	return nil
 }
@@ -1087,7 +1121,7 @@ func (r *bodyReader) keep(c io.Closer) bool {
 func (r *bodyReader) recheck(at io.ReaderAt, size int64) error {
 	now, err := probe(at, size, r.head[:], maxHeaderScan)
 	if err != nil {
-		return &sourceError{fmt.Errorf("%s %q: %w", r.m.field, r.m.src.name, err)}
+		return r.m.readError(err)
 	}
 	if !now.sameFacts(r.m.info) {
 		return r.m.changed(fmt.Sprintf("it was %s and is %s now", r.m.info, now), nil)
@@ -1099,7 +1133,7 @@ func (r *bodyReader) recheck(at io.ReaderAt, size int64) error {
 func (r *bodyReader) still(stat func() (fs.FileInfo, error), was fs.FileInfo) error {
 	st, err := stat()
 	if err != nil {
-		return &sourceError{fmt.Errorf("%s %q: %w", r.m.field, r.m.src.name, err)}
+		return r.m.readError(err)
 	}
 	if os.SameFile(was, st) && st.Size() == was.Size() && st.ModTime().Equal(was.ModTime()) {
 		return nil
@@ -1112,7 +1146,7 @@ func (r *bodyReader) holdSeeker() error {
 	h := &seekHold{m: r.m, done: make(chan struct{})}
 	if err := r.m.src.hold(h, r.closing); err != nil {
 		if err == errInUse {
-			return &sourceError{&ValidationError{Operation: r.m.op, Field: r.m.field, Rule: errInUse.Error()}}
+			return r.m.inUse()
 		}
 		return err
 	}

@@ -207,26 +207,32 @@ func (v *checker) writerInputs(useCase UseCase, inputs []any) {
 			continue
 		}
 		if useCase == UseCaseCoverLetter || isCoverLetterInput(in) {
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(b, &obj) != nil {
-				v.fail(field, "must be a CoverLetterInput with jobRole and jobSkills for useCase CoverLetter", fmt.Sprintf("%T", in))
-				continue
-			}
-			for _, key := range []string{"jobRole", "jobSkills"} {
-				var s string
-				raw, ok := obj[key]
-				switch {
-				case !ok || string(raw) == `""` || string(raw) == "null":
-					v.fail(field+"."+key, "is required", "")
-				case json.Unmarshal(raw, &s) != nil:
-					v.fail(field+"."+key, "must be a string", string(raw))
-				case replacedUTF8(raw):
-					v.fail(field+"."+key, "must be valid UTF-8 text", "")
-				}
-			}
+			v.coverLetterInput(field, in, b)
 		}
 		if !utf8.Valid(b) || replacedUTF8(b) {
 			v.fail(field, "must hold only valid UTF-8 text", "")
+		}
+	}
+}
+
+// coverLetterInput checks the JSON b of a cover letter's input: an object
+// whose jobRole and jobSkills are non-empty strings of valid UTF-8.
+func (v *checker) coverLetterInput(field string, in any, b []byte) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
+		v.fail(field, "must be a CoverLetterInput with jobRole and jobSkills for useCase CoverLetter", fmt.Sprintf("%T", in))
+		return
+	}
+	for _, key := range []string{"jobRole", "jobSkills"} {
+		var s string
+		raw, ok := obj[key]
+		switch {
+		case !ok || string(raw) == `""` || string(raw) == "null":
+			v.fail(field+"."+key, "is required", "")
+		case json.Unmarshal(raw, &s) != nil:
+			v.fail(field+"."+key, "must be a string", string(raw))
+		case replacedUTF8(raw):
+			v.fail(field+"."+key, "must be valid UTF-8 text", "")
 		}
 	}
 }
