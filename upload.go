@@ -34,9 +34,10 @@ import (
 // size is known. Every attempt, a retry included, is validated again: it
 // sends the file only if it still has the size, type and dimensions that
 // were checked and, for a file on disk, is still the same file with the same
-// modification time. A file that changed fails the call with a
-// *ValidationError that says so. Neither that nor a local read error (a disk
-// error, a reader's error, which the error unwraps to) is retried.
+// modification time. A file that changed fails the call with an error that
+// says so and holds a *ValidationError (errors.As finds it). Neither that nor
+// a local read error (a disk error, a reader's error, which the error
+// unwraps to) is retried.
 //
 // A File made from a path, bytes or an io.ReaderAt may be given to any
 // number of calls, at once or in turn. FileFromReader says how the other
@@ -146,9 +147,12 @@ func FileFromBytes(name string, b []byte) File {
 //     re-reads it. An *os.File is sent to its end at the time of the call,
 //     and an attempt that finds it changed (Stat) fails.
 //   - An io.ReadSeeker without ReadAt: rewound for each attempt, and read by
-//     one call at a time. A call that finds it being read by another call
-//     fails with a *ValidationError, without sending anything when it finds
-//     out before its attempt starts; nothing reads it twice at once.
+//     one reader at a time, so nothing reads it twice at once. A call that
+//     finds it being read by another call fails with a *ValidationError,
+//     without sending anything when it finds out before its attempt starts.
+//     (When the service answers before reading the whole upload, the
+//     transport may still be reading it for a moment after the call
+//     returned.) Give calls that run at once an io.ReaderAt instead.
 //   - Any other io.Reader, or one whose Seek fails (a pipe, os.Stdin, a
 //     socket): read once, as it comes, by one call only; a second call with
 //     the same File is a *ValidationError before anything is sent. Its first
