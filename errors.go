@@ -118,6 +118,9 @@ type ValidationError struct {
 	// Value is the offending value as given, when it helps (empty for
 	// missing fields and uploads).
 	Value string
+	// Err is the cause, when there is one: the error of a file that cannot
+	// be opened or read, so errors.Is(err, fs.ErrNotExist) works.
+	Err error
 }
 
 // Error reports the operation, field, rule and value, as in
@@ -141,6 +144,9 @@ func (e *ValidationError) Error() string {
 
 // Is reports whether target is ErrInvalidRequest.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// Unwrap returns the cause, or nil.
+func (e *ValidationError) Unwrap() error { return e.Err }
 
 // A NetworkError reports a call that got no HTTP answer: the connection was
 // refused, reset or timed out on every attempt, or the context ended. It

@@ -87,7 +87,9 @@ func FuzzSniff(f *testing.F) {
 			if info.contentType == "" {
 				t.Fatal("no content type")
 			}
-			if info.size != int64(len(b)) {
+			// A one-shot reader is read ahead only as far as sniffing needs:
+			// past that, its size is unknown until it ends.
+			if info.size != int64(len(b)) && !(info.size == -1 && len(b) >= sniffLen) {
 				t.Fatalf("size %d, want %d", info.size, len(b))
 			}
 			if info.width < 0 || info.height < 0 {
@@ -110,7 +112,7 @@ func FuzzMultipart(f *testing.F) {
 		if field != "" {
 			fields.Set(field, value)
 		}
-		m, err := newMultipart(fields, "file", FileFromBytes(name, content))
+		m, err := newMultipart("fuzz", fields, "file", FileFromBytes(name, content))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -304,14 +304,3 @@ func isSeparator(c byte) bool {
 	}
 	return false
 }
-
-// validHeaderValue reports whether s holds no control character other than
-// a horizontal tab, so it can be sent as a header value.
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}

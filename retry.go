@@ -32,7 +32,7 @@ type call struct {
 	s          *settings
 	keys       []string // the x-access-key value of this call
 	body       any      // []byte, or a function opening the body anew
-	oneShot    sendOnce  // non-nil when the body cannot be replayed
+	oneShot    sendOnce // non-nil when the body cannot be replayed
 	attempts   int
 	started    time.Time
 	retryAfter time.Duration // asked for by the last answer
@@ -541,9 +541,3 @@ func (p *pause) report(resp *http.Response, err error) {
 	p.probe = false
 	p.signal()
 }
-
-// A sourceError is a failure to read an upload's source on this machine.
-type sourceError struct{ err error }
-
-func (e *sourceError) Error() string { return e.err.Error() }
-func (e *sourceError) Unwrap() error { return e.err }

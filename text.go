@@ -1,9 +1,6 @@
 package creative
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // UseCase names what the writer tool writes. Any value the service knows
 // may be used; the spec shows UseCaseCoverLetter.
@@ -72,32 +69,7 @@ type CoverLetterRequest struct {
 func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...Option) (*WriterResult, error) {
 	const op = "text/writer-tool"
 	v := checker{op: op}
-	if len(req.Inputs) == 0 {
-		v.fail("inputs", "must hold at least one input", "")
-	}
-	for i, in := range req.Inputs {
-		field := fmt.Sprintf("inputs[%d]", i)
-		switch x := in.(type) {
-		case nil:
-			v.fail(field, "must not be null", "")
-		case CoverLetterInput:
-			v.text(field+".jobRole", x.JobRole)
-			v.text(field+".jobSkills", x.JobSkills)
-		case *CoverLetterInput:
-			if x == nil {
-				v.fail(field, "must not be null", "")
-				continue
-			}
-			v.text(field+".jobRole", x.JobRole)
-			v.text(field+".jobSkills", x.JobSkills)
-		default:
-			if req.UseCase == UseCaseCoverLetter {
-				if m, ok := in.(map[string]any); !ok || !nonEmptyString(m["jobRole"]) || !nonEmptyString(m["jobSkills"]) {
-					v.fail(field, "must be a CoverLetterInput with jobRole and jobSkills for useCase CoverLetter", fmt.Sprintf("%T", in))
-				}
-			}
-		}
-	}
+	v.writerInputs(req.UseCase, req.Inputs)
 	v.text("language", string(req.Language))
 	v.count("number", req.Number, 1, maxInt, false)
 	v.text("useCase", string(req.UseCase))
@@ -107,11 +79,6 @@ func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...
 		return nil, err
 	}
 	return invoke(ctx, c, op, req, opts, dataWriter)
-}
-
-func nonEmptyString(v any) bool {
-	s, ok := v.(string)
-	return ok && s != ""
 }
 
 // CoverLetter writes cover letters through the writer tool, with useCase

@@ -1,12 +1,17 @@
 package creative
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/google/go-querystring/query"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 // A checker validates one request before anything is sent and keeps the
@@ -16,9 +21,12 @@ type checker struct {
 	first *ValidationError
 }
 
-func (v *checker) fail(field, rule, value string) {
+func (v *checker) fail(field, rule, value string) { v.failErr(field, rule, value, nil) }
+
+// failErr is fail with the cause, which the error unwraps to.
+func (v *checker) failErr(field, rule, value string, cause error) {
 	if v.first == nil {
-		v.first = &ValidationError{Operation: v.op, Field: field, Rule: rule, Value: value}
+		v.first = &ValidationError{Operation: v.op, Field: field, Rule: rule, Value: value, Err: cause}
 	}
 }
 
@@ -30,11 +38,23 @@ func (v *checker) err() error {
 	return v.first
 }
 
-// text requires a non-empty string.
+// text requires a non-empty string of valid UTF-8: encoding/json would
+// send other bytes as U+FFFD, a text the user did not write.
 func (v *checker) text(field, s string) {
-	if s == "" {
+	switch {
+	case s == "":
 		v.fail(field, "is required", "")
+	case !utf8.ValidString(s):
+		v.fail(field, "must be valid UTF-8 text", quoteShort(s))
 	}
+}
+
+// quoteShort quotes s for an error message, cut to its first 64 bytes.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // count requires lo <= n <= hi; an optional count may also be 0 (unset).
@@ -58,9 +78,10 @@ func (v *checker) positive(field string, f float64) {
 	}
 }
 
-// id requires an id shaped as 24 hexadecimal characters; an optional one may
-// be empty. Membership in today's lists is not checked: the service may add
-// ids.
+// id requires an id shaped as ids.IsID wants it (24 lower-case hexadecimal
+// characters, the rule the fake service and the generator share); an
+// optional one may be empty. Membership in today's lists is not checked: the
+// service may add ids.
 func (v *checker) id(field, s string, required bool) {
 	if s == "" {
 		if required {
@@ -68,51 +89,61 @@ func (v *checker) id(field, s string, required bool) {
 		}
 		return
 	}
-	if !isID(s) {
-		v.fail(field, "must be an id of 24 hexadecimal characters", strconv.Quote(s))
+	if !ids.IsID(s) {
+		v.fail(field, "must be an id of 24 lower-case hexadecimal characters", strconv.Quote(s))
 	}
 }
 
 const maxInt = int(^uint(0) >> 1)
 
-func isID(s string) bool {
-	if len(s) != 24 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// link requires an absolute http or https URL.
+// link requires an absolute http or https URL with a host and, if it has
+// one, a port from 1 to 65535.
 func (v *checker) link(field, s string) {
 	if s == "" {
 		v.fail(field, "is required", "")
 		return
 	}
+	if !utf8.ValidString(s) {
+		v.fail(field, "must be valid UTF-8 text", quoteShort(s))
+		return
+	}
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		v.fail(field, "must be an absolute http or https URL", strconv.Quote(s))
+	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		v.fail(field, "must be an absolute http or https URL", quoteShort(s))
+		return
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			v.fail(field, "must have a port from 1 to 65535", quoteShort(s))
+		}
 	}
 }
 
-// upload requires a readable, non-empty file and returns what its first
-// bytes say.
+// upload requires a readable, non-empty file and returns what it is. The
+// facts are kept for form to declare, and for every attempt to match.
 func (v *checker) upload(field string, f File) (fileInfo, bool) {
-	if f.src == nil {
+	info, ok := v.inspect(field, f)
+	if ok {
+		f.src.remember(v.op, field, info)
+	}
+	return info, ok
+}
+
+func (v *checker) inspect(field string, f File) (fileInfo, bool) {
+	switch {
+	case f.src == nil:
 		v.fail(field, "is required", "")
+		return fileInfo{}, false
+	case f.src.bad != "":
+		v.fail(field, f.src.bad, "")
 		return fileInfo{}, false
 	}
 	info, err := f.inspect()
 	if err != nil {
-		v.fail(field, "cannot be read: "+err.Error(), "")
+		v.failErr(field, readRule(err), "", err)
 		return info, false
 	}
-	if info.size == 0 || len(info.head) == 0 {
+	if info.size == 0 {
 		v.fail(field, "is empty", "")
 		return info, false
 	}
@@ -122,7 +153,7 @@ func (v *checker) upload(field string, f File) (fileInfo, bool) {
 // image requires a PNG, JPEG or WebP upload (by its first bytes, not its
 // name) and, when maxSide > 0, width and height of at most maxSide pixels.
 func (v *checker) image(field string, f File, maxSide int) {
-	info, ok := v.upload(field, f)
+	info, ok := v.inspect(field, f)
 	if !ok {
 		return
 	}
@@ -132,28 +163,112 @@ func (v *checker) image(field string, f File, maxSide int) {
 		v.fail(field, "must be a PNG, JPEG or WebP image", info.contentType)
 		return
 	}
-	if maxSide <= 0 {
-		return
+	if maxSide > 0 {
+		if info.width == 0 || info.height == 0 {
+			v.fail(field, "must have a readable image header (width and height)", info.contentType)
+			return
+		}
+		if info.width > maxSide || info.height > maxSide {
+			v.fail(field, fmt.Sprintf("must be at most %dx%d pixels", maxSide, maxSide), fmt.Sprintf("%dx%d", info.width, info.height))
+			return
+		}
 	}
-	if info.width == 0 || info.height == 0 {
-		v.fail(field, "must have a readable image header (width and height)", info.contentType)
-		return
-	}
-	if info.width > maxSide || info.height > maxSide {
-		v.fail(field, fmt.Sprintf("must be at most %dx%d pixels", maxSide, maxSide), fmt.Sprintf("%dx%d", info.width, info.height))
-	}
+	f.src.remember(v.op, field, info)
 }
 
 // form lays out a multipart body: the text fields of req (its `url` tags,
-// through go-querystring) and the file part named field.
+// through go-querystring) and the file part named field, declaring what
+// the call's validation found the file to be.
 func form(op string, req any, field string, f File) (*multipartBody, error) {
 	fields, err := query.Values(req)
 	if err != nil {
 		return nil, fmt.Errorf("creative: %s: encoding the form: %w", op, err)
 	}
-	body, err := newMultipart(fields, field, f)
-	if err != nil {
-		return nil, &ValidationError{Operation: op, Field: field, Rule: "cannot be read: " + err.Error()}
+	return newMultipart(op, fields, field, f)
+}
+
+// writerInputs checks the writer tool's inputs: each must encode as JSON,
+// with valid UTF-8 text, and for cover letters be an object (a
+// CoverLetterInput, a map or a struct that encodes like one) whose jobRole
+// and jobSkills are non-empty strings.
+func (v *checker) writerInputs(useCase UseCase, inputs []any) {
+	if len(inputs) == 0 {
+		v.fail("inputs", "must hold at least one input", "")
 	}
-	return body, nil
+	for i, in := range inputs {
+		field := fmt.Sprintf("inputs[%d]", i)
+		b, err := json.Marshal(in)
+		switch {
+		case err != nil:
+			v.failErr(field, "cannot be encoded as JSON: "+err.Error(), fmt.Sprintf("%T", in), err)
+			continue
+		case string(b) == "null":
+			v.fail(field, "must not be null", "")
+			continue
+		}
+		if useCase == UseCaseCoverLetter || isCoverLetterInput(in) {
+			v.coverLetterInput(field, in, b)
+		}
+		if !utf8.Valid(b) || replacedUTF8(b) {
+			v.fail(field, "must hold only valid UTF-8 text", "")
+		}
+	}
+}
+
+// coverLetterInput checks the JSON b of a cover letter's input: an object
+// whose jobRole and jobSkills are non-empty strings of valid UTF-8.
+func (v *checker) coverLetterInput(field string, in any, b []byte) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
+		v.fail(field, "must be a CoverLetterInput with jobRole and jobSkills for useCase CoverLetter", fmt.Sprintf("%T", in))
+		return
+	}
+	for _, key := range []string{"jobRole", "jobSkills"} {
+		var s string
+		raw, ok := obj[key]
+		switch {
+		case !ok || string(raw) == `""` || string(raw) == "null":
+			v.fail(field+"."+key, "is required", "")
+		case json.Unmarshal(raw, &s) != nil:
+			v.fail(field+"."+key, "must be a string", string(raw))
+		case replacedUTF8(raw):
+			v.fail(field+"."+key, "must be valid UTF-8 text", "")
+		}
+	}
+}
+
+func isCoverLetterInput(in any) bool {
+	switch in.(type) {
+	case CoverLetterInput, *CoverLetterInput:
+		return true
+	}
+	return false
+}
+
+// replacedUTF8 reports whether encoding/json output b holds the escape
+// \ufffd, which it writes in place of bytes that are not valid UTF-8 (a
+// real U+FFFD in valid text is written as itself, not escaped).
+func replacedUTF8(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if bytes.HasPrefix(b[i:], []byte(`\ufffd`)) {
+			return true
+		}
+		i++ // the escaped character, which may be a backslash
+	}
+	return false
+}
+
+// validHeaderValue reports whether s may be sent as an HTTP header value
+// (RFC 9110, section 5.5): no control character but horizontal tab, so no
+// NUL, CR or LF. Bytes above 0x7f pass, as net/http sends them.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -66,7 +66,7 @@ func TestBadInputFailsBeforeAByteIsSent(t *testing.T) {
 		{"text-to-speech with a malformed voice", func(c *Client) error {
 			_, err := c.TextToSpeech(ctx, TextToSpeechRequest{Prompt: "p", VoiceID: "female 1"})
 			return err
-		}, "voiceId", "must be an id of 24 hexadecimal characters"},
+		}, "voiceId", "must be an id of 24 lower-case hexadecimal characters"},
 		{"enhance without audio", func(c *Client) error {
 			_, err := c.EnhanceAudio(ctx, EnhanceAudioRequest{TypeID: ids.EnhancePodcast})
 			return err
@@ -94,11 +94,15 @@ func TestBadInputFailsBeforeAByteIsSent(t *testing.T) {
 		{"text-to-image with a 23-character style", func(c *Client) error {
 			_, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p", NumberOfResults: 1, StyleID: "6644b0c5ec3658a8e38d94f"})
 			return err
-		}, "styleId", "must be an id of 24 hexadecimal characters"},
+		}, "styleId", "must be an id of 24 lower-case hexadecimal characters"},
 		{"text-to-image with a non-hex color", func(c *Client) error {
 			_, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p", NumberOfResults: 1, ColorID: "6644b0c5ec3658a8e38d95zz"})
 			return err
-		}, "colorId", "must be an id of 24 hexadecimal characters"},
+		}, "colorId", "must be an id of 24 lower-case hexadecimal characters"},
+		{"text-to-image with an upper-case style id", func(c *Client) error {
+			_, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p", NumberOfResults: 1, StyleID: "6644B0C5EC3658A8E38D94F2"})
+			return err
+		}, "styleId", "must be an id of 24 lower-case hexadecimal characters"},
 		{"text-to-image with a size label instead of an id", func(c *Client) error {
 			_, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p", NumberOfResults: 1, ImageSizeID: "2:3"})
 			return err

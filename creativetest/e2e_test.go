@@ -44,7 +44,8 @@ func download(t *testing.T, c *creative.Client, u creative.URL) []byte {
 func TestTextToImageDrawsTheRequestedAspect(t *testing.T) {
 	_, c := fake(t)
 	for size, want := range map[ids.ImageSizeID]image.Point{"": {512, 512}, ids.Size2x3: {341, 512}, ids.Size1x1: {512, 512}, ids.Size3x2: {512, 341}} {
-		t.Run(size.String(), func(t *testing.T) {
+		name, _ := size.Label()
+		t.Run("size "+name, func(t *testing.T) {
 			ims, err := c.TextToImage(context.Background(), creative.TextToImageRequest{Prompt: "a fox", NumberOfResults: 2, ImageSizeID: size, StyleID: ids.StyleAnime, ColorID: ids.ColorVibrant})
 			require.NoError(t, err)
 			require.Len(t, ims, 2)

@@ -11,7 +11,8 @@ func ExampleParseStyle() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(id == ids.StyleDigitalArt, string(id), id)
+	label, _ := id.Label()
+	fmt.Println(id == ids.StyleDigitalArt, id, label)
 	_, err = ids.ParseStyle("oil")
 	fmt.Println(err != nil)
 	// Output:
@@ -21,7 +22,8 @@ func ExampleParseStyle() {
 
 func ExampleVoicesByGender() {
 	for _, v := range ids.VoicesByGender(ids.Female)[:3] {
-		fmt.Println(v, string(v))
+		label, _ := v.Label()
+		fmt.Println(label, v)
 	}
 	// Output:
 	// female 1 52f254abbd463029dd655422

@@ -16,6 +16,11 @@
 // Voices, which have no label but a gender, are numbered in the order of the
 // specification within each gender: VoiceFemale1, VoiceMale1, ...
 //
+// An id's String method returns the id itself, as sent on the wire, so
+// fmt.Sprint(ids.StyleAnime) and a form encoder give "6644b0c5ec3658a8e38d94f2";
+// its Label method returns the human name ("anime") and whether the id is in
+// the list.
+//
 // For people typing ids, each kind has a parser (ParseStyle, ...) that takes
 // a label in any case with spaces, hyphens and underscores alike ("golden
 // hour", "Golden-Hour"), a constant's name ("GoldenHour", "LightingGoldenHour")
@@ -28,6 +33,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/creativegen/creative-go/ids/internal/shape"
 )
 
 // Gender is the gender of a voice.
@@ -113,18 +120,9 @@ func Parse(kind, s string) (string, error) {
 }
 
 // IsID reports whether s is shaped as an id: 24 lower-case hexadecimal
-// characters.
-func IsID(s string) bool {
-	if len(s) != 24 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// characters. The SDK's validation, the fake service in creativetest and the
+// generator of this package all use this one rule.
+func IsID(s string) bool { return shape.IsID(s) }
 
 // normalize folds case and drops spaces, hyphens and underscores, and reads
 // an aspect's ":" as "x", so that "Golden-Hour", "golden hour" and
@@ -150,14 +148,6 @@ func (t *table) find(id string) (entry, bool) {
 		}
 	}
 	return entry{}, false
-}
-
-// str is the String of an id: its label, or the id itself when unknown.
-func (t *table) str(id string) string {
-	if e, ok := t.find(id); ok {
-		return e.label
-	}
-	return id
 }
 
 func (t *table) label(id string) (string, bool) {

@@ -22,10 +22,12 @@ var imageSizes = table{kind: "image-size", noun: "image size", prefix: "Size", e
 	{id: "6644b0c5ec3658a8e38d951d", label: "3:2", name: "Size3x2"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id ImageSizeID) String() string { return imageSizes.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id ImageSizeID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id ImageSizeID) Label() (string, bool) { return imageSizes.label(string(id)) }
 
 // ParseImageSize returns the image size id named by s: a label in any case, with spaces, hyphens
@@ -121,10 +123,12 @@ var styles = table{kind: "style", noun: "style", prefix: "Style", entries: []ent
 	{id: "6644b0c5ec3658a8e38d9503", label: "traditional Japan", name: "StyleTraditionalJapan"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id StyleID) String() string { return styles.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id StyleID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id StyleID) Label() (string, bool) { return styles.label(string(id)) }
 
 // ParseStyle returns the style id named by s: a label in any case, with spaces, hyphens
@@ -181,10 +185,12 @@ var cameras = table{kind: "camera", noun: "camera", prefix: "Camera", entries: [
 	{id: "6644b0c5ec3658a8e38d9536", label: "high angle", name: "CameraHighAngle"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id CameraID) String() string { return cameras.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id CameraID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id CameraID) Label() (string, bool) { return cameras.label(string(id)) }
 
 // ParseCamera returns the camera id named by s: a label in any case, with spaces, hyphens
@@ -259,10 +265,12 @@ var colors = table{kind: "color", noun: "color", prefix: "Color", entries: []ent
 	{id: "6644b0c5ec3658a8e38d9512", label: "two-tone", name: "ColorTwoTone"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id ColorID) String() string { return colors.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id ColorID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id ColorID) Label() (string, bool) { return colors.label(string(id)) }
 
 // ParseColor returns the color id named by s: a label in any case, with spaces, hyphens
@@ -319,10 +327,12 @@ var lightings = table{kind: "lighting", noun: "lighting", prefix: "Lighting", en
 	{id: "6644b0c5ec3658a8e38d9542", label: "dark red", name: "LightingDarkRed"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id LightingID) String() string { return lightings.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id LightingID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id LightingID) Label() (string, bool) { return lightings.label(string(id)) }
 
 // ParseLighting returns the lighting id named by s: a label in any case, with spaces, hyphens
@@ -406,10 +416,12 @@ var voices = table{kind: "voice", noun: "voice", prefix: "Voice", entries: []ent
 	{"e387eee06b3892c72c69d5a2", "male 12", "VoiceMale12", "male"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id VoiceID) String() string { return voices.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id VoiceID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id VoiceID) Label() (string, bool) { return voices.label(string(id)) }
 
 // ParseVoice returns the voice id named by s: a label in any case, with spaces, hyphens
@@ -460,10 +472,12 @@ var enhanceTypes = table{kind: "enhance-type", noun: "enhancement type", prefix:
 	{id: "664f30c0ba9c162a962f75b8", label: "voice recording", name: "EnhanceVoiceRecording"},
 }}
 
-// String returns the id's label, or the id itself when it is not in the list.
-func (id EnhanceTypeID) String() string { return enhanceTypes.str(string(id)) }
+// String returns the id as sent to the service, so that fmt and form encoders
+// print what goes on the wire; Label gives the human name.
+func (id EnhanceTypeID) String() string { return string(id) }
 
-// Label returns the id's label and whether the id is in the list.
+// Label returns the id's label (the name the specification gives it) and
+// whether the id is in the list.
 func (id EnhanceTypeID) Label() (string, bool) { return enhanceTypes.label(string(id)) }
 
 // ParseEnhanceType returns the enhancement type id named by s: a label in any case, with spaces, hyphens

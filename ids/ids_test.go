@@ -1,6 +1,7 @@
 package ids
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -19,6 +20,13 @@ func TestGeneratedFileIsCurrent(t *testing.T) {
 	got, err := os.ReadFile("ids_gen.go")
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "ids_gen.go is stale: run go generate ./ids/...")
+}
+
+func TestTheGeneratorRefusesWhatIsIDRefuses(t *testing.T) {
+	_, err := gen.Generate([]byte(`{"imageSize":[{"id":"6644B0C5EC3658A8E38D951B","label":"2:3"}]}`))
+	assert.ErrorContains(t, err, "is not 24 lower-case hex characters")
+	assert.False(t, IsID("6644B0C5EC3658A8E38D951B"))
+	assert.True(t, IsID(string(Size2x3)))
 }
 
 func TestCountsMatchTheSpecification(t *testing.T) {
@@ -68,27 +76,36 @@ func TestEveryEntryParsesBackFromItsLabelNameAndID(t *testing.T) {
 	}
 }
 
-func TestStringIsTheLabelAndParsesBack(t *testing.T) {
+func TestStringIsTheWireIDAndLabelTheName(t *testing.T) {
 	for _, id := range Styles() {
-		got, err := ParseStyle(id.String())
+		assert.Equal(t, string(id), id.String())
+		assert.Equal(t, string(id), fmt.Sprint(id), "fmt prints what goes on the wire")
+		label, ok := id.Label()
+		require.True(t, ok)
+		got, err := ParseStyle(label)
 		require.NoError(t, err)
 		assert.Equal(t, id, got)
 	}
 	for _, id := range Colors() {
-		got, err := ParseColor(id.String())
+		label, _ := id.Label()
+		got, err := ParseColor(label)
 		require.NoError(t, err)
 		assert.Equal(t, id, got)
 	}
 	for _, id := range Voices() {
-		got, err := ParseVoice(id.String())
+		label, _ := id.Label()
+		got, err := ParseVoice(label)
 		require.NoError(t, err)
 		assert.Equal(t, id, got)
 	}
-	assert.Equal(t, "anime", StyleAnime.String())
-	assert.Equal(t, "3D", Style3D.String())
-	assert.Equal(t, "golden hour", LightingGoldenHour.String())
-	assert.Equal(t, "female 1", VoiceFemale1.String())
-	assert.Equal(t, "podcast", EnhancePodcast.String())
+	labelOf := func(id interface{ Label() (string, bool) }) string { l, _ := id.Label(); return l }
+	assert.Equal(t, "6644b0c5ec3658a8e38d94f2", StyleAnime.String())
+	assert.Equal(t, "6644b0c5ec3658a8e38d94f2", fmt.Sprintf("%v", StyleAnime))
+	assert.Equal(t, "anime", labelOf(StyleAnime))
+	assert.Equal(t, "3D", labelOf(Style3D))
+	assert.Equal(t, "golden hour", labelOf(LightingGoldenHour))
+	assert.Equal(t, "female 1", labelOf(VoiceFemale1))
+	assert.Equal(t, "podcast", labelOf(EnhancePodcast))
 }
 
 func TestParseAcceptsTheFormsPeopleType(t *testing.T) {
@@ -138,8 +155,10 @@ func TestTypesAreOpenToIDsNotInTheList(t *testing.T) {
 
 func TestStyleAndColorKeepSharedSuffixesApart(t *testing.T) {
 	assert.Equal(t, string(StyleFantasy), string(ColorSepia))
-	assert.Equal(t, "fantasy", StyleFantasy.String())
-	assert.Equal(t, "sepia", ColorSepia.String())
+	fantasy, _ := StyleFantasy.Label()
+	sepia, _ := ColorSepia.Label()
+	assert.Equal(t, "fantasy", fantasy)
+	assert.Equal(t, "sepia", sepia)
 }
 
 func TestAspectAndGender(t *testing.T) {

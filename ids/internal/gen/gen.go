@@ -8,6 +8,8 @@ import (
 	"go/format"
 	"strings"
 	"unicode"
+
+	"github.com/creativegen/creative-go/ids/internal/shape"
 )
 
 // A Kind describes one kind of id in the generated code.
@@ -88,7 +90,7 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 		if label == "" {
 			return fmt.Errorf("gen: %s %s has no label", k.Key, it.ID)
 		}
-		if !isID(it.ID) {
+		if !shape.IsID(it.ID) {
 			return fmt.Errorf("gen: %s %q is not 24 lower-case hex characters", k.Key, it.ID)
 		}
 		name := k.Prefix + goName(label)
@@ -109,8 +111,8 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 		}
 	}
 	b.WriteString("}}\n\n")
-	fmt.Fprintf(b, "// String returns the id's label, or the id itself when it is not in the list.\nfunc (id %s) String() string { return %s.str(string(id)) }\n\n", k.Type, k.Var)
-	fmt.Fprintf(b, "// Label returns the id's label and whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
+	fmt.Fprintf(b, "// String returns the id as sent to the service, so that fmt and form encoders\n// print what goes on the wire; Label gives the human name.\nfunc (id %s) String() string { return string(id) }\n\n", k.Type)
+	fmt.Fprintf(b, "// Label returns the id's label (the name the specification gives it) and\n// whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
 	fmt.Fprintf(b, "// %s returns the %s id named by s: a label in any case, with spaces, hyphens\n// and underscores alike; a constant's name with or without its prefix; or a\n// full id, listed or not. An unknown name is an error that lists the labels.\n", k.Parse, k.Noun)
 	fmt.Fprintf(b, "func %s(s string) (%s, error) {\n\tid, err := %s.parse(s)\n\treturn %s(id), err\n}\n\n", k.Parse, k.Type, k.Var, k.Type)
 	fmt.Fprintf(b, "// %s lists the %s ids in the order of the specification.\nfunc %s() []%s { return list[%s](&%s) }\n", k.List, k.Noun, k.List, k.Type, k.Type, k.Var)
@@ -138,16 +140,4 @@ func goName(label string) string {
 		}
 	}
 	return b.String()
-}
-
-func isID(s string) bool {
-	if len(s) != 24 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
