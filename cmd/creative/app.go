@@ -187,7 +187,7 @@ error (nothing was sent), 130 interrupted.`,
 		Args:  cobra.NoArgs,
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "creative", creative.Version) },
 	}
-	more := []*cobra.Command{a.idsCommand(), version}
+	more := []*cobra.Command{a.batchCommand(), a.idsCommand(), version}
 	for _, c := range more {
 		c.GroupID = "more"
 	}
@@ -238,6 +238,9 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(s), " or "))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,13 +77,26 @@ func (d *display) add(b *mpb.Bar) *mpb.Bar {
 	return b
 }
 
+// drop removes a line added by status or counter.
+func (d *display) drop(b *mpb.Bar) {
+	if d == nil || b == nil {
+		return
+	}
+	b.Abort(true)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i := slices.Index(d.bars, b); i >= 0 {
+		d.bars = slices.Delete(d.bars, i, i+1)
+	}
+}
+
 // counter adds a bar of total steps with fn's text before it, the count,
 // the rate and the time left after it.
 func (d *display) counter(total int64, fn func() string) *mpb.Bar {
 	if d == nil {
 		return nil
 	}
-	return d.add(d.p.AddBar(total,
+	return d.add(d.p.AddBar(total, mpb.BarRemoveOnComplete(),
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return fn() }, decor.WCSyncSpaceR)),
 		mpb.AppendDecorators(
 			decor.AverageSpeed(0, "%.1f jobs/s", decor.WCSyncSpace),
@@ -168,9 +182,13 @@ func (w *watcher) Handle(ctx context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
 		case "attempt":
-			attempt = a.Value.Int64()
+			if a.Value.Kind() == slog.KindInt64 {
+				attempt = a.Value.Int64()
+			}
 		case "wait":
-			wait, waiting = a.Value.Duration(), true
+			if a.Value.Kind() == slog.KindDuration {
+				wait, waiting = a.Value.Duration(), true
+			}
 		}
 		return true
 	})
