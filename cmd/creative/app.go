@@ -361,6 +361,7 @@ func (a *app) watchSignals(cancel context.CancelFunc) (stop func() bool) {
 		select {
 		case <-a.signals:
 			got.Store(true)
+			a.atLineStart()
 			cancel()
 		case <-done:
 		}

@@ -494,9 +494,11 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		}
 		interrupted.Store(true)
 		close(stopStarting)
+		a.atLineStart()
 		fmt.Fprintf(a.con, "creative: batch: stopping: letting %d calls in flight finish (Ctrl-C again to cancel them)\n", inFlight.Load())
 		select {
 		case <-a.signals:
+			a.atLineStart()
 			fmt.Fprintln(a.con, "creative: batch: cancelling the calls in flight")
 			cancel()
 		case <-watchDone:

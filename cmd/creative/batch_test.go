@@ -376,3 +376,19 @@ func readFile(t *testing.T, path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+func TestBatchRunsJobsConcurrently(t *testing.T) {
+	const latency = 200 * time.Millisecond
+	srv, env := fakeEnv(t, creativetest.WithLatency(latency))
+	path := writeJobs(t, 24)
+	out := t.TempDir()
+	start := time.Now()
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	require.Eventually(t, func() bool { return srv.Count("image/text-to-image") == 24 }, 5*time.Second, time.Millisecond)
+	assert.Len(t, readResults(t, out), 24)
+	// One at a time would take 24 latencies; four workers take about 6.
+	assert.Less(t, took, 18*latency, "the jobs ran four at a time")
+	t.Logf("24 jobs at concurrency 4, %v per call: %v, %d calls", latency, took.Round(time.Millisecond), srv.Count("image/text-to-image"))
+}

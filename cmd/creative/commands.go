@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -381,15 +382,25 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 		p.sent = &status.sent
 		d.status(status.String)
 	}
-	err = a.callAndWrite(ctx, b, p, out, c, status)
+	// While the display redraws its line on the terminal, stdout is held
+	// back: a line printed under it would be erased with it.
+	stdout := a.stdout
+	var held bytes.Buffer
+	if d != nil {
+		stdout = &held
+	}
+	err = a.callAndWrite(ctx, stdout, b, p, out, c, status)
 	d.stop()
+	if _, werr := held.WriteTo(a.stdout); err == nil {
+		err = werr
+	}
 	if signalled() {
 		return errInterrupted
 	}
 	return err
 }
 
-func (a *app) callAndWrite(ctx context.Context, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
+func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
 	res, err := b.call(ctx, c, p)
 	p.close()
 	if err != nil {
@@ -397,31 +408,31 @@ func (a *app) callAndWrite(ctx context.Context, b binding, p *params, out *outpu
 	}
 	status.retryAt.Store(0)
 	if out.json {
-		return printJSON(a.stdout, res)
+		return printJSON(stdout, res)
 	}
 	switch v := res.(type) {
 	case *creative.WriterResult:
 		for i, ch := range v.Choices {
 			if i > 0 {
-				fmt.Fprintln(a.stdout, "\n---")
+				fmt.Fprintln(stdout, "\n---")
 			}
-			fmt.Fprintln(a.stdout, ch.Text)
+			fmt.Fprintln(stdout, ch.Text)
 		}
 		return nil
 	case creative.URL:
 		if out.noDownload {
-			fmt.Fprintln(a.stdout, v)
+			fmt.Fprintln(stdout, v)
 			return nil
 		}
 	case []creative.URL:
 		if out.noDownload {
 			for _, u := range v {
-				fmt.Fprintln(a.stdout, u)
+				fmt.Fprintln(stdout, u)
 			}
 			return nil
 		}
 	}
-	s := &saver{dir: out.dir, c: c, status: status, saved: func(path string) { fmt.Fprintln(a.stdout, path) }}
+	s := &saver{dir: out.dir, c: c, status: status, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }

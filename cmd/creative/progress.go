@@ -40,6 +40,18 @@ func (c *console) Write(b []byte) (int, error) {
 	return c.w.Write(b)
 }
 
+// atLineStart moves the terminal's cursor back to the start of its line,
+// past the "^C" the terminal echoes, so the display's next redraw erases
+// whole lines.
+func (a *app) atLineStart() {
+	if !a.progress {
+		return
+	}
+	a.con.mu.Lock()
+	defer a.con.mu.Unlock()
+	_, _ = io.WriteString(a.con.w, "\r")
+}
+
 // display is the progress shown on stderr when it is a terminal: lines
 // redrawn in place, removed when done. A nil *display shows nothing.
 type display struct {
