@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -378,17 +379,25 @@ func readFile(t *testing.T, path string) string {
 }
 
 func TestBatchRunsJobsConcurrently(t *testing.T) {
-	const latency = 200 * time.Millisecond
-	srv, env := fakeEnv(t, creativetest.WithLatency(latency))
+	const serviceTime = 100 * time.Millisecond
+	srv, env := fakeEnv(t)
+	calls := watchPrompts(srv)
+	var inFlight, most atomic.Int32
+	calls.hook = func(int, *http.Request) {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(serviceTime) // the service at work
+		inFlight.Add(-1)
+	}
 	path := writeJobs(t, 24)
 	out := t.TempDir()
 	start := time.Now()
 	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
 	took := time.Since(start)
 	require.Equal(t, 0, code, stderr)
-	require.Eventually(t, func() bool { return srv.Count("image/text-to-image") == 24 }, 5*time.Second, time.Millisecond)
+	assert.Len(t, calls.take(), 24)
 	assert.Len(t, readResults(t, out), 24)
-	// One at a time would take 24 latencies; four workers take about 6.
-	assert.Less(t, took, 18*latency, "the jobs ran four at a time")
-	t.Logf("24 jobs at concurrency 4, %v per call: %v, %d calls", latency, took.Round(time.Millisecond), srv.Count("image/text-to-image"))
+	assert.Equal(t, int32(4), most.Load(), "four calls at a time, never more")
+	t.Logf("24 jobs at concurrency 4, %v per call: %v, 24 calls", serviceTime, took.Round(time.Millisecond))
 }

@@ -73,11 +73,10 @@ func TestSignalsCancelTheCallAndLeaveNoFile(t *testing.T) {
 
 	t.Run("Ctrl-C during a download exits 130 and removes the temporary file", func(t *testing.T) {
 		started := make(chan struct{})
-		var srv *httptest.Server
-		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/audio/v1/text-to-music" {
 				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"success":true,"message":"ok","data":"%s/files/slow.wav"}`, srv.URL)
+				fmt.Fprintf(w, `{"success":true,"message":"ok","data":"http://%s/files/slow.wav"}`, r.Host)
 				return
 			}
 			w.Header().Set("Content-Length", "10000000")
