@@ -105,6 +105,10 @@ type job struct {
 	hash string // of the line's bytes: an edited line is a new job
 	b    binding
 	p    *params
+	// paid are the generated files' URLs of an earlier run whose call
+	// succeeded but whose downloads did not: only the downloads are tried
+	// again.
+	paid []string
 }
 
 // A record is one line of results.jsonl.
@@ -151,7 +155,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if err != nil {
 		return err
 	}
-	done, err := readDone(filepath.Join(f.out, resultsFile))
+	done, paid, err := readDone(filepath.Join(f.out, resultsFile))
 	if err != nil {
 		return err
 	}
@@ -165,6 +169,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 			skipped++
 			continue
 		}
+		j.paid = paid[doneKey{j.line, j.hash}]
 		todo = append(todo, j)
 	}
 	if f.dryRun {
@@ -366,7 +371,12 @@ func newDryClient() (*creative.Client, error) {
 
 func (a *app) dryRunReport(todo []*job, skipped, total int, f *batchFlags) error {
 	counts := map[string]int{}
+	downloads := 0
 	for _, j := range todo {
+		if j.paid != nil {
+			downloads++
+			continue
+		}
 		counts[j.p.op.Name]++
 	}
 	for _, op := range ops.All {
@@ -378,7 +388,11 @@ func (a *app) dryRunReport(todo []*job, skipped, total int, f *batchFlags) error
 	if f.shard != "" {
 		shard = " in shard " + f.shard
 	}
-	fmt.Fprintf(a.stdout, "%d calls would be made%s (%d jobs checked, %d already recorded ok); nothing was sent\n", len(todo), shard, total, skipped)
+	fmt.Fprintf(a.stdout, "%d calls would be made%s (%d jobs checked, %d already recorded ok", len(todo)-downloads, shard, total, skipped)
+	if downloads > 0 {
+		fmt.Fprintf(a.stdout, ", %d paid for but not downloaded", downloads)
+	}
+	fmt.Fprintln(a.stdout, "); nothing was sent")
 	return nil
 }
 
@@ -388,24 +402,33 @@ type doneKey struct {
 	hash string
 }
 
-// readDone reads results.jsonl, if there is one, for the jobs recorded ok.
-// Lines that do not parse (a crash in the middle of a write) are ignored.
-func readDone(path string) (map[doneKey]bool, error) {
-	done := map[doneKey]bool{}
+// readDone reads results.jsonl, if there is one: the jobs recorded ok,
+// and the URLs of jobs whose call succeeded but whose files were not all
+// downloaded. Lines that do not parse (a crash in the middle of a write)
+// are ignored.
+func readDone(path string) (done map[doneKey]bool, paid map[doneKey][]string, err error) {
+	done, paid = map[doneKey]bool{}, map[doneKey][]string{}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return done, nil
+		return done, paid, nil
 	}
 	if err != nil {
-		return nil, usagef("batch: %v", err)
+		return nil, nil, usagef("batch: %v", err)
 	}
 	for _, raw := range bytes.Split(data, []byte("\n")) {
 		var r record
-		if json.Unmarshal(raw, &r) == nil && r.OK && r.Hash != "" {
-			done[doneKey{r.Line, r.Hash}] = true
+		if json.Unmarshal(raw, &r) != nil || r.Hash == "" {
+			continue
+		}
+		k := doneKey{r.Line, r.Hash}
+		switch {
+		case r.OK:
+			done[k] = true
+		case len(r.URLs) > 0:
+			paid[k] = r.URLs
 		}
 	}
-	return done, nil
+	return done, paid, nil
 }
 
 // resultLog appends records to results.jsonl, one write per job, as jobs
@@ -606,7 +629,18 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 	if d != nil {
 		j.p.sent = &status.sent
 	}
-	res, err := j.b.call(context.WithValue(ctx, attemptsKey{}, &attempts), c, j.p)
+	var res any
+	var err error
+	if j.paid != nil {
+		// Paid for already: fetch the files, do not call again.
+		us := make([]creative.URL, len(j.paid))
+		for i, u := range j.paid {
+			us[i] = creative.URL(u)
+		}
+		res = us
+	} else {
+		res, err = j.b.call(context.WithValue(ctx, attemptsKey{}, &attempts), c, j.p)
+	}
 	j.p.close()
 	r.Attempts = int(attempts.Load())
 	if err == nil {
@@ -619,6 +653,9 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 	r.OK = err == nil
 	if err != nil {
 		r.Error = strings.TrimPrefix(oneLine(err.Error()), "creative: ")
+		if len(r.URLs) > 0 {
+			r.Error = "the call succeeded but its files were not all downloaded (a rerun downloads them, without calling again): " + r.Error
+		}
 	}
 	return r
 }

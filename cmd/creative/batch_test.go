@@ -401,3 +401,32 @@ func TestBatchRunsJobsConcurrently(t *testing.T) {
 	assert.Equal(t, int32(4), most.Load(), "four calls at a time, never more")
 	t.Logf("24 jobs at concurrency 4, %v per call: %v, 24 calls", serviceTime, took.Round(time.Millisecond))
 }
+
+func TestBatchDownloadsAgainWithoutPayingAgain(t *testing.T) {
+	srv, env := fakeEnv(t)
+	var calls atomic.Int32
+	srv.Handle("audio/text-to-music", func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"success":true,"message":"ok","data":"http://%s/files/gone.wav"}`, r.Host)
+	})
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"op":"audio/text-to-music","prompt":"p"}`+"\n"), 0o644))
+	out := t.TempDir()
+	for run := 1; run <= 2; run++ {
+		code, _, stderr := runCLI(t, env, "batch", path, "--out", out)
+		assert.Equal(t, 1, code, stderr)
+		recs := readResults(t, out)
+		require.Len(t, recs, run)
+		last := recs[run-1]
+		assert.False(t, last.OK)
+		assert.Equal(t, []string{srv.URL + "/files/gone.wav"}, last.URLs)
+		assert.Contains(t, last.Error, "the call succeeded but its files were not all downloaded")
+		assert.Contains(t, last.Error, "HTTP 404")
+	}
+	assert.Equal(t, int32(1), calls.Load(), "the paid call was made once")
+	code, stdout, _ := runCLI(t, env, "batch", path, "--out", out, "--dry-run")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "0 calls would be made (1 jobs checked, 0 already recorded ok, 1 paid for but not downloaded)")
+	noTempFiles(t, out)
+}

@@ -42,8 +42,7 @@ type saved struct {
 
 // save writes the result of one call. Writer texts are not files: their
 // text is returned.
-func (s *saver) save(ctx context.Context, stem string, res any) (saved, error) {
-	var out saved
+func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err error) {
 	switch v := res.(type) {
 	case *creative.WriterResult:
 		texts := make([]string, len(v.Choices))
@@ -51,24 +50,25 @@ func (s *saver) save(ctx context.Context, stem string, res any) (saved, error) {
 			texts[i] = ch.Text
 		}
 		out.text = strings.Join(texts, "\n\n---\n\n")
-		return out, nil
 	case creative.Image:
-		return out, s.images(stem, []creative.Image{v}, &out)
+		err = s.images(stem, []creative.Image{v}, &out)
 	case []creative.Image:
-		return out, s.images(stem, v, &out)
+		err = s.images(stem, v, &out)
 	case creative.URL:
-		return out, s.urls(ctx, stem, []creative.URL{v}, &out)
+		err = s.urls(ctx, stem, []creative.URL{v}, &out)
 	case []creative.URL:
-		return out, s.urls(ctx, stem, v, &out)
+		err = s.urls(ctx, stem, v, &out)
 	case *creative.Audio:
 		defer v.Close()
 		n := namer{stem: stem}
-		return out, s.write(&n, &out, audioExt(v.ContentType), func(w io.Writer) error {
+		err = s.write(&n, &out, audioExt(v.ContentType), func(w io.Writer) error {
 			_, err := io.Copy(w, v)
 			return err
 		})
+	default:
+		err = fmt.Errorf("creative: no way to write a %T", res)
 	}
-	return out, fmt.Errorf("creative: no way to write a %T", res)
+	return out, err
 }
 
 func (s *saver) images(stem string, ims []creative.Image, out *saved) error {
