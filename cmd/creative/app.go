@@ -55,6 +55,7 @@ type globals struct {
 // usageError is a mistake in the command line, reported with exit status 2.
 type usageError struct{ msg string }
 
+// Error returns the message.
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
@@ -63,7 +64,10 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // one cobra found in the command line (always a usage error).
 type ranError struct{ err error }
 
+// Error returns the wrapped error's message.
 func (e *ranError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *ranError) Unwrap() error { return e.err }
 
 // interrupted reports a run ended by Ctrl-C or SIGTERM.

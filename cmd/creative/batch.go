@@ -353,6 +353,7 @@ var errDry = errors.New("dry run: not sent")
 
 type dryTransport struct{}
 
+// RoundTrip sends nothing and fails with errDry.
 func (dryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
@@ -474,6 +475,7 @@ type attemptsKey struct{}
 // countingTransport counts each attempt in the counter its context holds.
 type countingTransport struct{ next http.RoundTripper }
 
+// RoundTrip counts the attempt, then sends it.
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
 		n.Add(1)

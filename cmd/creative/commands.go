@@ -239,6 +239,7 @@ type fieldValue struct {
 	f ops.Field
 }
 
+// String returns the value as given, for help's defaults.
 func (v *fieldValue) String() string {
 	switch x := v.p.vals[v.f.Name].(type) {
 	case nil:
@@ -250,8 +251,10 @@ func (v *fieldValue) String() string {
 	}
 }
 
+// Set parses a command-line word into the field.
 func (v *fieldValue) Set(s string) error { return v.p.setText(v.f, s) }
 
+// Type names the kind of value in help.
 func (v *fieldValue) Type() string {
 	switch v.f.Type {
 	case ops.Number:

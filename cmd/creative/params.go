@@ -184,18 +184,21 @@ type countingFile struct {
 	n *atomic.Int64
 }
 
+// Read reads from the file, counting the bytes.
 func (c *countingFile) Read(b []byte) (int, error) {
 	n, err := c.f.Read(b)
 	c.n.Add(int64(n))
 	return n, err
 }
 
+// ReadAt reads from the file at off, counting the bytes.
 func (c *countingFile) ReadAt(b []byte, off int64) (int, error) {
 	n, err := c.f.ReadAt(b, off)
 	c.n.Add(int64(n))
 	return n, err
 }
 
+// Seek seeks in the file.
 func (c *countingFile) Seek(off int64, whence int) (int64, error) { return c.f.Seek(off, whence) }
 
 // kebab turns a wire name into a flag name: numberOfResults becomes

@@ -26,6 +26,7 @@ type console struct {
 	p  *mpb.Progress
 }
 
+// Write writes b to stderr, above the progress display while it shows.
 func (c *console) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	p := c.p
@@ -154,6 +155,7 @@ func newCallStatus(op string) *callStatus {
 	return s
 }
 
+// String is the status line.
 func (s *callStatus) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %.1fs", s.op, time.Since(s.start).Seconds())
@@ -185,8 +187,10 @@ type watcher struct {
 	next   slog.Handler
 }
 
+// Enabled takes every level: the attempts are logged at Debug.
 func (w *watcher) Enabled(ctx context.Context, l slog.Level) bool { return true }
 
+// Handle reads the attempt and the wait of a record, then passes it on.
 func (w *watcher) Handle(ctx context.Context, r slog.Record) error {
 	var attempt int64
 	var wait time.Duration
@@ -214,6 +218,7 @@ func (w *watcher) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
+// WithAttrs returns a watcher whose next handler has attrs.
 func (w *watcher) WithAttrs(attrs []slog.Attr) slog.Handler {
 	n := &watcher{status: w.status}
 	if w.next != nil {
@@ -222,6 +227,7 @@ func (w *watcher) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return n
 }
 
+// WithGroup returns a watcher whose next handler has the group.
 func (w *watcher) WithGroup(name string) slog.Handler {
 	n := &watcher{status: w.status}
 	if w.next != nil {
@@ -233,6 +239,7 @@ func (w *watcher) WithGroup(name string) slog.Handler {
 // counting is an io.Writer that only counts.
 type counting struct{ n *atomic.Int64 }
 
+// Write counts b.
 func (c counting) Write(b []byte) (int, error) { c.n.Add(int64(len(b))); return len(b), nil }
 
 func humanBytes(n int64) string {
