@@ -243,3 +243,35 @@ func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
 	s.got.Store(2048)
 	assert.Contains(t, s.String(), "sent 3.0 MiB got 2.0 KiB")
 }
+
+func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
+	for _, op := range ops.All {
+		b, ok := bindings[op.Name]
+		require.True(t, ok, "%s has no binding", op.Name)
+		assert.NotNil(t, b.call, op.Name)
+		assert.True(t, strings.HasPrefix(b.example, "creative "+op.Area()+" "+op.Verb()+" "), op.Name)
+		named := map[string]bool{}
+		for f := range b.help {
+			named[f] = true
+		}
+		for f := range b.defaults {
+			named[f] = true
+		}
+		for _, f := range b.filled {
+			named[f] = true
+		}
+		for f := range named {
+			_, ok := op.Field(f)
+			assert.True(t, ok, "%s: the binding names %q, which is not a field of the operation", op.Name, f)
+		}
+		code, stdout, _ := runCLI(t, nil, op.Area(), op.Verb(), "--help")
+		require.Equal(t, 0, code)
+		for _, f := range op.Fields {
+			assert.Contains(t, stdout, "--"+kebab(f.Name)+" ", op.Name)
+		}
+	}
+	for name := range bindings {
+		_, ok := ops.Lookup(name)
+		assert.True(t, ok, "binding %s names no operation", name)
+	}
+}
