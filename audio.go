@@ -68,7 +68,7 @@ type EnhanceAudioRequest struct {
 	// Audio is the file to enhance (required).
 	Audio File `url:"-"`
 	// TypeID is the kind of recording, such as ids.EnhancePodcast (required).
-	TypeID ids.EnhanceTypeID `url:"-"`
+	TypeID ids.EnhanceTypeID `url:"typeId"`
 }
 
 // EnhanceAudio enhances an audio file and returns the URL of the result.
@@ -82,10 +82,7 @@ func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts
 	}
 	// The form is built from a plain string: go-querystring would print the
 	// typed id through its String method, which gives the label.
-	fields := struct {
-		TypeID string `url:"typeId"`
-	}{string(req.TypeID)}
-	body, err := form(op, fields, "audio", req.Audio)
+	body, err := form(op, req, "audio", req.Audio)
 	if err != nil {
 		return "", err
 	}

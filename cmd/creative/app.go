@@ -4,191 +4,112 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // Exit statuses.
 const (
-	exitOK    = 0
-	exitAPI   = 1 // the service answered with an error, or the network failed
-	exitUsage = 2 // usage, configuration or validation: nothing was sent
+	exitOK        = 0
+	exitAPI       = 1   // the service answered with an error, or the network failed
+	exitUsage     = 2   // usage, configuration or validation: nothing was sent
+	exitInterrupt = 130 // Ctrl-C or SIGTERM, as shells report a SIGINT
 )
 
 // app is one run of the command, with its streams and environment.
 type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	progress       bool // stderr is a terminal: show elapsed time and bytes
+	progress       bool // stderr is a terminal: show progress on it
+	// signals delivers Ctrl-C and SIGTERM; nil when nobody sends them.
+	signals <-chan os.Signal
+
+	g   globals
+	con *console // stderr, shared with the progress display
 }
 
-// globals are the flags every operation takes.
+// globals are the flags every command takes.
 type globals struct {
-	baseURL    string
-	out        string
-	fake       bool
-	json       bool
-	noDownload bool
-	timeout    time.Duration
-	retries    int
-	verbose    bool
+	baseURL string
+	fake    bool
+	timeout time.Duration
+	retries int
+	verbose bool
 }
 
 // usageError is a mistake in the command line, reported with exit status 2.
 type usageError struct{ msg string }
 
+// Error returns the message.
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// boolFlags are the flags that take no value.
-var boolFlags = map[string]bool{"fake": true, "json": true, "no-download": true, "v": true, "help": true, "h": true}
+// ranError marks an error returned by a command's own code, as opposed to
+// one cobra found in the command line (always a usage error).
+type ranError struct{ err error }
 
-// split separates positional words from flags, so that flags may come
-// before or after them; a flag that takes a value keeps the word after it.
-func split(args []string) (words, flags []string) {
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--" {
-			words = append(words, args[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(arg, "-") || arg == "-" {
-			words = append(words, arg)
-			continue
-		}
-		flags = append(flags, arg)
-		name := strings.TrimLeft(arg, "-")
-		if strings.Contains(name, "=") || boolFlags[name] {
-			continue
-		}
-		if i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return words, flags
-}
+// Error returns the wrapped error's message.
+func (e *ranError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *ranError) Unwrap() error { return e.err }
+
+// interrupted reports a run ended by Ctrl-C or SIGTERM.
+var errInterrupted = errors.New("interrupted")
 
 func (a *app) run(args []string) int {
-	words, flags := split(args)
-	if len(words) == 0 || words[0] == "help" {
-		if len(words) > 1 {
-			return a.commandHelp(words[1:])
-		}
-		a.help(a.stdout)
-		if len(words) == 0 && !contains(flags, "-h", "--help", "-help") {
-			return exitUsage
-		}
+	a.con = &console{w: a.stderr}
+	root := a.commands()
+	if args == nil {
+		args = []string{}
+	}
+	root.SetArgs(args)
+	root.SetOut(a.stdout)
+	root.SetErr(a.con)
+	cmd, err := root.ExecuteC()
+	if err == nil {
 		return exitOK
 	}
-	switch words[0] {
-	case "version":
-		fmt.Fprintln(a.stdout, "creative", creative.Version)
-		return exitOK
-	case "ids":
-		return a.listIDs(words[1:])
-	}
-	if len(words) != 2 {
-		return a.fail(usagef("want <area> <operation>, such as: creative image text-to-image --prompt ... (see creative help)"))
-	}
-	cmd, ok := findCommand(words[0], words[1])
-	if !ok {
-		return a.fail(usagef("unknown command %q (see creative help)", strings.Join(words, " ")))
-	}
-	fs := flag.NewFlagSet(cmd.path(), flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	g := &globals{}
-	fs.StringVar(&g.baseURL, "base-url", a.getenv(creative.EnvBaseURL), "base URL of the service")
-	fs.StringVar(&g.out, "out", ".", "directory to write results to")
-	fs.BoolVar(&g.fake, "fake", false, "run against the built-in fake service")
-	fs.BoolVar(&g.json, "json", false, "print the result as JSON instead of writing files")
-	fs.BoolVar(&g.noDownload, "no-download", false, "print generated files' URLs instead of downloading them")
-	fs.DurationVar(&g.timeout, "timeout", 5*time.Minute, "bound on the whole call, retries included")
-	fs.IntVar(&g.retries, "retries", creative.DefaultMaxRetries, "how many times a failed attempt is retried")
-	fs.BoolVar(&g.verbose, "v", false, "log each attempt and retry on stderr (the key is never logged)")
-	call := cmd.flags(fs)
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			cmd.usage(a.stdout, fs)
-			return exitOK
-		}
-		return a.fail(usagef("%s: %v", cmd.path(), err))
-	}
-	return a.execute(cmd, g, call)
+	return a.fail(cmd, err)
 }
 
-func contains(list []string, any ...string) bool {
-	for _, v := range list {
-		for _, w := range any {
-			if v == w {
-				return true
-			}
+// fail prints err on stderr and returns its exit status.
+func (a *app) fail(cmd *cobra.Command, err error) int {
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintln(a.con, "creative: interrupted")
+		return exitInterrupt
+	}
+	var ran *ranError
+	if !errors.As(err, &ran) {
+		// cobra found it: an unknown command or flag, a missing flag.
+		msg := err.Error()
+		if cmd != nil {
+			msg += " (see " + cmd.CommandPath() + " --help)"
 		}
+		fmt.Fprintln(a.con, "creative: "+oneLine(msg))
+		return exitUsage
 	}
-	return false
-}
-
-// execute makes the client, calls the operation and writes its result.
-func (a *app) execute(cmd *command, g *globals, call caller) int {
-	opts := []creative.Option{creative.WithTimeout(g.timeout), creative.WithMaxRetries(g.retries), creative.WithUserAgent("creative-cli")}
-	if g.verbose {
-		opts = append(opts, creative.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	}
-	var client *creative.Client
-	if g.fake {
-		srv := creativetest.NewServer()
-		defer srv.Close()
-		fmt.Fprintf(a.stderr, "creative: using the built-in fake service at %s\n", srv.URL)
-		client = srv.Client(opts...)
-	} else {
-		if g.baseURL == "" {
-			return a.fail(usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL))
-		}
-		c, err := creative.New(append(opts, creative.WithBaseURL(g.baseURL), creative.WithAccessKey(a.getenv(creative.EnvAccessKey)))...)
-		if err != nil {
-			return a.fail(&usageError{err.Error()})
-		}
-		client = c
-	}
-	defer client.CloseIdleConnections()
-	if !g.json {
-		if err := os.MkdirAll(g.out, 0o755); err != nil {
-			return a.fail(usagef("--out: %v", err))
-		}
-	}
-
-	ctx := context.Background()
-	p := &progress{}
-	stop := a.showProgress(cmd.path(), p)
-	res, err := call(ctx, client, p)
-	stop()
-	if err != nil {
-		return a.fail(err)
-	}
-	w := &writer{app: a, g: g, c: client, op: cmd.name}
-	if err := w.write(ctx, res); err != nil {
-		return a.fail(err)
-	}
-	return exitOK
-}
-
-// fail prints err on one line and returns its exit status.
-func (a *app) fail(err error) int {
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	msg := oneLine(err.Error())
 	if !strings.HasPrefix(msg, "creative: ") {
 		msg = "creative: " + msg
 	}
-	fmt.Fprintln(a.stderr, msg)
+	fmt.Fprintln(a.con, msg)
 	var usage *usageError
 	var invalid *creative.ValidationError
 	if errors.As(err, &usage) || errors.As(err, &invalid) {
@@ -197,67 +118,290 @@ func (a *app) fail(err error) int {
 	return exitAPI
 }
 
-func (a *app) help(w io.Writer) {
-	fmt.Fprint(w, `creative calls the Creative Generation Service.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-Usage:
-  creative <area> <operation> [flags]
-  creative <area> <operation> --help
-  creative ids [kind]
-  creative version
-
-Operations:
-`)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-32s %s\n", c.area+" "+c.name, c.summary)
+// ran wraps a command's own code so that its errors are told apart from
+// cobra's.
+func ran(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			return &ranError{err}
+		}
+		return nil
 	}
-	fmt.Fprint(w, `
-Global flags (before or after the words):
-  --base-url URL     the service (default $CREATIVE_BASE_URL)
-  --out DIR          where results are written (default .)
-  --fake             use the built-in fake service: no key, no network
-  --json             print the result as JSON instead of writing files
-  --no-download      print generated files' URLs instead of downloading them
-  --timeout D        bound on the whole call, retries included (default 5m)
-  --retries N        retries of a failed attempt (default 2)
-  -v                 log attempts and retries on stderr
-
-The access key is read from CREATIVE_ACCESS_KEY.
-Exit status: 0 success, 1 API or network error, 2 usage or validation error.
-`)
 }
 
-func (a *app) commandHelp(words []string) int {
-	if len(words) != 2 {
-		a.help(a.stdout)
-		return exitOK
+// commands builds the command tree: the areas and their operations from
+// the table in internal/ops, then batch, ids and version.
+func (a *app) commands() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "creative",
+		Short: "Call the Creative Generation Service from the shell",
+		Long: `creative calls the Creative Generation Service: one command per operation,
+named as the API path /<area>/v1/<operation>, and batch for many jobs.
+
+Results are written to --out (images decoded, generated files downloaded,
+speech saved) and each path is printed on its own line. The access key is
+read from CREATIVE_ACCESS_KEY and the base URL from --base-url or
+CREATIVE_BASE_URL; --fake runs against a built-in fake service instead.
+
+Exit status: 0 success, 1 API or network error, 2 usage or validation
+error (nothing was sent), 130 interrupted.`,
+		Example: `  creative image text-to-image --prompt "a fox in the snow" --style-id anime
+  creative --fake audio text-to-speech --prompt "Hello" --voice-id female-1
+  creative batch jobs.jsonl --out results --concurrency 8`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		Args:              subcommandArgs,
+		RunE:              needSubcommand,
+		PersistentPreRunE: ran(func(*cobra.Command, []string) error { return a.checkGlobals() }),
 	}
-	cmd, ok := findCommand(words[0], words[1])
-	if !ok {
-		return a.fail(usagef("unknown command %q (see creative help)", strings.Join(words, " ")))
+	root.SetUsageTemplate(usageTemplate)
+	root.AddGroup(&cobra.Group{ID: "ops", Title: "Operations, by area:"}, &cobra.Group{ID: "more", Title: "More commands:"})
+	root.SetHelpCommandGroupID("more")
+	root.SetCompletionCommandGroupID("more")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.g.baseURL, "base-url", "", "base URL of the service (default $"+creative.EnvBaseURL+")")
+	pf.BoolVar(&a.g.fake, "fake", false, "use the built-in fake service: no key, no network")
+	pf.DurationVar(&a.g.timeout, "timeout", 5*time.Minute, "bound on each call, retries included (0: none)")
+	pf.IntVar(&a.g.retries, "retries", creative.DefaultMaxRetries, "retries of a failed attempt (0: none)")
+	pf.BoolVarP(&a.g.verbose, "verbose", "v", false, "log attempts and retries on stderr (the key is never logged)")
+
+	areas := map[string]*cobra.Command{}
+	for _, op := range ops.All {
+		area := areas[op.Area()]
+		if area == nil {
+			area = &cobra.Command{
+				Use:     op.Area(),
+				Short:   "The " + op.Area() + " operations",
+				Long:    "The " + op.Area() + " operations of the service, one command each (POST /" + op.Area() + "/v1/<operation>).",
+				Args:    subcommandArgs,
+				RunE:    needSubcommand,
+				GroupID: "ops",
+			}
+			areas[op.Area()] = area
+			root.AddCommand(area)
+		}
+		area.AddCommand(a.opCommand(op, bindings[op.Name]))
 	}
-	fs := flag.NewFlagSet(cmd.path(), flag.ContinueOnError)
-	cmd.flags(fs)
-	cmd.usage(a.stdout, fs)
-	return exitOK
+	version := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "creative", creative.Version) },
+	}
+	more := []*cobra.Command{a.batchCommand(), a.idsCommand(), version}
+	for _, c := range more {
+		c.GroupID = "more"
+	}
+	root.AddCommand(more...)
+	var list strings.Builder
+	for _, op := range ops.All {
+		fmt.Fprintf(&list, "\n  %-25s %s", op.Area()+" "+op.Verb(), op.Summary)
+	}
+	root.Long += "\n\nOperations:" + list.String()
+	shareBoolFlags(root)
+	return root
 }
 
-// listIDs prints the ids of one kind, or of all kinds.
-func (a *app) listIDs(words []string) int {
-	kinds := ids.Kinds()
-	if len(words) > 0 {
-		if _, err := ids.Entries(words[0]); err != nil {
-			return a.fail(&usageError{err.Error()})
-		}
-		kinds = []string{words[0]}
+// usageTemplate is cobra's, without a "creative image [flags]" line for
+// commands that only lead to others.
+const usageTemplate = `Usage:{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{else}}
+  {{.UseLine}}{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{if eq (len .Groups) 0}}
+
+Available Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{else}}{{range $group := .Groups}}
+
+{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if not .AllChildCommandsHaveGroup}}
+
+Additional Commands:{{range $cmds}}{{if (and (eq .GroupID "") (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
+`
+
+// subcommandArgs refuses a word that names no command below, suggesting
+// the nearest names.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
 	}
-	for _, k := range kinds {
-		es, _ := ids.Entries(k)
-		for _, e := range es {
-			fmt.Fprintf(a.stdout, "%s\t%s\t%s\n", e.Kind, e.ID, e.Label)
-		}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
 	}
-	return exitOK
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(s), " or "))
+	}
+	return errors.New(msg)
+}
+
+// noArgs refuses words after an operation.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected %q after %q: values are given with flags", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
+
+// needSubcommand is what creative and an area do alone: show their help
+// on stderr and fail, since there is nothing to run.
+func needSubcommand(cmd *cobra.Command, _ []string) error {
+	cmd.SetOut(cmd.ErrOrStderr())
+	_ = cmd.Help()
+	return errors.New("a command is needed")
+}
+
+// shareBoolFlags tells each command with subcommands about the flags below
+// it that take no value, hidden, so that such a flag given before the words
+// ("creative --json image ...") is not taken to consume the next word.
+func shareBoolFlags(root *cobra.Command) {
+	var walk func(c *cobra.Command) map[string]bool
+	walk = func(c *cobra.Command) map[string]bool {
+		below := map[string]bool{}
+		for _, sub := range c.Commands() {
+			for name := range walk(sub) {
+				below[name] = true
+			}
+			sub.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+				if f.NoOptDefVal != "" {
+					below[f.Name] = true
+				}
+			})
+		}
+		for name := range below {
+			if c.Flags().Lookup(name) == nil && c.PersistentFlags().Lookup(name) == nil {
+				c.Flags().Bool(name, false, "")
+				_ = c.Flags().MarkHidden(name)
+			}
+		}
+		return below
+	}
+	walk(root)
+}
+
+// checkGlobals refuses values of the global flags that cannot work, naming
+// the flag, before anything else happens.
+func (a *app) checkGlobals() error {
+	if a.g.retries < 0 {
+		return usagef("--retries must be 0 or more, got %d", a.g.retries)
+	}
+	if a.g.timeout < 0 {
+		return usagef("--timeout must be 0 (no bound) or more, got %v", a.g.timeout)
+	}
+	if a.g.baseURL == "" {
+		a.g.baseURL = a.getenv(creative.EnvBaseURL)
+	}
+	return nil
+}
+
+// newClient returns the client the run's calls go through: the built-in
+// fake's, or one made from the flags and environment. close releases it.
+func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close func(), err error) {
+	opts := []creative.Option{creative.WithTimeout(a.g.timeout), creative.WithMaxRetries(a.g.retries), creative.WithUserAgent("creative-cli")}
+	if a.g.verbose {
+		opts = append(opts, creative.WithLogger(slog.New(slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	}
+	opts = append(opts, extra...)
+	if a.g.fake {
+		srv := creativetest.NewServer()
+		fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL)
+		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey)}, opts...)...)
+		if err != nil {
+			srv.Close()
+			return nil, nil, &usageError{err.Error()}
+		}
+		return c, func() { c.CloseIdleConnections(); srv.Close() }, nil
+	}
+	if a.g.baseURL == "" {
+		return nil, nil, usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL)
+	}
+	if u, err := url.Parse(a.g.baseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, nil, usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
+	}
+	key := a.getenv(creative.EnvAccessKey)
+	if key == "" {
+		return nil, nil, usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
+	}
+	c, err = creative.New(append([]creative.Option{creative.WithBaseURL(a.g.baseURL), creative.WithAccessKey(key)}, opts...)...)
+	if err != nil {
+		return nil, nil, &usageError{err.Error()}
+	}
+	return c, c.CloseIdleConnections, nil
+}
+
+// watchSignals cancels the call's context on the first Ctrl-C or SIGTERM.
+// The returned func stops watching and reports whether a signal came.
+func (a *app) watchSignals(cancel context.CancelFunc) (stop func() bool) {
+	done := make(chan struct{})
+	var got atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-a.signals:
+			got.Store(true)
+			a.atLineStart()
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() bool {
+		close(done)
+		wg.Wait()
+		return got.Load()
+	}
+}
+
+// idsCommand lists the ids of one kind, or of all kinds.
+func (a *app) idsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:       "ids [kind]",
+		Short:     "List the ids and labels that id flags accept",
+		Long:      "List the ids of one kind (" + strings.Join(ids.Kinds(), ", ") + ") or of all kinds, as: kind, id, label. Id flags take the id or its label.",
+		Args:      cobra.MaximumNArgs(1),
+		ValidArgs: ids.Kinds(),
+		RunE: ran(func(cmd *cobra.Command, args []string) error {
+			kinds := ids.Kinds()
+			if len(args) > 0 {
+				if _, err := ids.Entries(args[0]); err != nil {
+					return &usageError{err.Error()}
+				}
+				kinds = args[:1]
+			}
+			for _, k := range kinds {
+				es, _ := ids.Entries(k)
+				for _, e := range es {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\n", e.Kind, e.ID, e.Label)
+				}
+			}
+			return nil
+		}),
+	}
 }
 
 // jsonOut prints v as indented JSON.

@@ -1,257 +1,471 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
-// A caller makes one operation's call once the flags are parsed.
-type caller func(ctx context.Context, c *creative.Client, p *progress) (any, error)
-
-// A command is one operation of the service.
-type command struct {
-	area, name string
-	summary    string
-	example    string
-	// flags registers the operation's flags and returns its call.
-	flags func(fs *flag.FlagSet) caller
+// A binding is what the command line adds to an operation of the table in
+// internal/ops: how its fields become the SDK's request, an example, and
+// help words where the field's name says too little. Names, fields, types
+// and which fields are required come from the table.
+type binding struct {
+	example string
+	help    map[string]string // field -> flag help
+	// defaults are values the command line and batch files use when a
+	// field is not given (as typed on the command line); such a field is
+	// not required of the user.
+	defaults map[string]string
+	// filled are fields the wire requires that call fills in when it can
+	// (from shorthand flags or other fields); the SDK reports them when it
+	// cannot.
+	filled []string
+	// extra registers flags beyond the operation's fields.
+	extra func(fs *pflag.FlagSet, p *params)
+	// call builds the request from p and calls the SDK.
+	call func(ctx context.Context, c *creative.Client, p *params) (any, error)
 }
 
-func (c *command) path() string { return c.area + "/" + c.name }
-
-func (c *command) usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "creative %s %s: %s\n\nExample:\n  %s\n\nFlags:\n", c.area, c.name, c.summary, c.example)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+// required reports whether the user must give field f.
+func (b binding) required(f ops.Field) bool {
+	_, def := b.defaults[f.Name]
+	return f.Required && !def && !slices.Contains(b.filled, f.Name)
 }
 
-func findCommand(area, name string) (*command, bool) {
-	for i := range commands {
-		if commands[i].area == area && commands[i].name == name {
-			return &commands[i], true
+// checked returns p's first problem, or nil.
+func checked(p *params) error { return p.bad }
+
+// bindings holds one binding per operation of ops.All, by name.
+var bindings = map[string]binding{
+	"text/writer-tool": {
+		example: `creative text writer-tool --job-role "Backend engineer" --job-skills "Go, SQL" --language English --tone formal`,
+		help: map[string]string{
+			"inputs":  `inputs as a JSON array (for CoverLetter: [{"jobRole":...,"jobSkills":...}])`,
+			"useCase": "use case (default CoverLetter with --job-role)",
+			"action":  "action (default generate_writenow for CoverLetter)",
+			"number":  "number of texts",
+		},
+		defaults: map[string]string{"number": "1"},
+		filled:   []string{"inputs", "useCase", "action"},
+		extra: func(fs *pflag.FlagSet, p *params) {
+			fs.StringVar(&p.jobRole, "job-role", "", "CoverLetter shorthand: the job role")
+			fs.StringVar(&p.jobSkills, "job-skills", "", "CoverLetter shorthand: the job skills")
+		},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			req := creative.WriterToolRequest{
+				Inputs: p.array("inputs"), Language: creative.Language(p.str("language")), Number: p.whole("number"),
+				UseCase: creative.UseCase(p.str("useCase")), Action: creative.Action(p.str("action")), Tone: creative.Tone(p.str("tone")),
+			}
+			if p.jobRole != "" || p.jobSkills != "" {
+				req.Inputs = append(req.Inputs, creative.CoverLetterInput{JobRole: p.jobRole, JobSkills: p.jobSkills})
+				if req.UseCase == "" {
+					req.UseCase = creative.UseCaseCoverLetter
+				}
+			}
+			if req.UseCase == creative.UseCaseCoverLetter && req.Action == "" {
+				req.Action = creative.ActionGenerateWriteNow
+			}
+			if err := checked(p); err != nil {
+				return nil, err
+			}
+			return c.WriterTool(ctx, req)
+		},
+	},
+	"audio/text-to-music": {
+		example: `creative audio text-to-music --prompt "calm piano by the sea" --duration 12`,
+		help:    map[string]string{"prompt": "text to turn into music", "duration": "length in seconds (default: the service's, 8)"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: p.str("prompt"), Duration: p.num("duration")})
+		},
+	},
+	"image/text-to-image": {
+		example:  `creative image text-to-image --prompt "a fox in the snow" --number-of-results 2 --image-size-id 3:2 --style-id anime`,
+		help:     map[string]string{"prompt": "text to turn into images", "numberOfResults": "number of images, 1 to 10"},
+		defaults: map[string]string{"numberOfResults": "1"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			req := creative.TextToImageRequest{
+				Prompt: p.str("prompt"), NumberOfResults: p.whole("numberOfResults"),
+				ImageSizeID: ids.ImageSizeID(p.str("imageSizeId")), StyleID: ids.StyleID(p.str("styleId")),
+				CameraID: ids.CameraID(p.str("cameraId")), ColorID: ids.ColorID(p.str("colorId")), LightingID: ids.LightingID(p.str("lightingId")),
+			}
+			if err := checked(p); err != nil {
+				return nil, err
+			}
+			return c.TextToImage(ctx, req)
+		},
+	},
+	"image/generate-logo": {
+		example: `creative image generate-logo --prompt "a coffee shop called Bean There" --number-of-results 2`,
+		help:    map[string]string{"prompt": "text to turn into logos", "numberOfResults": "number of logos, 1 to 4 (default: the service's, 1)"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			req := creative.GenerateLogoRequest{Prompt: p.str("prompt"), NumberOfResults: p.whole("numberOfResults")}
+			if err := checked(p); err != nil {
+				return nil, err
+			}
+			return c.GenerateLogo(ctx, req)
+		},
+	},
+	"image/generate-qr": {
+		example: `creative image generate-qr --url https://example.com --prompt "spring flowers"`,
+		help:    map[string]string{"url": "link the code encodes", "prompt": "text that styles the code"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.GenerateQR(ctx, creative.GenerateQRRequest{URL: p.str("url"), Prompt: p.str("prompt")})
+		},
+	},
+	"image/up-scale": {
+		example: `creative image up-scale --url https://example.com/cat.png --scale 2`,
+		help:    map[string]string{"url": "link of the image", "scale": "size factor (default: the service's)"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.UpScale(ctx, creative.UpScaleRequest{URL: p.str("url"), Scale: p.num("scale")})
+		},
+	},
+	"audio/enhance": {
+		example: `creative audio enhance --audio talk.wav --type-id podcast`,
+		help:    map[string]string{"audio": "audio file to enhance", "typeId": "kind of recording"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: p.file("audio"), TypeID: ids.EnhanceTypeID(p.str("typeId"))})
+		},
+	},
+	"video/infinite-zoom": {
+		example: `creative video infinite-zoom --prompt "a spiral galaxy" --number-of-iteration 3`,
+		help:    map[string]string{"prompt": "text to turn into an image to zoom into", "numberOfIteration": "zoom steps (default: the service's, 2)"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			req := creative.InfiniteZoomRequest{Prompt: p.str("prompt"), NumberOfIteration: p.whole("numberOfIteration")}
+			if err := checked(p); err != nil {
+				return nil, err
+			}
+			return c.InfiniteZoom(ctx, req)
+		},
+	},
+	"image/re-imagine": {
+		example: `creative image re-imagine --image cat.png`,
+		help:    map[string]string{"image": "image file: PNG, JPEG or WebP, at most 1024x1024"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.ReImagine(ctx, creative.ReImagineRequest{Image: p.file("image")})
+		},
+	},
+	"audio/split-audio": {
+		example: `creative audio split-audio --audio song.wav`,
+		help:    map[string]string{"audio": "audio file to split"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.SplitAudio(ctx, creative.SplitAudioRequest{Audio: p.file("audio")})
+		},
+	},
+	"image/remove-background": {
+		example: `creative image remove-background --url https://example.com/in.png`,
+		help:    map[string]string{"url": "link of the image"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.RemoveBackground(ctx, creative.RemoveBackgroundRequest{URL: p.str("url")})
+		},
+	},
+	"image/color-image": {
+		example: `creative image color-image --url https://example.com/in.png`,
+		help:    map[string]string{"url": "link of the image"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.ColorImage(ctx, creative.ColorImageRequest{URL: p.str("url")})
+		},
+	},
+	"image/enhance": {
+		example: `creative image enhance --url https://example.com/in.png`,
+		help:    map[string]string{"url": "link of the image"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.EnhanceImage(ctx, creative.EnhanceImageRequest{URL: p.str("url")})
+		},
+	},
+	"video/remove-background": {
+		example: `creative video remove-background --url https://example.com/in.mp4`,
+		help:    map[string]string{"url": "link of the video"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: p.str("url")})
+		},
+	},
+	"audio/text-to-speech": {
+		example: `creative audio text-to-speech --prompt "Hello there" --voice-id female-1`,
+		help:    map[string]string{"prompt": "text to speak"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: p.str("prompt"), VoiceID: ids.VoiceID(p.str("voiceId"))})
+		},
+	},
+	"image/change-background": {
+		example: `creative image change-background --image cat.png --prompt "a beach at sunset"`,
+		help:    map[string]string{"image": "image file: PNG, JPEG or WebP", "prompt": "the new background"},
+		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+			return c.ChangeBackground(ctx, creative.ChangeBackgroundRequest{Image: p.file("image"), Prompt: p.str("prompt")})
+		},
+	},
+}
+
+// fieldHelp is a flag's help: the binding's words, or words made from the
+// field's type.
+func fieldHelp(b binding, f ops.Field) string {
+	h := b.help[f.Name]
+	if h == "" {
+		switch f.Type {
+		case ops.ID:
+			h = strings.ReplaceAll(f.IDKind, "-", " ")
+		case ops.Link:
+			h = "link (an http or https URL)"
+		case ops.File:
+			h = "path of the file to upload"
+		default:
+			h = f.Name
 		}
 	}
-	return nil, false
+	if f.Type == ops.ID {
+		h += " (an id or its label; see creative ids " + f.IDKind + ")"
+	}
+	if b.required(f) {
+		h += " (required)"
+	}
+	return h
 }
 
-// idFlag is a flag taking an id of one kind, or its label.
-type idFlag struct {
-	kind string
-	flag string
-	id   string
+// fieldValue is a flag that sets one field of params.
+type fieldValue struct {
+	p *params
+	f ops.Field
 }
 
-func (f *idFlag) String() string { return f.id }
+// String returns the value as given, for help's defaults.
+func (v *fieldValue) String() string {
+	switch x := v.p.vals[v.f.Name].(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
 
-func (f *idFlag) Set(s string) error {
-	id, err := ids.Parse(f.kind, s)
+// Set parses a command-line word into the field.
+func (v *fieldValue) Set(s string) error { return v.p.setText(v.f, s) }
+
+// Type names the kind of value in help.
+func (v *fieldValue) Type() string {
+	switch v.f.Type {
+	case ops.Number:
+		return "number"
+	case ops.ID:
+		return "id"
+	case ops.File:
+		return "path"
+	case ops.Link:
+		return "url"
+	case ops.Array:
+		return "json"
+	}
+	return "string"
+}
+
+// output holds the flags that say where results go.
+type output struct {
+	dir        string
+	json       bool
+	noDownload bool
+}
+
+// opCommand is the command of one operation: a flag per field of the
+// table, the output flags that apply to its kind of result, and completion
+// of id labels.
+func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
+	p := newParams(op, func(field string) string { return "--" + kebab(field) })
+	out := &output{}
+	long := op.Summary + " (POST " + op.Path() + ")."
+	switch op.Result {
+	case ops.Writer:
+		long += "\n\nThe text is printed on stdout."
+	case ops.Audio:
+		long += "\n\nThe audio is saved in --out as " + op.Verb() + ".<ext>; its path is printed."
+	default:
+		long += "\n\nThe result is saved in --out as " + op.Verb() + ".<ext>, or\n" + op.Verb() + "-1.<ext>, " + op.Verb() + "-2.<ext> ... when there are several\n(never overwriting a file); each path is printed."
+	}
+	cmd := &cobra.Command{
+		Use:               op.Verb(),
+		Short:             op.Summary,
+		Long:              strings.ToUpper(long[:1]) + long[1:],
+		Example:           "  " + b.example,
+		Args:              noArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: ran(func(cmd *cobra.Command, _ []string) error {
+			return a.runOp(cmd.Context(), b, p, out)
+		}),
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	for _, f := range op.Fields {
+		if d, ok := b.defaults[f.Name]; ok {
+			if err := p.setText(f, d); err != nil {
+				panic(fmt.Sprintf("%s: default of %s: %v", op.Name, f.Name, err))
+			}
+		}
+		name := kebab(f.Name)
+		fs.Var(&fieldValue{p, f}, name, fieldHelp(b, f))
+		if b.required(f) {
+			_ = cmd.MarkFlagRequired(name)
+		}
+		switch f.Type {
+		case ops.ID:
+			_ = cmd.RegisterFlagCompletionFunc(name, completeIDs(f.IDKind))
+		case ops.File:
+			_ = cmd.MarkFlagFilename(name)
+		default:
+			_ = cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
+		}
+	}
+	if b.extra != nil {
+		b.extra(fs, p)
+	}
+	if op.Result != ops.Writer {
+		fs.StringVar(&out.dir, "out", ".", "directory to write results to")
+		_ = cmd.MarkFlagDirname("out")
+	}
+	fs.BoolVar(&out.json, "json", false, "print the result as JSON on stdout instead of writing files")
+	if op.Result == ops.URL || op.Result == ops.URLs {
+		fs.BoolVar(&out.noDownload, "no-download", false, "print the generated files' URLs instead of downloading them")
+	}
+	return cmd
+}
+
+// completeIDs completes an id flag with the labels of its kind, spaces
+// written as hyphens (which the parser reads alike), each with its id.
+func completeIDs(kind string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		entries, _ := ids.Entries(kind)
+		var out []cobra.Completion
+		prefix := strings.ToLower(toComplete)
+		for _, e := range entries {
+			label := strings.ReplaceAll(e.Label, " ", "-")
+			if strings.HasPrefix(strings.ToLower(label), prefix) {
+				out = append(out, cobra.CompletionWithDesc(label, e.ID))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// runOp makes one call with the fields given as flags and writes its
+// result: files under --out (each path printed), the writer's text, or
+// JSON with --json. Ctrl-C cancels the call, removes temporary files and
+// clears the progress line.
+func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
+	status := newCallStatus(p.op.Name)
+	var next slog.Handler
+	if a.g.verbose {
+		next = slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug})
+	}
+	c, closeClient, err := a.newClient(creative.WithLogger(slog.New(&watcher{status: status, next: next})))
 	if err != nil {
 		return err
 	}
-	f.id = id
-	return nil
-}
-
-func idVar(fs *flag.FlagSet, name, kind, usage string) *idFlag {
-	f := &idFlag{kind: kind, flag: name}
-	fs.Var(f, name, usage+" (an id or its label; see creative ids "+kind+")")
-	return f
-}
-
-// openFile makes an upload from a path, counting the bytes sent. An empty
-// path is a missing file, which the SDK reports before sending anything.
-func openFile(path string, p *progress) (creative.File, func()) {
-	if path == "" {
-		return creative.File{}, func() {}
+	defer closeClient()
+	if !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs)) {
+		if err := os.MkdirAll(out.dir, 0o755); err != nil {
+			return usagef("--out: %v", err)
+		}
 	}
-	f, err := os.Open(path)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	signalled := a.watchSignals(cancel)
+	d := a.startDisplay()
+	if d != nil {
+		p.sent = &status.sent
+		d.status(status.String)
+	}
+	// While the display redraws its line on the terminal, stdout is held
+	// back: a line printed under it would be erased with it.
+	stdout := a.stdout
+	var held bytes.Buffer
+	if d != nil {
+		stdout = &held
+	}
+	err = a.callAndWrite(ctx, stdout, b, p, out, c, status)
+	d.stop()
+	if _, werr := held.WriteTo(a.stdout); err == nil {
+		err = werr
+	}
+	if signalled() {
+		return errInterrupted
+	}
+	return err
+}
+
+func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
+	res, err := b.call(ctx, c, p)
+	p.close()
 	if err != nil {
-		return creative.FileFromPath(path), func() {} // the SDK reports the error
+		return err
 	}
-	name := path[strings.LastIndexAny(path, `/\`)+1:]
-	return creative.FileFromReader(name, &countingFile{f: f, p: p}), func() { f.Close() }
+	status.retryAt.Store(0)
+	if out.json {
+		return printJSON(stdout, res)
+	}
+	switch v := res.(type) {
+	case *creative.WriterResult:
+		for i, ch := range v.Choices {
+			if i > 0 {
+				fmt.Fprintln(stdout, "\n---")
+			}
+			fmt.Fprintln(stdout, ch.Text)
+		}
+		return nil
+	case creative.URL:
+		if out.noDownload {
+			fmt.Fprintln(stdout, v)
+			return nil
+		}
+	case []creative.URL:
+		if out.noDownload {
+			for _, u := range v {
+				fmt.Fprintln(stdout, u)
+			}
+			return nil
+		}
+	}
+	s := &saver{dir: out.dir, c: c, status: status, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	_, err = s.save(ctx, p.op.Verb(), res)
+	return err
 }
 
-var commands = []command{
-	{area: "text", name: "writer-tool", summary: "write texts such as cover letters",
-		example: `creative text writer-tool --job-role "Backend engineer" --job-skills "Go, SQL" --language English --tone formal`,
-		flags: func(fs *flag.FlagSet) caller {
-			inputs := fs.String("inputs", "", "inputs as a JSON array (for CoverLetter: [{\"jobRole\":...,\"jobSkills\":...}])")
-			language := fs.String("language", "", "language to write in")
-			number := fs.Int("number", 1, "number of texts")
-			useCase := fs.String("use-case", "", "use case (default CoverLetter with --job-role)")
-			action := fs.String("action", "", "action (default generate_writenow for CoverLetter)")
-			tone := fs.String("tone", "", "tone of the text")
-			role := fs.String("job-role", "", "CoverLetter shorthand: the job role")
-			skills := fs.String("job-skills", "", "CoverLetter shorthand: the job skills")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				req := creative.WriterToolRequest{Language: creative.Language(*language), Number: *number, UseCase: creative.UseCase(*useCase), Action: creative.Action(*action), Tone: creative.Tone(*tone)}
-				if *inputs != "" {
-					if err := json.Unmarshal([]byte(*inputs), &req.Inputs); err != nil {
-						return nil, usagef("--inputs: not a JSON array: %v", err)
-					}
-				}
-				if *role != "" || *skills != "" {
-					req.Inputs = append(req.Inputs, creative.CoverLetterInput{JobRole: *role, JobSkills: *skills})
-					if req.UseCase == "" {
-						req.UseCase = creative.UseCaseCoverLetter
-					}
-				}
-				if req.UseCase == creative.UseCaseCoverLetter && req.Action == "" {
-					req.Action = creative.ActionGenerateWriteNow
-				}
-				return c.WriterTool(ctx, req)
-			}
-		}},
-	{area: "audio", name: "text-to-music", summary: "make music from a text (downloads the file)",
-		example: `creative audio text-to-music --prompt "calm piano by the sea" --duration 12`,
-		flags: func(fs *flag.FlagSet) caller {
-			prompt := fs.String("prompt", "", "text to turn into music")
-			duration := fs.Float64("duration", 0, "length in seconds (default: the service's, 8)")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: *prompt, Duration: *duration})
-			}
-		}},
-	{area: "audio", name: "text-to-speech", summary: "speak a text (saves the audio)",
-		example: `creative audio text-to-speech --prompt "Hello there" --voice-id "female 1"`,
-		flags: func(fs *flag.FlagSet) caller {
-			prompt := fs.String("prompt", "", "text to speak")
-			voice := idVar(fs, "voice-id", "voice", "voice")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: *prompt, VoiceID: ids.VoiceID(voice.id)})
-			}
-		}},
-	{area: "audio", name: "enhance", summary: "enhance an audio file (downloads the result)",
-		example: `creative audio enhance --audio talk.wav --type-id podcast`,
-		flags: func(fs *flag.FlagSet) caller {
-			audio := fs.String("audio", "", "audio file to enhance")
-			typeID := idVar(fs, "type-id", "enhance-type", "kind of recording")
-			return func(ctx context.Context, c *creative.Client, p *progress) (any, error) {
-				f, done := openFile(*audio, p)
-				defer done()
-				return c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: f, TypeID: ids.EnhanceTypeID(typeID.id)})
-			}
-		}},
-	{area: "audio", name: "split-audio", summary: "split an audio file (downloads the parts)",
-		example: `creative audio split-audio --audio song.wav`,
-		flags: func(fs *flag.FlagSet) caller {
-			audio := fs.String("audio", "", "audio file to split")
-			return func(ctx context.Context, c *creative.Client, p *progress) (any, error) {
-				f, done := openFile(*audio, p)
-				defer done()
-				return c.SplitAudio(ctx, creative.SplitAudioRequest{Audio: f})
-			}
-		}},
-	{area: "image", name: "text-to-image", summary: "make 1 to 10 images from a text",
-		example: `creative image text-to-image --prompt "a fox in the snow" --number-of-results 2 --image-size-id 3:2 --style-id anime`,
-		flags: func(fs *flag.FlagSet) caller {
-			prompt := fs.String("prompt", "", "text to turn into images")
-			n := fs.Int("number-of-results", 1, "number of images, 1 to 10")
-			size := idVar(fs, "image-size-id", "image-size", "aspect ratio")
-			style := idVar(fs, "style-id", "style", "style")
-			camera := idVar(fs, "camera-id", "camera", "camera style")
-			color := idVar(fs, "color-id", "color", "color style")
-			lighting := idVar(fs, "lighting-id", "lighting", "lighting style")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.TextToImage(ctx, creative.TextToImageRequest{
-					Prompt: *prompt, NumberOfResults: *n,
-					ImageSizeID: ids.ImageSizeID(size.id), StyleID: ids.StyleID(style.id), CameraID: ids.CameraID(camera.id),
-					ColorID: ids.ColorID(color.id), LightingID: ids.LightingID(lighting.id),
-				})
-			}
-		}},
-	{area: "image", name: "generate-logo", summary: "make 1 to 4 logos from a text",
-		example: `creative image generate-logo --prompt "a coffee shop called Bean There" --number-of-results 2`,
-		flags: func(fs *flag.FlagSet) caller {
-			prompt := fs.String("prompt", "", "text to turn into logos")
-			n := fs.Int("number-of-results", 0, "number of logos, 1 to 4 (default: the service's, 1)")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.GenerateLogo(ctx, creative.GenerateLogoRequest{Prompt: *prompt, NumberOfResults: *n})
-			}
-		}},
-	{area: "image", name: "generate-qr", summary: "make a QR code for a link, styled by a text",
-		example: `creative image generate-qr --url https://example.com --prompt "spring flowers"`,
-		flags: func(fs *flag.FlagSet) caller {
-			link := fs.String("url", "", "link the code encodes")
-			prompt := fs.String("prompt", "", "text that styles the code")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.GenerateQR(ctx, creative.GenerateQRRequest{URL: *link, Prompt: *prompt})
-			}
-		}},
-	{area: "image", name: "up-scale", summary: "enlarge the image at a link",
-		example: `creative image up-scale --url https://example.com/cat.png --scale 2`,
-		flags: func(fs *flag.FlagSet) caller {
-			link := fs.String("url", "", "link of the image")
-			scale := fs.Float64("scale", 0, "size factor (default: the service's)")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.UpScale(ctx, creative.UpScaleRequest{URL: *link, Scale: *scale})
-			}
-		}},
-	{area: "image", name: "re-imagine", summary: "make a new take on an image (PNG, JPEG or WebP, at most 1024x1024)",
-		example: `creative image re-imagine --image cat.png`,
-		flags: func(fs *flag.FlagSet) caller {
-			img := fs.String("image", "", "image file")
-			return func(ctx context.Context, c *creative.Client, p *progress) (any, error) {
-				f, done := openFile(*img, p)
-				defer done()
-				return c.ReImagine(ctx, creative.ReImagineRequest{Image: f})
-			}
-		}},
-	linkCommand("image", "remove-background", "remove the background of the image at a link",
-		func(ctx context.Context, c *creative.Client, link string) (any, error) {
-			return c.RemoveBackground(ctx, creative.RemoveBackgroundRequest{URL: link})
-		}),
-	linkCommand("image", "color-image", "colorize the image at a link",
-		func(ctx context.Context, c *creative.Client, link string) (any, error) {
-			return c.ColorImage(ctx, creative.ColorImageRequest{URL: link})
-		}),
-	linkCommand("image", "enhance", "enhance the image at a link",
-		func(ctx context.Context, c *creative.Client, link string) (any, error) {
-			return c.EnhanceImage(ctx, creative.EnhanceImageRequest{URL: link})
-		}),
-	{area: "image", name: "change-background", summary: "replace the background of an image",
-		example: `creative image change-background --image cat.png --prompt "a beach at sunset"`,
-		flags: func(fs *flag.FlagSet) caller {
-			img := fs.String("image", "", "image file (PNG, JPEG or WebP)")
-			prompt := fs.String("prompt", "", "the new background")
-			return func(ctx context.Context, c *creative.Client, p *progress) (any, error) {
-				f, done := openFile(*img, p)
-				defer done()
-				return c.ChangeBackground(ctx, creative.ChangeBackgroundRequest{Image: f, Prompt: *prompt})
-			}
-		}},
-	{area: "video", name: "infinite-zoom", summary: "make an infinite-zoom video from a text (downloads it)",
-		example: `creative video infinite-zoom --prompt "a spiral galaxy" --number-of-iteration 3`,
-		flags: func(fs *flag.FlagSet) caller {
-			prompt := fs.String("prompt", "", "text to turn into an image to zoom into")
-			n := fs.Int("number-of-iteration", 0, "zoom steps (default: the service's, 2)")
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return c.InfiniteZoom(ctx, creative.InfiniteZoomRequest{Prompt: *prompt, NumberOfIteration: *n})
-			}
-		}},
-	linkCommand("video", "remove-background", "remove the background of the video at a link (downloads it)",
-		func(ctx context.Context, c *creative.Client, link string) (any, error) {
-			return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: link})
-		}),
+// jsonImage is how --json shows an image: nothing paid for is dropped.
+type jsonImage struct {
+	ContentType string `json:"contentType"`
+	Bytes       int    `json:"bytes"`
+	Base64      []byte `json:"base64"`
 }
 
-// linkCommand is the shape of the operations that take only a link.
-func linkCommand(area, name, summary string, call func(context.Context, *creative.Client, string) (any, error)) command {
-	return command{area: area, name: name, summary: summary,
-		example: "creative " + area + " " + name + " --url https://example.com/in." + map[string]string{"image": "png", "video": "mp4"}[area],
-		flags: func(fs *flag.FlagSet) caller {
-			link := fs.String("url", "", "link of the "+area)
-			return func(ctx context.Context, c *creative.Client, _ *progress) (any, error) {
-				return call(ctx, c, *link)
-			}
-		}}
+// printJSON prints a result as JSON: images and speech with their bytes
+// in base64, URLs as strings, the writer's result as it is.
+func printJSON(w io.Writer, res any) error {
+	switch v := res.(type) {
+	case creative.Image:
+		return jsonOut(w, []jsonImage{{v.ContentType(), len(v.Data), v.Data}})
+	case []creative.Image:
+		out := make([]jsonImage, len(v))
+		for i, im := range v {
+			out[i] = jsonImage{im.ContentType(), len(im.Data), im.Data}
+		}
+		return jsonOut(w, out)
+	case *creative.Audio:
+		defer v.Close()
+		b, err := io.ReadAll(v)
+		if err != nil {
+			return err
+		}
+		return jsonOut(w, jsonImage{v.ContentType, len(b), b})
+	}
+	return jsonOut(w, res)
 }

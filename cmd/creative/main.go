@@ -1,26 +1,35 @@
 // Command creative calls the Creative Generation Service from the shell:
-// one command per operation, mirroring the API path /<area>/v1/<operation>.
+// one command per operation, mirroring the API path /<area>/v1/<operation>,
+// and batch, which runs a file of jobs.
 //
 //	creative image text-to-image --prompt "a fox" --number-of-results 2 --style-id anime
-//	creative audio text-to-speech --prompt "Hello" --voice-id "female 1"
+//	creative audio text-to-speech --prompt "Hello" --voice-id female-1
 //	creative --fake image generate-qr --url https://example.com --prompt flowers --out /tmp/q
+//	creative batch jobs.jsonl --out results --concurrency 8 --shard 0/4
 //
 // Results are written to --out (images decoded, generated files downloaded,
 // speech saved) and each written path is printed on its own line; the
 // writer tool's text goes to stdout. The access key is read from
 // CREATIVE_ACCESS_KEY and the base URL from --base-url or CREATIVE_BASE_URL;
 // --fake runs against the built-in fake service instead and needs neither.
+// Every command has --help; `creative completion bash` (zsh, fish,
+// powershell) prints a completion script.
 //
-// Exit status: 0 on success, 1 on an API or network error, 2 on a usage,
-// configuration or validation error (then nothing was sent).
+// Exit status: 0 on success, 1 on an API or network error (for batch: some
+// job failed), 2 on a usage, configuration or validation error (then
+// nothing was sent), 130 when interrupted by Ctrl-C or SIGTERM.
 package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr)}
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), signals: signals}
 	os.Exit(a.run(os.Args[1:]))
 }
 

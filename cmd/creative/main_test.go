@@ -24,6 +24,7 @@ import (
 
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 const cliKey = "cli-key-5b2e-LEAKCHECK"
@@ -153,7 +154,11 @@ func TestEveryCommandSendsItsRequest(t *testing.T) {
 		t.Run(strings.Join(tt.args[:2], " ")+" "+tt.args[2], func(t *testing.T) {
 			before := len(rec.requests())
 			out := t.TempDir()
-			code, stdout, stderr := runCLI(t, env, append(tt.args, "--out", out)...)
+			args := tt.args
+			if tt.path != "/text/v1/writer-tool" {
+				args = append(args, "--out", out)
+			}
+			code, stdout, stderr := runCLI(t, env, args...)
 			require.Equal(t, 0, code, stderr)
 			reqs := rec.requests()
 			require.Len(t, reqs, before+1)
@@ -181,12 +186,19 @@ func TestFilesAreNamedByOperationAndNeverOverwritten(t *testing.T) {
 	args := []string{"--fake", "image", "text-to-image", "--prompt", "fox", "--number-of-results", "2", "--out", out}
 	code, stdout, stderr := runCLI(t, nil, args...)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, filepath.Join(out, "text-to-image.png")+"\n"+filepath.Join(out, "text-to-image-1.png")+"\n", stdout)
+	assert.Equal(t, filepath.Join(out, "text-to-image-1.png")+"\n"+filepath.Join(out, "text-to-image-2.png")+"\n", stdout)
 	code, stdout, _ = runCLI(t, nil, args...)
 	require.Equal(t, 0, code)
-	assert.Equal(t, filepath.Join(out, "text-to-image-2.png")+"\n"+filepath.Join(out, "text-to-image-3.png")+"\n", stdout)
+	assert.Equal(t, filepath.Join(out, "text-to-image-3.png")+"\n"+filepath.Join(out, "text-to-image-4.png")+"\n", stdout)
+	one := []string{"--fake", "image", "text-to-image", "--prompt", "fox", "--out", out}
+	code, stdout, _ = runCLI(t, nil, one...)
+	require.Equal(t, 0, code)
+	assert.Equal(t, filepath.Join(out, "text-to-image.png")+"\n", stdout, "one result has no number")
+	code, stdout, _ = runCLI(t, nil, one...)
+	require.Equal(t, 0, code)
+	assert.Equal(t, filepath.Join(out, "text-to-image-5.png")+"\n", stdout, "a taken name is never overwritten")
 	entries, _ := os.ReadDir(out)
-	assert.Len(t, entries, 4)
+	assert.Len(t, entries, 6, "no temporary file is left")
 	assert.Contains(t, stderr, "using the built-in fake service")
 }
 
@@ -208,7 +220,7 @@ func TestURLResultsAreDownloadedWithoutTheKey(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey}, "audio", "split-audio", "--audio", wavPath, "--out", out)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, filepath.Join(out, "split-audio.wav")+"\n"+filepath.Join(out, "split-audio-1.wav")+"\n", stdout)
+	assert.Equal(t, filepath.Join(out, "split-audio-1.wav")+"\n"+filepath.Join(out, "split-audio-2.wav")+"\n", stdout)
 	assert.Equal(t, []string{"", ""}, keys)
 }
 
@@ -225,14 +237,14 @@ func TestExitStatusesAndNothingSentOnUsageErrors(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"an unknown flag", env, []string{"image", "generate-qr", "--colour", "red"}, 2, "flag provided but not defined: -colour"},
+		{"an unknown flag", env, []string{"image", "generate-qr", "--colour", "red"}, 2, "unknown flag: --colour"},
 		{"an unknown label", env, []string{"image", "text-to-image", "--prompt", "p", "--style-id", "impressionism"}, 2, `unknown style "impressionism"`},
 		{"a missing file", env, []string{"image", "re-imagine", "--image", missing}, 2, "image cannot be read"},
 		{"a broken limit", env, []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "11"}, 2, "creative: image/text-to-image: numberOfResults must be between 1 and 10, got 11"},
 		{"a missing key", map[string]string{"CREATIVE_BASE_URL": rec.URL}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_ACCESS_KEY"},
 		{"a missing base URL", map[string]string{"CREATIVE_ACCESS_KEY": cliKey}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_BASE_URL"},
-		{"an unknown command", env, []string{"image", "paint"}, 2, `unknown command "image paint"`},
-		{"bad JSON inputs", env, []string{"text", "writer-tool", "--inputs", "[", "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, "--inputs: not a JSON array"},
+		{"an unknown command", env, []string{"image", "paint"}, 2, `unknown command "paint" for "creative image"`},
+		{"bad JSON inputs", env, []string{"text", "writer-tool", "--inputs", "[", "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, `"--inputs" flag: not a JSON array`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,13 +341,13 @@ func TestTheFakeQRCodeScans(t *testing.T) {
 func TestHelpIDsAndVersion(t *testing.T) {
 	code, stdout, _ := runCLI(t, nil, "help")
 	assert.Equal(t, 0, code)
-	for _, c := range commands {
-		assert.Contains(t, stdout, c.area+" "+c.name)
+	for _, op := range ops.All {
+		assert.Contains(t, stdout, op.Area()+" "+op.Verb())
 	}
 	code, stdout, _ = runCLI(t, nil, "image", "text-to-image", "--help")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, stdout, "Example:\n  creative image text-to-image")
-	assert.Contains(t, stdout, "-style-id")
+	assert.Contains(t, stdout, "Examples:\n  creative image text-to-image")
+	assert.Contains(t, stdout, "--style-id")
 
 	code, stdout, _ = runCLI(t, nil, "ids", "style")
 	assert.Equal(t, 0, code)
@@ -378,7 +390,10 @@ func TestTheFakeRunsEveryOperation(t *testing.T) {
 		{"video", "infinite-zoom", "--prompt", "p"},
 		{"video", "remove-background", "--url", "https://e.example/a.mp4"},
 	} {
-		code, _, stderr := runCLI(t, env, append(args, "--out", out)...)
+		if args[0] != "text" {
+			args = append(args, "--out", out)
+		}
+		code, _, stderr := runCLI(t, env, args...)
 		assert.Equal(t, 0, code, "%v: %s", args, stderr)
 	}
 	names := map[string]bool{}
@@ -386,7 +401,7 @@ func TestTheFakeRunsEveryOperation(t *testing.T) {
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
-	for _, want := range []string{"text-to-music.wav", "text-to-speech.mp3", "enhance.wav", "split-audio.wav", "split-audio-1.wav", "text-to-image.png", "infinite-zoom.gif", "remove-background.png", "remove-background.gif"} {
+	for _, want := range []string{"text-to-music.wav", "text-to-speech.mp3", "enhance.wav", "split-audio-1.wav", "split-audio-2.wav", "text-to-image.png", "infinite-zoom.gif", "remove-background.png", "remove-background.gif"} {
 		assert.True(t, names[want], "%s in %v", want, names)
 	}
 	assert.Len(t, srv.Requests(), 16)
@@ -402,8 +417,8 @@ func TestProgressShowsOnlyOnATerminal(t *testing.T) {
 		code := a.run([]string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--out", t.TempDir()})
 		require.Equal(t, 0, code, stderr.String())
 		if terminal {
-			assert.Contains(t, stderr.String(), "\r\033[Kimage/generate-qr 0.")
-			assert.True(t, strings.HasSuffix(stderr.String(), "\r\033[K"), "the line is cleared at the end")
+			assert.Contains(t, stderr.String(), "image/generate-qr 0.")
+			assert.True(t, strings.HasSuffix(stderr.String(), "\033[1A\033[J"), "the line is cleared at the end: %q", stderr.String())
 		} else {
 			assert.Empty(t, stderr.String(), "nothing extra when stderr is not a terminal")
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,247 +15,223 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	creative "github.com/creativegen/creative-go"
 )
 
-// progress counts the bytes of an upload or download in flight.
-type progress struct{ bytes atomic.Int64 }
-
-// countingFile is an *os.File that counts what is read of it, keeping
-// ReadAt and Seek so the SDK can re-read it for a retry.
-type countingFile struct {
-	f *os.File
-	p *progress
+// A saver writes results as files in one directory. Every file is named
+// by one rule, <stem>.<ext> for a result of one file and <stem>-1.<ext>,
+// <stem>-2.<ext> ... for several, the number going up past names already
+// taken; it is written to a temporary file in the same directory first and
+// then linked to its name, so it appears whole or not at all, and never
+// replaces a file. Files get mode 0644, less the umask.
+type saver struct {
+	dir    string
+	c      *creative.Client
+	status *callStatus // download bytes are counted here; may be nil
+	// saved is told each file's path as soon as it is in place.
+	saved func(path string)
 }
 
-func (c *countingFile) Read(b []byte) (int, error) {
-	n, err := c.f.Read(b)
-	c.p.bytes.Add(int64(n))
-	return n, err
+// A saved result is what save wrote, for batch's results.jsonl.
+type saved struct {
+	files []string
+	urls  []string
+	text  string
 }
 
-func (c *countingFile) ReadAt(b []byte, off int64) (int, error) {
-	n, err := c.f.ReadAt(b, off)
-	c.p.bytes.Add(int64(n))
-	return n, err
-}
-
-func (c *countingFile) Seek(off int64, whence int) (int64, error) { return c.f.Seek(off, whence) }
-
-// showProgress writes the elapsed time (and bytes) on stderr, in place,
-// while a call runs, when stderr is a terminal. The returned func stops it
-// and clears the line.
-func (a *app) showProgress(label string, p *progress) func() {
-	if !a.progress {
-		return func() {}
-	}
-	start := time.Now()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(a.stderr, "\r\033[K")
-				return
-			case <-t.C:
-				line := fmt.Sprintf("\r\033[K%s %.1fs", label, time.Since(start).Seconds())
-				if p != nil && p.bytes.Load() > 0 {
-					line += " " + humanBytes(p.bytes.Load())
-				}
-				fmt.Fprint(a.stderr, line)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return strconv.FormatInt(n, 10) + " B"
-}
-
-// writer turns a result into files under --out (or JSON on stdout).
-type writer struct {
-	app *app
-	g   *globals
-	c   *creative.Client
-	op  string // file name stem, the operation's name
-}
-
-// jsonImage is how --json shows an image: nothing paid for is dropped.
-type jsonImage struct {
-	ContentType string `json:"contentType"`
-	Bytes       int    `json:"bytes"`
-	Base64      []byte `json:"base64"`
-}
-
-func (w *writer) write(ctx context.Context, res any) error {
+// save writes the result of one call. Writer texts are not files: their
+// text is returned.
+func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err error) {
 	switch v := res.(type) {
 	case *creative.WriterResult:
-		if w.g.json {
-			return jsonOut(w.app.stdout, v)
-		}
+		texts := make([]string, len(v.Choices))
 		for i, ch := range v.Choices {
-			if i > 0 {
-				fmt.Fprintln(w.app.stdout, "\n---")
-			}
-			fmt.Fprintln(w.app.stdout, ch.Text)
+			texts[i] = ch.Text
 		}
-		return nil
+		out.text = strings.Join(texts, "\n\n---\n\n")
 	case creative.Image:
-		return w.images([]creative.Image{v})
+		err = s.images(stem, []creative.Image{v}, &out)
 	case []creative.Image:
-		return w.images(v)
+		err = s.images(stem, v, &out)
 	case creative.URL:
-		return w.urls(ctx, []creative.URL{v})
+		err = s.urls(ctx, stem, []creative.URL{v}, &out)
 	case []creative.URL:
-		return w.urls(ctx, v)
+		err = s.urls(ctx, stem, v, &out)
 	case *creative.Audio:
 		defer v.Close()
-		if w.g.json {
-			b, err := io.ReadAll(v)
-			if err != nil {
-				return err
-			}
-			return jsonOut(w.app.stdout, struct {
-				ContentType string `json:"contentType"`
-				Bytes       int    `json:"bytes"`
-				Base64      []byte `json:"base64"`
-			}{v.ContentType, len(b), b})
-		}
-		ext := ".mp3"
-		if !strings.Contains(v.ContentType, "mpeg") {
-			ext = ".bin"
-		}
-		return w.save(ext, func(f *os.File) error { _, err := io.Copy(f, v); return err })
+		n := namer{stem: stem}
+		err = s.write(&n, &out, audioExt(v.ContentType), func(w io.Writer) error {
+			_, err := io.Copy(w, v)
+			return err
+		})
+	default:
+		err = fmt.Errorf("creative: no way to write a %T", res)
 	}
-	return fmt.Errorf("creative: no way to write a %T", res)
+	return out, err
 }
 
-func (w *writer) images(ims []creative.Image) error {
-	if w.g.json {
-		out := make([]jsonImage, len(ims))
-		for i, im := range ims {
-			out[i] = jsonImage{im.ContentType(), len(im.Data), im.Data}
-		}
-		return jsonOut(w.app.stdout, out)
-	}
+func (s *saver) images(stem string, ims []creative.Image, out *saved) error {
+	n := namer{stem: stem, several: len(ims) > 1}
 	for _, im := range ims {
-		if err := w.save(im.Ext(), func(f *os.File) error { _, err := im.WriteTo(f); return err }); err != nil {
+		ext := im.Ext()
+		if err := s.write(&n, out, func([]byte) string { return ext }, func(w io.Writer) error {
+			_, err := im.WriteTo(w)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *writer) urls(ctx context.Context, us []creative.URL) error {
-	if w.g.json {
-		return jsonOut(w.app.stdout, us)
-	}
-	if w.g.noDownload {
-		for _, u := range us {
-			fmt.Fprintln(w.app.stdout, u)
-		}
-		return nil
-	}
+func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *saved) error {
 	for _, u := range us {
-		if err := w.download(ctx, u); err != nil {
+		out.urls = append(out.urls, string(u))
+	}
+	n := namer{stem: stem, several: len(us) > 1}
+	for _, u := range us {
+		link := string(u)
+		err := s.write(&n, out, func(head []byte) string { return sniffExt(head, link) }, func(w io.Writer) error {
+			if s.status != nil {
+				w = io.MultiWriter(w, counting{&s.status.got})
+			}
+			_, err := s.c.Download(ctx, u, w)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// download fetches u into a temporary file in --out, then gives it its
-// final name from the content's first bytes.
-func (w *writer) download(ctx context.Context, u creative.URL) error {
-	tmp, err := os.CreateTemp(w.g.out, ".creative-download-*")
+// A namer hands out the names of one result's files in order.
+type namer struct {
+	stem    string
+	several bool
+	n       int // the last number given
+}
+
+// next returns the next name to try, without its extension.
+func (n *namer) next() string {
+	if !n.several && n.n == 0 {
+		n.n = -1
+		return n.stem
+	}
+	if n.n < 0 {
+		n.n = 0
+	}
+	n.n++
+	return n.stem + "-" + strconv.Itoa(n.n)
+}
+
+// write fills a temporary file in the directory, names it by what ext
+// says of its first bytes and the first free name from n, and records it.
+// The temporary file is removed whatever happens, also when ctx ends.
+func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill func(io.Writer) error) error {
+	tmp, err := createTemp(s.dir)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	p := &progress{}
-	stop := w.app.showProgress("download", p)
-	_, err = w.c.Download(ctx, u, io.MultiWriter(tmp, progressWriter{p}))
-	stop()
+	err = fill(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
+	head, err := readHead(tmp.Name())
+	if err != nil {
+		return err
+	}
+	e := ext(head)
+	for {
+		name := filepath.Join(s.dir, n.next()+e)
+		err := place(tmp.Name(), name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(s.dir, name)
+		out.files = append(out.files, filepath.ToSlash(rel))
+		if s.saved != nil {
+			s.saved(name)
+		}
+		return nil
+	}
+}
+
+// tempPrefix starts the names of temporary files; they are hidden and
+// never left behind.
+const tempPrefix = ".creative-"
+
+// createTemp creates a new empty file in dir with mode 0644 less the umask
+// (os.CreateTemp would give 0600).
+func createTemp(dir string) (*os.File, error) {
+	for range 100 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		f, err := os.OpenFile(filepath.Join(dir, tempPrefix+hex.EncodeToString(b[:])+".tmp"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("creative: no free temporary file name in %s", dir)
+}
+
+// place gives the file at tmp the name name, failing with fs.ErrExist when
+// the name is taken. A hard link does it in one step; where links are not
+// supported the name is reserved with an exclusive create and then
+// replaced by the file.
+func place(tmp, name string) error {
+	err := os.Link(tmp, name)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return nil
+}
+
+func readHead(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	head := make([]byte, 16)
-	if f, err := os.Open(tmp.Name()); err == nil {
-		n, _ := io.ReadFull(f, head)
-		head = head[:n]
-		f.Close()
-	}
-	ext := sniffExt(head, string(u))
-	for n := 0; ; n++ {
-		name := filepath.Join(w.g.out, stem(w.op, n)+ext)
-		err := os.Link(tmp.Name(), name)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(w.app.stdout, name)
-		return nil
-	}
+	n, _ := io.ReadFull(f, head)
+	return head[:n], nil
 }
 
-type progressWriter struct{ p *progress }
-
-func (p progressWriter) Write(b []byte) (int, error) {
-	p.p.bytes.Add(int64(len(b)))
-	return len(b), nil
-}
-
-// save creates the first free <op>[-N]<ext> in --out, never overwriting,
-// writes it and prints its path.
-func (w *writer) save(ext string, fill func(*os.File) error) error {
-	for n := 0; ; n++ {
-		name := filepath.Join(w.g.out, stem(w.op, n)+ext)
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
+// audioExt names speech by its first bytes, else by its content type.
+func audioExt(contentType string) func([]byte) string {
+	return func(head []byte) string {
+		if ext := sniffExt(head, ""); ext != ".bin" {
+			return ext
 		}
-		if err != nil {
-			return err
+		switch {
+		case strings.Contains(contentType, "mpeg"), strings.Contains(contentType, "mp3"):
+			return ".mp3"
+		case strings.Contains(contentType, "wav"):
+			return ".wav"
+		case strings.Contains(contentType, "ogg"):
+			return ".ogg"
 		}
-		err = fill(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(name)
-			return err
-		}
-		fmt.Fprintln(w.app.stdout, name)
-		return nil
+		return ".bin"
 	}
-}
-
-func stem(op string, n int) string {
-	if n == 0 {
-		return op
-	}
-	return op + "-" + strconv.Itoa(n)
 }
 
 // sniffExt names a downloaded file's extension from its first bytes, else
@@ -281,8 +259,8 @@ func sniffExt(head []byte, link string) string {
 	case bytes.HasPrefix(head, []byte("fLaC")):
 		return ".flac"
 	}
-	if u, err := url.Parse(link); err == nil {
-		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 {
+	if u, err := url.Parse(link); err == nil && link != "" {
+		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {
 			return ext
 		}
 	}

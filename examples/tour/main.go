@@ -213,14 +213,15 @@ func (t *tour) removeVideoBackground(ctx context.Context) ([]string, error) {
 	return t.download(ctx, "remove-video-background", err, u)
 }
 
-// saveImages writes images as name-N.ext, passing on an earlier error.
+// saveImages writes images as name.ext, or name-1.ext, name-2.ext ... when
+// there are several (the command line's rule), passing on an earlier error.
 func (t *tour) saveImages(name string, err error, ims ...creative.Image) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
 	for i, im := range ims {
-		p := filepath.Join(t.out, fmt.Sprintf("%s-%d%s", name, i+1, im.Ext()))
+		p := filepath.Join(t.out, fileName(name, i, len(ims), im.Ext()))
 		if err := im.Save(p); err != nil {
 			return paths, err
 		}
@@ -229,8 +230,8 @@ func (t *tour) saveImages(name string, err error, ims ...creative.Image) ([]stri
 	return paths, nil
 }
 
-// download fetches generated files as name-N.ext, passing on an earlier
-// error.
+// download fetches generated files, named as saveImages names images,
+// passing on an earlier error.
 func (t *tour) download(ctx context.Context, name string, err error, us ...creative.URL) ([]string, error) {
 	if err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func (t *tour) download(ctx context.Context, name string, err error, us ...creat
 		if pu, err := url.Parse(u.String()); err == nil && path.Ext(pu.Path) != "" {
 			ext = path.Ext(pu.Path)
 		}
-		p := filepath.Join(t.out, fmt.Sprintf("%s-%d%s", name, i+1, ext))
+		p := filepath.Join(t.out, fileName(name, i, len(us), ext))
 		f, err := os.Create(p)
 		if err != nil {
 			return paths, err
@@ -256,6 +257,15 @@ func (t *tour) download(ctx context.Context, name string, err error, us ...creat
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// fileName names the i-th of n files of one result: name.ext for a single
+// file, name-1.ext, name-2.ext ... for several.
+func fileName(name string, i, n int, ext string) string {
+	if n == 1 {
+		return name + ext
+	}
+	return fmt.Sprintf("%s-%d%s", name, i+1, ext)
 }
 
 func (t *tour) write(name string, b []byte) ([]string, error) {

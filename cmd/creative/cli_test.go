@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/creativetest"
+	"github.com/creativegen/creative-go/internal/ops"
+)
+
+// fakeEnv starts the fake service and returns the environment that points
+// the command at it.
+func fakeEnv(t *testing.T, opts ...creativetest.Option) (*creativetest.Server, map[string]string) {
+	t.Helper()
+	srv := creativetest.NewServer(opts...)
+	t.Cleanup(srv.Close)
+	return srv, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey}
+}
+
+func TestHelpAtEveryLevelListsWhatIsBelow(t *testing.T) {
+	t.Run("creative --help lists the areas, the operations and the other commands", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, nil, "--help")
+		require.Equal(t, 0, code, stderr)
+		for _, want := range []string{"text", "audio", "image", "video", "batch", "completion", "ids", "version", "--fake", "--retries"} {
+			assert.Contains(t, stdout, "  "+want)
+		}
+		for _, op := range ops.All {
+			assert.Contains(t, stdout, op.Area()+" "+op.Verb())
+		}
+	})
+	t.Run("an area's help lists its operations and only those", func(t *testing.T) {
+		for _, area := range []string{"text", "audio", "image", "video"} {
+			code, stdout, stderr := runCLI(t, nil, area, "--help")
+			require.Equal(t, 0, code, stderr)
+			for _, op := range ops.All {
+				if op.Area() == area {
+					assert.Contains(t, stdout, "  "+op.Verb()+" ", area)
+				} else if !strings.Contains(op.Verb(), "enhance") && !strings.Contains(op.Verb(), "remove-background") {
+					assert.NotContains(t, stdout, "  "+op.Verb()+" ", area)
+				}
+			}
+			assert.NotContains(t, stdout, "want <area> <operation>")
+		}
+	})
+	t.Run("help works as a command too", func(t *testing.T) {
+		code, stdout, _ := runCLI(t, nil, "help", "image")
+		require.Equal(t, 0, code)
+		assert.Contains(t, stdout, "text-to-image")
+	})
+	t.Run("an operation's help lists its flags, marks the required ones and offers only what applies", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, nil, "image", "text-to-image", "--help")
+		require.Equal(t, 0, code, stderr)
+		assert.Regexp(t, `--prompt string +text to turn into images \(required\)`, stdout)
+		assert.Regexp(t, `--number-of-results number +number of images, 1 to 10 \(default 1\)`, stdout)
+		assert.Contains(t, stdout, "--style-id id")
+		assert.Contains(t, stdout, "--out string")
+		assert.NotContains(t, stdout, "--no-download", "images are not downloaded")
+
+		code, stdout, _ = runCLI(t, nil, "audio", "text-to-music", "--help")
+		require.Equal(t, 0, code)
+		assert.Contains(t, stdout, "--no-download")
+
+		code, stdout, _ = runCLI(t, nil, "text", "writer-tool", "--help")
+		require.Equal(t, 0, code)
+		assert.NotContains(t, stdout, "--out", "the writer's text goes to stdout")
+		assert.Contains(t, stdout, "--job-role")
+
+		code, stdout, _ = runCLI(t, nil, "audio", "text-to-speech", "-h")
+		require.Equal(t, 0, code)
+		assert.Regexp(t, `--voice-id id +voice \(an id or its label; see creative ids voice\) \(required\)`, stdout)
+	})
+	t.Run("batch's help shows its flags and the format of a line", func(t *testing.T) {
+		code, stdout, _ := runCLI(t, nil, "batch", "--help")
+		require.Equal(t, 0, code)
+		for _, want := range []string{"--concurrency", "--rate", "--shard", "--dry-run", "--out", "results.jsonl", `"op"`} {
+			assert.Contains(t, stdout, want)
+		}
+	})
+	t.Run("creative or an area alone prints help on stderr and exits 2", func(t *testing.T) {
+		for _, args := range [][]string{nil, {"image"}} {
+			code, stdout, stderr := runCLI(t, nil, args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, "Usage:")
+		}
+	})
+}
+
+func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
+	srv, env := fakeEnv(t)
+	img := pngFile(t, 8, 8)
+	tests := []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"a misspelt flag", []string{"image", "text-to-image", "--promt", "fox"}, "unknown flag: --promt"},
+		{"a misspelt flag before the words", []string{"--promt", "fox", "image", "text-to-image"}, "unknown flag: --promt"},
+		{"a flag that does not apply", []string{"image", "text-to-image", "--prompt", "fox", "--no-download"}, "unknown flag: --no-download"},
+		{"a missing required flag", []string{"image", "generate-qr", "--prompt", "p"}, `required flag(s) "url" not set`},
+		{"negative retries", []string{"--retries", "-1", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, "--retries must be 0 or more, got -1"},
+		{"a negative timeout", []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--timeout", "-5s"}, "--timeout must be 0 (no bound) or more, got -5s"},
+		{"a timeout that is no duration", []string{"image", "generate-qr", "--timeout", "soon"}, `invalid argument "soon" for "--timeout" flag`},
+		{"a number that is no number", []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "two"}, `invalid argument "two" for "--number-of-results" flag: not a number`},
+		{"a number that is not whole", []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "2.5"}, "--number-of-results must be a whole number, got 2.5"},
+		{"an unknown area", []string{"imgae", "text-to-image"}, `unknown command "imgae" for "creative"; did you mean "image"?`},
+		{"an unknown operation", []string{"image", "text-to-imag"}, `unknown command "text-to-imag" for "creative image"; did you mean "text-to-image"?`},
+		{"a word after an operation", []string{"image", "re-imagine", "--image", img, "extra"}, `unexpected "extra"`},
+		{"an image too big for re-imagine", []string{"image", "re-imagine", "--image", pngFile(t, 1025, 4)}, "image must be at most 1024x1024 pixels, got 1025x4"},
+		{"an unknown kind of id", []string{"ids", "flavour"}, `unknown kind "flavour"`},
+		{"batch without a file", []string{"batch"}, "want one JOBS.jsonl file"},
+		{"batch with a bad shard", []string{"batch", "x.jsonl", "--shard", "3/3"}, "--shard must be I/N with 0 <= I < N"},
+		{"batch with no workers", []string{"batch", "x.jsonl", "--concurrency", "0"}, "--concurrency must be 1 or more"},
+		{"batch with a negative rate", []string{"batch", "x.jsonl", "--rate", "-1"}, "--rate must be 0 (no limit) or more"},
+		{"batch with a missing file", []string{"batch", filepath.Join(t.TempDir(), "none.jsonl")}, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, env, tt.args...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tt.err)
+			assert.True(t, strings.HasPrefix(stderr, "creative: "), stderr)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+			assert.Empty(t, stdout)
+			assert.NotContains(t, stderr, "goroutine", "no panic")
+			assert.Empty(t, srv.Requests(), "nothing was sent")
+		})
+	}
+	t.Run("--fake with bad globals is a usage error too, not a panic", func(t *testing.T) {
+		code, _, stderr := runCLI(t, nil, "--fake", "--retries", "-1", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p")
+		assert.Equal(t, 2, code)
+		assert.Equal(t, "creative: --retries must be 0 or more, got -1\n", stderr)
+	})
+	t.Run("messages speak of flags and environment variables", func(t *testing.T) {
+		code, _, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": "ftp://x", "CREATIVE_ACCESS_KEY": "k"}, "image", "generate-qr", "--url", "https://e.example", "--prompt", "p")
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "--base-url or CREATIVE_BASE_URL")
+		assert.NotContains(t, stderr, "With")
+		code, _, stderr = runCLI(t, map[string]string{"CREATIVE_BASE_URL": srv.URL}, "image", "generate-qr", "--url", "https://e.example", "--prompt", "p")
+		assert.Equal(t, 2, code)
+		assert.Equal(t, "creative: no access key: set CREATIVE_ACCESS_KEY (or try --fake)\n", stderr)
+	})
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		t.Run(shell+" prints a script", func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, nil, "completion", shell)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, stdout, "creative")
+			assert.Greater(t, len(stdout), 1000)
+		})
+	}
+	complete := func(t *testing.T, args ...string) []string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, nil, append([]string{"__complete"}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		return lines[:len(lines)-1] // the last line is cobra's directive
+	}
+	t.Run("id flags complete their labels", func(t *testing.T) {
+		assert.Equal(t, []string{"anime\t6644b0c5ec3658a8e38d94f2"}, complete(t, "image", "text-to-image", "--style-id", "an"))
+		assert.Equal(t, []string{"golden-hour\t6644b0c5ec3658a8e38d953c"}, complete(t, "image", "text-to-image", "--prompt", "x", "--lighting-id", "gold"))
+		assert.Len(t, complete(t, "audio", "text-to-speech", "--voice-id", "female"), 8)
+		assert.Contains(t, complete(t, "audio", "enhance", "--type-id", ""), "podcast\t664f30c0ba9c162a962f75b6")
+	})
+	t.Run("words complete commands", func(t *testing.T) {
+		got := complete(t, "image", "text-to")
+		require.Len(t, got, 1)
+		assert.True(t, strings.HasPrefix(got[0], "text-to-image\t"))
+		got = complete(t, "au")
+		require.Len(t, got, 1)
+		assert.True(t, strings.HasPrefix(got[0], "audio\t"))
+	})
+}
+
+// umask returns the process's umask.
+func umask() fs.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return fs.FileMode(m)
+}
+
+func TestFilesAreCreatedWithMode0644(t *testing.T) {
+	_, env := fakeEnv(t)
+	want := 0o644 &^ umask()
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"},
+		{"audio", "text-to-music", "--prompt", "p", "--duration", "1"},
+		{"audio", "text-to-speech", "--prompt", "p", "--voice-id", "male-1"},
+	} {
+		code, stdout, stderr := runCLI(t, env, append(args, "--out", out)...)
+		require.Equal(t, 0, code, stderr)
+		st, err := os.Stat(strings.TrimSpace(stdout))
+		require.NoError(t, err)
+		assert.Equal(t, want, st.Mode().Perm(), "%v", args)
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.HasPrefix(e.Name(), tempPrefix), "temporary file %s left", e.Name())
+	}
+}
+
+func TestVerboseLogsStayOffTheProgressLine(t *testing.T) {
+	srv, env := fakeEnv(t)
+	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: true}
+	code := a.run([]string{"-v", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--out", t.TempDir()})
+	require.Equal(t, 0, code, stderr.String())
+	// Every log line starts at the beginning of a line: after a newline or
+	// after the display's erase sequence, never after progress text.
+	for _, chunk := range strings.Split(stderr.String(), "\n") {
+		if i := strings.Index(chunk, "time="); i > 0 {
+			before := chunk[:i]
+			assert.True(t, strings.HasSuffix(before, "\x1b[J"), "log line glued to %q", before)
+		}
+	}
+	assert.Contains(t, stderr.String(), "creative: retrying")
+	assert.Contains(t, stderr.String(), "creative: attempt")
+	assert.Equal(t, 2, srv.Count("image/generate-qr"))
+}
+
+func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
+	s := newCallStatus("image/text-to-image")
+	w := &watcher{status: s}
+	assert.NotContains(t, s.String(), "attempt")
+	slog.New(w).Info("creative: retrying", "operation", "image/text-to-image", "attempt", 1, "wait", 3*time.Second)
+	assert.Regexp(t, `attempt 2 \(retry in [23]\.\ds\)`, s.String())
+	s.sent.Store(3 << 20)
+	s.got.Store(2048)
+	assert.Contains(t, s.String(), "sent 3.0 MiB got 2.0 KiB")
+}
+
+func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
+	for _, op := range ops.All {
+		b, ok := bindings[op.Name]
+		require.True(t, ok, "%s has no binding", op.Name)
+		assert.NotNil(t, b.call, op.Name)
+		assert.True(t, strings.HasPrefix(b.example, "creative "+op.Area()+" "+op.Verb()+" "), op.Name)
+		named := map[string]bool{}
+		for f := range b.help {
+			named[f] = true
+		}
+		for f := range b.defaults {
+			named[f] = true
+		}
+		for _, f := range b.filled {
+			named[f] = true
+		}
+		for f := range named {
+			_, ok := op.Field(f)
+			assert.True(t, ok, "%s: the binding names %q, which is not a field of the operation", op.Name, f)
+		}
+		code, stdout, _ := runCLI(t, nil, op.Area(), op.Verb(), "--help")
+		require.Equal(t, 0, code)
+		for _, f := range op.Fields {
+			assert.Contains(t, stdout, "--"+kebab(f.Name)+" ", op.Name)
+		}
+	}
+	for name := range bindings {
+		_, ok := ops.Lookup(name)
+		assert.True(t, ok, "binding %s names no operation", name)
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
+)
+
+// params are the fields of one call, named as on the wire, as a command
+// line or a line of a batch file gave them. Per-operation code (see
+// bindings) reads them into the SDK's request struct.
+type params struct {
+	op   ops.Op
+	vals map[string]any // string (text, links, resolved ids, file paths), float64, []any
+	// name says how the user named a field: "--number-of-results" on the
+	// command line, "numberOfResults" in a batch file.
+	name func(field string) string
+	// sent counts the bytes of uploads read, for progress; nil when not
+	// shown.
+	sent  *atomic.Int64
+	bad   error
+	files []*os.File
+	// The writer tool's CoverLetter shorthand flags.
+	jobRole, jobSkills string
+}
+
+func newParams(op ops.Op, name func(string) string) *params {
+	return &params{op: op, vals: map[string]any{}, name: name}
+}
+
+// failf records the first problem met while reading the fields.
+func (p *params) failf(field, format string, args ...any) {
+	if p.bad == nil {
+		p.bad = usagef("%s %s", p.name(field), fmt.Sprintf(format, args...))
+	}
+}
+
+// has reports whether the field was given.
+func (p *params) has(field string) bool { _, ok := p.vals[field]; return ok }
+
+// str returns a text, link, id or file path ("" when not given).
+func (p *params) str(field string) string {
+	s, _ := p.vals[field].(string)
+	return s
+}
+
+// num returns a number (0 when not given, which the SDK reads as unset).
+func (p *params) num(field string) float64 {
+	f, _ := p.vals[field].(float64)
+	return f
+}
+
+// whole returns a number that must be a whole one.
+func (p *params) whole(field string) int {
+	f := p.num(field)
+	if f != math.Trunc(f) || math.Abs(f) > 1<<31 {
+		p.failf(field, "must be a whole number, got %s", strconv.FormatFloat(f, 'g', -1, 64))
+		return 0
+	}
+	return int(f)
+}
+
+// array returns a JSON array (nil when not given).
+func (p *params) array(field string) []any {
+	a, _ := p.vals[field].([]any)
+	return a
+}
+
+// file returns an upload of the file at the field's path. When bytes are
+// counted the file is opened now (and closed by close); a file that cannot
+// be opened is left to the SDK, which reports it before sending anything.
+func (p *params) file(field string) creative.File {
+	path := p.str(field)
+	if path == "" {
+		return creative.File{}
+	}
+	if p.sent == nil {
+		return creative.FileFromPath(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return creative.FileFromPath(path)
+	}
+	p.files = append(p.files, f)
+	return creative.FileFromReader(filepath.Base(path), &countingFile{f: f, n: p.sent})
+}
+
+// close closes the files opened for uploads.
+func (p *params) close() {
+	for _, f := range p.files {
+		f.Close()
+	}
+	p.files = nil
+}
+
+// setText sets a field of any type from a command-line word.
+func (p *params) setText(f ops.Field, s string) error {
+	switch f.Type {
+	case ops.Number:
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("not a number")
+		}
+		p.vals[f.Name] = v
+	case ops.ID:
+		id, err := ids.Parse(f.IDKind, s)
+		if err != nil {
+			return err
+		}
+		p.vals[f.Name] = id
+	case ops.Array:
+		var a []any
+		if err := json.Unmarshal([]byte(s), &a); err != nil || a == nil {
+			return fmt.Errorf("not a JSON array")
+		}
+		p.vals[f.Name] = a
+	default:
+		p.vals[f.Name] = s
+	}
+	return nil
+}
+
+// setJSON sets a field from a value of a batch line; file paths are taken
+// relative to dir.
+func (p *params) setJSON(f ops.Field, raw json.RawMessage, dir string) error {
+	switch f.Type {
+	case ops.Number:
+		var v float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("must be a number")
+		}
+		p.vals[f.Name] = v
+	case ops.Array:
+		var a []any
+		if err := json.Unmarshal(raw, &a); err != nil || a == nil {
+			return fmt.Errorf("must be an array")
+		}
+		p.vals[f.Name] = a
+	default:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("must be a string")
+		}
+		switch f.Type {
+		case ops.ID:
+			id, err := ids.Parse(f.IDKind, s)
+			if err != nil {
+				return err
+			}
+			s = id
+		case ops.File:
+			if s == "" {
+				return fmt.Errorf("must name a file")
+			}
+			if !filepath.IsAbs(s) {
+				s = filepath.Join(dir, s)
+			}
+			st, err := os.Stat(s)
+			if err != nil {
+				return fmt.Errorf("cannot be read: %v", err)
+			}
+			if st.IsDir() {
+				return fmt.Errorf("is a directory, not a file: %s", s)
+			}
+		}
+		p.vals[f.Name] = s
+	}
+	return nil
+}
+
+// countingFile is an *os.File that counts what is read of it, keeping
+// ReadAt and Seek so the SDK can re-read it for a retry.
+type countingFile struct {
+	f *os.File
+	n *atomic.Int64
+}
+
+// Read reads from the file, counting the bytes.
+func (c *countingFile) Read(b []byte) (int, error) {
+	n, err := c.f.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// ReadAt reads from the file at off, counting the bytes.
+func (c *countingFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.f.ReadAt(b, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Seek seeks in the file.
+func (c *countingFile) Seek(off int64, whence int) (int64, error) { return c.f.Seek(off, whence) }
+
+// kebab turns a wire name into a flag name: numberOfResults becomes
+// number-of-results, imageSizeId image-size-id.
+func kebab(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if 'A' <= r && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

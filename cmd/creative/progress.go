@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+)
+
+// console is stderr as every part of a run writes to it: messages, log
+// lines and the progress display. While progress shows, lines go through
+// the display, which prints them above its own lines, so a log line never
+// runs into a progress line.
+type console struct {
+	w  io.Writer
+	mu sync.Mutex
+	p  *mpb.Progress
+}
+
+// Write writes b to stderr, above the progress display while it shows.
+func (c *console) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	p := c.p
+	c.mu.Unlock()
+	if p != nil {
+		if n, err := p.Write(b); err == nil {
+			return n, nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.w.Write(b)
+}
+
+// atLineStart moves the terminal's cursor back to the start of its line,
+// past the "^C" the terminal echoes, so the display's next redraw erases
+// whole lines.
+func (a *app) atLineStart() {
+	if !a.progress {
+		return
+	}
+	a.con.mu.Lock()
+	defer a.con.mu.Unlock()
+	_, _ = io.WriteString(a.con.w, "\r")
+}
+
+// display is the progress shown on stderr when it is a terminal: lines
+// redrawn in place, removed when done. A nil *display shows nothing.
+type display struct {
+	con  *console
+	p    *mpb.Progress
+	mu   sync.Mutex
+	bars []*mpb.Bar
+}
+
+// startDisplay starts the progress display, or returns nil when stderr is
+// not a terminal.
+func (a *app) startDisplay() *display {
+	if !a.progress {
+		return nil
+	}
+	p := mpb.New(mpb.WithOutput(a.stderr), mpb.WithAutoRefresh(), mpb.WithRefreshRate(120*time.Millisecond))
+	a.con.mu.Lock()
+	a.con.p = p
+	a.con.mu.Unlock()
+	return &display{con: a.con, p: p}
+}
+
+// status adds a line that shows what fn returns, until the display stops.
+func (d *display) status(fn func() string) *mpb.Bar {
+	if d == nil {
+		return nil
+	}
+	return d.add(d.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return fn() }))))
+}
+
+func (d *display) add(b *mpb.Bar) *mpb.Bar {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.bars = append(d.bars, b)
+	return b
+}
+
+// drop removes a line added by status or counter.
+func (d *display) drop(b *mpb.Bar) {
+	if d == nil || b == nil {
+		return
+	}
+	b.Abort(true)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i := slices.Index(d.bars, b); i >= 0 {
+		d.bars = slices.Delete(d.bars, i, i+1)
+	}
+}
+
+// counter adds a bar of total steps with fn's text before it, the count,
+// the rate and the time left after it.
+func (d *display) counter(total int64, fn func() string) *mpb.Bar {
+	if d == nil {
+		return nil
+	}
+	return d.add(d.p.AddBar(total, mpb.BarRemoveOnComplete(),
+		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return fn() }, decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(
+			decor.AverageSpeed(0, "%.1f jobs/s", decor.WCSyncSpace),
+			decor.Name(" left"), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncSpace),
+		),
+	))
+}
+
+// stop removes the display's lines, writes out the lines printed through
+// it and hands stderr back.
+func (d *display) stop() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	for _, b := range d.bars {
+		b.Abort(true)
+	}
+	d.mu.Unlock()
+	// The last frame moves the cursor up over the lines and erases them.
+	d.p.Wait()
+	d.con.mu.Lock()
+	d.con.p = nil
+	d.con.mu.Unlock()
+}
+
+// callStatus is what one call shows while it runs: the operation, the time
+// since it started, the attempt when above 1, the wait before a retry, and
+// the bytes of an upload or download.
+type callStatus struct {
+	op      string
+	start   time.Time
+	attempt atomic.Int32
+	retryAt atomic.Int64 // unix nanoseconds of the next attempt while waiting
+	sent    atomic.Int64 // bytes of uploads read
+	got     atomic.Int64 // bytes downloaded
+	total   atomic.Int64 // bytes expected of the download, 0 when unknown
+}
+
+func newCallStatus(op string) *callStatus {
+	s := &callStatus{op: op, start: time.Now()}
+	s.attempt.Store(1)
+	return s
+}
+
+// String is the status line.
+func (s *callStatus) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %.1fs", s.op, time.Since(s.start).Seconds())
+	if n := s.attempt.Load(); n > 1 {
+		fmt.Fprintf(&b, " attempt %d", n)
+	}
+	if at := s.retryAt.Load(); at > 0 {
+		if wait := time.Until(time.Unix(0, at)); wait > 0 {
+			fmt.Fprintf(&b, " (retry in %.1fs)", wait.Seconds())
+		}
+	}
+	if n := s.sent.Load(); n > 0 {
+		b.WriteString(" sent " + humanBytes(n))
+	}
+	if n := s.got.Load(); n > 0 {
+		b.WriteString(" got " + humanBytes(n))
+		if t := s.total.Load(); t > 0 {
+			b.WriteString(" of " + humanBytes(t))
+		}
+	}
+	return b.String()
+}
+
+// watcher is a slog.Handler that reads the client's attempt and retry
+// records into a callStatus (by their attributes "attempt" and "wait") and
+// passes every record on to next, when there is one (-v).
+type watcher struct {
+	status *callStatus
+	next   slog.Handler
+}
+
+// Enabled takes every level: the attempts are logged at Debug.
+func (w *watcher) Enabled(ctx context.Context, l slog.Level) bool { return true }
+
+// Handle reads the attempt and the wait of a record, then passes it on.
+func (w *watcher) Handle(ctx context.Context, r slog.Record) error {
+	var attempt int64
+	var wait time.Duration
+	waiting := false
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "attempt":
+			if a.Value.Kind() == slog.KindInt64 {
+				attempt = a.Value.Int64()
+			}
+		case "wait":
+			if a.Value.Kind() == slog.KindDuration {
+				wait, waiting = a.Value.Duration(), true
+			}
+		}
+		return true
+	})
+	if waiting && attempt > 0 {
+		w.status.attempt.Store(int32(attempt + 1))
+		w.status.retryAt.Store(time.Now().Add(wait).UnixNano())
+	}
+	if w.next != nil && w.next.Enabled(ctx, r.Level) {
+		return w.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+// WithAttrs returns a watcher whose next handler has attrs.
+func (w *watcher) WithAttrs(attrs []slog.Attr) slog.Handler {
+	n := &watcher{status: w.status}
+	if w.next != nil {
+		n.next = w.next.WithAttrs(attrs)
+	}
+	return n
+}
+
+// WithGroup returns a watcher whose next handler has the group.
+func (w *watcher) WithGroup(name string) slog.Handler {
+	n := &watcher{status: w.status}
+	if w.next != nil {
+		n.next = w.next.WithGroup(name)
+	}
+	return n
+}
+
+// counting is an io.Writer that only counts.
+type counting struct{ n *atomic.Int64 }
+
+// Write counts b.
+func (c counting) Write(b []byte) (int, error) { c.n.Add(int64(len(b))); return len(b), nil }
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}

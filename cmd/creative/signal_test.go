@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/creativetest"
+)
+
+// buildCLI builds the command into a temporary directory.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "creative")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// startCLI runs the built command with env in the background.
+func startCLI(t *testing.T, bin string, env map[string]string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, &stderr
+}
+
+// waitExit waits for cmd to end, at most a generous bound, and returns its
+// exit status.
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command did not exit after the signal")
+		return -1
+	}
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestSignalsCancelTheCallAndLeaveNoFile(t *testing.T) {
+	bin := buildCLI(t)
+
+	t.Run("Ctrl-C during a download exits 130 and removes the temporary file", func(t *testing.T) {
+		started := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/audio/v1/text-to-music" {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"success":true,"message":"ok","data":"http://%s/files/slow.wav"}`, r.Host)
+				return
+			}
+			w.Header().Set("Content-Length", "10000000")
+			_, _ = w.Write(append([]byte("RIFF\x00\x00\x00\x00WAVE"), make([]byte, 64<<10)...))
+			w.(http.Flusher).Flush()
+			close(started)
+			<-r.Context().Done() // the rest never comes
+		}))
+		defer srv.Close()
+		out := t.TempDir()
+		cmd, stderr := startCLI(t, bin, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": cliKey},
+			"audio", "text-to-music", "--prompt", "p", "--out", out)
+		waitFor(t, started, "the download to start")
+		require.Eventually(t, func() bool {
+			entries, _ := os.ReadDir(out)
+			return len(entries) == 1 && strings.HasPrefix(entries[0].Name(), tempPrefix)
+		}, 10*time.Second, 5*time.Millisecond, "the download is being written")
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		assert.Equal(t, 130, waitExit(t, cmd), stderr.String())
+		entries, err := os.ReadDir(out)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "no file is left")
+		assert.Equal(t, "creative: interrupted\n", stderr.String())
+	})
+
+	t.Run("SIGTERM during a slow call exits 130", func(t *testing.T) {
+		srv := creativetest.NewServer()
+		defer srv.Close()
+		arrived := make(chan struct{})
+		srv.Handle("image/generate-qr", func(w http.ResponseWriter, r *http.Request) {
+			close(arrived)
+			<-r.Context().Done()
+		})
+		out := t.TempDir()
+		cmd, stderr := startCLI(t, bin, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey},
+			"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--out", out)
+		waitFor(t, arrived, "the call to arrive")
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		assert.Equal(t, 130, waitExit(t, cmd), stderr.String())
+		entries, _ := os.ReadDir(out)
+		assert.Empty(t, entries)
+	})
+}
