@@ -52,8 +52,9 @@ type Client struct {
 	key     func() []string // the x-access-key header value; a closure, which fmt prints as an address
 	set     settings        // the Client's options, without the key
 	hc      *http.Client
-	limiter *rate.Limiter // nil without WithRateLimit
-	pause   *pause        // the wait a 429 or 503 asked of every call
+	urls    map[string]string // operation name -> its URL under the base URL
+	limiter *rate.Limiter     // nil without WithRateLimit
+	pause   *pause            // the wait a 429 or 503 asked of every call
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -86,12 +87,17 @@ func New(opts ...Option) (*Client, error) {
 	key := []string{s.accessKey}
 	s.accessKey = ""
 	s.userAgent = userAgent(s.userAgent)
+	s.uaValue = []string{s.userAgent}
 	c := &Client{
 		base:   base,
 		prefix: strings.TrimRight(base.String(), "/"),
 		key:    func() []string { return key },
 		set:    s,
 		pause:  &pause{},
+		urls:   make(map[string]string, len(ops.All)),
+	}
+	for _, o := range ops.All {
+		c.urls[o.Name] = c.prefix + o.Path()
 	}
 	if s.ratePerS > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(s.ratePerS), s.rateBurst)
@@ -204,6 +210,7 @@ func (c *Client) callSettings(op string, opts []Option) (*settings, []string, er
 	}
 	if s.userAgent != "" {
 		s.userAgent = c.set.userAgent + " " + s.userAgent
+		s.uaValue = []string{s.userAgent}
 	} else {
 		s.userAgent = c.set.userAgent
 	}
@@ -254,11 +261,11 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Request, error) {
 	target, method := r.rawURL, http.MethodGet
 	if target == "" {
-		o, ok := ops.Lookup(r.op)
+		u, ok := c.urls[r.op]
 		if !ok {
 			return nil, fmt.Errorf("creative: %s: not an operation of the service", r.op)
 		}
-		target, method = c.prefix+o.Path(), http.MethodPost
+		target, method = u, http.MethodPost
 	}
 	var (
 		body        any // []byte or func() (io.Reader, error)
@@ -302,7 +309,7 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 	default:
 		h["Accept"] = []string{r.accept}
 	}
-	h["User-Agent"] = []string{cl.s.userAgent}
+	h["User-Agent"] = cl.s.uaValue
 	req.Header = h
 	return req, nil
 }
@@ -316,7 +323,7 @@ func invoke[T any](ctx context.Context, c *Client, op string, body any, opts []O
 		return v, err
 	}
 	defer rs.Close()
-	err = rs.decodeEnvelope(func(d *jsontext.Decoder) (err error) {
+	err = rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
 		v, err = data(d)
 		return err
 	})
@@ -325,4 +332,15 @@ func invoke[T any](ctx context.Context, c *Client, op string, body any, opts []O
 		return zero, err
 	}
 	return v, nil
+}
+
+// inPlace reports whether results of type T are decoded over the body's own
+// bytes, so that an error must keep a copy of the body's start.
+func inPlace[T any]() bool {
+	var v T
+	switch any(v).(type) {
+	case Image, []Image:
+		return true
+	}
+	return false
 }

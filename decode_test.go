@@ -25,7 +25,7 @@ func gate[T any](body []byte, data func(*jsontext.Decoder) (T, error)) (T, error
 		cancel: func() {},
 	}
 	var v T
-	err := rs.decodeEnvelope(func(d *jsontext.Decoder) (err error) {
+	err := rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
 		v, err = data(d)
 		return err
 	})

@@ -37,6 +37,7 @@ type settings struct {
 	attemptLimit time.Duration
 	logger       *slog.Logger
 	userAgent    string
+	uaValue      []string // the User-Agent header's value
 	header       http.Header
 	middleware   []Middleware
 	responseInto **http.Response

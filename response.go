@@ -2,7 +2,6 @@ package creative
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/segmentio/asm/base64"
 )
 
 // This file is the one gate every answer passes, success or failure,
@@ -439,14 +439,17 @@ func envelopeMessage(body []byte) (string, bool) {
 
 // decodeEnvelope reads the body of rs and decodes its data with data,
 // turning every failure into the *APIError a caller gets.
-func (rs *response) decodeEnvelope(data func(d *jsontext.Decoder) error) error {
+func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) error) error {
 	body, err := rs.readBody()
 	if err != nil {
 		return err
 	}
-	// Image data is decoded in place, over the body: keep its start for an
-	// error's Body.
-	head := bytes.Clone(body[:min(len(body), 1<<10)])
+	head := body
+	if inPlace {
+		// Image data is decoded over the body: keep its start for an
+		// error's Body.
+		head = bytes.Clone(body[:min(len(body), 1<<10)])
+	}
 	err = envelope(body, data)
 	if err == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -376,19 +377,27 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := a.c.pause.wait(req.Context()); err != nil {
 		return nil, err
 	}
+	resp, err := a.send(req, cl.s)
+	a.c.pause.report(resp, err)
+	return resp, err
+}
+
+// send runs the middleware of s around one attempt on the network.
+func (a *attempts) send(req *http.Request, s *settings) (*http.Response, error) {
 	if a.c.limiter != nil {
 		if err := a.c.limiter.Wait(req.Context()); err != nil {
 			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
 		}
 	}
-	next := func(r *http.Request) (*http.Response, error) { return a.network(r, cl.s.attemptLimit) }
-	for i := len(cl.s.middleware) - 1; i >= 0; i-- {
-		m, inner := cl.s.middleware[i], next
+	if len(s.middleware) == 0 {
+		return a.network(req, s.attemptLimit)
+	}
+	next := func(r *http.Request) (*http.Response, error) { return a.network(r, s.attemptLimit) }
+	for i := len(s.middleware) - 1; i >= 0; i-- {
+		m, inner := s.middleware[i], next
 		next = func(r *http.Request) (*http.Response, error) { return m(r, inner) }
 	}
-	resp, err := next(req)
-	a.c.pause.report(resp, err)
-	return resp, err
+	return next(req)
 }
 
 // network sends one request; limit, when positive, bounds the wait for the
@@ -437,6 +446,7 @@ func (c *cancelOnClose) Close() error {
 // the others wait for its answer, so that a crowd of callers does not hit a
 // rate-limited service all at once again.
 type pause struct {
+	on     atomic.Bool // until is set: the only field read without mu
 	mu     sync.Mutex
 	until  time.Time     // zero when not paused
 	status int           // the status that asked for the pause
@@ -463,6 +473,7 @@ func (p *pause) start(d time.Duration, status int) {
 	until := time.Now().Add(min(d, 24*time.Hour))
 	if until.After(p.until) {
 		p.until, p.status = until, status
+		p.on.Store(true)
 		p.signal()
 	}
 }
@@ -478,6 +489,9 @@ func (p *pause) signal() {
 // *pausedError at once when the pause ends after ctx's deadline, or more than
 // MaxRetryAfter from now.
 func (p *pause) wait(ctx context.Context) error {
+	if !p.on.Load() {
+		return nil
+	}
 	for {
 		p.mu.Lock()
 		if p.until.IsZero() {
@@ -527,6 +541,9 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 // report ends the pause after an answer that does not ask for one; a failed
 // attempt lets the next one go first instead.
 func (p *pause) report(resp *http.Response, err error) {
+	if !p.on.Load() {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.until.IsZero() {
@@ -537,6 +554,7 @@ func (p *pause) report(resp *http.Response, err error) {
 	}
 	if err == nil && !time.Now().Before(p.until) {
 		p.until = time.Time{}
+		p.on.Store(false)
 	}
 	p.probe = false
 	p.signal()
