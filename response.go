@@ -337,37 +337,9 @@ func envelope(body []byte, data func(d *jsontext.Decoder) error) error {
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return &envelopeError{msg: "not a JSON object"}
 	}
-	var (
-		success, sawSuccess, sawData bool
-		msg                          jsontext.Value
-		dataErr                      error
-	)
+	var w envelopeWalk
 	for d.PeekKind() == '"' {
-		name, err := d.ReadValue()
-		if err != nil {
-			return &envelopeError{msg: "not valid JSON: " + err.Error()}
-		}
-		switch string(name) {
-		case `"success"`:
-			tok, err := d.ReadToken()
-			if err != nil || (tok.Kind() != 't' && tok.Kind() != 'f') {
-				return &envelopeError{msg: "success is not a boolean"}
-			}
-			success, sawSuccess = tok.Bool(), true
-		case `"message"`:
-			msg, err = d.ReadValue()
-		case `"data"`:
-			depth := d.StackDepth()
-			_, before := d.StackIndex(depth)
-			if d.PeekKind() != 'n' {
-				sawData = true
-				dataErr = data(d)
-			}
-			err = finishValue(d, depth, before)
-		default:
-			err = d.SkipValue()
-		}
-		if err != nil {
+		if err := w.member(d, data); err != nil {
 			return &envelopeError{msg: "not valid JSON: " + err.Error()}
 		}
 	}
@@ -377,19 +349,61 @@ func envelope(body []byte, data func(d *jsontext.Decoder) error) error {
 	if _, err := d.ReadToken(); err != io.EOF {
 		return &envelopeError{msg: "not one JSON value: more follows the envelope"}
 	}
+	return w.verdict()
+}
+
+// envelopeWalk is what envelope has seen of the object so far.
+type envelopeWalk struct {
+	success, sawSuccess, sawData bool
+	msg                          jsontext.Value
+	dataErr                      error
+}
+
+// member reads one name and its value.
+func (w *envelopeWalk) member(d *jsontext.Decoder, data func(d *jsontext.Decoder) error) error {
+	name, err := d.ReadValue()
+	if err != nil {
+		return err
+	}
+	switch string(name) {
+	case `"success"`:
+		tok, err := d.ReadToken()
+		if err != nil || (tok.Kind() != 't' && tok.Kind() != 'f') {
+			return errors.New("success is not a boolean")
+		}
+		w.success, w.sawSuccess = tok.Bool(), true
+	case `"message"`:
+		w.msg, err = d.ReadValue()
+	case `"data"`:
+		depth := d.StackDepth()
+		_, before := d.StackIndex(depth)
+		if d.PeekKind() != 'n' {
+			w.sawData = true
+			w.dataErr = data(d)
+		}
+		err = finishValue(d, depth, before)
+	default:
+		err = d.SkipValue()
+	}
+	return err
+}
+
+// verdict says what a well-formed envelope holds: nil for a success with
+// data, or the error that says what is missing or what failed.
+func (w *envelopeWalk) verdict() error {
 	switch {
-	case !sawSuccess:
+	case !w.sawSuccess:
 		return &envelopeError{msg: "the answer has no success field"}
-	case !success:
-		text := unquote(msg)
+	case !w.success:
+		text := unquote(w.msg)
 		if text == "" {
 			text = "success is false and no message was given"
 		}
 		return &envelopeError{msg: text, failed: true}
-	case !sawData:
+	case !w.sawData:
 		return &envelopeError{msg: "the envelope says success but carries no data"}
 	}
-	return dataErr
+	return w.dataErr
 }
 
 // errSyntax marks a data decoder's error as invalid JSON rather than an
@@ -701,46 +715,70 @@ func kindName(k jsontext.Kind) string {
 // Content-Type says: a body that starts as JSON, HTML or XML, or a JSON or
 // text type, is read (bounded) and reported instead.
 func (rs *response) audio() (*Audio, error) {
-	head := make([]byte, 0, 512)
-	for len(head) < cap(head) {
-		n, err := rs.Body.Read(head[len(head):cap(head)])
-		head = head[:len(head)+n]
-		if len(bytes.TrimSpace(head)) > 0 || err != nil {
-			if err != nil && err != io.EOF {
-				return nil, rs.readFailed(err)
-			}
-			break
-		}
+	head, err := readHead(rs.Body, 512)
+	if err != nil {
+		return nil, rs.readFailed(err)
 	}
 	ct := rs.Header.Get("Content-Type")
-	first := bytes.TrimLeft(head, " \t\r\n")
-	if len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
-		first[0] == '{' || first[0] == '[' || first[0] == '<' {
-		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, maxErrorBody)))
-		if err != nil {
-			return nil, rs.readFailed(err)
-		}
-		if len(first) == 0 {
-			return nil, rs.unexpected(body, "an empty body where audio was promised")
-		}
-		var ee *envelopeError
-		switch err := envelope(body, func(d *jsontext.Decoder) error { return d.SkipValue() }); {
-		case errors.As(err, &ee) && ee.failed:
-			e := rs.unexpected(body, "%s", ee.msg)
-			e.unexpected = false
-			return nil, e
-		case err != nil:
-			return nil, rs.unexpected(body, "%s where audio was promised: %s", describeBody(ct, body), err)
-		}
-		return nil, rs.unexpected(body, "a JSON envelope where audio was promised")
+	if notAudio(ct, head) {
+		return nil, rs.notAudio(ct, head)
 	}
-	limit := rs.cl.s.maxBytes
 	return &Audio{
 		ContentType:   ct,
 		ContentLength: rs.ContentLength,
-		body:          &capped{r: io.MultiReader(bytes.NewReader(head), rs.Body), left: limit, rs: rs},
+		body:          &capped{r: io.MultiReader(bytes.NewReader(head), rs.Body), left: rs.cl.s.maxBytes, rs: rs},
 		closer:        rs,
 	}, nil
+}
+
+// readHead reads up to n bytes of r, stopping at the first read that brings
+// a byte other than white space.
+func readHead(r io.Reader, n int) ([]byte, error) {
+	head := make([]byte, 0, n)
+	for len(head) < cap(head) {
+		m, err := r.Read(head[len(head):cap(head)])
+		head = head[:len(head)+m]
+		if err == io.EOF {
+			return head, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(head)) > 0 {
+			break
+		}
+	}
+	return head, nil
+}
+
+// notAudio reports whether an answer with content type ct whose body starts
+// with head is not audio: empty, JSON, HTML or XML, or typed as text or JSON.
+func notAudio(ct string, head []byte) bool {
+	first := bytes.TrimLeft(head, " \t\r\n")
+	return len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
+		first[0] == '{' || first[0] == '[' || first[0] == '<'
+}
+
+// notAudio reads (bounded) an answer that is not audio and says what it is:
+// the service's failure when it is an envelope with success false.
+func (rs *response) notAudio(ct string, head []byte) error {
+	body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, maxErrorBody)))
+	if err != nil {
+		return rs.readFailed(err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return rs.unexpected(body, "an empty body where audio was promised")
+	}
+	var ee *envelopeError
+	switch err := envelope(body, func(d *jsontext.Decoder) error { return d.SkipValue() }); {
+	case errors.As(err, &ee) && ee.failed:
+		e := rs.unexpected(body, "%s", ee.msg)
+		e.unexpected = false
+		return e
+	case err != nil:
+		return rs.unexpected(body, "%s where audio was promised: %s", describeBody(ct, body), err)
+	}
+	return rs.unexpected(body, "a JSON envelope where audio was promised")
 }
 
 // capped reads a stream up to the call's cap; past it, reading fails with
