@@ -550,7 +550,8 @@ func (p *pause) report(resp *http.Response, err error) {
 		return
 	}
 	if _, asks := retryAfter(resp, time.Now()); asks {
-		return // start extends the pause
+		p.probe = false // start extends the pause; the next attempt after it goes first
+		return
 	}
 	if err == nil && !time.Now().Before(p.until) {
 		p.until = time.Time{}

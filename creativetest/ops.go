@@ -8,6 +8,7 @@ import (
 
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/media"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // The names of the operations, as Requests records them and as Fail, Handle
@@ -31,7 +32,8 @@ const (
 	OpRemoveVideoBackground = "video/remove-background" // POST /video/v1/remove-background
 )
 
-// An operation is one endpoint of the fake.
+// An operation is one endpoint of the fake: a row of the SDK's table of
+// operations (internal/ops) and the code that answers it.
 type operation struct {
 	name string // such as "image/text-to-image"
 	form bool   // takes multipart/form-data instead of JSON
@@ -45,25 +47,39 @@ type result struct {
 	audioType string
 }
 
-// operations are the sixteen operations, in the specification's order.
-var operations = []operation{
-	{OpWriterTool, false, writerTool},
-	{OpTextToMusic, false, textToMusic},
-	{OpTextToImage, false, textToImage},
-	{OpGenerateLogo, false, generateLogo},
-	{OpGenerateQR, false, generateQR},
-	{OpUpScale, false, upScale},
-	{OpEnhanceAudio, true, enhanceAudio},
-	{OpInfiniteZoom, false, infiniteZoom},
-	{OpReImagine, true, reImagine},
-	{OpSplitAudio, true, splitAudio},
-	{OpRemoveBackground, false, linkedImage(media.RemoveBackground)},
-	{OpColorImage, false, linkedImage(media.Colorize)},
-	{OpEnhanceImage, false, linkedImage(media.Enhance)},
-	{OpRemoveVideoBackground, false, removeVideoBackground},
-	{OpTextToSpeech, false, textToSpeech},
-	{OpChangeBackground, true, changeBackground},
+// answers are the fake's answer to each operation of the table.
+var answers = map[string]func(s *Server, in *input) (result, string){
+	OpWriterTool:            writerTool,
+	OpTextToMusic:           textToMusic,
+	OpTextToImage:           textToImage,
+	OpGenerateLogo:          generateLogo,
+	OpGenerateQR:            generateQR,
+	OpUpScale:               upScale,
+	OpEnhanceAudio:          enhanceAudio,
+	OpInfiniteZoom:          infiniteZoom,
+	OpReImagine:             reImagine,
+	OpSplitAudio:            splitAudio,
+	OpRemoveBackground:      linkedImage(media.RemoveBackground),
+	OpColorImage:            linkedImage(media.Colorize),
+	OpEnhanceImage:          linkedImage(media.Enhance),
+	OpRemoveVideoBackground: removeVideoBackground,
+	OpTextToSpeech:          textToSpeech,
+	OpChangeBackground:      changeBackground,
 }
+
+// operations are the operations of the table, in the specification's
+// order, each with its answer.
+var operations = func() []operation {
+	out := make([]operation, len(ops.All))
+	for i, o := range ops.All {
+		run, ok := answers[o.Name]
+		if !ok {
+			panic("creativetest: no answer for operation " + o.Name)
+		}
+		out[i] = operation{name: o.Name, form: o.Form, run: run}
+	}
+	return out
+}()
 
 // Operations returns the names of the sixteen operations in the order of
 // the specification's endpoint list, such as "image/text-to-image": the
