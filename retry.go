@@ -460,11 +460,19 @@ func (e *pausedError) Error() string {
 func (p *pause) start(d time.Duration, status int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	until := time.Now().Add(min(d, 24*time.Hour))
-	if until.After(p.until) {
-		p.until, p.status = until, status
+	if p.extend(time.Now(), d, status) {
 		p.signal()
 	}
+}
+
+// extend makes the pause last at least d from now; p.mu is held.
+func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
+	until := now.Add(min(d, 24*time.Hour))
+	if !until.After(p.until) {
+		return false
+	}
+	p.until, p.status = until, status
+	return true
 }
 
 func (p *pause) signal() {
@@ -524,18 +532,21 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 	return nil
 }
 
-// report ends the pause after an answer that does not ask for one; a failed
-// attempt lets the next one go first instead.
+// report ends the pause after an answer that does not ask for one, extends
+// it after one that does; either way, or after a failed attempt, the next
+// attempt may go first.
 func (p *pause) report(resp *http.Response, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.until.IsZero() {
 		return
 	}
-	if _, asks := retryAfter(resp, time.Now()); asks {
-		return // start extends the pause
-	}
-	if err == nil && !time.Now().Before(p.until) {
+	now := time.Now()
+	if d, asks := retryAfter(resp, now); asks {
+		// The pause goes on: extend it before any other attempt can go
+		// first, and keep the first place for the attempt after it.
+		p.extend(now, d, resp.StatusCode)
+	} else if err == nil && !now.Before(p.until) {
 		p.until = time.Time{}
 	}
 	p.probe = false
