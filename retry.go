@@ -378,6 +378,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a.c.limiter != nil {
 		if err := a.c.limiter.Wait(req.Context()); err != nil {
+			a.c.pause.report(nil, err) // if this attempt was to go first, let another
 			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
 		}
 	}

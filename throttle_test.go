@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 )
 
 // Throttling: WithRateLimit, and the client-wide pause a 429 or 503 with
@@ -73,6 +74,27 @@ func TestARepeatedRetryAfterDoesNotStallTheClient(t *testing.T) {
 			assert.Len(t, ss.stamps(), 4)
 		})
 	}
+}
+
+// An attempt that went first after a pause but then gave up waiting for the
+// rate limiter hands the first place to the next attempt.
+func TestAProbeThatGivesUpOnTheLimiterLetsTheNextOneGo(t *testing.T) {
+	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
+	c := newTestClient(t, ss.URL, WithRateLimit(0.001, 1))
+	require.True(t, c.limiter.Allow(), "the only token is spent: the next one is 1000 s away")
+	c.pause.start(0, http.StatusTooManyRequests) // a pause that has just ended
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	require.Error(t, music(ctx, c), "the probe cannot get a token before its deadline")
+
+	c.limiter.SetLimit(rate.Inf)
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, music(ctx, c))
+	assert.Less(t, time.Since(start), time.Second, "the next call went first at once")
+	assert.Len(t, ss.stamps(), 1)
 }
 
 var _ = errors.Is
