@@ -379,6 +379,10 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a.c.limiter != nil {
 		if err := a.c.limiter.Wait(req.Context()); err != nil {
 			a.c.pause.report(nil, err) // if this attempt was to go first, let another
+			if req.Context().Err() == nil {
+				// The limiter refuses at once a wait its deadline cannot cover.
+				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
+			}
 			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
 		}
 	}
