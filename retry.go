@@ -255,7 +255,8 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	)
 	switch {
 	case errors.As(err, &paused):
-		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts, RetryAfter: time.Until(paused.until),
+		// The attempt refused by the pause was counted but never sent.
+		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts - 1, RetryAfter: time.Until(paused.until),
 			Message: paused.Error(), paused: true}
 	case errors.As(err, &redir):
 		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.redact(redir.Error()), unexpected: true}

@@ -251,6 +251,7 @@ func TestA429WithRetryAfterPausesTheWholeClientAndOneProbeGoesFirst(t *testing.T
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, 429, apiErr.StatusCode)
+		assert.Equal(t, 0, apiErr.Attempts, "nothing was sent")
 		assert.Greater(t, apiErr.RetryAfter, time.Duration(0))
 		assert.Contains(t, err.Error(), "nothing sent")
 		m := untilRE.FindStringSubmatch(err.Error())
