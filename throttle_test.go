@@ -20,11 +20,13 @@ import (
 // Retry-After asks for. The server stamps every request it receives, so the
 // tests assert on what reached it and when.
 
-// stampServer is a test server that records when each request arrived.
+// stampServer is a test server that records when each request arrived and
+// its header.
 type stampServer struct {
 	*testServer
 	mu       sync.Mutex
 	arrivals []time.Time
+	headers  []http.Header
 }
 
 func newStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request)) *stampServer {
@@ -34,6 +36,7 @@ func newStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.R
 		_, _ = io.Copy(io.Discard, r.Body)
 		ss.mu.Lock()
 		ss.arrivals = append(ss.arrivals, time.Now())
+		ss.headers = append(ss.headers, r.Header.Clone())
 		n := len(ss.arrivals)
 		ss.mu.Unlock()
 		h(n, w, r)
@@ -45,6 +48,23 @@ func (ss *stampServer) stamps() []time.Time {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return append([]time.Time(nil), ss.arrivals...)
+}
+
+// header returns the header of the i-th request, counting from 1.
+func (ss *stampServer) header(i int) http.Header {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if i < 1 || i > len(ss.headers) {
+		return nil
+	}
+	return ss.headers[i-1]
+}
+
+// count is how many requests arrived.
+func (ss *stampServer) count() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.arrivals)
 }
 
 const musicOK = `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}`
