@@ -425,13 +425,16 @@ func TestWithMiddleware(t *testing.T) {
 		assert.Equal(t, "1", ss.header(1).Get("X-Attempt"))
 		assert.Equal(t, "2", ss.header(2).Get("X-Attempt"))
 	})
-	t.Run("one that refuses to send fails the call, sending nothing", func(t *testing.T) {
+	t.Run("one that refuses to send fails the call without a retry, sending nothing", func(t *testing.T) {
 		ss := newStampServer(t, replies(200))
+		calls := 0
 		refuse := func(*http.Request, MiddlewareNext) (*http.Response, error) {
+			calls++
 			return nil, errors.New("budget exhausted")
 		}
 		err := music(context.Background(), newTestClient(t, ss.URL), WithMiddleware(refuse))
 		assert.ErrorContains(t, err, "budget exhausted")
+		assert.Equal(t, 1, calls)
 		assert.Equal(t, 0, ss.count())
 	})
 	t.Run("a nil middleware is refused", func(t *testing.T) {
