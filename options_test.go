@@ -285,6 +285,7 @@ func TestWithHeader(t *testing.T) {
 		{"Content-Type", "Content-Type", "text/plain", "Content-Type is set by the client"},
 		{"content-length in lower case", "content-length", "5", "Content-Length is set by the client"},
 		{"User-Agent", "USER-AGENT", "bot", "User-Agent is set by the client"},
+		{"Accept, which the client sets per operation", "accept", "text/plain", "Accept is set by the client"},
 		{"a line break in the value", "X-A", "a\r\nX-Injected: 1", "control character"},
 		{"a NUL in the value", "X-A", "a\x00b", "control character"},
 		{"a space in the name", "X A", "v", "not a valid header name"},
