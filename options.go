@@ -194,12 +194,13 @@ func WithUserAgent(ua string) Option {
 // reservedHeaders are set by the Client and cannot be set by WithHeader.
 var reservedHeaders = map[string]bool{
 	headerAccessKey: true, "Content-Type": true, "Content-Length": true,
-	"User-Agent": true, "Host": true, "Transfer-Encoding": true,
+	"User-Agent": true, "Host": true, "Transfer-Encoding": true, "Accept": true,
 }
 
 // WithHeader adds a header to every request (on New) or to one call's
 // requests. It cannot set x-access-key, Content-Type, Content-Length,
-// User-Agent, Host or Transfer-Encoding, which the Client sets itself.
+// User-Agent, Host, Transfer-Encoding or Accept, which the Client sets
+// itself.
 func WithHeader(key, value string) Option {
 	return func(s *settings) error {
 		if !validHeaderName(key) {

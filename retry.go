@@ -256,7 +256,8 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	)
 	switch {
 	case errors.As(err, &paused):
-		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts, RetryAfter: time.Until(paused.until),
+		// The attempt refused by the pause was counted but never sent.
+		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts - 1, RetryAfter: time.Until(paused.until),
 			Message: paused.Error(), paused: true}
 	case errors.As(err, &redir):
 		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.redact(redir.Error()), unexpected: true}
@@ -386,6 +387,11 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 func (a *attempts) send(req *http.Request, s *settings) (*http.Response, error) {
 	if a.c.limiter != nil {
 		if err := a.c.limiter.Wait(req.Context()); err != nil {
+			a.c.pause.report(nil, err) // if this attempt was to go first, let another
+			if req.Context().Err() == nil {
+				// The limiter refuses at once a wait its deadline cannot cover.
+				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
+			}
 			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
 		}
 	}
@@ -470,12 +476,20 @@ func (e *pausedError) Error() string {
 func (p *pause) start(d time.Duration, status int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	until := time.Now().Add(min(d, 24*time.Hour))
-	if until.After(p.until) {
-		p.until, p.status = until, status
-		p.on.Store(true)
+	if p.extend(time.Now(), d, status) {
 		p.signal()
 	}
+}
+
+// extend makes the pause last at least d from now; p.mu is held.
+func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
+	until := now.Add(min(d, 24*time.Hour))
+	if !until.After(p.until) {
+		return false
+	}
+	p.until, p.status = until, status
+	p.on.Store(true)
+	return true
 }
 
 func (p *pause) signal() {
@@ -538,8 +552,9 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 	return nil
 }
 
-// report ends the pause after an answer that does not ask for one; a failed
-// attempt lets the next one go first instead.
+// report ends the pause after an answer that does not ask for one, extends
+// it after one that does; either way, or after a failed attempt, the next
+// attempt may go first.
 func (p *pause) report(resp *http.Response, err error) {
 	if !p.on.Load() {
 		return
@@ -549,11 +564,12 @@ func (p *pause) report(resp *http.Response, err error) {
 	if p.until.IsZero() {
 		return
 	}
-	if _, asks := retryAfter(resp, time.Now()); asks {
-		p.probe = false // start extends the pause; the next attempt after it goes first
-		return
-	}
-	if err == nil && !time.Now().Before(p.until) {
+	now := time.Now()
+	if d, asks := retryAfter(resp, now); asks {
+		// The pause goes on: extend it before any other attempt can go
+		// first, and keep the first place for the attempt after it.
+		p.extend(now, d, resp.StatusCode)
+	} else if err == nil && !now.Before(p.until) {
 		p.until = time.Time{}
 		p.on.Store(false)
 	}

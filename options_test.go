@@ -1,0 +1,563 @@
+package creative
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/ids"
+)
+
+// Every option that works on a call is tested twice: given to New and given
+// to one call. The server on 127.0.0.1 says what reached it.
+
+// placement gives options to a client or to a call: it returns the client
+// and the options to pass to the call.
+type placement struct {
+	name string
+	put  func(t *testing.T, base string, opts ...Option) (*Client, []Option)
+}
+
+var placements = []placement{
+	{"given to New", func(t *testing.T, base string, opts ...Option) (*Client, []Option) {
+		return newTestClient(t, base, opts...), nil
+	}},
+	{"given to the call", func(t *testing.T, base string, opts ...Option) (*Client, []Option) {
+		return newTestClient(t, base), opts
+	}},
+}
+
+// replies answers the n-th request (from 1) with statuses[n-1] (the last
+// one from then on), the error envelope for a failure and musicOK for a
+// success, with X-Request-Id: req-<n>.
+func replies(statuses ...int) func(n int, w http.ResponseWriter, r *http.Request) {
+	return func(n int, w http.ResponseWriter, r *http.Request) {
+		status := statuses[min(n, len(statuses))-1]
+		w.Header().Set("X-Request-Id", "req-"+strconv.Itoa(n))
+		if status == 200 {
+			replyJSON(200, musicOK)(w, r)
+			return
+		}
+		replyJSON(status, `{"success":false,"message":"`+http.StatusText(status)+`"}`)(w, r)
+	}
+}
+
+func TestWithMaxRetries(t *testing.T) {
+	for _, p := range placements {
+		for _, retries := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%s, %d retries", p.name, retries), func(t *testing.T) {
+				ss := newStampServer(t, replies(503))
+				c, call := p.put(t, ss.URL, WithMaxRetries(retries))
+				err := music(context.Background(), c, call...)
+				assert.ErrorIs(t, err, ErrServer)
+				assert.Equal(t, retries+1, ss.count(), "requests sent")
+			})
+		}
+	}
+	t.Run("a call's overrides the client's for that call only", func(t *testing.T) {
+		ss := newStampServer(t, replies(503))
+		c := newTestClient(t, ss.URL, WithMaxRetries(0))
+		_ = music(context.Background(), c, WithMaxRetries(2))
+		assert.Equal(t, 3, ss.count())
+		_ = music(context.Background(), c)
+		assert.Equal(t, 4, ss.count(), "the next call has the client's 0 retries again")
+	})
+}
+
+func TestWithRetryWait(t *testing.T) {
+	// Backoff is full jitter: each wait is drawn from [0, ceiling], so a
+	// wait's upper bound is firm, and four waits of a 150 ms ceiling adding
+	// up to less than 20 ms has odds of about 1 in 70000.
+	const ceiling = 150 * time.Millisecond
+	for _, p := range placements {
+		t.Run(p.name, func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 503, 503, 503, 200))
+			c, call := p.put(t, ss.URL, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
+			require.NoError(t, music(context.Background(), c, call...))
+			stamps := ss.stamps()
+			require.Len(t, stamps, 5)
+			for i := 1; i < len(stamps); i++ {
+				assert.LessOrEqual(t, stamps[i].Sub(stamps[i-1]), ceiling+250*time.Millisecond, "wait %d", i)
+			}
+			assert.GreaterOrEqual(t, stamps[4].Sub(stamps[0]), 20*time.Millisecond, "the waits are the option's, not the client's 1-2 ms")
+		})
+	}
+	t.Run("a call's short waits override the client's long ones", func(t *testing.T) {
+		ss := newStampServer(t, replies(503, 503, 200))
+		c := newTestClient(t, ss.URL, WithRetryWait(time.Minute, time.Minute))
+		start := time.Now()
+		require.NoError(t, music(context.Background(), c, WithRetryWait(time.Millisecond, time.Millisecond)))
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Equal(t, 3, ss.count())
+	})
+}
+
+// stall answers nothing until the client goes away (or 5 s pass).
+func stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func TestWithTimeout(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name, func(t *testing.T) {
+			ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
+			c, call := p.put(t, ss.URL, WithTimeout(100*time.Millisecond))
+			start := time.Now()
+			err := music(context.Background(), c, call...)
+			assert.Less(t, time.Since(start), 2*time.Second)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			var netErr *NetworkError
+			assert.ErrorAs(t, err, &netErr)
+			assert.Equal(t, 1, ss.count(), "a stalled attempt is not retried past the call's timeout")
+		})
+	}
+	t.Run("a call's longer timeout overrides the client's", func(t *testing.T) {
+		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			time.Sleep(150 * time.Millisecond)
+			replyJSON(200, musicOK)(w, r)
+		})
+		c := newTestClient(t, ss.URL, WithTimeout(50*time.Millisecond))
+		require.NoError(t, music(context.Background(), c, WithTimeout(5*time.Second)))
+	})
+}
+
+func TestWithRequestTimeout(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name+": a stalled first attempt is retried and the second succeeds", func(t *testing.T) {
+			ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					stall(r)
+					return
+				}
+				replyJSON(200, musicOK)(w, r)
+			})
+			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond))
+			start := time.Now()
+			require.NoError(t, music(context.Background(), c, call...))
+			assert.Less(t, time.Since(start), 2*time.Second)
+			assert.Equal(t, 2, ss.count())
+		})
+	}
+	t.Run("an attempt that stalls every time fails saying so", func(t *testing.T) {
+		ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
+		c := newTestClient(t, ss.URL)
+		err := music(context.Background(), c, WithRequestTimeout(50*time.Millisecond), WithMaxRetries(1))
+		var netErr *NetworkError
+		require.ErrorAs(t, err, &netErr)
+		assert.Equal(t, 2, netErr.Attempts)
+		assert.Equal(t, 2, ss.count())
+		assert.Contains(t, err.Error(), "WithRequestTimeout")
+	})
+	t.Run("it bounds the wait for the headers, not the body", func(t *testing.T) {
+		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(200)
+			_, _ = io.WriteString(w, musicOK[:10])
+			w.(http.Flusher).Flush()
+			time.Sleep(300 * time.Millisecond)
+			_, _ = io.WriteString(w, musicOK[10:])
+		})
+		c := newTestClient(t, ss.URL)
+		require.NoError(t, music(context.Background(), c, WithRequestTimeout(100*time.Millisecond)))
+		assert.Equal(t, 1, ss.count())
+	})
+}
+
+// attemptLogs returns the attributes of the records logged for attempts.
+func attemptLogs(l *logCapture) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for i, line := range l.lines {
+		if strings.HasPrefix(line, "creative: attempt") {
+			out = append(out, l.attrs[i])
+		}
+	}
+	return out
+}
+
+func TestWithLoggerRecordsEachAttemptWithItsRequestID(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name, func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 200))
+			logs := &logCapture{}
+			c, call := p.put(t, ss.URL, WithLogger(slog.New(logs)))
+			require.NoError(t, music(context.Background(), c, call...))
+			attempts := attemptLogs(logs)
+			require.Len(t, attempts, 2, logs.all())
+			for i, a := range attempts {
+				assert.Equal(t, int64(i+1), a["attempt"])
+				assert.Equal(t, "req-"+strconv.Itoa(i+1), a["request_id"])
+				assert.Equal(t, "audio/text-to-music", a["operation"])
+			}
+			assert.Equal(t, int64(503), attempts[0]["status"])
+			assert.Equal(t, int64(200), attempts[1]["status"])
+			assert.Contains(t, logs.all(), "creative: retrying")
+			assert.NotContains(t, logs.all(), testKey)
+		})
+	}
+	t.Run("a call's logger replaces the client's for that call", func(t *testing.T) {
+		ss := newStampServer(t, replies(200))
+		mine, theirs := &logCapture{}, &logCapture{}
+		c := newTestClient(t, ss.URL, WithLogger(slog.New(theirs)))
+		require.NoError(t, music(context.Background(), c, WithLogger(slog.New(mine))))
+		assert.Len(t, attemptLogs(mine), 1)
+		assert.Empty(t, theirs.all())
+	})
+}
+
+func TestWithMaxResponseBytes(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name, func(t *testing.T) {
+			ss := newStampServer(t, replies(200))
+			c, call := p.put(t, ss.URL, WithMaxResponseBytes(int64(len(musicOK)-1)))
+			err := music(context.Background(), c, call...)
+			assert.ErrorIs(t, err, ErrUnexpectedResponse)
+			assert.Contains(t, err.Error(), "WithMaxResponseBytes")
+			assert.Equal(t, 1, ss.count(), "a body too large is not retried")
+
+			c, call = p.put(t, ss.URL, WithMaxResponseBytes(int64(len(musicOK))))
+			assert.NoError(t, music(context.Background(), c, call...), "a body of exactly the cap passes")
+		})
+	}
+	t.Run("a call's larger cap overrides the client's", func(t *testing.T) {
+		ss := newStampServer(t, replies(200))
+		c := newTestClient(t, ss.URL, WithMaxResponseBytes(10))
+		assert.NoError(t, music(context.Background(), c, WithMaxResponseBytes(1<<20)))
+		assert.Error(t, music(context.Background(), c))
+	})
+	t.Run("it bounds a Download only when given", func(t *testing.T) {
+		ss := newStampServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(make([]byte, 1000))
+		})
+		c := newTestClient(t, ss.URL)
+		n, err := c.Download(context.Background(), URL(ss.URL+"/f.bin"), io.Discard)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1000), n)
+		_, err = c.Download(context.Background(), URL(ss.URL+"/f.bin"), io.Discard, WithMaxResponseBytes(100))
+		assert.ErrorIs(t, err, ErrUnexpectedResponse)
+	})
+}
+
+func TestWithHeader(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name+": sent on every attempt", func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 200))
+			c, call := p.put(t, ss.URL, WithHeader("x-tenant", "acme"), WithHeader("X-Tenant", "beta"), WithHeader("Accept-Language", "de"))
+			require.NoError(t, music(context.Background(), c, call...))
+			for i := 1; i <= 2; i++ {
+				assert.Equal(t, []string{"acme", "beta"}, ss.header(i).Values("X-Tenant"), "attempt %d", i)
+				assert.Equal(t, "de", ss.header(i).Get("Accept-Language"))
+				assert.Equal(t, testKey, ss.header(i).Get("X-Access-Key"))
+			}
+		})
+	}
+	t.Run("a call's headers add to the client's, for that call only", func(t *testing.T) {
+		ss := newStampServer(t, replies(200))
+		c := newTestClient(t, ss.URL, WithHeader("X-App", "shop"))
+		require.NoError(t, music(context.Background(), c, WithHeader("X-Job", "42")))
+		require.NoError(t, music(context.Background(), c))
+		assert.Equal(t, "shop", ss.header(1).Get("X-App"))
+		assert.Equal(t, "42", ss.header(1).Get("X-Job"))
+		assert.Equal(t, "shop", ss.header(2).Get("X-App"))
+		assert.Empty(t, ss.header(2).Values("X-Job"))
+	})
+
+	refused := []struct {
+		name, key, value, want string
+	}{
+		{"x-access-key", "x-access-key", "other", "X-Access-Key is set by the client"},
+		{"Content-Type", "Content-Type", "text/plain", "Content-Type is set by the client"},
+		{"content-length in lower case", "content-length", "5", "Content-Length is set by the client"},
+		{"User-Agent", "USER-AGENT", "bot", "User-Agent is set by the client"},
+		{"Accept, which the client sets per operation", "accept", "text/plain", "Accept is set by the client"},
+		{"a line break in the value", "X-A", "a\r\nX-Injected: 1", "control character"},
+		{"a NUL in the value", "X-A", "a\x00b", "control character"},
+		{"a space in the name", "X A", "v", "not a valid header name"},
+		{"a colon in the name", "X-A:", "v", "not a valid header name"},
+		{"an empty name", "", "v", "not a valid header name"},
+	}
+	for _, tt := range refused {
+		t.Run("refused by New: "+tt.name, func(t *testing.T) {
+			_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithHeader(tt.key, tt.value))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+		t.Run("refused by a call before anything is sent: "+tt.name, func(t *testing.T) {
+			ss := newStampServer(t, replies(200))
+			err := music(context.Background(), newTestClient(t, ss.URL), WithHeader(tt.key, tt.value))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Equal(t, 0, ss.count())
+		})
+	}
+}
+
+func TestWithUserAgent(t *testing.T) {
+	base := fmt.Sprintf("creative-go/%s (%s)", Version, runtime.Version())
+	ss := newStampServer(t, replies(200))
+	c := newTestClient(t, ss.URL, WithUserAgent("shop/3"))
+	require.NoError(t, music(context.Background(), c))
+	require.NoError(t, music(context.Background(), c, WithUserAgent("job/42")))
+	assert.Equal(t, base+" shop/3", ss.header(1).Get("User-Agent"))
+	assert.Equal(t, base+" shop/3 job/42", ss.header(2).Get("User-Agent"), "a call's is appended to the client's")
+
+	for _, bad := range []string{"shop/3\r\nX-Injected: 1", "shop\n", "shop\x00", "shop\x7f"} {
+		_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithUserAgent(bad))
+		require.Error(t, err, "%q", bad)
+		assert.Contains(t, err.Error(), "control characters")
+		assert.Error(t, music(context.Background(), c, WithUserAgent(bad)), "%q on a call", bad)
+	}
+	assert.Equal(t, 2, ss.count(), "the refused calls sent nothing")
+}
+
+func TestWithAccessKeyOnACallSendsThatKeyAndRedactsIt(t *testing.T) {
+	const callKey = "call-key-9d41c0-LEAKCHECK"
+	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Access-Key")
+		if key == callKey {
+			// A careless service echoes the key in the body and a header.
+			w.Header().Set("X-Echo", "key="+key)
+			replyJSON(401, `{"success":false,"message":"key `+key+` is not allowed here"}`)(w, r)
+			return
+		}
+		replyJSON(200, musicOK)(w, r)
+	})
+	logs := &logCapture{}
+	c := newTestClient(t, ss.URL, WithLogger(slog.New(logs)))
+
+	err := music(context.Background(), c, WithAccessKey(callKey))
+	assert.Equal(t, callKey, ss.header(1).Get("X-Access-Key"), "the call's key is sent, not the client's")
+	assert.ErrorIs(t, err, ErrUnauthorized)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	for what, text := range map[string]string{
+		"the error":     err.Error(),
+		"the message":   apiErr.Message,
+		"the body":      string(apiErr.Body),
+		"the header":    apiErr.Header.Get("X-Echo"),
+		"%+v":           fmt.Sprintf("%+v", apiErr),
+		"the log lines": logs.all(),
+	} {
+		assert.NotContains(t, text, callKey, what)
+	}
+	assert.Contains(t, apiErr.Message, "key [redacted] is not allowed")
+	assert.Equal(t, "key=[redacted]", apiErr.Header.Get("X-Echo"))
+
+	require.NoError(t, music(context.Background(), c))
+	assert.Equal(t, testKey, ss.header(2).Get("X-Access-Key"), "the next call has the client's key again")
+	require.NoError(t, music(context.Background(), c, WithAccessKey("")))
+	assert.Equal(t, testKey, ss.header(3).Get("X-Access-Key"), "an empty key on a call leaves the client's")
+}
+
+// tracer records the order middleware ran in.
+type tracer struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (tr *tracer) add(s string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.steps = append(tr.steps, s)
+}
+
+func (tr *tracer) mw(name string) Middleware {
+	return func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+		tr.add(name + ">")
+		resp, err := next(req)
+		if resp != nil {
+			tr.add("<" + name + " " + strconv.Itoa(resp.StatusCode))
+		}
+		return resp, err
+	}
+}
+
+func TestWithMiddleware(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name+": runs once per attempt, retries included", func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 200))
+			tr := &tracer{}
+			c, call := p.put(t, ss.URL, WithMiddleware(tr.mw("a")))
+			require.NoError(t, music(context.Background(), c, call...))
+			assert.Equal(t, []string{"a>", "<a 503", "a>", "<a 200"}, tr.steps)
+			assert.Equal(t, 2, ss.count())
+		})
+	}
+	t.Run("the client's wrap the call's; in one list the first is outermost", func(t *testing.T) {
+		ss := newStampServer(t, replies(200))
+		tr := &tracer{}
+		c := newTestClient(t, ss.URL, WithMiddleware(tr.mw("client1"), tr.mw("client2")))
+		require.NoError(t, music(context.Background(), c, WithMiddleware(tr.mw("call1")), WithMiddleware(tr.mw("call2"))))
+		assert.Equal(t, []string{"client1>", "client2>", "call1>", "call2>", "<call2 200", "<call1 200", "<client2 200", "<client1 200"}, tr.steps)
+
+		tr.steps = nil
+		require.NoError(t, music(context.Background(), c))
+		assert.Equal(t, []string{"client1>", "client2>", "<client2 200", "<client1 200"}, tr.steps, "the call's are gone on the next call")
+	})
+	t.Run("it can read and change the request", func(t *testing.T) {
+		ss := newStampServer(t, replies(503, 200))
+		var seen []string
+		attempt := 0
+		stamp := func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+			attempt++
+			seen = append(seen, req.Method+" "+req.URL.Path+" "+req.Header.Get("Content-Type"))
+			req.Header.Set("X-Attempt", strconv.Itoa(attempt))
+			return next(req)
+		}
+		c := newTestClient(t, ss.URL)
+		require.NoError(t, music(context.Background(), c, WithMiddleware(stamp)))
+		assert.Equal(t, []string{"POST /audio/v1/text-to-music application/json", "POST /audio/v1/text-to-music application/json"}, seen)
+		assert.Equal(t, "1", ss.header(1).Get("X-Attempt"))
+		assert.Equal(t, "2", ss.header(2).Get("X-Attempt"))
+	})
+	t.Run("one that refuses to send fails the call without a retry, sending nothing", func(t *testing.T) {
+		ss := newStampServer(t, replies(200))
+		calls := 0
+		refuse := func(*http.Request, MiddlewareNext) (*http.Response, error) {
+			calls++
+			return nil, errors.New("budget exhausted")
+		}
+		err := music(context.Background(), newTestClient(t, ss.URL), WithMiddleware(refuse))
+		assert.ErrorContains(t, err, "budget exhausted")
+		assert.Equal(t, 1, calls)
+		assert.Equal(t, 0, ss.count())
+	})
+	t.Run("a nil middleware is refused", func(t *testing.T) {
+		_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithMiddleware(nil))
+		assert.ErrorContains(t, err, "nil Middleware")
+	})
+}
+
+func TestWithResponseInto(t *testing.T) {
+	for _, p := range placements {
+		t.Run(p.name+": the last attempt's status and headers, its body closed", func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 200))
+			var resp *http.Response
+			c, call := p.put(t, ss.URL, WithResponseInto(&resp))
+			require.NoError(t, music(context.Background(), c, call...))
+			require.NotNil(t, resp)
+			assert.Equal(t, 200, resp.StatusCode)
+			assert.Equal(t, "req-2", resp.Header.Get("X-Request-Id"))
+			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			n, err := resp.Body.Read(make([]byte, 1))
+			assert.Equal(t, 0, n)
+			assert.Equal(t, io.EOF, err, "the body was read and closed already")
+		})
+	}
+	t.Run("after a failure, the failed answer", func(t *testing.T) {
+		ss := newStampServer(t, replies(400))
+		var resp *http.Response
+		err := music(context.Background(), newTestClient(t, ss.URL), WithResponseInto(&resp))
+		assert.ErrorIs(t, err, ErrInvalidRequest)
+		require.NotNil(t, resp)
+		assert.Equal(t, 400, resp.StatusCode)
+		assert.Equal(t, "req-1", resp.Header.Get("X-Request-Id"))
+	})
+	t.Run("nil when no answer came", func(t *testing.T) {
+		var resp *http.Response
+		c := newTestClient(t, "http://"+refusedAddr(t), WithMaxRetries(0))
+		assert.Error(t, music(context.Background(), c, WithResponseInto(&resp)))
+		assert.Nil(t, resp)
+	})
+	t.Run("for speech, the Audio is the body", func(t *testing.T) {
+		ss := newStampServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "audio/mpeg")
+			w.Header().Set("X-Request-Id", "speech-1")
+			_, _ = io.WriteString(w, "ID3-mp3-bytes")
+		})
+		var resp *http.Response
+		audio, err := newTestClient(t, ss.URL).TextToSpeech(context.Background(), TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceMale1}, WithResponseInto(&resp))
+		require.NoError(t, err)
+		require.NotNil(t, resp, "set when the call returns")
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, "speech-1", resp.Header.Get("X-Request-Id"))
+		b, err := io.ReadAll(audio)
+		require.NoError(t, err)
+		assert.Equal(t, "ID3-mp3-bytes", string(b))
+		require.NoError(t, audio.Close())
+		n, _ := resp.Body.Read(make([]byte, 1))
+		assert.Equal(t, 0, n, "closed with the Audio")
+	})
+	t.Run("a nil destination is refused", func(t *testing.T) {
+		_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithResponseInto(nil))
+		assert.ErrorContains(t, err, "nil destination")
+	})
+}
+
+func TestClientOnlyOptionsOnACallFailBeforeAnythingIsSent(t *testing.T) {
+	ss := newStampServer(t, replies(200))
+	c := newTestClient(t, ss.URL)
+	tests := []struct {
+		name string
+		opt  Option
+	}{
+		{"WithBaseURL", WithBaseURL("https://elsewhere.example.com")},
+		{"WithHTTPClient", WithHTTPClient(&http.Client{})},
+		{"WithInsecureHTTP", WithInsecureHTTP()},
+		{"WithRateLimit", WithRateLimit(1, 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := music(context.Background(), c, WithMaxRetries(1), tt.opt)
+			require.Error(t, err)
+			assert.Equal(t, "creative: audio/text-to-music: "+tt.name+" configures a Client (give it to New), not one call", err.Error())
+			_, err = c.Download(context.Background(), URL(ss.URL+"/f"), io.Discard, tt.opt)
+			assert.ErrorContains(t, err, "download: "+tt.name+" configures a Client")
+		})
+	}
+	assert.Equal(t, 0, ss.count(), "nothing was sent")
+	require.NoError(t, music(context.Background(), c), "the client is unchanged")
+}
+
+func TestAPIErrorCarriesTheRequestID(t *testing.T) {
+	tests := []struct {
+		name   string
+		header map[string]string
+		want   string
+	}{
+		{"X-Request-Id", map[string]string{"X-Request-Id": "abc-1"}, "abc-1"},
+		{"X-Amzn-RequestId", map[string]string{"X-Amzn-RequestId": "amzn-2"}, "amzn-2"},
+		{"X-Amz-Cf-Id", map[string]string{"X-Amz-Cf-Id": "cf-3=="}, "cf-3=="},
+		{"Cf-Ray", map[string]string{"Cf-Ray": "8a1b2c3d4e5f-FRA"}, "8a1b2c3d4e5f-FRA"},
+		{"X-Request-Id before Cf-Ray", map[string]string{"Cf-Ray": "ray", "X-Request-Id": "own"}, "own"},
+		{"none", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				replyJSON(400, `{"success":false,"message":"prompt: too long"}`)(w, r)
+			})
+			err := music(context.Background(), newTestClient(t, ss.URL))
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, tt.want, apiErr.RequestID)
+			if tt.want == "" {
+				assert.Equal(t, "creative: audio/text-to-music: HTTP 400: prompt: too long", err.Error())
+			} else {
+				assert.Equal(t, "creative: audio/text-to-music: HTTP 400: prompt: too long (request id "+tt.want+")", err.Error())
+			}
+			for k, v := range tt.header {
+				assert.Equal(t, v, apiErr.Header.Get(k))
+			}
+		})
+	}
+}
