@@ -57,7 +57,10 @@ func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts
 		return nil, err
 	}
 	if dst := rs.cl.s.responseInto; dst != nil {
-		*dst = rs.Response
+		// The answer's body is the speech: read it through the Audio.
+		resp := *rs.Response
+		resp.Body = a
+		*dst = &resp
 	}
 	return a, nil
 }

@@ -293,8 +293,14 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 	cl.body, req.ContentLength = body, size
 	// The header values are shared, read-only slices: building the header
 	// costs one map, not one slice per value.
-	h := make(http.Header, 5+len(cl.s.header))
-	for k, v := range cl.s.header {
+	extra := cl.s.header
+	if r.rawURL != "" {
+		// A download goes to another host: only the call's own headers go
+		// with it, never the Client's, which are meant for the service.
+		extra = callOnly(extra, c.set.header)
+	}
+	h := make(http.Header, 5+len(extra))
+	for k, v := range extra {
 		h[k] = v
 	}
 	if r.rawURL == "" {
@@ -343,4 +349,19 @@ func inPlace[T any]() bool {
 		return true
 	}
 	return false
+}
+
+// callOnly returns the headers of h that a call's options added to the
+// Client's headers base.
+func callOnly(h, base http.Header) http.Header {
+	var out http.Header
+	for k, vs := range h {
+		if extra := vs[len(base[k]):]; len(extra) > 0 {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[k] = extra
+		}
+	}
+	return out
 }

@@ -346,7 +346,13 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		return &redirectError{status: status, to: req.URL.String(), why: "since it is not an http(s) URL"}
 	}
 	if !c.sameOrigin(req.URL) {
+		// The key and the headers of WithHeader are meant for the service.
 		req.Header.Del(headerAccessKey)
+		if cl, ok := req.Context().Value(callKey{}).(*call); ok {
+			for k := range cl.s.header {
+				req.Header.Del(k)
+			}
+		}
 	}
 	return nil
 }
@@ -468,8 +474,8 @@ type pausedError struct {
 }
 
 func (e *pausedError) Error() string {
-	return fmt.Sprintf("the service asked (HTTP %d) every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
-		e.status, e.until.UTC().Format(time.RFC3339), MaxRetryAfter)
+	return fmt.Sprintf("the service asked every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
+		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
 }
 
 // start pauses the client for d from now, unless it is paused longer already.

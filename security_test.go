@@ -187,3 +187,31 @@ func TestTheDefaultClientLogsNothing(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, stderr.String())
 }
+
+func TestHeadersOfWithHeaderStayWithTheService(t *testing.T) {
+	var other http.Header
+	elsewhere := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		other = r.Header.Clone()
+		_, _ = io.Copy(io.Discard, r.Body)
+		replyJSON(200, `{"success":true,"data":"https://f.example/a.wav"}`)(w, r)
+	})
+	var own http.Header
+	service := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		own = r.Header.Clone()
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	})
+	c := newTestClient(t, service.URL, WithHeader("X-Gateway-Secret", "s3cret"))
+	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, WithHeader("X-Trace", "t1"))
+	require.NoError(t, err)
+	assert.Equal(t, "s3cret", own.Get("X-Gateway-Secret"))
+	assert.Equal(t, "t1", own.Get("X-Trace"))
+	assert.Empty(t, other.Get("X-Gateway-Secret"), "a redirect to another origin drops the Client's headers")
+	assert.Empty(t, other.Get("X-Trace"), "and the call's")
+	assert.Empty(t, other.Get(headerAccessKey))
+
+	_, err = c.Download(context.Background(), URL(elsewhere.URL+"/file"), io.Discard, WithHeader("X-Range-Hint", "all"))
+	require.NoError(t, err)
+	assert.Empty(t, other.Get("X-Gateway-Secret"), "a download never carries the Client's headers")
+	assert.Equal(t, "all", other.Get("X-Range-Hint"), "but does carry the call's own")
+}
