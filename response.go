@@ -395,7 +395,7 @@ func (w *envelopeWalk) verdict() error {
 	case !w.sawSuccess:
 		return &envelopeError{msg: "the answer has no success field"}
 	case !w.success:
-		text := unquote(w.msg)
+		text := unquoteBounded(w.msg, 4*maxMessage)
 		if text == "" {
 			text = "success is false and no message was given"
 		}
@@ -435,6 +435,25 @@ func unquote(v jsontext.Value) string {
 		return ""
 	}
 	return string(b)
+}
+
+// unquoteBounded returns the text of at most the first n bytes of a raw JSON
+// string, "" for anything else: a message is cut for errors anyway, and a
+// 50 MiB one must not be copied whole first. A cut text ends with "...".
+func unquoteBounded(v jsontext.Value, n int) string {
+	if len(v) <= n {
+		return unquote(v)
+	}
+	// Cut before any escape the limit would split, then close the string.
+	cut := n
+	if i := bytes.LastIndexByte(v[:cut], '\\'); i >= cut-6 {
+		cut = i
+	}
+	b, err := jsontext.AppendUnquote(nil, append(bytes.Clone(v[:cut]), '"'))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s... (%d bytes in all)", b, len(v))
 }
 
 // envelopeMessage returns the message of an error body that is an envelope.

@@ -489,7 +489,9 @@ func (p *pause) start(d time.Duration, status int) {
 
 // extend makes the pause last at least d from now; p.mu is held.
 func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
-	until := now.Add(min(d, 24*time.Hour))
+	// A pause lasts at most MaxRetryAfter: a longer demand fails the calls
+	// that cannot wait that long, and after it one attempt asks again.
+	until := now.Add(min(d, MaxRetryAfter))
 	if !until.After(p.until) {
 		return false
 	}
