@@ -305,6 +305,7 @@ func TestHostileAnswersGetTypedErrorsWithinBoundsOfMemoryAndTime(t *testing.T) {
 				}
 			}
 			require.Error(t, err)
+			t.Logf("%v; allocated %.1f MiB, returned in %v", err, float64(allocated)/(1<<20), took.Round(time.Millisecond))
 			tc.check(t, err)
 			assert.LessOrEqual(t, allocated, tc.maxHeap, "allocated %d bytes", allocated)
 			assert.LessOrEqual(t, took, tc.maxTime+tc.timeout)
@@ -338,6 +339,7 @@ func TestLyingContentLengthsDoNotAllocateWhatTheyClaim(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.Equal(t, int64(16), failed.Load())
 	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("16 answers declaring 256 MiB each: allocated %.1f MiB", float64(allocated)/(1<<20))
 	assert.Less(t, allocated, uint64(upfrontBudget+64<<20), "allocated %d MiB for 48 bytes", allocated>>20)
 }
 
