@@ -301,8 +301,8 @@ func parseJob(ctx context.Context, dry *creative.Client, line int, raw []byte, d
 			return nil, fmt.Errorf("%s: %s is required", op.Name, f.Name)
 		}
 	}
-	// The SDK's own checks, through a client that refuses to send.
-	_, err := j.b.call(ctx, dry, j.p)
+	// The SDK's own checks, stopped before anything is sent.
+	_, err := j.b.call(ctx, dry, j.p, creative.WithMiddleware(dryRun))
 	j.p.close()
 	if !errors.Is(err, errDry) {
 		if err == nil {
@@ -347,27 +347,25 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// errDry is what the dry client's transport answers: the request passed
-// every check the SDK makes before sending.
+// errDry is what the dry-run middleware answers: the request passed every
+// check the SDK makes before sending.
 var errDry = errors.New("dry run: not sent")
 
-type dryTransport struct{}
-
-// RoundTrip sends nothing and fails with errDry.
-func (dryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// dryRun is a middleware that sends nothing: it stops the first attempt
+// with errDry. The SDK does not retry a middleware's error, so a check
+// costs no backoff.
+func dryRun(req *http.Request, _ creative.MiddlewareNext) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
 	return nil, errDry
 }
 
-// newDryClient returns a client whose calls run the SDK's validation and
-// then fail with errDry instead of sending.
+// newDryClient returns the client the lines are checked through: calls
+// given creative.WithMiddleware(dryRun) run the SDK's validation and then
+// fail with errDry instead of sending.
 func newDryClient() (*creative.Client, error) {
-	return creative.New(
-		creative.WithBaseURL("http://127.0.0.1/"), creative.WithAccessKey("dry-run"),
-		creative.WithHTTPClient(&http.Client{Transport: dryTransport{}}), creative.WithMaxRetries(0),
-	)
+	return creative.New(creative.WithBaseURL("http://127.0.0.1/"), creative.WithAccessKey("dry-run"))
 }
 
 func (a *app) dryRunReport(todo []*job, skipped, total int, f *batchFlags) error {

@@ -430,3 +430,32 @@ func TestBatchDownloadsAgainWithoutPayingAgain(t *testing.T) {
 	assert.Contains(t, stdout, "0 calls would be made (1 jobs checked, 0 already recorded ok, 1 paid for but not downloaded)")
 	noTempFiles(t, out)
 }
+
+func TestBatchChecksAThousandLinesQuickly(t *testing.T) {
+	srv, env := fakeEnv(t)
+	dir := t.TempDir()
+	require.NoError(t, os.Rename(pngFile(t, 16, 16), filepath.Join(dir, "cat.png")))
+	require.NoError(t, os.Rename(writeWAV(t), filepath.Join(dir, "talk.wav")))
+	kinds := []string{
+		`{"op":"image/text-to-image","prompt":"job %d","styleId":"anime"}`,
+		`{"op":"image/re-imagine","image":"cat.png","id":"r%d"}`,
+		`{"op":"audio/split-audio","audio":"talk.wav","id":"s%d"}`,
+		`{"op":"audio/text-to-speech","prompt":"line %d","voiceId":"female 1"}`,
+	}
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, kinds[i%len(kinds)]+"\n", i)
+	}
+	path := filepath.Join(dir, "jobs.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, env, "batch", path, "--dry-run")
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "1000 calls would be made")
+	assert.Empty(t, srv.Requests(), "nothing was sent")
+	// Each line's check stops at the first attempt, with no retry and no
+	// backoff: a retried check would take seconds a line.
+	assert.Less(t, took, 5*time.Second)
+	t.Logf("1000 lines checked in %v", took.Round(time.Millisecond))
+}
