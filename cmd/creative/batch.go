@@ -467,34 +467,20 @@ func (r *resultLog) write(rec record) error {
 
 func (r *resultLog) close() error { return r.f.Close() }
 
-// attemptsKey keys the attempt counter of one job in its context.
-type attemptsKey struct{}
-
-// countingTransport counts each attempt in the counter its context holds.
-type countingTransport struct{ next http.RoundTripper }
-
-// RoundTrip counts the attempt, then sends it.
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	return t.next.RoundTrip(req)
-}
-
-// batchTransport is the pooled transport of a batch's client, counting
-// attempts.
-func batchTransport(concurrency int) http.RoundTripper {
+// batchHTTPClient is the client a batch's calls go through: its pool
+// keeps an idle connection for each worker, where the SDK's own keeps 128
+// a host.
+func batchHTTPClient(concurrency int) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = max(256, 2*concurrency)
 	t.MaxIdleConnsPerHost = max(128, 2*concurrency)
-	return countingTransport{t}
+	return &http.Client{Transport: t}
 }
 
 // runJobs runs the jobs with f.concurrency workers through one client and
 // records each as it ends.
 func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFlags, rec *resultLog) error {
-	opts := []creative.Option{creative.WithHTTPClient(&http.Client{Transport: batchTransport(f.concurrency)})}
-	c, closeClient, err := a.newClient(opts...)
+	c, closeClient, err := a.newClient(creative.WithHTTPClient(batchHTTPClient(f.concurrency)))
 	if err != nil {
 		return err
 	}
@@ -620,12 +606,7 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 	r := record{Line: j.line, ID: j.id, Op: j.p.op.Name, Hash: j.hash}
 	start := time.Now()
 	status := newCallStatus(fmt.Sprintf("  line %d %s", j.line, j.p.op.Name))
-	var attempts atomic.Int32
-	line := d.status(func() string {
-		status.attempt.Store(max(1, attempts.Load()))
-		return status.String()
-	})
-	defer d.drop(line)
+	defer d.drop(d.status(status.String))
 	if d != nil {
 		j.p.sent = &status.sent
 	}
@@ -639,10 +620,10 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 		}
 		res = us
 	} else {
-		res, err = j.b.call(context.WithValue(ctx, attemptsKey{}, &attempts), c, j.p)
+		res, err = j.b.call(ctx, c, j.p, status.track(a.logHandler())...)
 	}
 	j.p.close()
-	r.Attempts = int(attempts.Load())
+	r.Attempts = int(status.attempt.Load())
 	if err == nil {
 		s := &saver{dir: dir, c: c, status: status}
 		var out saved

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/internal/ops"
 )
@@ -234,15 +237,44 @@ func TestVerboseLogsStayOffTheProgressLine(t *testing.T) {
 }
 
 func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
-	s := newCallStatus("image/text-to-image")
-	w := &watcher{status: s}
-	assert.NotContains(t, s.String(), "attempt")
-	slog.New(w).Info("creative: retrying", "operation", "image/text-to-image", "attempt", 1, "wait", 3*time.Second)
-	assert.Regexp(t, `attempt 2 \(retry in [23]\.\ds\)`, s.String())
+	srv, _ := fakeEnv(t)
+	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
+	s := newCallStatus("image/generate-qr")
+	var lines []string
+	look := func() { lines = append(lines, s.String()) }
+	// Seen from the client's middleware (outside the call's) and from the
+	// handler the records go to after the status read them.
+	c := srv.Client(creative.WithRetryWait(300*time.Millisecond, 300*time.Millisecond), creative.WithMiddleware(
+		func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+			resp, err := next(req)
+			look()
+			return resp, err
+		}))
+	after := &recordsHandler{seen: func(r slog.Record) {
+		if r.Message == "creative: retrying" {
+			look()
+		}
+	}}
+	_, err := c.GenerateQR(t.Context(), creative.GenerateQRRequest{URL: "https://e.example", Prompt: "p"}, s.track(after)...)
+	require.NoError(t, err)
+	require.Len(t, lines, 3)
+	assert.Regexp(t, `^image/generate-qr \d\.\ds$`, lines[0], "the first attempt is not named")
+	assert.Regexp(t, `^image/generate-qr \d\.\ds \(retry in 0\.[0-3]s\)$`, lines[1], "the wait before the retry")
+	assert.Regexp(t, `^image/generate-qr \d\.\ds attempt 2$`, lines[2], "the retry, and no wait")
+	assert.Equal(t, int32(2), s.attempt.Load())
+
 	s.sent.Store(3 << 20)
 	s.got.Store(2048)
 	assert.Contains(t, s.String(), "sent 3.0 MiB got 2.0 KiB")
 }
+
+// recordsHandler is a slog.Handler that shows each record to seen.
+type recordsHandler struct{ seen func(slog.Record) }
+
+func (h *recordsHandler) Enabled(context.Context, slog.Level) bool      { return true }
+func (h *recordsHandler) Handle(_ context.Context, r slog.Record) error { h.seen(r); return nil }
+func (h *recordsHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h *recordsHandler) WithGroup(string) slog.Handler                 { return h }
 
 func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
 	for _, op := range ops.All {

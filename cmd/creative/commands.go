@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -363,11 +362,7 @@ func completeIDs(kind string) cobra.CompletionFunc {
 // clears the progress line.
 func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
 	status := newCallStatus(p.op.Name)
-	var next slog.Handler
-	if a.g.verbose {
-		next = slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug})
-	}
-	c, closeClient, err := a.newClient(creative.WithLogger(slog.New(&watcher{status: status, next: next})))
+	c, closeClient, err := a.newClient()
 	if err != nil {
 		return err
 	}
@@ -404,12 +399,11 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 }
 
 func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
-	res, err := b.call(ctx, c, p)
+	res, err := b.call(ctx, c, p, status.track(a.logHandler())...)
 	p.close()
 	if err != nil {
 		return err
 	}
-	status.retryAt.Store(0)
 	if out.json {
 		return printJSON(stdout, res)
 	}

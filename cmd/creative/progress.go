@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	creative "github.com/creativegen/creative-go"
 )
 
 // console is stderr as every part of a run writes to it: messages, log
@@ -138,11 +141,12 @@ func (d *display) stop() {
 
 // callStatus is what one call shows while it runs: the operation, the time
 // since it started, the attempt when above 1, the wait before a retry, and
-// the bytes of an upload or download.
+// the bytes of an upload or download. The options of track keep it
+// current.
 type callStatus struct {
 	op      string
 	start   time.Time
-	attempt atomic.Int32
+	attempt atomic.Int32 // attempts sent of the request under way
 	retryAt atomic.Int64 // unix nanoseconds of the next attempt while waiting
 	sent    atomic.Int64 // bytes of uploads read
 	got     atomic.Int64 // bytes downloaded
@@ -150,9 +154,25 @@ type callStatus struct {
 }
 
 func newCallStatus(op string) *callStatus {
-	s := &callStatus{op: op, start: time.Now()}
-	s.attempt.Store(1)
-	return s
+	return &callStatus{op: op, start: time.Now()}
+}
+
+// track returns the per-call options that keep s current: a middleware
+// that counts each attempt as it is sent, and a logger that reads the wait
+// before a retry from the client's records and passes every record on to
+// next, when there is one (-v).
+func (s *callStatus) track(next slog.Handler) []creative.Option {
+	return []creative.Option{
+		creative.WithMiddleware(s.attempted),
+		creative.WithLogger(slog.New(&watcher{status: s, next: next})),
+	}
+}
+
+// attempted is a middleware that counts an attempt as it is sent.
+func (s *callStatus) attempted(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+	s.attempt.Add(1)
+	s.retryAt.Store(0)
+	return next(req)
 }
 
 // String is the status line.
@@ -179,9 +199,9 @@ func (s *callStatus) String() string {
 	return b.String()
 }
 
-// watcher is a slog.Handler that reads the client's attempt and retry
-// records into a callStatus (by their attributes "attempt" and "wait") and
-// passes every record on to next, when there is one (-v).
+// watcher is a slog.Handler that reads the wait before a retry from the
+// client's "creative: retrying" records (their attribute "wait") into a
+// callStatus, and passes every record on to next, when there is one (-v).
 type watcher struct {
 	status *callStatus
 	next   slog.Handler
@@ -190,28 +210,15 @@ type watcher struct {
 // Enabled takes every level: the attempts are logged at Debug.
 func (w *watcher) Enabled(ctx context.Context, l slog.Level) bool { return true }
 
-// Handle reads the attempt and the wait of a record, then passes it on.
+// Handle reads the wait of a record, then passes it on.
 func (w *watcher) Handle(ctx context.Context, r slog.Record) error {
-	var attempt int64
-	var wait time.Duration
-	waiting := false
 	r.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "attempt":
-			if a.Value.Kind() == slog.KindInt64 {
-				attempt = a.Value.Int64()
-			}
-		case "wait":
-			if a.Value.Kind() == slog.KindDuration {
-				wait, waiting = a.Value.Duration(), true
-			}
+		if a.Key == "wait" && a.Value.Kind() == slog.KindDuration {
+			w.status.retryAt.Store(time.Now().Add(a.Value.Duration()).UnixNano())
+			return false
 		}
 		return true
 	})
-	if waiting && attempt > 0 {
-		w.status.attempt.Store(int32(attempt + 1))
-		w.status.retryAt.Store(time.Now().Add(wait).UnixNano())
-	}
 	if w.next != nil && w.next.Enabled(ctx, r.Level) {
 		return w.next.Handle(ctx, r)
 	}
