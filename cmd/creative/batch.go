@@ -61,8 +61,13 @@ as each job ends. A rerun with the same --out skips every job recorded ok
 whose line is unchanged, so a paid call is not repeated; failed and edited
 jobs run again.
 
-The first Ctrl-C stops starting jobs and lets the calls in flight finish and
-be recorded; a second one cancels them. --shard I/N runs only the jobs whose
+--rate bounds the requests sent per second over all workers, retries and
+downloads included; a 429 or 503 answer with Retry-After pauses every
+worker for the time it asks.
+
+The first Ctrl-C stops starting jobs (also those waiting for --rate or a
+pause) and lets the calls in flight finish and be recorded; a second one
+cancels them. --shard I/N runs only the jobs whose
 line number modulo N is I, so N machines can share one file.
 
 Exit status: 0 when every job is ok, 1 when some failed (see results.jsonl),
@@ -91,7 +96,7 @@ Exit status: 0 when every job is ok, 1 when some failed (see results.jsonl),
 	fs := cmd.Flags()
 	fs.StringVar(&f.out, "out", ".", "directory for the results and results.jsonl")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "jobs run at once")
-	fs.Float64Var(&f.rate, "rate", 0, "most calls started per second, over all jobs (0: no limit)")
+	fs.Float64Var(&f.rate, "rate", 0, "most requests sent per second over all jobs, retries and downloads included (0: no limit)")
 	fs.StringVar(&f.shard, "shard", "", "run only the jobs whose line number modulo N is I, given as I/N")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check every line and print the calls that would be made; send nothing")
 	_ = cmd.MarkFlagDirname("out")
@@ -144,8 +149,8 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.concurrency < 1 {
 		return usagef("--concurrency must be 1 or more, got %d", f.concurrency)
 	}
-	if f.rate < 0 {
-		return usagef("--rate must be 0 (no limit) or more, got %v", f.rate)
+	if !(f.rate >= 0) || math.IsInf(f.rate, 1) {
+		return usagef("--rate must be 0 (no limit) or a positive number, got %v", f.rate)
 	}
 	shardI, shardN, err := parseShard(f.shard)
 	if err != nil {
@@ -480,7 +485,11 @@ func batchHTTPClient(concurrency int) *http.Client {
 // runJobs runs the jobs with f.concurrency workers through one client and
 // records each as it ends.
 func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFlags, rec *resultLog) error {
-	c, closeClient, err := a.newClient(creative.WithHTTPClient(batchHTTPClient(f.concurrency)))
+	opts := []creative.Option{creative.WithHTTPClient(batchHTTPClient(f.concurrency))}
+	if f.rate > 0 {
+		opts = append(opts, creative.WithRateLimit(f.rate, 1))
+	}
+	c, closeClient, err := a.newClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -490,9 +499,9 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	// in flight.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	st := newStarter()
 	stopStarting := make(chan struct{})
 	var interrupted atomic.Bool
-	var inFlight atomic.Int32
 	watchDone := make(chan struct{})
 	defer close(watchDone)
 	go func() {
@@ -503,8 +512,9 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		}
 		interrupted.Store(true)
 		close(stopStarting)
+		inFlight := st.stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %d calls in flight finish (Ctrl-C again to cancel them)\n", inFlight.Load())
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %d calls in flight finish (Ctrl-C again to cancel them)\n", inFlight)
 		select {
 		case <-a.signals:
 			a.atLineStart()
@@ -527,18 +537,7 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	queue := make(chan *job)
 	go func() {
 		defer close(queue)
-		for i, j := range todo {
-			if f.rate > 0 {
-				// Paces the starts of jobs until the client's own rate
-				// limit is wired here.
-				t := time.NewTimer(time.Until(start.Add(time.Duration(float64(i) / f.rate * float64(time.Second)))))
-				select {
-				case <-t.C:
-				case <-stopStarting:
-					t.Stop()
-					return
-				}
-			}
+		for _, j := range todo {
 			select {
 			case queue <- j:
 			case <-stopStarting:
@@ -554,14 +553,10 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		go func() {
 			defer wg.Done()
 			for j := range queue {
-				select {
-				case <-stopStarting:
+				r, started := a.runJob(ctx, st, c, j, f.out, d)
+				if !started {
 					continue
-				default:
 				}
-				inFlight.Add(1)
-				r := a.runJob(ctx, c, j, f.out, d)
-				inFlight.Add(-1)
 				if r.OK {
 					ok.Add(1)
 				} else {
@@ -600,13 +595,105 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	return nil
 }
 
+// errNotStarted stops the first request of a job once the batch is
+// stopping.
+var errNotStarted = errors.New("batch stopping: not started")
+
+// A starter decides, under one lock, whether a job may send its first
+// request. A job waits for that in the client (for --rate, or a pause a 429
+// asked for) after a worker took it; once the batch is stopping, such a
+// job is cancelled without sending anything, while jobs that sent are let
+// finish: they may be paid for.
+type starter struct {
+	mu       sync.Mutex
+	stopping bool
+	waiting  map[*jobRun]bool // jobs that have not sent yet
+	inFlight int              // jobs that sent and have not ended
+}
+
+// A jobRun is one job between a worker taking it and its end.
+type jobRun struct {
+	cancel context.CancelFunc
+	sent   bool // its first request went out; guarded by starter.mu
+}
+
+func newStarter() *starter { return &starter{waiting: map[*jobRun]bool{}} }
+
+// begin starts a job under ctx, or reports false once the batch is
+// stopping.
+func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &jobRun{cancel: cancel}
+	s.waiting[r] = true
+	return r, ctx, true
+}
+
+// gate is the middleware of every request of the job r: its first attempt
+// goes out only while the batch is not stopping.
+func (s *starter) gate(r *jobRun) creative.Middleware {
+	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+		s.mu.Lock()
+		if !r.sent {
+			if s.stopping {
+				s.mu.Unlock()
+				if req.Body != nil {
+					req.Body.Close()
+				}
+				return nil, errNotStarted
+			}
+			r.sent = true
+			delete(s.waiting, r)
+			s.inFlight++
+		}
+		s.mu.Unlock()
+		return next(req)
+	}
+}
+
+// end ends the job r and reports whether it was stopped before it sent
+// anything (then it is not recorded: a rerun runs it).
+func (s *starter) end(r *jobRun) (stopped bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.cancel()
+	delete(s.waiting, r)
+	if r.sent {
+		s.inFlight--
+	}
+	return !r.sent && s.stopping
+}
+
+// stop lets no job send its first request any more, cancels those waiting
+// to, and returns how many jobs are in flight.
+func (s *starter) stop() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	for r := range s.waiting {
+		r.cancel()
+	}
+	return s.inFlight
+}
+
 // runJob makes one job's call and writes its files, showing a line for it
-// while it runs.
-func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string, d *display) record {
-	r := record{Line: j.line, ID: j.id, Op: j.p.op.Name, Hash: j.hash}
+// while it runs. started is false when the batch stopped the job before it
+// sent anything.
+func (a *app) runJob(ctx context.Context, st *starter, c *creative.Client, j *job, dir string, d *display) (r record, started bool) {
+	run, ctx, ok := st.begin(ctx)
+	if !ok {
+		return r, false
+	}
+	defer func() { started = !st.end(run) }()
+	r = record{Line: j.line, ID: j.id, Op: j.p.op.Name, Hash: j.hash}
 	start := time.Now()
 	status := newCallStatus(fmt.Sprintf("  line %d %s", j.line, j.p.op.Name))
 	defer d.drop(d.status(status.String))
+	opts := append([]creative.Option{creative.WithMiddleware(st.gate(run))}, status.track(a.logHandler())...)
 	if d != nil {
 		j.p.sent = &status.sent
 	}
@@ -620,12 +707,12 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 		}
 		res = us
 	} else {
-		res, err = j.b.call(ctx, c, j.p, status.track(a.logHandler())...)
+		res, err = j.b.call(ctx, c, j.p, opts...)
 	}
 	j.p.close()
 	r.Attempts = int(status.attempt.Load())
 	if err == nil {
-		s := &saver{dir: dir, c: c, status: status}
+		s := &saver{dir: dir, c: c, status: status, opts: opts}
 		var out saved
 		out, err = s.save(ctx, j.id, res)
 		r.Files, r.URLs, r.Text = out.files, out.urls, out.text
@@ -638,5 +725,5 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 			r.Error = "the call succeeded but its files were not all downloaded (a rerun downloads them, without calling again): " + r.Error
 		}
 	}
-	return r
+	return r, true
 }

@@ -124,7 +124,8 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		{"batch without a file", []string{"batch"}, "want one JOBS.jsonl file"},
 		{"batch with a bad shard", []string{"batch", "x.jsonl", "--shard", "3/3"}, "--shard must be I/N with 0 <= I < N"},
 		{"batch with no workers", []string{"batch", "x.jsonl", "--concurrency", "0"}, "--concurrency must be 1 or more"},
-		{"batch with a negative rate", []string{"batch", "x.jsonl", "--rate", "-1"}, "--rate must be 0 (no limit) or more"},
+		{"batch with a negative rate", []string{"batch", "x.jsonl", "--rate", "-1"}, "--rate must be 0 (no limit) or a positive number, got -1"},
+		{"batch with an endless rate", []string{"batch", "x.jsonl", "--rate", "inf"}, "--rate must be 0 (no limit) or a positive number, got +Inf"},
 		{"batch with a missing file", []string{"batch", filepath.Join(t.TempDir(), "none.jsonl")}, "no such file"},
 	}
 	for _, tt := range tests {

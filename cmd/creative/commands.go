@@ -399,7 +399,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 }
 
 func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
-	res, err := b.call(ctx, c, p, status.track(a.logHandler())...)
+	opts := status.track(a.logHandler())
+	res, err := b.call(ctx, c, p, opts...)
 	p.close()
 	if err != nil {
 		return err
@@ -429,7 +430,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *
 			return nil
 		}
 	}
-	s := &saver{dir: out.dir, c: c, status: status, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{dir: out.dir, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }
