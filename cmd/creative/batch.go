@@ -308,7 +308,6 @@ func parseJob(ctx context.Context, dry *creative.Client, line int, raw []byte, d
 	}
 	// The SDK's own checks, stopped before anything is sent.
 	_, err := j.b.call(ctx, dry, j.p, creative.WithMiddleware(dryRun))
-	j.p.close()
 	if !errors.Is(err, errDry) {
 		if err == nil {
 			err = errors.New("the check sent nothing yet got an answer")
@@ -694,9 +693,6 @@ func (a *app) runJob(ctx context.Context, st *starter, c *creative.Client, j *jo
 	status := newCallStatus(fmt.Sprintf("  line %d %s", j.line, j.p.op.Name))
 	defer d.drop(d.status(status.String))
 	opts := append([]creative.Option{creative.WithMiddleware(st.gate(run))}, status.track(a.logHandler())...)
-	if d != nil {
-		j.p.sent = &status.sent
-	}
 	var res any
 	var err error
 	if j.paid != nil {
@@ -709,7 +705,6 @@ func (a *app) runJob(ctx context.Context, st *starter, c *creative.Client, j *jo
 	} else {
 		res, err = j.b.call(ctx, c, j.p, opts...)
 	}
-	j.p.close()
 	r.Attempts = int(status.attempt.Load())
 	if err == nil {
 		s := &saver{dir: dir, c: c, status: status, opts: opts}

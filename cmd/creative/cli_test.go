@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,9 +266,47 @@ func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
 	assert.Regexp(t, `^image/generate-qr \d\.\ds attempt 2$`, lines[2], "the retry, and no wait")
 	assert.Equal(t, int32(2), s.attempt.Load())
 
-	s.sent.Store(3 << 20)
-	s.got.Store(2048)
-	assert.Contains(t, s.String(), "sent 3.0 MiB got 2.0 KiB")
+}
+
+func TestProgressCountsUploadsAndDownloadsWithTheirSizes(t *testing.T) {
+	srv, _ := fakeEnv(t)
+	c := srv.Client()
+	t.Run("an upload, counted anew on each attempt", func(t *testing.T) {
+		srv.Fail("image/re-imagine", creativetest.Fault{Status: 503, Times: 1})
+		s := newCallStatus("image/re-imagine")
+		_, err := c.ReImagine(t.Context(), creative.ReImagineRequest{Image: creative.FileFromPath(pngFile(t, 300, 300))}, s.track(nil)...)
+		require.NoError(t, err)
+		reqs := srv.Requests()
+		size := reqs[len(reqs)-1].Parts[0].Size
+		require.Greater(t, size, int64(0))
+		// The form around the file adds a few hundred bytes.
+		assert.Regexp(t, `attempt 2 sent (\d+) B of (\d+) B$`, s.String())
+		sent, total := s.sent.Load(), s.size.Load()
+		assert.Equal(t, total, sent, "the second attempt sent it all, and the first is not added")
+		assert.InDelta(t, size, total, 1024)
+	})
+	t.Run("a download, with the size its answer declares", func(t *testing.T) {
+		release := make(chan struct{})
+		files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "131072")
+			_, _ = w.Write(make([]byte, 65536))
+			w.(http.Flusher).Flush()
+			<-release
+			_, _ = w.Write(make([]byte, 65536))
+		}))
+		defer files.Close()
+		s := newCallStatus("download")
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Download(t.Context(), creative.URL(files.URL+"/f.wav"), io.Discard, s.track(nil)...)
+			done <- err
+		}()
+		require.Eventually(t, func() bool { return s.got.Load() == 65536 }, 5*time.Second, time.Millisecond)
+		assert.Regexp(t, `^download \d\.\ds got 64\.0 KiB of 128\.0 KiB$`, s.String())
+		close(release)
+		require.NoError(t, <-done)
+		assert.Contains(t, s.String(), "got 128.0 KiB of 128.0 KiB")
+	})
 }
 
 // recordsHandler is a slog.Handler that shows each record to seen.

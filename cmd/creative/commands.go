@@ -376,10 +376,7 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	defer cancel()
 	signalled := a.watchSignals(cancel)
 	d := a.startDisplay()
-	if d != nil {
-		p.sent = &status.sent
-		d.status(status.String)
-	}
+	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held
 	// back: a line printed under it would be erased with it.
 	stdout := a.stdout
@@ -401,7 +398,6 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
 	opts := status.track(a.logHandler())
 	res, err := b.call(ctx, c, p, opts...)
-	p.close()
 	if err != nil {
 		return err
 	}

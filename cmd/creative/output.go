@@ -28,8 +28,9 @@ import (
 type saver struct {
 	dir    string
 	c      *creative.Client
-	status *callStatus // download bytes are counted here; may be nil
-	// opts are the call's options, given to each download too.
+	status *callStatus // the call's; may be nil
+	// opts are the call's options, given to each download too: they keep
+	// status current.
 	opts []creative.Option
 	// saved is told each file's path as soon as it is in place.
 	saved func(path string)
@@ -96,7 +97,6 @@ func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *s
 		link := string(u)
 		err := s.write(&n, out, func(head []byte) string { return sniffExt(head, link) }, func(w io.Writer) error {
 			if s.status != nil {
-				w = io.MultiWriter(w, counting{&s.status.got})
 				s.status.attempt.Store(0) // the attempts of this download
 			}
 			_, err := s.c.Download(ctx, u, w, s.opts...)

@@ -148,9 +148,10 @@ type callStatus struct {
 	start   time.Time
 	attempt atomic.Int32 // attempts sent of the request under way
 	retryAt atomic.Int64 // unix nanoseconds of the next attempt while waiting
-	sent    atomic.Int64 // bytes of uploads read
-	got     atomic.Int64 // bytes downloaded
-	total   atomic.Int64 // bytes expected of the download, 0 when unknown
+	sent    atomic.Int64 // bytes of the attempt's upload sent
+	size    atomic.Int64 // bytes of the upload in all, 0 when unknown
+	got     atomic.Int64 // bytes of the download received
+	total   atomic.Int64 // bytes of the download in all, 0 when unknown
 }
 
 func newCallStatus(op string) *callStatus {
@@ -158,9 +159,9 @@ func newCallStatus(op string) *callStatus {
 }
 
 // track returns the per-call options that keep s current: a middleware
-// that counts each attempt as it is sent, and a logger that reads the wait
-// before a retry from the client's records and passes every record on to
-// next, when there is one (-v).
+// that counts each attempt and the bytes of uploads and downloads, and a
+// logger that reads the wait before a retry from the client's records and
+// passes every record on to next, when there is one (-v).
 func (s *callStatus) track(next slog.Handler) []creative.Option {
 	return []creative.Option{
 		creative.WithMiddleware(s.attempted),
@@ -168,11 +169,40 @@ func (s *callStatus) track(next slog.Handler) []creative.Option {
 	}
 }
 
-// attempted is a middleware that counts an attempt as it is sent.
+// attempted is a middleware that counts an attempt as it is sent. The
+// bytes of an upload (a form) are counted as the attempt sends them, each
+// attempt from 0; those of a download (the only GET the command makes) as
+// they arrive, with the size its answer declares.
 func (s *callStatus) attempted(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
 	s.attempt.Add(1)
 	s.retryAt.Store(0)
-	return next(req)
+	if req.Body != nil && strings.HasPrefix(req.Header.Get("Content-Type"), "multipart/") {
+		s.sent.Store(0)
+		s.size.Store(max(req.ContentLength, 0))
+		req = req.WithContext(req.Context()) // a copy, for this attempt's body
+		req.Body = &countingBody{ReadCloser: req.Body, n: &s.sent}
+	}
+	resp, err := next(req)
+	if err == nil && req.Method == http.MethodGet && resp.StatusCode/100 == 2 {
+		s.got.Store(0)
+		s.total.Store(max(resp.ContentLength, 0))
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &s.got}
+	}
+	return resp, err
+}
+
+// countingBody is a request or response body that counts the bytes read
+// through it.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+// Read reads from the body, counting the bytes.
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
 
 // String is the status line.
@@ -189,6 +219,9 @@ func (s *callStatus) String() string {
 	}
 	if n := s.sent.Load(); n > 0 {
 		b.WriteString(" sent " + humanBytes(n))
+		if t := s.size.Load(); t > 0 {
+			b.WriteString(" of " + humanBytes(t))
+		}
 	}
 	if n := s.got.Load(); n > 0 {
 		b.WriteString(" got " + humanBytes(n))
@@ -242,12 +275,6 @@ func (w *watcher) WithGroup(name string) slog.Handler {
 	}
 	return n
 }
-
-// counting is an io.Writer that only counts.
-type counting struct{ n *atomic.Int64 }
-
-// Write counts b.
-func (c counting) Write(b []byte) (int, error) { c.n.Add(int64(len(b))); return len(b), nil }
 
 func humanBytes(n int64) string {
 	switch {
