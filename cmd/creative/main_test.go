@@ -424,3 +424,21 @@ func TestProgressShowsOnlyOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+func TestSpeechIsNamedByItsTypeElseByItsBytes(t *testing.T) {
+	for _, tt := range []struct{ ctype, body, name string }{
+		{"audio/mpeg", "ID3 audio", "text-to-speech.mp3"},
+		{"audio/wav; codecs=1", "RIFF\x04\x00\x00\x00WAVEdata", "text-to-speech.wav"},
+		{"audio/ogg", "OggS audio", "text-to-speech.ogg"},
+		{"audio/aac", "\xff\xf1 aac", "text-to-speech.aac"},
+		{"application/octet-stream", "RIFF\x04\x00\x00\x00WAVEdata", "text-to-speech.wav"},
+		{"application/octet-stream", "??", "text-to-speech.bin"},
+	} {
+		rec := newRecorder(t, 200, func(string) (string, string) { return tt.ctype, tt.body })
+		out := t.TempDir()
+		code, stdout, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
+			"audio", "text-to-speech", "--prompt", "hi", "--voice-id", "female-1", "--out", out)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, filepath.Join(out, tt.name)+"\n", stdout, tt.ctype)
+	}
+}

@@ -64,7 +64,14 @@ func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err 
 	case *creative.Audio:
 		defer v.Close()
 		n := namer{stem: stem}
-		err = s.write(&n, &out, audioExt(v.ContentType), func(w io.Writer) error {
+		// Named as the SDK names the type the service declared; by the
+		// first bytes when it declared none it knows.
+		err = s.write(&n, &out, func(head []byte) string {
+			if ext := v.Ext(); ext != ".bin" {
+				return ext
+			}
+			return sniffExt(head, "")
+		}, func(w io.Writer) error {
 			_, err := io.Copy(w, v)
 			return err
 		})
@@ -217,24 +224,6 @@ func readHead(name string) ([]byte, error) {
 	head := make([]byte, 16)
 	n, _ := io.ReadFull(f, head)
 	return head[:n], nil
-}
-
-// audioExt names speech by its first bytes, else by its content type.
-func audioExt(contentType string) func([]byte) string {
-	return func(head []byte) string {
-		if ext := sniffExt(head, ""); ext != ".bin" {
-			return ext
-		}
-		switch {
-		case strings.Contains(contentType, "mpeg"), strings.Contains(contentType, "mp3"):
-			return ".mp3"
-		case strings.Contains(contentType, "wav"):
-			return ".wav"
-		case strings.Contains(contentType, "ogg"):
-			return ".ogg"
-		}
-		return ".bin"
-	}
 }
 
 // sniffExt names a downloaded file's extension from its first bytes, else
