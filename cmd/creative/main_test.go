@@ -442,3 +442,26 @@ func TestSpeechIsNamedByItsTypeElseByItsBytes(t *testing.T) {
 		assert.Equal(t, filepath.Join(out, tt.name)+"\n", stdout, tt.ctype)
 	}
 }
+
+func TestErrorsNameTheRequestIDOnce(t *testing.T) {
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "req-7f3a")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"success":false,"message":"prompt: rejected"}`)
+	}))
+	defer svc.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": svc.URL, "CREATIVE_ACCESS_KEY": cliKey}
+	code, _, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://e.example", "--prompt", "p")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "creative: image/generate-qr: HTTP 400: prompt: rejected (request id req-7f3a)\n", stderr)
+
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"op":"image/generate-qr","url":"https://e.example","prompt":"p"}`+"\n"), 0o644))
+	out := t.TempDir()
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
+	assert.Equal(t, 1, code, stderr)
+	recs := readResults(t, out)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "image/generate-qr: HTTP 400: prompt: rejected (request id req-7f3a)", recs[0].Error)
+}
