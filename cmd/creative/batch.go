@@ -67,8 +67,8 @@ worker for the time it asks.
 
 The first Ctrl-C stops starting jobs (also those waiting for --rate or a
 pause) and lets the calls in flight finish and be recorded; a second one
-cancels them. --shard I/N runs only the jobs whose
-line number modulo N is I, so N machines can share one file.
+cancels them. --shard I/N runs only the jobs whose line number modulo N is
+I, so N machines can share one file.
 
 Exit status: 0 when every job is ok, 1 when some failed (see results.jsonl),
 2 on a usage error or a bad line (nothing was sent), 130 when interrupted.`,
