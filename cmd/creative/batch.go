@@ -501,9 +501,9 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	st := newStarter()
 	stopStarting := make(chan struct{})
 	var interrupted atomic.Bool
-	watchDone := make(chan struct{})
-	defer close(watchDone)
+	watchDone, watching := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(watching)
 		select {
 		case <-a.signals:
 		case <-watchDone:
@@ -571,6 +571,9 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		}()
 	}
 	wg.Wait()
+	// Wait for a signal's message, so it comes before the summary.
+	close(watchDone)
+	<-watching
 	d.stop()
 
 	notRun := len(todo) - int(ok.Load()+failed.Load())

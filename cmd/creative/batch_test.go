@@ -524,7 +524,8 @@ func TestBatchCtrlCStopsTheJobsWaitingForTheRate(t *testing.T) {
 	signals := make(chan os.Signal, 2)
 	calls := stampCalls(srv, func(n int, _ http.ResponseWriter) bool {
 		if n == 1 {
-			signals <- os.Interrupt // three workers now wait for a token
+			signals <- os.Interrupt            // three workers now wait for a token
+			time.Sleep(200 * time.Millisecond) // and this call is in flight
 		}
 		return false
 	})
