@@ -322,8 +322,8 @@ func (a *app) checkGlobals() error {
 // fake's, or one made from the flags and environment. close releases it.
 func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close func(), err error) {
 	opts := []creative.Option{creative.WithTimeout(a.g.timeout), creative.WithMaxRetries(a.g.retries), creative.WithUserAgent("creative-cli")}
-	if a.g.verbose {
-		opts = append(opts, creative.WithLogger(slog.New(slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if h := a.logHandler(); h != nil {
+		opts = append(opts, creative.WithLogger(slog.New(h)))
 	}
 	opts = append(opts, extra...)
 	if a.g.fake {
@@ -351,6 +351,15 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		return nil, nil, &usageError{err.Error()}
 	}
 	return c, c.CloseIdleConnections, nil
+}
+
+// logHandler is where the client's records go: stderr with -v, else
+// nowhere (nil).
+func (a *app) logHandler() slog.Handler {
+	if !a.g.verbose {
+		return nil
+	}
+	return slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug})
 }
 
 // watchSignals cancels the call's context on the first Ctrl-C or SIGTERM.

@@ -61,9 +61,14 @@ as each job ends. A rerun with the same --out skips every job recorded ok
 whose line is unchanged, so a paid call is not repeated; failed and edited
 jobs run again.
 
-The first Ctrl-C stops starting jobs and lets the calls in flight finish and
-be recorded; a second one cancels them. --shard I/N runs only the jobs whose
-line number modulo N is I, so N machines can share one file.
+--rate bounds the requests sent per second over all workers, retries and
+downloads included; a 429 or 503 answer with Retry-After pauses every
+worker for the time it asks.
+
+The first Ctrl-C stops starting jobs (also those waiting for --rate or a
+pause) and lets the calls in flight finish and be recorded; a second one
+cancels them. --shard I/N runs only the jobs whose line number modulo N is
+I, so N machines can share one file.
 
 Exit status: 0 when every job is ok, 1 when some failed (see results.jsonl),
 2 on a usage error or a bad line (nothing was sent), 130 when interrupted.`,
@@ -91,7 +96,7 @@ Exit status: 0 when every job is ok, 1 when some failed (see results.jsonl),
 	fs := cmd.Flags()
 	fs.StringVar(&f.out, "out", ".", "directory for the results and results.jsonl")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "jobs run at once")
-	fs.Float64Var(&f.rate, "rate", 0, "most calls started per second, over all jobs (0: no limit)")
+	fs.Float64Var(&f.rate, "rate", 0, "most requests sent per second over all jobs, retries and downloads included (0: no limit)")
 	fs.StringVar(&f.shard, "shard", "", "run only the jobs whose line number modulo N is I, given as I/N")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check every line and print the calls that would be made; send nothing")
 	_ = cmd.MarkFlagDirname("out")
@@ -144,8 +149,8 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.concurrency < 1 {
 		return usagef("--concurrency must be 1 or more, got %d", f.concurrency)
 	}
-	if f.rate < 0 {
-		return usagef("--rate must be 0 (no limit) or more, got %v", f.rate)
+	if !(f.rate >= 0) || math.IsInf(f.rate, 1) {
+		return usagef("--rate must be 0 (no limit) or a positive number, got %v", f.rate)
 	}
 	shardI, shardN, err := parseShard(f.shard)
 	if err != nil {
@@ -301,9 +306,8 @@ func parseJob(ctx context.Context, dry *creative.Client, line int, raw []byte, d
 			return nil, fmt.Errorf("%s: %s is required", op.Name, f.Name)
 		}
 	}
-	// The SDK's own checks, through a client that refuses to send.
-	_, err := j.b.call(ctx, dry, j.p)
-	j.p.close()
+	// The SDK's own checks, stopped before anything is sent.
+	_, err := j.b.call(ctx, dry, j.p, creative.WithMiddleware(dryRun))
 	if !errors.Is(err, errDry) {
 		if err == nil {
 			err = errors.New("the check sent nothing yet got an answer")
@@ -347,27 +351,25 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// errDry is what the dry client's transport answers: the request passed
-// every check the SDK makes before sending.
+// errDry is what the dry-run middleware answers: the request passed every
+// check the SDK makes before sending.
 var errDry = errors.New("dry run: not sent")
 
-type dryTransport struct{}
-
-// RoundTrip sends nothing and fails with errDry.
-func (dryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// dryRun is a middleware that sends nothing: it stops the first attempt
+// with errDry. The SDK does not retry a middleware's error, so a check
+// costs no backoff.
+func dryRun(req *http.Request, _ creative.MiddlewareNext) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
 	return nil, errDry
 }
 
-// newDryClient returns a client whose calls run the SDK's validation and
-// then fail with errDry instead of sending.
+// newDryClient returns the client the lines are checked through: calls
+// given creative.WithMiddleware(dryRun) run the SDK's validation and then
+// fail with errDry instead of sending.
 func newDryClient() (*creative.Client, error) {
-	return creative.New(
-		creative.WithBaseURL("http://127.0.0.1/"), creative.WithAccessKey("dry-run"),
-		creative.WithHTTPClient(&http.Client{Transport: dryTransport{}}), creative.WithMaxRetries(0),
-	)
+	return creative.New(creative.WithBaseURL("http://127.0.0.1/"), creative.WithAccessKey("dry-run"))
 }
 
 func (a *app) dryRunReport(todo []*job, skipped, total int, f *batchFlags) error {
@@ -469,33 +471,23 @@ func (r *resultLog) write(rec record) error {
 
 func (r *resultLog) close() error { return r.f.Close() }
 
-// attemptsKey keys the attempt counter of one job in its context.
-type attemptsKey struct{}
-
-// countingTransport counts each attempt in the counter its context holds.
-type countingTransport struct{ next http.RoundTripper }
-
-// RoundTrip counts the attempt, then sends it.
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	return t.next.RoundTrip(req)
-}
-
-// batchTransport is the pooled transport of a batch's client, counting
-// attempts.
-func batchTransport(concurrency int) http.RoundTripper {
+// batchHTTPClient is the client a batch's calls go through: its pool
+// keeps an idle connection for each worker, where the SDK's own keeps 128
+// a host.
+func batchHTTPClient(concurrency int) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = max(256, 2*concurrency)
 	t.MaxIdleConnsPerHost = max(128, 2*concurrency)
-	return countingTransport{t}
+	return &http.Client{Transport: t}
 }
 
 // runJobs runs the jobs with f.concurrency workers through one client and
 // records each as it ends.
 func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFlags, rec *resultLog) error {
-	opts := []creative.Option{creative.WithHTTPClient(&http.Client{Transport: batchTransport(f.concurrency)})}
+	opts := []creative.Option{creative.WithHTTPClient(batchHTTPClient(f.concurrency))}
+	if f.rate > 0 {
+		opts = append(opts, creative.WithRateLimit(f.rate, 1))
+	}
 	c, closeClient, err := a.newClient(opts...)
 	if err != nil {
 		return err
@@ -506,12 +498,12 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	// in flight.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	st := newStarter()
 	stopStarting := make(chan struct{})
 	var interrupted atomic.Bool
-	var inFlight atomic.Int32
-	watchDone := make(chan struct{})
-	defer close(watchDone)
+	watchDone, watching := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(watching)
 		select {
 		case <-a.signals:
 		case <-watchDone:
@@ -519,8 +511,9 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		}
 		interrupted.Store(true)
 		close(stopStarting)
+		inFlight := st.stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %d calls in flight finish (Ctrl-C again to cancel them)\n", inFlight.Load())
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %d calls in flight finish (Ctrl-C again to cancel them)\n", inFlight)
 		select {
 		case <-a.signals:
 			a.atLineStart()
@@ -543,18 +536,7 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	queue := make(chan *job)
 	go func() {
 		defer close(queue)
-		for i, j := range todo {
-			if f.rate > 0 {
-				// Paces the starts of jobs until the client's own rate
-				// limit is wired here.
-				t := time.NewTimer(time.Until(start.Add(time.Duration(float64(i) / f.rate * float64(time.Second)))))
-				select {
-				case <-t.C:
-				case <-stopStarting:
-					t.Stop()
-					return
-				}
-			}
+		for _, j := range todo {
 			select {
 			case queue <- j:
 			case <-stopStarting:
@@ -570,14 +552,10 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		go func() {
 			defer wg.Done()
 			for j := range queue {
-				select {
-				case <-stopStarting:
+				r, started := a.runJob(ctx, st, c, j, f.out, d)
+				if !started {
 					continue
-				default:
 				}
-				inFlight.Add(1)
-				r := a.runJob(ctx, c, j, f.out, d)
-				inFlight.Add(-1)
 				if r.OK {
 					ok.Add(1)
 				} else {
@@ -593,6 +571,9 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 		}()
 	}
 	wg.Wait()
+	// Wait for a signal's message, so it comes before the summary.
+	close(watchDone)
+	<-watching
 	d.stop()
 
 	notRun := len(todo) - int(ok.Load()+failed.Load())
@@ -616,21 +597,105 @@ func (a *app) runJobs(ctx context.Context, todo []*job, skipped int, f *batchFla
 	return nil
 }
 
+// errNotStarted stops the first request of a job once the batch is
+// stopping.
+var errNotStarted = errors.New("batch stopping: not started")
+
+// A starter decides, under one lock, whether a job may send its first
+// request. A job waits for that in the client (for --rate, or a pause a 429
+// asked for) after a worker took it; once the batch is stopping, such a
+// job is cancelled without sending anything, while jobs that sent are let
+// finish: they may be paid for.
+type starter struct {
+	mu       sync.Mutex
+	stopping bool
+	waiting  map[*jobRun]bool // jobs that have not sent yet
+	inFlight int              // jobs that sent and have not ended
+}
+
+// A jobRun is one job between a worker taking it and its end.
+type jobRun struct {
+	cancel context.CancelFunc
+	sent   bool // its first request went out; guarded by starter.mu
+}
+
+func newStarter() *starter { return &starter{waiting: map[*jobRun]bool{}} }
+
+// begin starts a job under ctx, or reports false once the batch is
+// stopping.
+func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &jobRun{cancel: cancel}
+	s.waiting[r] = true
+	return r, ctx, true
+}
+
+// gate is the middleware of every request of the job r: its first attempt
+// goes out only while the batch is not stopping.
+func (s *starter) gate(r *jobRun) creative.Middleware {
+	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+		s.mu.Lock()
+		if !r.sent {
+			if s.stopping {
+				s.mu.Unlock()
+				if req.Body != nil {
+					req.Body.Close()
+				}
+				return nil, errNotStarted
+			}
+			r.sent = true
+			delete(s.waiting, r)
+			s.inFlight++
+		}
+		s.mu.Unlock()
+		return next(req)
+	}
+}
+
+// end ends the job r and reports whether it was stopped before it sent
+// anything (then it is not recorded: a rerun runs it).
+func (s *starter) end(r *jobRun) (stopped bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.cancel()
+	delete(s.waiting, r)
+	if r.sent {
+		s.inFlight--
+	}
+	return !r.sent && s.stopping
+}
+
+// stop lets no job send its first request any more, cancels those waiting
+// to, and returns how many jobs are in flight.
+func (s *starter) stop() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	for r := range s.waiting {
+		r.cancel()
+	}
+	return s.inFlight
+}
+
 // runJob makes one job's call and writes its files, showing a line for it
-// while it runs.
-func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string, d *display) record {
-	r := record{Line: j.line, ID: j.id, Op: j.p.op.Name, Hash: j.hash}
+// while it runs. started is false when the batch stopped the job before it
+// sent anything.
+func (a *app) runJob(ctx context.Context, st *starter, c *creative.Client, j *job, dir string, d *display) (r record, started bool) {
+	run, ctx, ok := st.begin(ctx)
+	if !ok {
+		return r, false
+	}
+	defer func() { started = !st.end(run) }()
+	r = record{Line: j.line, ID: j.id, Op: j.p.op.Name, Hash: j.hash}
 	start := time.Now()
 	status := newCallStatus(fmt.Sprintf("  line %d %s", j.line, j.p.op.Name))
-	var attempts atomic.Int32
-	line := d.status(func() string {
-		status.attempt.Store(max(1, attempts.Load()))
-		return status.String()
-	})
-	defer d.drop(line)
-	if d != nil {
-		j.p.sent = &status.sent
-	}
+	defer d.drop(d.status(status.String))
+	opts := append([]creative.Option{creative.WithMiddleware(st.gate(run))}, status.track(a.logHandler())...)
 	var res any
 	var err error
 	if j.paid != nil {
@@ -641,12 +706,11 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 		}
 		res = us
 	} else {
-		res, err = j.b.call(context.WithValue(ctx, attemptsKey{}, &attempts), c, j.p)
+		res, err = j.b.call(ctx, c, j.p, opts...)
 	}
-	j.p.close()
-	r.Attempts = int(attempts.Load())
+	r.Attempts = int(status.attempt.Load())
 	if err == nil {
-		s := &saver{dir: dir, c: c, status: status}
+		s := &saver{dir: dir, c: c, status: status, opts: opts}
 		var out saved
 		out, err = s.save(ctx, j.id, res)
 		r.Files, r.URLs, r.Text = out.files, out.urls, out.text
@@ -659,5 +723,5 @@ func (a *app) runJob(ctx context.Context, c *creative.Client, j *job, dir string
 			r.Error = "the call succeeded but its files were not all downloaded (a rerun downloads them, without calling again): " + r.Error
 		}
 	}
-	return r
+	return r, true
 }

@@ -430,3 +430,161 @@ func TestBatchDownloadsAgainWithoutPayingAgain(t *testing.T) {
 	assert.Contains(t, stdout, "0 calls would be made (1 jobs checked, 0 already recorded ok, 1 paid for but not downloaded)")
 	noTempFiles(t, out)
 }
+
+func TestBatchChecksAThousandLinesQuickly(t *testing.T) {
+	srv, env := fakeEnv(t)
+	dir := t.TempDir()
+	require.NoError(t, os.Rename(pngFile(t, 16, 16), filepath.Join(dir, "cat.png")))
+	require.NoError(t, os.Rename(writeWAV(t), filepath.Join(dir, "talk.wav")))
+	kinds := []string{
+		`{"op":"image/text-to-image","prompt":"job %d","styleId":"anime"}`,
+		`{"op":"image/re-imagine","image":"cat.png","id":"r%d"}`,
+		`{"op":"audio/split-audio","audio":"talk.wav","id":"s%d"}`,
+		`{"op":"audio/text-to-speech","prompt":"line %d","voiceId":"female 1"}`,
+	}
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, kinds[i%len(kinds)]+"\n", i)
+	}
+	path := filepath.Join(dir, "jobs.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, env, "batch", path, "--dry-run")
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "1000 calls would be made")
+	assert.Empty(t, srv.Requests(), "nothing was sent")
+	// Each line's check stops at the first attempt, with no retry and no
+	// backoff: a retried check would take seconds a line.
+	assert.Less(t, took, 5*time.Second)
+	t.Logf("1000 lines checked in %v", took.Round(time.Millisecond))
+}
+
+// stamps answers the calls of text-to-image with one small PNG, or as
+// fail says for the call numbered n (from 1), and keeps the time each call
+// arrived.
+type stamps struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func stampCalls(srv *creativetest.Server, fail func(n int, w http.ResponseWriter) bool) *stamps {
+	s := &stamps{}
+	srv.Handle("image/text-to-image", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.times = append(s.times, time.Now())
+		n := len(s.times)
+		s.mu.Unlock()
+		if fail != nil && fail(n, w) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, pngAnswer)
+	})
+	return s
+}
+
+func (s *stamps) all() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.times)
+}
+
+func TestBatchRateSpacesEveryAttemptRetriesIncluded(t *testing.T) {
+	const rate = 10
+	srv, env := fakeEnv(t)
+	calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
+		if n <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable) // retried after a short backoff
+			return true
+		}
+		return false
+	})
+	path := writeJobs(t, 5)
+	out := t.TempDir()
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4", "--rate", fmt.Sprint(rate))
+	require.Equal(t, 0, code, stderr)
+	times := calls.all()
+	require.Len(t, times, 7, "five jobs, two of them retried")
+	// One request at a time, 1/rate apart: the limiter's tokens, with
+	// room for the time a request takes to arrive on a busy machine.
+	for i := 1; i < len(times); i++ {
+		assert.Greater(t, times[i].Sub(times[i-1]), time.Second/rate/2, "requests %d and %d", i, i+1)
+	}
+	assert.Greater(t, times[len(times)-1].Sub(times[0]), 6*time.Second/rate-50*time.Millisecond)
+	attempts := 0
+	for _, r := range readResults(t, out) {
+		attempts += r.Attempts
+	}
+	assert.Equal(t, 7, attempts)
+}
+
+func TestBatchCtrlCStopsTheJobsWaitingForTheRate(t *testing.T) {
+	srv, env := fakeEnv(t)
+	signals := make(chan os.Signal, 2)
+	calls := stampCalls(srv, func(n int, _ http.ResponseWriter) bool {
+		if n == 1 {
+			signals <- os.Interrupt            // three workers now wait for a token
+			time.Sleep(200 * time.Millisecond) // and this call is in flight
+		}
+		return false
+	})
+	path := writeJobs(t, 12)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, signals: signals}
+	start := time.Now()
+	code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4", "--rate", "0.5"})
+	took := time.Since(start)
+	assert.Equal(t, 130, code, stderr.String())
+	assert.Len(t, calls.all(), 1, "no job waiting for the rate was sent after Ctrl-C")
+	assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 calls in flight finish")
+	assert.Contains(t, stderr.String(), "creative: batch: 1 ok, 0 failed, 11 not started")
+	assert.Less(t, took, time.Second, "the waits for tokens ended at Ctrl-C: the next token was 2s away")
+	recs := readResults(t, out)
+	assert.Len(t, recs, 1, "the stopped jobs are not recorded: a rerun runs them")
+	noTempFiles(t, out)
+}
+
+func TestBatchA429PausesEveryWorker(t *testing.T) {
+	srv, env := fakeEnv(t)
+	var pausedAt atomic.Int64 // when the 429 was answered
+	calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
+		if n == 3 {
+			pausedAt.Store(time.Now().UnixNano())
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return true
+		}
+		return false
+	})
+	path := writeJobs(t, 24)
+	out := t.TempDir()
+	start := time.Now()
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	times := calls.all()
+	require.Len(t, times, 25, "24 jobs, one of them retried")
+	paused := time.Unix(0, pausedAt.Load())
+	// Requests sent before the client read the 429 may still arrive just
+	// after it; past that, the client lets at most one through until the
+	// second it asked for is over.
+	during := 0
+	for _, at := range times {
+		if d := at.Sub(paused); d > 100*time.Millisecond && d < time.Second-50*time.Millisecond {
+			during++
+		}
+	}
+	assert.LessOrEqual(t, during, 1, "requests in the paused second, across workers")
+	assert.Greater(t, took, time.Second-50*time.Millisecond)
+	retried := 0
+	for _, r := range readResults(t, out) {
+		assert.True(t, r.OK)
+		if r.Attempts == 2 {
+			retried++
+		}
+	}
+	assert.Equal(t, 1, retried)
+	t.Logf("24 jobs at concurrency 4 with a 429 asking for 1s: %v; %d requests in the paused second", took.Round(time.Millisecond), during)
+}

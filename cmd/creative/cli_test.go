@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/internal/ops"
 )
@@ -121,7 +126,8 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		{"batch without a file", []string{"batch"}, "want one JOBS.jsonl file"},
 		{"batch with a bad shard", []string{"batch", "x.jsonl", "--shard", "3/3"}, "--shard must be I/N with 0 <= I < N"},
 		{"batch with no workers", []string{"batch", "x.jsonl", "--concurrency", "0"}, "--concurrency must be 1 or more"},
-		{"batch with a negative rate", []string{"batch", "x.jsonl", "--rate", "-1"}, "--rate must be 0 (no limit) or more"},
+		{"batch with a negative rate", []string{"batch", "x.jsonl", "--rate", "-1"}, "--rate must be 0 (no limit) or a positive number, got -1"},
+		{"batch with an endless rate", []string{"batch", "x.jsonl", "--rate", "inf"}, "--rate must be 0 (no limit) or a positive number, got +Inf"},
 		{"batch with a missing file", []string{"batch", filepath.Join(t.TempDir(), "none.jsonl")}, "no such file"},
 	}
 	for _, tt := range tests {
@@ -234,15 +240,82 @@ func TestVerboseLogsStayOffTheProgressLine(t *testing.T) {
 }
 
 func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
-	s := newCallStatus("image/text-to-image")
-	w := &watcher{status: s}
-	assert.NotContains(t, s.String(), "attempt")
-	slog.New(w).Info("creative: retrying", "operation", "image/text-to-image", "attempt", 1, "wait", 3*time.Second)
-	assert.Regexp(t, `attempt 2 \(retry in [23]\.\ds\)`, s.String())
-	s.sent.Store(3 << 20)
-	s.got.Store(2048)
-	assert.Contains(t, s.String(), "sent 3.0 MiB got 2.0 KiB")
+	srv, _ := fakeEnv(t)
+	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
+	s := newCallStatus("image/generate-qr")
+	var lines []string
+	look := func() { lines = append(lines, s.String()) }
+	// Seen from the client's middleware (outside the call's) and from the
+	// handler the records go to after the status read them.
+	c := srv.Client(creative.WithRetryWait(300*time.Millisecond, 300*time.Millisecond), creative.WithMiddleware(
+		func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+			resp, err := next(req)
+			look()
+			return resp, err
+		}))
+	after := &recordsHandler{seen: func(r slog.Record) {
+		if r.Message == "creative: retrying" {
+			look()
+		}
+	}}
+	_, err := c.GenerateQR(t.Context(), creative.GenerateQRRequest{URL: "https://e.example", Prompt: "p"}, s.track(after)...)
+	require.NoError(t, err)
+	require.Len(t, lines, 3)
+	assert.Regexp(t, `^image/generate-qr \d\.\ds$`, lines[0], "the first attempt is not named")
+	assert.Regexp(t, `^image/generate-qr \d\.\ds \(retry in 0\.[0-3]s\)$`, lines[1], "the wait before the retry")
+	assert.Regexp(t, `^image/generate-qr \d\.\ds attempt 2$`, lines[2], "the retry, and no wait")
+	assert.Equal(t, int32(2), s.attempt.Load())
+
 }
+
+func TestProgressCountsUploadsAndDownloadsWithTheirSizes(t *testing.T) {
+	srv, _ := fakeEnv(t)
+	c := srv.Client()
+	t.Run("an upload, counted anew on each attempt", func(t *testing.T) {
+		srv.Fail("image/re-imagine", creativetest.Fault{Status: 503, Times: 1})
+		s := newCallStatus("image/re-imagine")
+		_, err := c.ReImagine(t.Context(), creative.ReImagineRequest{Image: creative.FileFromPath(pngFile(t, 300, 300))}, s.track(nil)...)
+		require.NoError(t, err)
+		reqs := srv.Requests()
+		size := reqs[len(reqs)-1].Parts[0].Size
+		require.Greater(t, size, int64(0))
+		// The form around the file adds a few hundred bytes.
+		assert.Regexp(t, `attempt 2 sent (\d+) B of (\d+) B$`, s.String())
+		sent, total := s.sent.Load(), s.size.Load()
+		assert.Equal(t, total, sent, "the second attempt sent it all, and the first is not added")
+		assert.InDelta(t, size, total, 1024)
+	})
+	t.Run("a download, with the size its answer declares", func(t *testing.T) {
+		release := make(chan struct{})
+		files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "131072")
+			_, _ = w.Write(make([]byte, 65536))
+			w.(http.Flusher).Flush()
+			<-release
+			_, _ = w.Write(make([]byte, 65536))
+		}))
+		defer files.Close()
+		s := newCallStatus("download")
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Download(t.Context(), creative.URL(files.URL+"/f.wav"), io.Discard, s.track(nil)...)
+			done <- err
+		}()
+		require.Eventually(t, func() bool { return s.got.Load() == 65536 }, 5*time.Second, time.Millisecond)
+		assert.Regexp(t, `^download \d\.\ds got 64\.0 KiB of 128\.0 KiB$`, s.String())
+		close(release)
+		require.NoError(t, <-done)
+		assert.Contains(t, s.String(), "got 128.0 KiB of 128.0 KiB")
+	})
+}
+
+// recordsHandler is a slog.Handler that shows each record to seen.
+type recordsHandler struct{ seen func(slog.Record) }
+
+func (h *recordsHandler) Enabled(context.Context, slog.Level) bool      { return true }
+func (h *recordsHandler) Handle(_ context.Context, r slog.Record) error { h.seen(r); return nil }
+func (h *recordsHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h *recordsHandler) WithGroup(string) slog.Handler                 { return h }
 
 func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
 	for _, op := range ops.All {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -36,7 +35,7 @@ type binding struct {
 	// extra registers flags beyond the operation's fields.
 	extra func(fs *pflag.FlagSet, p *params)
 	// call builds the request from p and calls the SDK.
-	call func(ctx context.Context, c *creative.Client, p *params) (any, error)
+	call func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error)
 }
 
 // required reports whether the user must give field f.
@@ -64,7 +63,7 @@ var bindings = map[string]binding{
 			fs.StringVar(&p.jobRole, "job-role", "", "CoverLetter shorthand: the job role")
 			fs.StringVar(&p.jobSkills, "job-skills", "", "CoverLetter shorthand: the job skills")
 		},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
 			req := creative.WriterToolRequest{
 				Inputs: p.array("inputs"), Language: creative.Language(p.str("language")), Number: p.whole("number"),
 				UseCase: creative.UseCase(p.str("useCase")), Action: creative.Action(p.str("action")), Tone: creative.Tone(p.str("tone")),
@@ -81,21 +80,21 @@ var bindings = map[string]binding{
 			if err := checked(p); err != nil {
 				return nil, err
 			}
-			return c.WriterTool(ctx, req)
+			return c.WriterTool(ctx, req, opts...)
 		},
 	},
 	"audio/text-to-music": {
 		example: `creative audio text-to-music --prompt "calm piano by the sea" --duration 12`,
 		help:    map[string]string{"prompt": "text to turn into music", "duration": "length in seconds (default: the service's, 8)"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: p.str("prompt"), Duration: p.num("duration")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: p.str("prompt"), Duration: p.num("duration")}, opts...)
 		},
 	},
 	"image/text-to-image": {
 		example:  `creative image text-to-image --prompt "a fox in the snow" --number-of-results 2 --image-size-id 3:2 --style-id anime`,
 		help:     map[string]string{"prompt": "text to turn into images", "numberOfResults": "number of images, 1 to 10"},
 		defaults: map[string]string{"numberOfResults": "1"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
 			req := creative.TextToImageRequest{
 				Prompt: p.str("prompt"), NumberOfResults: p.whole("numberOfResults"),
 				ImageSizeID: ids.ImageSizeID(p.str("imageSizeId")), StyleID: ids.StyleID(p.str("styleId")),
@@ -104,106 +103,106 @@ var bindings = map[string]binding{
 			if err := checked(p); err != nil {
 				return nil, err
 			}
-			return c.TextToImage(ctx, req)
+			return c.TextToImage(ctx, req, opts...)
 		},
 	},
 	"image/generate-logo": {
 		example: `creative image generate-logo --prompt "a coffee shop called Bean There" --number-of-results 2`,
 		help:    map[string]string{"prompt": "text to turn into logos", "numberOfResults": "number of logos, 1 to 4 (default: the service's, 1)"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
 			req := creative.GenerateLogoRequest{Prompt: p.str("prompt"), NumberOfResults: p.whole("numberOfResults")}
 			if err := checked(p); err != nil {
 				return nil, err
 			}
-			return c.GenerateLogo(ctx, req)
+			return c.GenerateLogo(ctx, req, opts...)
 		},
 	},
 	"image/generate-qr": {
 		example: `creative image generate-qr --url https://example.com --prompt "spring flowers"`,
 		help:    map[string]string{"url": "link the code encodes", "prompt": "text that styles the code"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.GenerateQR(ctx, creative.GenerateQRRequest{URL: p.str("url"), Prompt: p.str("prompt")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.GenerateQR(ctx, creative.GenerateQRRequest{URL: p.str("url"), Prompt: p.str("prompt")}, opts...)
 		},
 	},
 	"image/up-scale": {
 		example: `creative image up-scale --url https://example.com/cat.png --scale 2`,
 		help:    map[string]string{"url": "link of the image", "scale": "size factor (default: the service's)"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.UpScale(ctx, creative.UpScaleRequest{URL: p.str("url"), Scale: p.num("scale")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.UpScale(ctx, creative.UpScaleRequest{URL: p.str("url"), Scale: p.num("scale")}, opts...)
 		},
 	},
 	"audio/enhance": {
 		example: `creative audio enhance --audio talk.wav --type-id podcast`,
 		help:    map[string]string{"audio": "audio file to enhance", "typeId": "kind of recording"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: p.file("audio"), TypeID: ids.EnhanceTypeID(p.str("typeId"))})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: p.file("audio"), TypeID: ids.EnhanceTypeID(p.str("typeId"))}, opts...)
 		},
 	},
 	"video/infinite-zoom": {
 		example: `creative video infinite-zoom --prompt "a spiral galaxy" --number-of-iteration 3`,
 		help:    map[string]string{"prompt": "text to turn into an image to zoom into", "numberOfIteration": "zoom steps (default: the service's, 2)"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
 			req := creative.InfiniteZoomRequest{Prompt: p.str("prompt"), NumberOfIteration: p.whole("numberOfIteration")}
 			if err := checked(p); err != nil {
 				return nil, err
 			}
-			return c.InfiniteZoom(ctx, req)
+			return c.InfiniteZoom(ctx, req, opts...)
 		},
 	},
 	"image/re-imagine": {
 		example: `creative image re-imagine --image cat.png`,
 		help:    map[string]string{"image": "image file: PNG, JPEG or WebP, at most 1024x1024"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.ReImagine(ctx, creative.ReImagineRequest{Image: p.file("image")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.ReImagine(ctx, creative.ReImagineRequest{Image: p.file("image")}, opts...)
 		},
 	},
 	"audio/split-audio": {
 		example: `creative audio split-audio --audio song.wav`,
 		help:    map[string]string{"audio": "audio file to split"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.SplitAudio(ctx, creative.SplitAudioRequest{Audio: p.file("audio")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.SplitAudio(ctx, creative.SplitAudioRequest{Audio: p.file("audio")}, opts...)
 		},
 	},
 	"image/remove-background": {
 		example: `creative image remove-background --url https://example.com/in.png`,
 		help:    map[string]string{"url": "link of the image"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.RemoveBackground(ctx, creative.RemoveBackgroundRequest{URL: p.str("url")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.RemoveBackground(ctx, creative.RemoveBackgroundRequest{URL: p.str("url")}, opts...)
 		},
 	},
 	"image/color-image": {
 		example: `creative image color-image --url https://example.com/in.png`,
 		help:    map[string]string{"url": "link of the image"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.ColorImage(ctx, creative.ColorImageRequest{URL: p.str("url")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.ColorImage(ctx, creative.ColorImageRequest{URL: p.str("url")}, opts...)
 		},
 	},
 	"image/enhance": {
 		example: `creative image enhance --url https://example.com/in.png`,
 		help:    map[string]string{"url": "link of the image"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.EnhanceImage(ctx, creative.EnhanceImageRequest{URL: p.str("url")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.EnhanceImage(ctx, creative.EnhanceImageRequest{URL: p.str("url")}, opts...)
 		},
 	},
 	"video/remove-background": {
 		example: `creative video remove-background --url https://example.com/in.mp4`,
 		help:    map[string]string{"url": "link of the video"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: p.str("url")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: p.str("url")}, opts...)
 		},
 	},
 	"audio/text-to-speech": {
 		example: `creative audio text-to-speech --prompt "Hello there" --voice-id female-1`,
 		help:    map[string]string{"prompt": "text to speak"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: p.str("prompt"), VoiceID: ids.VoiceID(p.str("voiceId"))})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: p.str("prompt"), VoiceID: ids.VoiceID(p.str("voiceId"))}, opts...)
 		},
 	},
 	"image/change-background": {
 		example: `creative image change-background --image cat.png --prompt "a beach at sunset"`,
 		help:    map[string]string{"image": "image file: PNG, JPEG or WebP", "prompt": "the new background"},
-		call: func(ctx context.Context, c *creative.Client, p *params) (any, error) {
-			return c.ChangeBackground(ctx, creative.ChangeBackgroundRequest{Image: p.file("image"), Prompt: p.str("prompt")})
+		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
+			return c.ChangeBackground(ctx, creative.ChangeBackgroundRequest{Image: p.file("image"), Prompt: p.str("prompt")}, opts...)
 		},
 	},
 }
@@ -363,11 +362,7 @@ func completeIDs(kind string) cobra.CompletionFunc {
 // clears the progress line.
 func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
 	status := newCallStatus(p.op.Name)
-	var next slog.Handler
-	if a.g.verbose {
-		next = slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug})
-	}
-	c, closeClient, err := a.newClient(creative.WithLogger(slog.New(&watcher{status: status, next: next})))
+	c, closeClient, err := a.newClient()
 	if err != nil {
 		return err
 	}
@@ -381,10 +376,7 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	defer cancel()
 	signalled := a.watchSignals(cancel)
 	d := a.startDisplay()
-	if d != nil {
-		p.sent = &status.sent
-		d.status(status.String)
-	}
+	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held
 	// back: a line printed under it would be erased with it.
 	stdout := a.stdout
@@ -404,12 +396,11 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 }
 
 func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
-	res, err := b.call(ctx, c, p)
-	p.close()
+	opts := status.track(a.logHandler())
+	res, err := b.call(ctx, c, p, opts...)
 	if err != nil {
 		return err
 	}
-	status.retryAt.Store(0)
 	if out.json {
 		return printJSON(stdout, res)
 	}
@@ -435,7 +426,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *
 			return nil
 		}
 	}
-	s := &saver{dir: out.dir, c: c, status: status, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{dir: out.dir, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }

@@ -424,3 +424,44 @@ func TestProgressShowsOnlyOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+func TestSpeechIsNamedByItsTypeElseByItsBytes(t *testing.T) {
+	for _, tt := range []struct{ ctype, body, name string }{
+		{"audio/mpeg", "ID3 audio", "text-to-speech.mp3"},
+		{"audio/wav; codecs=1", "RIFF\x04\x00\x00\x00WAVEdata", "text-to-speech.wav"},
+		{"audio/ogg", "OggS audio", "text-to-speech.ogg"},
+		{"audio/aac", "\xff\xf1 aac", "text-to-speech.aac"},
+		{"application/octet-stream", "RIFF\x04\x00\x00\x00WAVEdata", "text-to-speech.wav"},
+		{"application/octet-stream", "??", "text-to-speech.bin"},
+	} {
+		rec := newRecorder(t, 200, func(string) (string, string) { return tt.ctype, tt.body })
+		out := t.TempDir()
+		code, stdout, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
+			"audio", "text-to-speech", "--prompt", "hi", "--voice-id", "female-1", "--out", out)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, filepath.Join(out, tt.name)+"\n", stdout, tt.ctype)
+	}
+}
+
+func TestErrorsNameTheRequestIDOnce(t *testing.T) {
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "req-7f3a")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"success":false,"message":"prompt: rejected"}`)
+	}))
+	defer svc.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": svc.URL, "CREATIVE_ACCESS_KEY": cliKey}
+	code, _, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://e.example", "--prompt", "p")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "creative: image/generate-qr: HTTP 400: prompt: rejected (request id req-7f3a)\n", stderr)
+
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"op":"image/generate-qr","url":"https://e.example","prompt":"p"}`+"\n"), 0o644))
+	out := t.TempDir()
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
+	assert.Equal(t, 1, code, stderr)
+	recs := readResults(t, out)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "image/generate-qr: HTTP 400: prompt: rejected (request id req-7f3a)", recs[0].Error)
+}

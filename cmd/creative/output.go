@@ -28,7 +28,10 @@ import (
 type saver struct {
 	dir    string
 	c      *creative.Client
-	status *callStatus // download bytes are counted here; may be nil
+	status *callStatus // the call's; may be nil
+	// opts are the call's options, given to each download too: they keep
+	// status current.
+	opts []creative.Option
 	// saved is told each file's path as soon as it is in place.
 	saved func(path string)
 }
@@ -61,7 +64,14 @@ func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err 
 	case *creative.Audio:
 		defer v.Close()
 		n := namer{stem: stem}
-		err = s.write(&n, &out, audioExt(v.ContentType), func(w io.Writer) error {
+		// Named as the SDK names the type the service declared; by the
+		// first bytes when it declared none it knows.
+		err = s.write(&n, &out, func(head []byte) string {
+			if ext := v.Ext(); ext != ".bin" {
+				return ext
+			}
+			return sniffExt(head, "")
+		}, func(w io.Writer) error {
 			_, err := io.Copy(w, v)
 			return err
 		})
@@ -94,9 +104,9 @@ func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *s
 		link := string(u)
 		err := s.write(&n, out, func(head []byte) string { return sniffExt(head, link) }, func(w io.Writer) error {
 			if s.status != nil {
-				w = io.MultiWriter(w, counting{&s.status.got})
+				s.status.attempt.Store(0) // the attempts of this download
 			}
-			_, err := s.c.Download(ctx, u, w)
+			_, err := s.c.Download(ctx, u, w, s.opts...)
 			return err
 		})
 		if err != nil {
@@ -214,24 +224,6 @@ func readHead(name string) ([]byte, error) {
 	head := make([]byte, 16)
 	n, _ := io.ReadFull(f, head)
 	return head[:n], nil
-}
-
-// audioExt names speech by its first bytes, else by its content type.
-func audioExt(contentType string) func([]byte) string {
-	return func(head []byte) string {
-		if ext := sniffExt(head, ""); ext != ".bin" {
-			return ext
-		}
-		switch {
-		case strings.Contains(contentType, "mpeg"), strings.Contains(contentType, "mp3"):
-			return ".mp3"
-		case strings.Contains(contentType, "wav"):
-			return ".wav"
-		case strings.Contains(contentType, "ogg"):
-			return ".ogg"
-		}
-		return ".bin"
-	}
 }
 
 // sniffExt names a downloaded file's extension from its first bytes, else

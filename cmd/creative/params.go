@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
@@ -24,11 +23,7 @@ type params struct {
 	// name says how the user named a field: "--number-of-results" on the
 	// command line, "numberOfResults" in a batch file.
 	name func(field string) string
-	// sent counts the bytes of uploads read, for progress; nil when not
-	// shown.
-	sent  *atomic.Int64
-	bad   error
-	files []*os.File
+	bad  error
 	// The writer tool's CoverLetter shorthand flags.
 	jobRole, jobSkills string
 }
@@ -75,31 +70,13 @@ func (p *params) array(field string) []any {
 	return a
 }
 
-// file returns an upload of the file at the field's path. When bytes are
-// counted the file is opened now (and closed by close); a file that cannot
-// be opened is left to the SDK, which reports it before sending anything.
+// file returns an upload of the file at the field's path; the SDK reports
+// a file it cannot read before sending anything.
 func (p *params) file(field string) creative.File {
-	path := p.str(field)
-	if path == "" {
-		return creative.File{}
-	}
-	if p.sent == nil {
+	if path := p.str(field); path != "" {
 		return creative.FileFromPath(path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return creative.FileFromPath(path)
-	}
-	p.files = append(p.files, f)
-	return creative.FileFromReader(filepath.Base(path), &countingFile{f: f, n: p.sent})
-}
-
-// close closes the files opened for uploads.
-func (p *params) close() {
-	for _, f := range p.files {
-		f.Close()
-	}
-	p.files = nil
+	return creative.File{}
 }
 
 // setText sets a field of any type from a command-line word.
@@ -176,30 +153,6 @@ func (p *params) setJSON(f ops.Field, raw json.RawMessage, dir string) error {
 	}
 	return nil
 }
-
-// countingFile is an *os.File that counts what is read of it, keeping
-// ReadAt and Seek so the SDK can re-read it for a retry.
-type countingFile struct {
-	f *os.File
-	n *atomic.Int64
-}
-
-// Read reads from the file, counting the bytes.
-func (c *countingFile) Read(b []byte) (int, error) {
-	n, err := c.f.Read(b)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// ReadAt reads from the file at off, counting the bytes.
-func (c *countingFile) ReadAt(b []byte, off int64) (int, error) {
-	n, err := c.f.ReadAt(b, off)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// Seek seeks in the file.
-func (c *countingFile) Seek(off int64, whence int) (int64, error) { return c.f.Seek(off, whence) }
 
 // kebab turns a wire name into a flag name: numberOfResults becomes
 // number-of-results, imageSizeId image-size-id.

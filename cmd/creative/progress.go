@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	creative "github.com/creativegen/creative-go"
 )
 
 // console is stderr as every part of a run writes to it: messages, log
@@ -138,21 +141,68 @@ func (d *display) stop() {
 
 // callStatus is what one call shows while it runs: the operation, the time
 // since it started, the attempt when above 1, the wait before a retry, and
-// the bytes of an upload or download.
+// the bytes of an upload or download. The options of track keep it
+// current.
 type callStatus struct {
 	op      string
 	start   time.Time
-	attempt atomic.Int32
+	attempt atomic.Int32 // attempts sent of the request under way
 	retryAt atomic.Int64 // unix nanoseconds of the next attempt while waiting
-	sent    atomic.Int64 // bytes of uploads read
-	got     atomic.Int64 // bytes downloaded
-	total   atomic.Int64 // bytes expected of the download, 0 when unknown
+	sent    atomic.Int64 // bytes of the attempt's upload sent
+	size    atomic.Int64 // bytes of the upload in all, 0 when unknown
+	got     atomic.Int64 // bytes of the download received
+	total   atomic.Int64 // bytes of the download in all, 0 when unknown
 }
 
 func newCallStatus(op string) *callStatus {
-	s := &callStatus{op: op, start: time.Now()}
-	s.attempt.Store(1)
-	return s
+	return &callStatus{op: op, start: time.Now()}
+}
+
+// track returns the per-call options that keep s current: a middleware
+// that counts each attempt and the bytes of uploads and downloads, and a
+// logger that reads the wait before a retry from the client's records and
+// passes every record on to next, when there is one (-v).
+func (s *callStatus) track(next slog.Handler) []creative.Option {
+	return []creative.Option{
+		creative.WithMiddleware(s.attempted),
+		creative.WithLogger(slog.New(&watcher{status: s, next: next})),
+	}
+}
+
+// attempted is a middleware that counts an attempt as it is sent. The
+// bytes of an upload (a form) are counted as the attempt sends them, each
+// attempt from 0; those of a download (the only GET the command makes) as
+// they arrive, with the size its answer declares.
+func (s *callStatus) attempted(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+	s.attempt.Add(1)
+	s.retryAt.Store(0)
+	if req.Body != nil && strings.HasPrefix(req.Header.Get("Content-Type"), "multipart/") {
+		s.sent.Store(0)
+		s.size.Store(max(req.ContentLength, 0))
+		req = req.WithContext(req.Context()) // a copy, for this attempt's body
+		req.Body = &countingBody{ReadCloser: req.Body, n: &s.sent}
+	}
+	resp, err := next(req)
+	if err == nil && req.Method == http.MethodGet && resp.StatusCode/100 == 2 {
+		s.got.Store(0)
+		s.total.Store(max(resp.ContentLength, 0))
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &s.got}
+	}
+	return resp, err
+}
+
+// countingBody is a request or response body that counts the bytes read
+// through it.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+// Read reads from the body, counting the bytes.
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
 
 // String is the status line.
@@ -169,6 +219,9 @@ func (s *callStatus) String() string {
 	}
 	if n := s.sent.Load(); n > 0 {
 		b.WriteString(" sent " + humanBytes(n))
+		if t := s.size.Load(); t > 0 {
+			b.WriteString(" of " + humanBytes(t))
+		}
 	}
 	if n := s.got.Load(); n > 0 {
 		b.WriteString(" got " + humanBytes(n))
@@ -179,9 +232,9 @@ func (s *callStatus) String() string {
 	return b.String()
 }
 
-// watcher is a slog.Handler that reads the client's attempt and retry
-// records into a callStatus (by their attributes "attempt" and "wait") and
-// passes every record on to next, when there is one (-v).
+// watcher is a slog.Handler that reads the wait before a retry from the
+// client's "creative: retrying" records (their attribute "wait") into a
+// callStatus, and passes every record on to next, when there is one (-v).
 type watcher struct {
 	status *callStatus
 	next   slog.Handler
@@ -190,28 +243,15 @@ type watcher struct {
 // Enabled takes every level: the attempts are logged at Debug.
 func (w *watcher) Enabled(ctx context.Context, l slog.Level) bool { return true }
 
-// Handle reads the attempt and the wait of a record, then passes it on.
+// Handle reads the wait of a record, then passes it on.
 func (w *watcher) Handle(ctx context.Context, r slog.Record) error {
-	var attempt int64
-	var wait time.Duration
-	waiting := false
 	r.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "attempt":
-			if a.Value.Kind() == slog.KindInt64 {
-				attempt = a.Value.Int64()
-			}
-		case "wait":
-			if a.Value.Kind() == slog.KindDuration {
-				wait, waiting = a.Value.Duration(), true
-			}
+		if a.Key == "wait" && a.Value.Kind() == slog.KindDuration {
+			w.status.retryAt.Store(time.Now().Add(a.Value.Duration()).UnixNano())
+			return false
 		}
 		return true
 	})
-	if waiting && attempt > 0 {
-		w.status.attempt.Store(int32(attempt + 1))
-		w.status.retryAt.Store(time.Now().Add(wait).UnixNano())
-	}
 	if w.next != nil && w.next.Enabled(ctx, r.Level) {
 		return w.next.Handle(ctx, r)
 	}
@@ -235,12 +275,6 @@ func (w *watcher) WithGroup(name string) slog.Handler {
 	}
 	return n
 }
-
-// counting is an io.Writer that only counts.
-type counting struct{ n *atomic.Int64 }
-
-// Write counts b.
-func (c counting) Write(b []byte) (int, error) { c.n.Add(int64(len(b))); return len(b), nil }
 
 func humanBytes(n int64) string {
 	switch {
