@@ -396,11 +396,13 @@ func envelope(w http.ResponseWriter, status int, success bool, message string, d
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	answer func() // records the request, once, before its answer goes out
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+		r.answer()
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -408,6 +410,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
+		r.answer()
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -426,8 +429,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()}
 	rec.Header.Del("X-Access-Key")
 	rec.ContentType = mediaType(r.Header.Get("Content-Type"))
+	// The request is recorded before the caller can see its answer (or the
+	// connection dropped), so Requests holds every call a client saw end.
+	recorded := false
 	sw := &statusRecorder{ResponseWriter: w}
-	defer func() { rec.Status = sw.status; s.record(rec) }()
+	sw.answer = func() {
+		if !recorded {
+			recorded = true
+			rec.Status = sw.status
+			s.record(rec)
+		}
+	}
+	defer sw.answer()
 
 	op := opByPath(r.URL.Path)
 	if op == nil {
@@ -502,6 +515,7 @@ func (s *Server) fault(w *statusRecorder, r *http.Request, f *Fault) {
 		if err != nil {
 			abort()
 		}
+		w.answer()
 		_ = conn.Close()
 		return
 	}
