@@ -102,8 +102,7 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	if !ok {
 		return true, nil
 	}
-	cl.retryAfter = d
-	cl.c.pause.start(d, resp.StatusCode)
+	cl.retryAfter = d // the transport paused the client for it already
 	if d > MaxRetryAfter {
 		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", d, MaxRetryAfter)
 		return false, nil
@@ -378,7 +377,9 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a.c.limiter != nil {
 		if err := a.c.limiter.Wait(req.Context()); err != nil {
-			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
+			err = fmt.Errorf("waiting for the rate limit: %w", err)
+			a.c.pause.report(nil, err)
+			return nil, err
 		}
 	}
 	next := func(r *http.Request) (*http.Response, error) { return a.network(r, cl.s.attemptLimit) }
@@ -456,14 +457,12 @@ func (e *pausedError) Error() string {
 		e.status, e.until.UTC().Format(time.RFC3339), MaxRetryAfter)
 }
 
-// start pauses the client for d from now, unless it is paused longer already.
+// start pauses the client for d from now, unless it is paused longer
+// already. The caller holds p.mu.
 func (p *pause) start(d time.Duration, status int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	until := time.Now().Add(min(d, 24*time.Hour))
 	if until.After(p.until) {
 		p.until, p.status = until, status
-		p.signal()
 	}
 }
 
@@ -524,18 +523,21 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 	return nil
 }
 
-// report ends the pause after an answer that does not ask for one; a failed
-// attempt lets the next one go first instead.
+// report is told how every attempt let through by wait ended: an answer that
+// asks for a wait (re)starts the pause; any other answer ends it; a failure,
+// or an attempt that was not sent, lets the next attempt go first instead.
+// Either way the attempt that went first is done, so another may go when
+// the pause ends.
 func (p *pause) report(resp *http.Response, err error) {
+	d, asks := retryAfter(resp, time.Now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.until.IsZero() {
+	switch {
+	case asks:
+		p.start(d, resp.StatusCode)
+	case p.until.IsZero():
 		return
-	}
-	if _, asks := retryAfter(resp, time.Now()); asks {
-		return // start extends the pause
-	}
-	if err == nil && !time.Now().Before(p.until) {
+	case err == nil && !time.Now().Before(p.until):
 		p.until = time.Time{}
 	}
 	p.probe = false
