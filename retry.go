@@ -83,35 +83,64 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, _ *http.Request, i int) {
 }
 
 // checkRetry is the client's retry policy as go-retryablehttp asks for it:
-// it logs the attempt, then decides with retryable, the one-shot rule and
-// the Retry-After rule.
+// it logs the attempt, then decides with retry.
 func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	cl.logAttempt(ctx, resp, err)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return false, ctxErr
 	}
+	again := cl.retry(ctx, resp, err)
+	if again && resp != nil && cl.attempts <= cl.s.maxRetries {
+		// Another attempt follows. go-retryablehttp would now read up to
+		// 4 KiB of this answer, before its backoff, to reuse the
+		// connection: a body that drips would hold the retry until the
+		// deadline. The last answer is kept whole, for its error.
+		drain(resp.Body)
+		resp.Body = http.NoBody
+	}
+	return again, nil
+}
+
+// drainWait bounds the time drain spends on a failed answer's body.
+const drainWait = time.Second
+
+// drain reads what is left of a failed answer's body, up to 4 KiB, and
+// closes it, so that its connection can serve the retry: in the background,
+// and for at most drainWait, so that a body that drips costs the connection,
+// not the retry.
+func drain(body io.ReadCloser) {
+	go func() {
+		t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+		defer t.Stop()
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+		_ = body.Close()
+	}()
+}
+
+// retry decides with retryable, the one-shot rule and the Retry-After rule.
+func (cl *call) retry(ctx context.Context, resp *http.Response, err error) bool {
 	cl.retryAfter = 0
 	if !retryable(resp, err) {
-		return false, nil
+		return false
 	}
 	if cl.oneShot != nil && cl.oneShot.sent() {
 		cl.stopped = notReplayed
-		return false, nil
+		return false
 	}
 	d, ok := retryAfter(resp, time.Now())
 	if !ok {
-		return true, nil
+		return true
 	}
 	cl.retryAfter = d // the transport paused the client for it already
 	if d > MaxRetryAfter {
 		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", d, MaxRetryAfter)
-		return false, nil
+		return false
 	}
 	if deadline, ok := ctx.Deadline(); ok && time.Now().Add(d).After(deadline) {
 		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, past the call's deadline", d)
-		return false, nil
+		return false
 	}
-	return true, nil
+	return true
 }
 
 func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error) {
@@ -233,12 +262,6 @@ func (cl *call) backoff(min, max time.Duration, attempt int, resp *http.Response
 			attrs = append(attrs, slog.Int("status", resp.StatusCode))
 		}
 		l.LogAttrs(context.Background(), slog.LevelInfo, "creative: retrying", attrs...)
-	}
-	if resp != nil && resp.Body != nil {
-		// go-retryablehttp would now read up to 4 KiB of the failed answer
-		// to reuse its connection; a body that drips would hold the retry.
-		_ = resp.Body.Close()
-		resp.Body = http.NoBody
 	}
 	return wait
 }
