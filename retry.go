@@ -280,7 +280,7 @@ func (cl *call) failure(ctx context.Context, err error) error {
 		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts, RetryAfter: time.Until(paused.until),
 			Message: paused.Error(), paused: true}
 	case errors.As(err, &redir):
-		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.redact(redir.Error()), unexpected: true}
+		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.message(redir.Error()), unexpected: true}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (%v)", ctxErr, err)
@@ -416,8 +416,28 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // network sends one request; limit, when positive, bounds the wait for the
-// answer's headers.
+// answer's headers. A redirect to a Location that is not a URL is refused
+// here, where its status is known: net/http would fail with an error that
+// names neither the answer nor its status.
 func (a *attempts) network(req *http.Request, limit time.Duration) (*http.Response, error) {
+	resp, err := a.roundTrip(req, limit)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			if _, err := req.URL.Parse(loc); err != nil {
+				_ = resp.Body.Close()
+				return nil, &redirectError{status: resp.StatusCode, to: loc, why: "since it is not a URL"}
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (a *attempts) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
 	if limit <= 0 {
 		resp, err := a.next.RoundTrip(req)
 		if err != nil {
