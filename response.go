@@ -183,7 +183,8 @@ func (rs *response) unexpected(body []byte, format string, args ...any) *APIErro
 
 // statusError reads a bounded part of an answer that is not a 2xx and says
 // what it was. A 1xx answer's body is never read: after a 101 it is another
-// protocol's connection.
+// protocol's connection. A status outside HTTP's 1xx to 5xx is no answer
+// the service gives.
 func (rs *response) statusError() error {
 	e := rs.apiError()
 	var raw []byte
@@ -197,7 +198,7 @@ func (rs *response) statusError() error {
 		e.Message = rs.cl.message(describeBody(rs.Header.Get("Content-Type"), raw))
 	}
 	switch {
-	case rs.StatusCode < 200 || (rs.StatusCode >= 300 && rs.StatusCode < 400):
+	case rs.StatusCode < 200 || (rs.StatusCode >= 300 && rs.StatusCode < 400) || rs.StatusCode > 599:
 		e.unexpected = true
 		if loc := rs.Header.Get("Location"); loc != "" {
 			e.Message = rs.cl.message(fmt.Sprintf("an answer of HTTP %d (to %s) instead of a result", rs.StatusCode, loc))
