@@ -195,7 +195,7 @@ func (rs *response) statusError() error {
 	if msg, ok := envelopeMessage(raw); ok && msg != "" {
 		e.Message = rs.cl.message(msg)
 	} else {
-		e.Message = rs.cl.message(describeBody(rs.Header.Get("Content-Type"), raw))
+		e.Message = rs.cl.message(rs.cl.describeBody(rs.Header.Get("Content-Type"), raw))
 	}
 	switch {
 	case rs.StatusCode < 200 || (rs.StatusCode >= 300 && rs.StatusCode < 400) || rs.StatusCode > 599:
@@ -211,24 +211,26 @@ func (rs *response) statusError() error {
 	return e
 }
 
-// readErrorBody reads at most maxErrorBody bytes of a failed answer, within
-// the call's context and, when the call has no deadline, errorBodyWait.
+// readErrorBody reads at most maxErrorBody bytes of a failed answer, and a
+// key's length more so that a key across that edge is whole when the body is
+// redacted and cut, within the call's context and, when the call has no
+// deadline, errorBodyWait.
 func (rs *response) readErrorBody() []byte {
 	if _, ok := rs.Request.Context().Deadline(); !ok {
 		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
 		defer t.Stop()
 	}
-	raw, _ := io.ReadAll(io.LimitReader(rs.Body, maxErrorBody))
+	raw, _ := io.ReadAll(io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys))))
 	return raw
 }
 
 // describeBody says what a body that is not an envelope holds, in a short
-// line fit for an error message.
-func describeBody(contentType string, body []byte) string {
+// line fit for an error message. The body is redacted before it is cut.
+func (cl *call) describeBody(contentType string, body []byte) string {
 	if len(body) == 0 {
 		return "empty body"
 	}
-	snippet := strings.Join(strings.Fields(string(body[:min(len(body), 512)])), " ")
+	snippet := strings.Join(strings.Fields(string(cl.keep(body, 512))), " ")
 	if len(snippet) > 120 {
 		snippet = snippet[:120] + "..."
 	}
@@ -445,9 +447,9 @@ func (rs *response) decodeEnvelope(data func(d *jsontext.Decoder) error) error {
 	if err != nil {
 		return err
 	}
-	// Image data is decoded in place, over the body: keep its start for an
-	// error's Body.
-	head := bytes.Clone(body[:min(len(body), 1<<10)])
+	// Image data is decoded in place, over the body: keep its start, redacted
+	// (a copy), for an error's Body.
+	head := rs.cl.keep(body, 1<<10)
 	err = envelope(body, data)
 	if err == nil {
 		return nil
@@ -459,7 +461,7 @@ func (rs *response) decodeEnvelope(data func(d *jsontext.Decoder) error) error {
 			e.unexpected = false
 			return e
 		}
-		return rs.unexpected(head, "%s: %s", ee.msg, describeBody(rs.Header.Get("Content-Type"), head))
+		return rs.unexpected(head, "%s: %s", ee.msg, rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
 	}
 	return rs.unexpected(head, "%s", err.Error())
 }
@@ -477,9 +479,7 @@ func dataURL(d *jsontext.Decoder, where string) (URL, error) {
 	s := tok.String()
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		if len(s) > 200 {
-			s = s[:200] + "..."
-		}
+		// Not cut here: the message is bounded once redacted.
 		return "", fmt.Errorf("%s is %q, not an absolute http(s) URL", where, s)
 	}
 	return URL(s), nil
@@ -714,7 +714,7 @@ func (rs *response) audio() (*Audio, error) {
 	first := bytes.TrimLeft(head, " \t\r\n")
 	if len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
 		first[0] == '{' || first[0] == '[' || first[0] == '<' {
-		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, maxErrorBody)))
+		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys)))))
 		if err != nil {
 			return nil, rs.readFailed(err)
 		}
@@ -728,7 +728,7 @@ func (rs *response) audio() (*Audio, error) {
 			e.unexpected = false
 			return nil, e
 		case err != nil:
-			return nil, rs.unexpected(body, "%s where audio was promised: %s", describeBody(ct, body), err)
+			return nil, rs.unexpected(body, "%s where audio was promised: %s", rs.cl.describeBody(ct, body), err)
 		}
 		return nil, rs.unexpected(body, "a JSON envelope where audio was promised")
 	}
