@@ -124,7 +124,8 @@ func (cl *call) message(s string) string {
 	return fmt.Sprintf("%s... (%d bytes in all)", kept, len(s))
 }
 
-// redactedError is a cause whose text was redacted; it unwraps to the cause.
+// redactedError is an error whose text held a key: it says the text
+// redacted and unwraps to its cause, redacted the same way.
 type redactedError struct {
 	err  error
 	text string
@@ -132,6 +133,27 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// redactErr returns err without the call's keys, in its own text and in the
+// text of every error it wraps, which a caller reaches with errors.As or
+// Unwrap: a *url.Error (whose URL may be a redirect's or a Download's)
+// keeps its type with its URL redacted, any other error whose text holds a
+// key becomes a redactedError. Errors below the last one that holds a key
+// are kept as they are, so errors.Is still finds context.DeadlineExceeded,
+// ECONNREFUSED or io.ErrUnexpectedEOF.
+func (cl *call) redactErr(err error) error {
+	holds := false
+	for e := err; e != nil && !holds; e = errors.Unwrap(e) {
+		holds = cl.redact(e.Error()) != e.Error()
+	}
+	if !holds {
+		return err
+	}
+	if ue, ok := err.(*url.Error); ok {
+		return &url.Error{Op: ue.Op, URL: cl.redact(ue.URL), Err: cl.redactErr(ue.Err)}
+	}
+	return &redactedError{err: cl.redactErr(errors.Unwrap(err)), text: cl.redact(err.Error())}
+}
 
 // requestIDHeaders are the headers that carry a request id, most specific
 // first.
@@ -302,7 +324,7 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer (not retried: the service may already have done the work): %w", err)
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: &redactedError{err: err, text: cl.redact(err.Error())}}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
 }
 
 // decoders are reused: a jsontext.Decoder reading a bytes.Buffer parses the

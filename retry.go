@@ -288,7 +288,7 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	if cl.stopped != "" {
 		err = fmt.Errorf("%w (%s)", err, cl.stopped)
 	}
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: &redactedError{err: err, text: cl.redact(err.Error())}}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
 }
 
 // httpClient copies the user's client (or builds a pooled one), routes it
