@@ -246,7 +246,9 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	}
 	resp, err := cl.send(req)
 	if err != nil {
-		cancel()
+		// failure reads ctx: cancel after, or every failure would be
+		// blamed on a cancellation.
+		defer cancel()
 		return nil, cl.failure(ctx, err)
 	}
 	rs := &response{Response: resp, cl: cl, cancel: cancel, result: r.result}

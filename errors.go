@@ -29,7 +29,8 @@ var (
 	ErrInvalidRequest = errors.New("creative: invalid request")
 	// ErrUnexpectedResponse matches an answer that is not what the interface
 	// promises: a 2xx whose body is not the JSON envelope, an envelope without
-	// data, or data of a shape the operation does not return.
+	// data, or data of a shape the operation does not return; a 1xx or a 3xx
+	// the client does not follow; a status outside 100 to 599.
 	ErrUnexpectedResponse = errors.New("creative: unexpected response")
 )
 

@@ -124,7 +124,8 @@ func (cl *call) message(s string) string {
 	return fmt.Sprintf("%s... (%d bytes in all)", kept, len(s))
 }
 
-// redactedError is a cause whose text was redacted; it unwraps to the cause.
+// redactedError is an error whose text held a key: it says the text
+// redacted and unwraps to its cause, redacted the same way.
 type redactedError struct {
 	err  error
 	text string
@@ -132,6 +133,27 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// redactErr returns err without the call's keys, in its own text and in the
+// text of every error it wraps, which a caller reaches with errors.As or
+// Unwrap: a *url.Error (whose URL may be a redirect's or a Download's)
+// keeps its type with its URL redacted, any other error whose text holds a
+// key becomes a redactedError. Errors below the last one that holds a key
+// are kept as they are, so errors.Is still finds context.DeadlineExceeded,
+// ECONNREFUSED or io.ErrUnexpectedEOF.
+func (cl *call) redactErr(err error) error {
+	holds := false
+	for e := err; e != nil && !holds; e = errors.Unwrap(e) {
+		holds = cl.redact(e.Error()) != e.Error()
+	}
+	if !holds {
+		return err
+	}
+	if ue, ok := err.(*url.Error); ok {
+		return &url.Error{Op: ue.Op, URL: cl.redact(ue.URL), Err: cl.redactErr(ue.Err)}
+	}
+	return &redactedError{err: cl.redactErr(errors.Unwrap(err)), text: cl.redact(err.Error())}
+}
 
 // requestIDHeaders are the headers that carry a request id, most specific
 // first.
@@ -183,7 +205,8 @@ func (rs *response) unexpected(body []byte, format string, args ...any) *APIErro
 
 // statusError reads a bounded part of an answer that is not a 2xx and says
 // what it was. A 1xx answer's body is never read: after a 101 it is another
-// protocol's connection.
+// protocol's connection. A status outside HTTP's 1xx to 5xx is no answer
+// the service gives.
 func (rs *response) statusError() error {
 	e := rs.apiError()
 	var raw []byte
@@ -194,10 +217,10 @@ func (rs *response) statusError() error {
 	if msg, ok := envelopeMessage(raw); ok && msg != "" {
 		e.Message = rs.cl.message(msg)
 	} else {
-		e.Message = rs.cl.message(describeBody(rs.Header.Get("Content-Type"), raw))
+		e.Message = rs.cl.message(rs.cl.describeBody(rs.Header.Get("Content-Type"), raw))
 	}
 	switch {
-	case rs.StatusCode < 200 || (rs.StatusCode >= 300 && rs.StatusCode < 400):
+	case rs.StatusCode < 200 || (rs.StatusCode >= 300 && rs.StatusCode < 400) || rs.StatusCode > 599:
 		e.unexpected = true
 		if loc := rs.Header.Get("Location"); loc != "" {
 			e.Message = rs.cl.message(fmt.Sprintf("an answer of HTTP %d (to %s) instead of a result", rs.StatusCode, loc))
@@ -210,24 +233,26 @@ func (rs *response) statusError() error {
 	return e
 }
 
-// readErrorBody reads at most maxErrorBody bytes of a failed answer, within
-// the call's context and, when the call has no deadline, errorBodyWait.
+// readErrorBody reads at most maxErrorBody bytes of a failed answer, and a
+// key's length more so that a key across that edge is whole when the body is
+// redacted and cut, within the call's context and, when the call has no
+// deadline, errorBodyWait.
 func (rs *response) readErrorBody() []byte {
 	if _, ok := rs.Request.Context().Deadline(); !ok {
 		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
 		defer t.Stop()
 	}
-	raw, _ := io.ReadAll(io.LimitReader(rs.Body, maxErrorBody))
+	raw, _ := io.ReadAll(io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys))))
 	return raw
 }
 
 // describeBody says what a body that is not an envelope holds, in a short
-// line fit for an error message.
-func describeBody(contentType string, body []byte) string {
+// line fit for an error message. The body is redacted before it is cut.
+func (cl *call) describeBody(contentType string, body []byte) string {
 	if len(body) == 0 {
 		return "empty body"
 	}
-	snippet := strings.Join(strings.Fields(string(body[:min(len(body), 512)])), " ")
+	snippet := strings.Join(strings.Fields(string(cl.keep(body, 512))), " ")
 	if len(snippet) > 120 {
 		snippet = snippet[:120] + "..."
 	}
@@ -299,7 +324,7 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer (not retried: the service may already have done the work): %w", err)
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: &redactedError{err: err, text: cl.redact(err.Error())}}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
 }
 
 // decoders are reused: a jsontext.Decoder reading a bytes.Buffer parses the
@@ -494,7 +519,7 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) 
 			e.unexpected = false
 			return e
 		}
-		return rs.unexpected(head, "%s: %s", ee.msg, describeBody(rs.Header.Get("Content-Type"), head))
+		return rs.unexpected(head, "%s: %s", ee.msg, rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
 	}
 	return rs.unexpected(head, "%s", err.Error())
 }
@@ -512,9 +537,7 @@ func dataURL(d *jsontext.Decoder, where string) (URL, error) {
 	s := tok.String()
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		if len(s) > 200 {
-			s = s[:200] + "..."
-		}
+		// Not cut here: the message is bounded once redacted.
 		return "", fmt.Errorf("%s is %q, not an absolute http(s) URL", where, s)
 	}
 	return URL(s), nil
@@ -781,7 +804,7 @@ func notAudio(ct string, head []byte) bool {
 // notAudio reads (bounded) an answer that is not audio and says what it is:
 // the service's failure when it is an envelope with success false.
 func (rs *response) notAudio(ct string, head []byte) error {
-	body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, maxErrorBody)))
+	body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys)))))
 	if err != nil {
 		return rs.readFailed(err)
 	}
@@ -795,7 +818,7 @@ func (rs *response) notAudio(ct string, head []byte) error {
 		e.unexpected = false
 		return e
 	case err != nil:
-		return rs.unexpected(body, "%s where audio was promised: %s", describeBody(ct, body), err)
+		return rs.unexpected(body, "%s where audio was promised: %s", rs.cl.describeBody(ct, body), err)
 	}
 	return rs.unexpected(body, "a JSON envelope where audio was promised")
 }

@@ -84,36 +84,64 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, _ *http.Request, i int) {
 }
 
 // checkRetry is the client's retry policy as go-retryablehttp asks for it:
-// it logs the attempt, then decides with retryable, the one-shot rule and
-// the Retry-After rule.
+// it logs the attempt, then decides with retry.
 func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	cl.logAttempt(ctx, resp, err)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return false, ctxErr
 	}
+	again := cl.retry(ctx, resp, err)
+	if again && resp != nil && cl.attempts <= cl.s.maxRetries {
+		// Another attempt follows. go-retryablehttp would now read up to
+		// 4 KiB of this answer, before its backoff, to reuse the
+		// connection: a body that drips would hold the retry until the
+		// deadline. The last answer is kept whole, for its error.
+		drain(resp.Body)
+		resp.Body = http.NoBody
+	}
+	return again, nil
+}
+
+// drainWait bounds the time drain spends on a failed answer's body.
+const drainWait = time.Second
+
+// drain reads what is left of a failed answer's body, up to 4 KiB, and
+// closes it, so that its connection can serve the retry: in the background,
+// and for at most drainWait, so that a body that drips costs the connection,
+// not the retry.
+func drain(body io.ReadCloser) {
+	go func() {
+		t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+		defer t.Stop()
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+		_ = body.Close()
+	}()
+}
+
+// retry decides with retryable, the one-shot rule and the Retry-After rule.
+func (cl *call) retry(ctx context.Context, resp *http.Response, err error) bool {
 	cl.retryAfter = 0
 	if !retryable(resp, err) {
-		return false, nil
+		return false
 	}
 	if cl.oneShot != nil && cl.oneShot.sent() {
 		cl.stopped = notReplayed
-		return false, nil
+		return false
 	}
 	d, ok := retryAfter(resp, time.Now())
 	if !ok {
-		return true, nil
+		return true
 	}
-	cl.retryAfter = d
-	cl.c.pause.start(d, resp.StatusCode)
+	cl.retryAfter = d // the transport paused the client for it already
 	if d > MaxRetryAfter {
 		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", d, MaxRetryAfter)
-		return false, nil
+		return false
 	}
 	if deadline, ok := ctx.Deadline(); ok && time.Now().Add(d).After(deadline) {
 		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, past the call's deadline", d)
-		return false, nil
+		return false
 	}
-	return true, nil
+	return true
 }
 
 func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error) {
@@ -236,12 +264,6 @@ func (cl *call) backoff(min, max time.Duration, attempt int, resp *http.Response
 		}
 		l.LogAttrs(context.Background(), slog.LevelInfo, "creative: retrying", attrs...)
 	}
-	if resp != nil && resp.Body != nil {
-		// go-retryablehttp would now read up to 4 KiB of the failed answer
-		// to reuse its connection; a body that drips would hold the retry.
-		_ = resp.Body.Close()
-		resp.Body = http.NoBody
-	}
 	return wait
 }
 
@@ -260,7 +282,7 @@ func (cl *call) failure(ctx context.Context, err error) error {
 		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts - 1, RetryAfter: time.Until(paused.until),
 			Message: paused.Error(), paused: true}
 	case errors.As(err, &redir):
-		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.redact(redir.Error()), unexpected: true}
+		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.message(redir.Error()), unexpected: true}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (%v)", ctxErr, err)
@@ -268,7 +290,7 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	if cl.stopped != "" {
 		err = fmt.Errorf("%w (%s)", err, cl.stopped)
 	}
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: &redactedError{err: err, text: cl.redact(err.Error())}}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
 }
 
 // httpClient copies the user's client (or builds a pooled one), routes it
@@ -413,8 +435,28 @@ func (a *attempts) send(req *http.Request, s *settings) (*http.Response, error) 
 }
 
 // network sends one request; limit, when positive, bounds the wait for the
-// answer's headers.
+// answer's headers. A redirect to a Location that is not a URL is refused
+// here, where its status is known: net/http would fail with an error that
+// names neither the answer nor its status.
 func (a *attempts) network(req *http.Request, limit time.Duration) (*http.Response, error) {
+	resp, err := a.roundTrip(req, limit)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			if _, err := req.URL.Parse(loc); err != nil {
+				_ = resp.Body.Close()
+				return nil, &redirectError{status: resp.StatusCode, to: loc, why: "since it is not a URL"}
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (a *attempts) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
 	if limit <= 0 {
 		resp, err := a.next.RoundTrip(req)
 		if err != nil {
@@ -476,15 +518,6 @@ type pausedError struct {
 func (e *pausedError) Error() string {
 	return fmt.Sprintf("the service asked every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
 		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
-}
-
-// start pauses the client for d from now, unless it is paused longer already.
-func (p *pause) start(d time.Duration, status int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.extend(time.Now(), d, status) {
-		p.signal()
-	}
 }
 
 // extend makes the pause last at least d from now; p.mu is held.
@@ -564,20 +597,19 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 // it after one that does; either way, or after a failed attempt, the next
 // attempt may go first.
 func (p *pause) report(resp *http.Response, err error) {
-	if !p.on.Load() {
+	now := time.Now()
+	d, asks := retryAfter(resp, now)
+	if !asks && !p.on.Load() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.until.IsZero() {
-		return
-	}
-	now := time.Now()
-	if d, asks := retryAfter(resp, now); asks {
-		// The pause goes on: extend it before any other attempt can go
-		// first, and keep the first place for the attempt after it.
+	switch {
+	case asks:
 		p.extend(now, d, resp.StatusCode)
-	} else if err == nil && !now.Before(p.until) {
+	case p.until.IsZero():
+		return
+	case err == nil && !now.Before(p.until):
 		p.until = time.Time{}
 		p.on.Store(false)
 	}

@@ -104,7 +104,7 @@ func TestAProbeThatGivesUpOnTheLimiterLetsTheNextOneGo(t *testing.T) {
 	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
 	c := newTestClient(t, ss.URL, WithRateLimit(0.001, 1))
 	require.True(t, c.limiter.Allow(), "the only token is spent: the next one is 1000 s away")
-	c.pause.start(0, http.StatusTooManyRequests) // a pause that has just ended
+	c.pause.report(&http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"0"}}}, nil) // a pause that has just ended
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
