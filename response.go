@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,21 +83,77 @@ func (rs *response) Close() error {
 // network, in case a server echoes it: every string that leaves the SDK
 // passes here, before it is truncated.
 func (cl *call) redact(s string) string {
-	for _, k := range cl.keys {
-		if len(k) >= 4 && strings.Contains(s, k) {
-			s = strings.ReplaceAll(s, k, redacted)
-		}
-		if q := url.QueryEscape(k); q != k && strings.Contains(s, q) {
-			s = strings.ReplaceAll(s, q, redacted)
+	for _, f := range cl.secrets() {
+		if strings.Contains(s, f) {
+			s = strings.ReplaceAll(s, f, redacted)
 		}
 	}
 	return s
 }
 
+// secrets are the texts redact removes: each key as it is and in the forms
+// an echo gives it, escaped for a URL's query or path (with upper- or
+// lower-case hex, as servers write either), quoted in Go or JSON (%q, \/)
+// and in a JSON pointer (jsontext names a member by it), longest first.
+// Keys shorter than 4 bytes are not looked for. They are worked out once a
+// call, when first needed.
+func (cl *call) secrets() []string {
+	cl.secretsOnce.Do(func() {
+		var forms []string
+		add := func(f string) {
+			if !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+		for _, k := range cl.keys {
+			if len(k) < 4 {
+				continue
+			}
+			q, p := url.QueryEscape(k), url.PathEscape(k)
+			for _, f := range []string{k, q, p, lowerHex(q), lowerHex(p), strings.ReplaceAll(k, "/", `\/`),
+				strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), strconv.Quote(k)[1 : len(strconv.Quote(k))-1]} {
+				add(f)
+			}
+		}
+		slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+		cl.forms = forms
+	})
+	return cl.forms
+}
+
+// lowerHex writes the %XX escapes of s in lower case.
+func lowerHex(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerASCII(b[i+1]), lowerASCII(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// keyLen is the length of the longest text redact removes.
+func (cl *call) keyLen() int {
+	if f := cl.secrets(); len(f) > 0 {
+		return len(f[0])
+	}
+	return 0
+}
+
 // keep returns at most n bytes of s, redacted first (so a key that straddles
 // the cut is gone too), cut on a rune boundary.
 func (cl *call) keep(s []byte, n int) []byte {
-	window := s[:min(len(s), n+maxKeyLen(cl.keys))]
+	window := s[:min(len(s), n+cl.keyLen())]
 	out := []byte(cl.redact(string(window)))
 	if len(out) <= n {
 		return out
@@ -105,14 +163,6 @@ func (cl *call) keep(s []byte, n int) []byte {
 		cut--
 	}
 	return out[:cut]
-}
-
-func maxKeyLen(keys []string) int {
-	n := 0
-	for _, k := range keys {
-		n = max(n, 3*len(k)) // a query-escaped key is at most three times as long
-	}
-	return n
 }
 
 // message bounds a message from the service for an error.
@@ -242,7 +292,7 @@ func (rs *response) readErrorBody() []byte {
 		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
 		defer t.Stop()
 	}
-	raw, _ := io.ReadAll(io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys))))
+	raw, _ := io.ReadAll(io.LimitReader(rs.Body, int64(maxErrorBody+rs.cl.keyLen())))
 	return raw
 }
 
@@ -736,7 +786,7 @@ func (rs *response) audio() (*Audio, error) {
 	first := bytes.TrimLeft(head, " \t\r\n")
 	if len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
 		first[0] == '{' || first[0] == '[' || first[0] == '<' {
-		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys)))))
+		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+rs.cl.keyLen()))))
 		if err != nil {
 			return nil, rs.readFailed(err)
 		}

@@ -37,6 +37,9 @@ type call struct {
 	started    time.Time
 	retryAfter time.Duration // asked for by the last answer
 	stopped    string        // why a retryable answer was not retried
+
+	secretsOnce sync.Once
+	forms       []string // what redact removes; see secrets
 }
 
 // oneShot is what the pipeline needs of a body that can be sent once.
