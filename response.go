@@ -79,9 +79,10 @@ func (rs *response) Close() error {
 	return err
 }
 
-// redact removes the call's access key from text that came from the
-// network, in case a server echoes it: every string that leaves the SDK
-// passes here, before it is truncated.
+// redact removes the access keys from text that came from the network, in
+// case a server echoes them: every string that leaves the SDK passes here,
+// before it is truncated. It removes the call's key and, when the call gave
+// its own, the Client's too: the server may know it from earlier calls.
 func (cl *call) redact(s string) string {
 	for _, f := range cl.secrets() {
 		if strings.Contains(s, f) {
@@ -105,7 +106,11 @@ func (cl *call) secrets() []string {
 				forms = append(forms, f)
 			}
 		}
-		for _, k := range cl.keys {
+		keys := cl.keys
+		if cl.c != nil {
+			keys = append(keys[:len(keys):len(keys)], cl.c.key()...)
+		}
+		for _, k := range keys {
 			if len(k) < 4 {
 				continue
 			}
