@@ -105,19 +105,16 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 }
 
 // drainWait bounds the time drain spends on a failed answer's body.
-const drainWait = time.Second
+const drainWait = 100 * time.Millisecond
 
 // drain reads what is left of a failed answer's body, up to 4 KiB, and
-// closes it, so that its connection can serve the retry: in the background,
-// and for at most drainWait, so that a body that drips costs the connection,
-// not the retry.
+// closes it, so that its connection can serve the retry; it gives up after
+// drainWait, so that a body that drips costs the connection, not the retry.
 func drain(body io.ReadCloser) {
-	go func() {
-		t := time.AfterFunc(drainWait, func() { _ = body.Close() })
-		defer t.Stop()
-		_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
-		_ = body.Close()
-	}()
+	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	_ = body.Close()
 }
 
 // retry decides with retryable, the one-shot rule and the Retry-After rule.
