@@ -170,12 +170,13 @@ func (cl *call) keep(s []byte, n int) []byte {
 	return out[:cut]
 }
 
-// message bounds a message from the service for an error.
+// message bounds a message from the service for an error. Only the part
+// that may be kept is copied.
 func (cl *call) message(s string) string {
 	if len(s) <= maxMessage {
 		return cl.redact(s)
 	}
-	kept := cl.keep([]byte(s), maxMessage)
+	kept := cl.keep([]byte(s[:min(len(s), maxMessage+cl.keyLen())]), maxMessage)
 	return fmt.Sprintf("%s... (%d bytes in all)", kept, len(s))
 }
 
@@ -249,10 +250,10 @@ func (rs *response) apiError() *APIError {
 }
 
 // unexpected is the *APIError of a 2xx answer that is not what the
-// operation promises.
-func (rs *response) unexpected(body []byte, format string, args ...any) *APIError {
+// operation promises. msg may be as long as the body: message bounds it.
+func (rs *response) unexpected(body []byte, msg string) *APIError {
 	e := rs.apiError()
-	e.Message = rs.cl.message(fmt.Sprintf(format, args...))
+	e.Message = rs.cl.message(msg)
 	e.Body = rs.cl.keep(body, maxErrorBody)
 	e.unexpected = true
 	return e
@@ -496,7 +497,8 @@ func unquote(v jsontext.Value) string {
 	if len(v) == 0 || v[0] != '"' {
 		return ""
 	}
-	b, err := jsontext.AppendUnquote(nil, v)
+	// Sized once: the text is at most as long as its quoted form.
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
 	if err != nil {
 		return ""
 	}
@@ -534,13 +536,13 @@ func (rs *response) decodeEnvelope(data func(d *jsontext.Decoder) error) error {
 	var ee *envelopeError
 	if errors.As(err, &ee) {
 		if ee.failed {
-			e := rs.unexpected(head, "%s", ee.msg)
+			e := rs.unexpected(head, ee.msg)
 			e.unexpected = false
 			return e
 		}
-		return rs.unexpected(head, "%s: %s", ee.msg, rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
+		return rs.unexpected(head, ee.msg+": "+rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
 	}
-	return rs.unexpected(head, "%s", err.Error())
+	return rs.unexpected(head, err.Error())
 }
 
 // dataURL decodes a URL string and checks that it is an absolute http(s)
@@ -801,11 +803,11 @@ func (rs *response) audio() (*Audio, error) {
 		var ee *envelopeError
 		switch err := envelope(body, func(d *jsontext.Decoder) error { return d.SkipValue() }); {
 		case errors.As(err, &ee) && ee.failed:
-			e := rs.unexpected(body, "%s", ee.msg)
+			e := rs.unexpected(body, ee.msg)
 			e.unexpected = false
 			return nil, e
 		case err != nil:
-			return nil, rs.unexpected(body, "%s where audio was promised: %s", rs.cl.describeBody(ct, body), err)
+			return nil, rs.unexpected(body, fmt.Sprintf("%s where audio was promised: %s", rs.cl.describeBody(ct, body), err))
 		}
 		return nil, rs.unexpected(body, "a JSON envelope where audio was promised")
 	}
