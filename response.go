@@ -348,7 +348,11 @@ func (rs *response) readBody() ([]byte, error) {
 			if n >= 0 {
 				grow = min(grow, n+1)
 			}
-			buf = append(buf, make([]byte, max(grow-int64(len(buf)), 512))...)[:len(buf)]
+			// Not append: its growth policy would make the buffer up to
+			// 2.5 times what was asked for.
+			next := make([]byte, len(buf), max(grow, int64(len(buf))+512))
+			copy(next, buf)
+			buf = next
 		}
 		m, err := rs.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
