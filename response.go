@@ -38,6 +38,11 @@ const (
 	// errorBodyWait bounds the time spent reading a failed answer's body when
 	// the call itself has no deadline.
 	errorBodyWait = 10 * time.Second
+	// maxHeaderBytes bounds the headers of an answer, 1xx answers before it
+	// included, when the Client builds its own transport (net/http's default
+	// is 10 MiB, which a flood of 1xx answers turns into some 80 MiB of
+	// garbage per attempt). The service's headers are a few hundred bytes.
+	maxHeaderBytes = 1 << 20
 	// upfrontBudget bounds the memory reserved, across every call in the
 	// process, for bodies on the word of their Content-Length alone: a
 	// header that lies cannot make the client allocate more than this

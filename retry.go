@@ -301,6 +301,7 @@ func (c *Client) httpClient(user *http.Client) *http.Client {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = 256
 		t.MaxIdleConnsPerHost = 128
+		t.MaxResponseHeaderBytes = maxHeaderBytes
 		hc.Transport = t
 	}
 	rt := hc.Transport
