@@ -791,7 +791,7 @@ func (rs *response) audio() (*Audio, error) {
 	for len(head) < cap(head) {
 		n, err := rs.Body.Read(head[len(head):cap(head)])
 		head = head[:len(head)+n]
-		if len(bytes.TrimSpace(head)) > 0 || err != nil {
+		if len(textStart(head)) > 0 || err != nil {
 			if err != nil && err != io.EOF {
 				return nil, rs.readFailed(err)
 			}
@@ -799,14 +799,14 @@ func (rs *response) audio() (*Audio, error) {
 		}
 	}
 	ct := rs.Header.Get("Content-Type")
-	first := bytes.TrimLeft(head, " \t\r\n")
+	first := textStart(head)
 	if len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
 		first[0] == '{' || first[0] == '[' || first[0] == '<' {
 		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+rs.cl.keyLen()))))
 		if err != nil {
 			return nil, rs.readFailed(err)
 		}
-		if len(first) == 0 {
+		if len(textStart(body)) == 0 {
 			return nil, rs.unexpected(body, "an empty body where audio was promised")
 		}
 		var ee *envelopeError
@@ -827,6 +827,12 @@ func (rs *response) audio() (*Audio, error) {
 		body:          &capped{r: io.MultiReader(bytes.NewReader(head), rs.Body), left: limit, rs: rs},
 		closer:        rs,
 	}, nil
+}
+
+// textStart is where the text of a body starts, after a UTF-8 byte order
+// mark (which some servers write before JSON) and blank space.
+func textStart(b []byte) []byte {
+	return bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")
 }
 
 // capped reads a stream up to the call's cap; past it, reading fails with
