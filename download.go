@@ -45,7 +45,12 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 	const op = "download"
 	pu, err := url.Parse(string(u))
 	if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
-		return nil, &ValidationError{Operation: op, Field: "url", Rule: "must be an http or https URL", Value: strconv.Quote(string(u))}
+		// The URL is quoted back, without the keys it may hold.
+		value := strconv.Quote(string(u))
+		if _, key, err := c.callSettings(op, opts); err == nil {
+			value = (&call{c: c, keys: key}).redact(value)
+		}
+		return nil, &ValidationError{Operation: op, Field: "url", Rule: "must be an http or https URL", Value: value}
 	}
 	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*", result: resultFile}, opts)
 }

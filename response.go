@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +38,11 @@ const (
 	// errorBodyWait bounds the time spent reading a failed answer's body when
 	// the call itself has no deadline.
 	errorBodyWait = 10 * time.Second
+	// maxHeaderBytes bounds the headers of an answer, 1xx answers before it
+	// included, when the Client builds its own transport (net/http's default
+	// is 10 MiB, which a flood of 1xx answers turns into some 80 MiB of
+	// garbage per attempt). The service's headers are a few hundred bytes.
+	maxHeaderBytes = 1 << 20
 	// upfrontBudget bounds the memory reserved, across every call in the
 	// process, for bodies on the word of their Content-Length alone: a
 	// header that lies cannot make the client allocate more than this
@@ -77,25 +84,86 @@ func (rs *response) Close() error {
 	return err
 }
 
-// redact removes the call's access key from text that came from the
-// network, in case a server echoes it: every string that leaves the SDK
-// passes here, before it is truncated.
+// redact removes the access keys from text that came from the network, in
+// case a server echoes them: every string that leaves the SDK passes here,
+// before it is truncated. It removes the call's key and, when the call gave
+// its own, the Client's too: the server may know it from earlier calls.
 func (cl *call) redact(s string) string {
-	for _, k := range cl.keys {
-		if len(k) >= 4 && strings.Contains(s, k) {
-			s = strings.ReplaceAll(s, k, redacted)
-		}
-		if q := url.QueryEscape(k); q != k && strings.Contains(s, q) {
-			s = strings.ReplaceAll(s, q, redacted)
+	for _, f := range cl.secrets() {
+		if strings.Contains(s, f) {
+			s = strings.ReplaceAll(s, f, redacted)
 		}
 	}
 	return s
 }
 
+// secrets are the texts redact removes: each key as it is and in the forms
+// an echo gives it, escaped for a URL's query or path (with upper- or
+// lower-case hex, as servers write either), quoted in Go or JSON (%q, \/)
+// and in a JSON pointer (jsontext names a member by it), longest first.
+// Keys shorter than 4 bytes are not looked for. They are worked out once a
+// call, when first needed.
+func (cl *call) secrets() []string {
+	cl.secretsOnce.Do(func() {
+		var forms []string
+		add := func(f string) {
+			if !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+		keys := cl.keys
+		if cl.c != nil {
+			keys = append(keys[:len(keys):len(keys)], cl.c.key()...)
+		}
+		for _, k := range keys {
+			if len(k) < 4 {
+				continue
+			}
+			q, p := url.QueryEscape(k), url.PathEscape(k)
+			for _, f := range []string{k, q, p, lowerHex(q), lowerHex(p), strings.ReplaceAll(k, "/", `\/`),
+				strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), strconv.Quote(k)[1 : len(strconv.Quote(k))-1]} {
+				add(f)
+			}
+		}
+		slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+		cl.forms = forms
+	})
+	return cl.forms
+}
+
+// lowerHex writes the %XX escapes of s in lower case.
+func lowerHex(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerASCII(b[i+1]), lowerASCII(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// keyLen is the length of the longest text redact removes.
+func (cl *call) keyLen() int {
+	if f := cl.secrets(); len(f) > 0 {
+		return len(f[0])
+	}
+	return 0
+}
+
 // keep returns at most n bytes of s, redacted first (so a key that straddles
 // the cut is gone too), cut on a rune boundary.
 func (cl *call) keep(s []byte, n int) []byte {
-	window := s[:min(len(s), n+maxKeyLen(cl.keys))]
+	window := s[:min(len(s), n+cl.keyLen())]
 	out := []byte(cl.redact(string(window)))
 	if len(out) <= n {
 		return out
@@ -107,20 +175,13 @@ func (cl *call) keep(s []byte, n int) []byte {
 	return out[:cut]
 }
 
-func maxKeyLen(keys []string) int {
-	n := 0
-	for _, k := range keys {
-		n = max(n, 3*len(k)) // a query-escaped key is at most three times as long
-	}
-	return n
-}
-
-// message bounds a message from the service for an error.
+// message bounds a message from the service for an error. Only the part
+// that may be kept is copied.
 func (cl *call) message(s string) string {
 	if len(s) <= maxMessage {
 		return cl.redact(s)
 	}
-	kept := cl.keep([]byte(s), maxMessage)
+	kept := cl.keep([]byte(s[:min(len(s), maxMessage+cl.keyLen())]), maxMessage)
 	return fmt.Sprintf("%s... (%d bytes in all)", kept, len(s))
 }
 
@@ -194,10 +255,10 @@ func (rs *response) apiError() *APIError {
 }
 
 // unexpected is the *APIError of a 2xx answer that is not what the
-// operation promises.
-func (rs *response) unexpected(body []byte, format string, args ...any) *APIError {
+// operation promises. msg may be as long as the body: message bounds it.
+func (rs *response) unexpected(body []byte, msg string) *APIError {
 	e := rs.apiError()
-	e.Message = rs.cl.message(fmt.Sprintf(format, args...))
+	e.Message = rs.cl.message(msg)
 	e.Body = rs.cl.keep(body, maxErrorBody)
 	e.unexpected = true
 	return e
@@ -242,7 +303,7 @@ func (rs *response) readErrorBody() []byte {
 		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
 		defer t.Stop()
 	}
-	raw, _ := io.ReadAll(io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys))))
+	raw, _ := io.ReadAll(io.LimitReader(rs.Body, int64(maxErrorBody+rs.cl.keyLen())))
 	return raw
 }
 
@@ -292,7 +353,11 @@ func (rs *response) readBody() ([]byte, error) {
 			if n >= 0 {
 				grow = min(grow, n+1)
 			}
-			buf = append(buf, make([]byte, max(grow-int64(len(buf)), 512))...)[:len(buf)]
+			// Not append: its growth policy would make the buffer up to
+			// 2.5 times what was asked for.
+			next := make([]byte, len(buf), max(grow, int64(len(buf))+512))
+			copy(next, buf)
+			buf = next
 		}
 		m, err := rs.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
@@ -455,7 +520,8 @@ func unquote(v jsontext.Value) string {
 	if len(v) == 0 || v[0] != '"' {
 		return ""
 	}
-	b, err := jsontext.AppendUnquote(nil, v)
+	// Sized once: the text is at most as long as its quoted form.
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
 	if err != nil {
 		return ""
 	}
@@ -515,13 +581,13 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) 
 	var ee *envelopeError
 	if errors.As(err, &ee) {
 		if ee.failed {
-			e := rs.unexpected(head, "%s", ee.msg)
+			e := rs.unexpected(head, ee.msg)
 			e.unexpected = false
 			return e
 		}
-		return rs.unexpected(head, "%s: %s", ee.msg, rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
+		return rs.unexpected(head, ee.msg+": "+rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
 	}
-	return rs.unexpected(head, "%s", err.Error())
+	return rs.unexpected(head, err.Error())
 }
 
 // dataURL decodes a URL string and checks that it is an absolute http(s)
@@ -786,7 +852,7 @@ func readHead(r io.Reader, n int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(bytes.TrimSpace(head)) > 0 {
+		if len(textStart(head)) > 0 {
 			break
 		}
 	}
@@ -796,7 +862,7 @@ func readHead(r io.Reader, n int) ([]byte, error) {
 // notAudio reports whether an answer with content type ct whose body starts
 // with head is not audio: empty, JSON, HTML or XML, or typed as text or JSON.
 func notAudio(ct string, head []byte) bool {
-	first := bytes.TrimLeft(head, " \t\r\n")
+	first := textStart(head)
 	return len(first) == 0 || strings.Contains(ct, "json") || strings.HasPrefix(ct, "text/") ||
 		first[0] == '{' || first[0] == '[' || first[0] == '<'
 }
@@ -804,23 +870,29 @@ func notAudio(ct string, head []byte) bool {
 // notAudio reads (bounded) an answer that is not audio and says what it is:
 // the service's failure when it is an envelope with success false.
 func (rs *response) notAudio(ct string, head []byte) error {
-	body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+maxKeyLen(rs.cl.keys)))))
+	body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(rs.Body, int64(maxErrorBody+rs.cl.keyLen()))))
 	if err != nil {
 		return rs.readFailed(err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(textStart(body)) == 0 {
 		return rs.unexpected(body, "an empty body where audio was promised")
 	}
 	var ee *envelopeError
 	switch err := envelope(body, func(d *jsontext.Decoder) error { return d.SkipValue() }); {
 	case errors.As(err, &ee) && ee.failed:
-		e := rs.unexpected(body, "%s", ee.msg)
+		e := rs.unexpected(body, ee.msg)
 		e.unexpected = false
 		return e
 	case err != nil:
-		return rs.unexpected(body, "%s where audio was promised: %s", rs.cl.describeBody(ct, body), err)
+		return rs.unexpected(body, fmt.Sprintf("%s where audio was promised: %s", rs.cl.describeBody(ct, body), err))
 	}
 	return rs.unexpected(body, "a JSON envelope where audio was promised")
+}
+
+// textStart is where the text of a body starts, after a UTF-8 byte order
+// mark (which some servers write before JSON) and blank space.
+func textStart(b []byte) []byte {
+	return bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")
 }
 
 // capped reads a stream up to the call's cap; past it, reading fails with

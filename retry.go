@@ -36,9 +36,11 @@ type call struct {
 	oneShot    sendOnce // non-nil when the body cannot be replayed
 	attempts   int
 	started    time.Time
-	retryAfter time.Duration  // asked for by the last answer
-	stopped    string         // why a retryable answer was not retried
-	drains     sync.WaitGroup // failed answers' bodies still being drained
+	retryAfter time.Duration // asked for by the last answer
+	stopped    string        // why a retryable answer was not retried
+
+	secretsOnce sync.Once
+	forms       []string // what redact removes; see secrets
 }
 
 // oneShot is what the pipeline needs of a body that can be sent once.
@@ -66,7 +68,6 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
 	cl.started = time.Now()
-	defer cl.drains.Wait()
 	return rc.Do(rreq)
 }
 
@@ -98,29 +99,23 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		// 4 KiB of this answer, before its backoff, to reuse the
 		// connection: a body that drips would hold the retry until the
 		// deadline. The last answer is kept whole, for its error.
-		cl.drain(resp.Body)
+		drain(resp.Body)
 		resp.Body = http.NoBody
 	}
 	return again, nil
 }
 
 // drainWait bounds the time drain spends on a failed answer's body.
-const drainWait = time.Second
+const drainWait = 100 * time.Millisecond
 
 // drain reads what is left of a failed answer's body, up to 4 KiB, and
-// closes it, so that its connection can serve the retry: in the background,
-// and for at most drainWait, so that a body that drips costs the connection,
-// not the retry. send waits for the drains before it returns, so no body
-// outlives its call.
-func (cl *call) drain(body io.ReadCloser) {
-	cl.drains.Add(1)
-	go func() {
-		defer cl.drains.Done()
-		t := time.AfterFunc(drainWait, func() { _ = body.Close() })
-		defer t.Stop()
-		_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
-		_ = body.Close()
-	}()
+// closes it, so that its connection can serve the retry; it gives up after
+// drainWait, so that a body that drips costs the connection, not the retry.
+func drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	_ = body.Close()
 }
 
 // retry decides with retryable, the one-shot rule and the Retry-After rule.
@@ -308,6 +303,7 @@ func (c *Client) httpClient(user *http.Client) *http.Client {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = 256
 		t.MaxIdleConnsPerHost = 128
+		t.MaxResponseHeaderBytes = maxHeaderBytes
 		hc.Transport = t
 	}
 	rt := hc.Transport
