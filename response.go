@@ -572,7 +572,7 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) 
 	if inPlace {
 		// Image data is decoded over the body: keep its start for an
 		// error's Body.
-		head = bytes.Clone(body[:min(len(body), 1<<10)])
+		head = rs.cl.keep(body, 1<<10) // a redacted copy, cut after redaction
 	}
 	err = envelope(body, data)
 	if err == nil {
