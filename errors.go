@@ -32,6 +32,13 @@ var (
 	// data, or data of a shape the operation does not return; a 1xx or a 3xx
 	// the client does not follow; a status outside 100 to 599.
 	ErrUnexpectedResponse = errors.New("creative: unexpected response")
+	// ErrOutcomeUnknown matches a failure after the request reached the
+	// service whole, when no definitive answer came back: a reset, an EOF or
+	// a per-attempt timeout after the body was written, any 5xx other than
+	// 503, an answer cut off while it was read. The service may have done the
+	// work and charged for it, so the call was not sent again (unless the
+	// caller opted in to paying twice).
+	ErrOutcomeUnknown = errors.New("creative: outcome unknown: the service may have done the work")
 )
 
 // An APIError reports an answer from the service that is not a success: an

@@ -1,0 +1,56 @@
+// Package batch runs many calls of the Creative Generation Service from a
+// list of jobs, paying for each job once: every job is claimed in a ledger
+// before its request is sent, and every paid answer is recorded there before
+// it is forgotten.
+package batch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+)
+
+// ErrExist is returned by Store.Create when the key already exists: someone
+// else (another worker, another process, an earlier run) holds it.
+var ErrExist = errors.New("batch: already exists")
+
+// ErrNotExist is returned by Store.Get when the key does not exist.
+var ErrNotExist = errors.New("batch: does not exist")
+
+// A Store is the place of record of a batch: its ledger and its outputs. It
+// offers only what object stores and local folders both give, so the ledger's
+// rules (claims, states, reruns) are written once, in this package, over any
+// Store. Keys are slash-separated relative paths such as
+// "ledger/<job>/1.json" or "0001-image-text-to-image-1.png"; a Store never
+// lets a key escape its root.
+//
+// A Store is safe for concurrent use, by goroutines of one process and by
+// processes on any number of machines that open the same place.
+type Store interface {
+	// Create writes a small object only if key does not exist yet, as one
+	// atomic step: of two concurrent Creates of one key, exactly one
+	// succeeds and the other returns an error matching ErrExist. The object
+	// is durable when Create returns nil.
+	Create(ctx context.Context, key string, data []byte) error
+	// Put writes a small object, replacing any earlier one, atomically (a
+	// reader sees the old or the new bytes, never a mix) and durably.
+	Put(ctx context.Context, key string, data []byte) error
+	// Get reads a small object, or returns an error matching ErrNotExist.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// List yields the keys under prefix in lexical order. It holds no more
+	// than a page of keys in memory at once.
+	List(ctx context.Context, prefix string) iter.Seq2[string, error]
+	// NewWriter streams a large object (an output file) to key. Nothing is
+	// visible under key until Close returns nil; a writer whose context is
+	// cancelled, or that is closed after a failed Write, leaves nothing.
+	// Meta is stored with the object where the store can (object metadata),
+	// and may be ignored by stores that cannot.
+	NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error)
+	// Exists reports whether key names an object.
+	Exists(ctx context.Context, key string) (bool, error)
+	// Delete removes key; removing a key that does not exist is not an error.
+	Delete(ctx context.Context, key string) error
+	// Close releases what the store holds open.
+	Close() error
+}
