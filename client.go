@@ -16,7 +16,6 @@ import (
 
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/go-json-experiment/json/jsontext"
-	"golang.org/x/time/rate"
 )
 
 // Version is the version of this SDK, sent in the User-Agent header.
@@ -53,7 +52,7 @@ type Client struct {
 	set     settings        // the Client's options, without the key
 	hc      *http.Client
 	urls    map[string]string // operation name -> its URL under the base URL
-	limiter *rate.Limiter     // nil without WithRateLimit
+	limiter RateLimiter       // nil without WithRateLimit or WithRateLimiter
 	pause   *pause            // the wait a 429 or 503 asked of every call
 }
 
@@ -99,9 +98,7 @@ func New(opts ...Option) (*Client, error) {
 	for _, o := range ops.All {
 		c.urls[o.Name] = c.prefix + o.Path()
 	}
-	if s.ratePerS > 0 {
-		c.limiter = rate.NewLimiter(rate.Limit(s.ratePerS), s.rateBurst)
-	}
+	c.limiter = s.limiter
 	c.hc = c.httpClient(s.hc)
 	return c, nil
 }

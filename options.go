@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // An Option configures a Client in New, or one call when given to a method.
@@ -24,8 +27,7 @@ type settings struct {
 	baseURL   string
 	hc        *http.Client
 	insecure  bool
-	ratePerS  float64
-	rateBurst int
+	limiter   RateLimiter
 	clientOpt string // the name of the last client-only option applied
 
 	// Client and call.
@@ -102,7 +104,29 @@ func WithRateLimit(perSecond float64, burst int) Option {
 		if !(perSecond > 0) || math.IsInf(perSecond, 0) || burst < 1 {
 			return fmt.Errorf("creative: WithRateLimit: want a positive rate and a burst of at least 1, got %v and %d", perSecond, burst)
 		}
-		return clientOnly("WithRateLimit", s, func() { s.ratePerS, s.rateBurst = perSecond, burst })
+		return clientOnly("WithRateLimit", s, func() { s.limiter = rate.NewLimiter(rate.Limit(perSecond), burst) })
+	}
+}
+
+// A RateLimiter paces the attempts of a Client: Wait blocks until the next
+// attempt may go, or returns an error (the context's, or the limiter's own)
+// and the attempt is not sent. *rate.Limiter of golang.org/x/time/rate is
+// one; a limiter shared by many processes (one quota for a fleet, kept in
+// Redis, say) is another.
+type RateLimiter interface {
+	Wait(ctx context.Context) error
+}
+
+// WithRateLimiter makes every attempt of every call of the Client, retries
+// included, wait on l first, so a limiter shared with other Clients or other
+// processes holds them all to one quota. WithRateLimit is the same with a
+// limiter of the Client's own. Client only.
+func WithRateLimiter(l RateLimiter) Option {
+	return func(s *settings) error {
+		if l == nil {
+			return errors.New("creative: WithRateLimiter: the limiter is nil")
+		}
+		return clientOnly("WithRateLimiter", s, func() { s.limiter = l })
 	}
 }
 

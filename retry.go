@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"golang.org/x/time/rate"
 )
 
 // This file is the retry side of the pipeline: the policy (which answers
@@ -417,7 +418,7 @@ func (a *attempts) send(req *http.Request, s *settings) (*http.Response, error) 
 	if a.c.limiter != nil {
 		if err := a.c.limiter.Wait(req.Context()); err != nil {
 			a.c.pause.report(nil, err) // if this attempt was to go first, let another
-			if req.Context().Err() == nil {
+			if _, ok := a.c.limiter.(*rate.Limiter); ok && req.Context().Err() == nil {
 				// The limiter refuses at once a wait its deadline cannot cover.
 				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
 			}

@@ -2,6 +2,7 @@ package creative
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -102,15 +103,16 @@ func TestARepeatedRetryAfterDoesNotStallTheClient(t *testing.T) {
 // rate limiter hands the first place to the next attempt.
 func TestAProbeThatGivesUpOnTheLimiterLetsTheNextOneGo(t *testing.T) {
 	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
-	c := newTestClient(t, ss.URL, WithRateLimit(0.001, 1))
-	require.True(t, c.limiter.Allow(), "the only token is spent: the next one is 1000 s away")
+	lim := rate.NewLimiter(0.001, 1)
+	c := newTestClient(t, ss.URL, WithRateLimiter(lim))
+	require.True(t, lim.Allow(), "the only token is spent: the next one is 1000 s away")
 	c.pause.report(&http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"0"}}}, nil) // a pause that has just ended
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	require.Error(t, music(ctx, c), "the probe cannot get a token before its deadline")
 
-	c.limiter.SetLimit(rate.Inf)
+	lim.SetLimit(rate.Inf)
 	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -299,4 +301,46 @@ func TestA429WithRetryAfterPausesTheWholeClientAndOneProbeGoesFirst(t *testing.T
 	for i, s := range stamps[2:] {
 		assert.False(t, s.Before(*answered), "request %d came %v before the probe's answer", i+3, answered.Sub(s))
 	}
+}
+
+// countingLimiter is a RateLimiter of the caller's own: it counts its waits
+// and refuses once refuse is set.
+type countingLimiter struct {
+	mu     sync.Mutex
+	waits  int
+	refuse error
+}
+
+func (l *countingLimiter) Wait(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waits++
+	return l.refuse
+}
+
+// A limiter of the caller's own is asked before every attempt, retries
+// included, and its refusal sends nothing.
+func TestWithRateLimiterIsAskedBeforeEveryAttempt(t *testing.T) {
+	ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "0")
+			replyJSON(http.StatusTooManyRequests, `{"success":false,"message":"slow down"}`)(w, r)
+			return
+		}
+		replyJSON(200, musicOK)(w, r)
+	})
+	lim := &countingLimiter{}
+	c := newTestClient(t, ss.URL, WithRateLimiter(lim))
+	require.NoError(t, music(context.Background(), c))
+	assert.Equal(t, 2, lim.waits, "one wait for the refused attempt, one for the retry")
+	assert.Len(t, ss.stamps(), 2)
+
+	quota := errors.New("the fleet's quota is spent")
+	lim.refuse = quota
+	err := music(context.Background(), c)
+	require.ErrorIs(t, err, quota)
+	assert.Len(t, ss.stamps(), 2, "a refused wait sends nothing")
+
+	_, err = New(WithBaseURL(ss.URL), WithAccessKey("k"), WithRateLimiter(nil))
+	require.Error(t, err)
 }
