@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"strconv"
-	"strings"
 
 	creative "github.com/creativegen/creative-go"
 )
@@ -217,6 +217,7 @@ func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
 // tasks reads the jobs again, checked, each with its identity.
 func (r *Runner) tasks(ctx context.Context, src Source, p *plan) func(yield func(*task, error) bool) {
 	return func(yield func(*task, error) bool) {
+		p.seen.reset()
 		for j, err := range src {
 			var t *task
 			if err == nil {
@@ -242,34 +243,54 @@ func (t *task) stem() string {
 	return fmt.Sprintf("%06d-%s-%s", t.job.Line, t.op.Verb(), t.key[:6])
 }
 
+// Checked is a Source whose every job passed the checks, with what the
+// check learned; RunChecked and Plan read the Source again.
+type Checked struct {
+	src Source
+	p   *plan
+}
+
+// Jobs is how many jobs were checked.
+func (c *Checked) Jobs() int { return c.p.jobs }
+
+// Calls counts the checked jobs per operation.
+func (c *Checked) Calls() map[string]int { return maps.Clone(c.p.perOp) }
+
+// Check reads every job of src once and checks it as the SDK would, sending
+// nothing and touching no Store; a bad job is a *CheckError.
+func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
+	p, err := r.check(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Checked{src: src, p: p}, nil
+}
+
 // A Plan says what a run would do, without sending anything.
 type Plan struct {
-	// Jobs is how many jobs were checked.
-	Jobs int
 	// Calls counts, per operation, the calls a run would make.
 	Calls map[string]int
 	// Downloads is how many jobs a run would only download (paid for
 	// before).
 	Downloads int
-	// Summary counts the jobs by what their last attempt says.
+	// Summary counts the jobs a run would leave as they are.
 	Summary Summary
 }
 
-// Plan checks every job and reads the ledger, and says what Run would do;
-// it sends nothing and writes nothing. A bad job is a *CheckError.
-func (r *Runner) Plan(ctx context.Context, src Source) (*Plan, error) {
-	p, err := r.check(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	out := &Plan{Jobs: p.jobs, Calls: map[string]int{}}
-	for t, err := range r.tasks(ctx, src, p) {
+// Plan reads the ledger for every checked job and says what RunChecked
+// would do; it sends nothing and writes nothing. A Runner without a Store
+// plans as for an empty ledger.
+func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
+	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.p.jobs}}
+	for t, err := range r.tasks(ctx, c.src, c.p) {
 		if err != nil {
 			return nil, err
 		}
-		last, _, err := latest(ctx, r.store, t.key)
-		if err != nil {
-			return nil, err
+		var last *Record
+		if r.store != nil {
+			if last, _, err = latest(ctx, r.store, t.key); err != nil {
+				return nil, err
+			}
 		}
 		switch decide(last, &r.o) {
 		case actCall:
@@ -309,26 +330,4 @@ func (s *Summary) countLeft(last *Record) {
 	default:
 		s.Unknown++
 	}
-}
-
-// String words the summary.
-func (s Summary) String() string {
-	parts := []string{strconv.Itoa(s.Done+s.DoneBefore) + " done"}
-	if s.DoneBefore > 0 {
-		parts[0] += fmt.Sprintf(" (%d before this run)", s.DoneBefore)
-	}
-	add := func(n int, text string) {
-		if n > 0 {
-			parts = append(parts, strconv.Itoa(n)+" "+text)
-		}
-	}
-	add(s.Failed, "failed (the service said no: see results.jsonl; a rerun sends them again, and an unchanged line fails the same way unless its cause changed)")
-	add(s.Refused, "refused or not sent (a rerun sends them again)")
-	add(s.Unknown, "unknown (may have been paid: --resend-unknown to send again)")
-	add(s.Waiting, "waiting for a download (a rerun downloads them, without paying again)")
-	add(s.Lost, "answered but their links died (--repay-expired to pay for them again)")
-	add(s.Missing, "done whose files are gone and cannot be fetched again")
-	add(s.Elsewhere, "being run by another worker")
-	add(s.NotStarted, "not started")
-	return strings.Join(parts, ", ")
 }

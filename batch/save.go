@@ -207,7 +207,7 @@ func (ru *run) fetch(ctx context.Context, rec *Record, i int, link string) (stri
 	rec.Requests += requests
 	if err != nil {
 		cancel()
-		lw.close()
+		lw.abort()
 		if lw.err != nil {
 			return "", &storeError{lw.err}
 		}
@@ -269,6 +269,14 @@ func (l *lazyWriter) start() error {
 	}
 	l.head = nil
 	return nil
+}
+
+// abort leaves nothing: the object, if opened, is closed with its context
+// cancelled.
+func (l *lazyWriter) abort() {
+	if l.w != nil {
+		_ = l.w.Close()
+	}
 }
 
 // close ends the object: made visible, or left out when the context was

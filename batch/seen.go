@@ -54,3 +54,10 @@ func (t *task) identity() [32]byte {
 	}
 	return sha256.Sum256([]byte("content\x00" + t.content))
 }
+
+// reset forgets the counts of a pass, for the next.
+func (s *seen) reset() {
+	for id := range s.cands {
+		s.cands[id] = 0
+	}
+}

@@ -52,10 +52,19 @@ type run struct {
 // *LedgerError. Run returns when every started job has ended, or when ctx
 // is cancelled (which cancels the calls in flight).
 func (r *Runner) Run(ctx context.Context, src Source) (Summary, error) {
-	p, err := r.check(ctx, src)
+	c, err := r.Check(ctx, src)
 	if err != nil {
 		return Summary{}, err
 	}
+	return r.RunChecked(ctx, c)
+}
+
+// RunChecked runs jobs that Check passed; see Run.
+func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
+	if r.store == nil {
+		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
+	}
+	src, p := c.src, c.p
 	ru := &run{Runner: r}
 	ru.sum.Jobs = p.jobs
 	queue := make(chan *task)
