@@ -346,10 +346,28 @@ func (f *files) open(t *task) (a args, closeFiles func(), err error) {
 			return a, func() {}, &LineError{Line: t.job.Line, Field: field, Err: cannotRead(err)}
 		}
 		opened = append(opened, file)
-		r, _ := file.(io.Reader)
-		a.files[field] = creative.FileFromReader(path.Base(filepath.ToSlash(p)), r)
+		a.files[field] = creative.FileFromReader(path.Base(filepath.ToSlash(p)), uploadReader(file))
 	}
 	return a, closeFiles, nil
+}
+
+// uploadReader is what an upload reads of an opened file: a file on disk
+// as it is (the SDK checks it did not change between attempts), another
+// file that can seek and read at offsets as such a reader without its
+// Stat (whose FileInfo the SDK cannot compare), anything else as a stream
+// read once.
+func uploadReader(f fs.File) io.Reader {
+	if osf, ok := f.(*os.File); ok {
+		return osf
+	}
+	type readerAtSeeker interface {
+		io.ReaderAt
+		io.ReadSeeker
+	}
+	if rs, ok := f.(readerAtSeeker); ok {
+		return struct{ readerAtSeeker }{rs}
+	}
+	return struct{ io.Reader }{f}
 }
 
 // cannotRead words a failure to open a file field.

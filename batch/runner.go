@@ -314,6 +314,7 @@ type Summary struct {
 	Failed     int // the service said no (400): nothing paid; a rerun sends them again
 	Refused    int // not sent or refused (429, 503, 408): a rerun sends them again
 	Unknown    int // maybe paid: sent again only with Options.ResendUnknown
+	Claimed    int // claimed and not ended: in flight on another worker, or its worker died (maybe paid)
 	Waiting    int // answered, files not all downloaded: a rerun downloads them
 	Lost       int // answered, answer no longer fetchable: sent again only with Options.RepayLost
 	Missing    int // done, but files gone with nothing to fetch them from
@@ -327,6 +328,8 @@ func (s *Summary) countLeft(last *Record) {
 	switch {
 	case last.State == Answered && last.Lost:
 		s.Lost++
+	case last.State == Claimed:
+		s.Claimed++
 	default:
 		s.Unknown++
 	}

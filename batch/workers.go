@@ -228,15 +228,22 @@ func (ru *run) finish(ctx context.Context, rec *Record, start time.Time, paid *R
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
 	// The record is written even when ctx was cancelled: the call ended.
+	recorded := rec.State
 	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
 		if paid == nil && (rec.State == Answered || rec.State == Done) {
 			paid = rec
 		}
 		ru.failLedger(err, paid)
+		// Counted as the ledger has it: answered when its links were
+		// recorded, else claimed, its outcome unknown.
+		recorded = Claimed
+		if len(rec.URLs) > 0 {
+			recorded = Answered
+		}
 	}
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
-		switch rec.State {
+		switch recorded {
 		case Done:
 			s.Done++
 		case Failed:
@@ -249,6 +256,8 @@ func (ru *run) finish(ctx context.Context, rec *Record, start time.Time, paid *R
 			} else {
 				s.Waiting++
 			}
+		case Claimed:
+			s.Claimed++
 		default:
 			s.Unknown++
 		}

@@ -270,7 +270,7 @@ func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batch
 	}{
 		{s.DoneBefore, "done already"},
 		{plan.Downloads, "to download again, without paying"},
-		{s.Unknown, "unknown, left alone (--resend-unknown sends them)"},
+		{s.Unknown + s.Claimed, "unknown, left alone (--resend-unknown sends them)"},
 		{s.Lost, "answered with expired links, left alone (--repay-expired pays again)"},
 	} {
 		if part.n > 0 {
@@ -415,6 +415,7 @@ func summaryText(s batch.Summary) string {
 	add(s.Failed, "failed (the service said no: see results.jsonl; a rerun sends them again, and an unchanged line fails the same way unless its cause changed)")
 	add(s.Refused, "refused or not sent (a rerun sends them again)")
 	add(s.Unknown, "unknown (may have been paid: --resend-unknown to send again)")
+	add(s.Claimed, "claimed and not ended (in flight on another worker, or its worker died: may have been paid; batch status lists them, --resend-unknown sends them again)")
 	add(s.Waiting, "waiting for a download (a rerun downloads them without paying again)")
 	add(s.Lost, "answered whose links expired (--repay-expired to pay for them again)")
 	add(s.Missing, "done whose files are gone and cannot be fetched again")
