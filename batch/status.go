@@ -2,8 +2,6 @@ package batch
 
 import (
 	"context"
-	"path"
-	"strings"
 )
 
 // A Status counts the jobs of a ledger by the state of their last
@@ -24,12 +22,12 @@ type Status struct {
 // nil, as its last attempt.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	var lastKey, lastJob string
+	var lastJob string
 	flush := func() error {
-		if lastKey == "" {
+		if lastJob == "" {
 			return nil
 		}
-		rec, _, err := latest(ctx, store, path.Base(path.Dir(lastKey)))
+		rec, _, err := latest(ctx, store, lastJob)
 		if err != nil || rec == nil {
 			return err
 		}
@@ -47,15 +45,16 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 		if err != nil {
 			return st, err
 		}
-		job := path.Dir(key)
+		job, _, ok := splitAttempt(key)
+		if !ok {
+			continue
+		}
 		if job != lastJob && lastJob != "" {
 			if err := flush(); err != nil {
 				return st, err
 			}
 		}
-		if strings.HasSuffix(key, ".json") {
-			lastKey, lastJob = key, job
-		}
+		lastJob = job
 	}
 	return st, flush()
 }
