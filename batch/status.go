@@ -22,39 +22,41 @@ type Status struct {
 // nil, as its last attempt.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	var lastJob string
-	flush := func() error {
-		if lastJob == "" {
-			return nil
-		}
-		rec, _, err := latest(ctx, store, lastJob)
-		if err != nil || rec == nil {
-			return err
-		}
-		st.Jobs++
-		st.States[rec.State]++
-		if rec.State == Answered && rec.Lost {
-			st.Lost++
-		}
-		if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
-			unknown(*rec)
-		}
-		return nil
-	}
+	lastJob := ""
 	for key, err := range store.List(ctx, ledgerPrefix) {
 		if err != nil {
 			return st, err
 		}
 		job, _, ok := splitAttempt(key)
-		if !ok {
+		if !ok || job == lastJob {
 			continue
 		}
-		if job != lastJob && lastJob != "" {
-			if err := flush(); err != nil {
+		if lastJob != "" {
+			if err := st.add(ctx, store, lastJob, unknown); err != nil {
 				return st, err
 			}
 		}
 		lastJob = job
 	}
-	return st, flush()
+	if lastJob == "" {
+		return st, nil
+	}
+	return st, st.add(ctx, store, lastJob, unknown)
+}
+
+// add counts the job with key by its last attempt.
+func (st *Status) add(ctx context.Context, store Store, key string, unknown func(Record)) error {
+	rec, _, err := latest(ctx, store, key)
+	if err != nil || rec == nil {
+		return err
+	}
+	st.Jobs++
+	st.States[rec.State]++
+	if rec.State == Answered && rec.Lost {
+		st.Lost++
+	}
+	if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
+		unknown(*rec)
+	}
+	return nil
 }
