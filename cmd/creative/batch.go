@@ -376,7 +376,8 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 	if interrupted {
 		return errInterrupted
 	}
-	if notDone := sum.Jobs - sum.Done - sum.DoneBefore; notDone > 0 {
+	// A job another worker is running is that worker's to report.
+	if notDone := sum.Jobs - sum.Done - sum.DoneBefore - sum.Elsewhere; notDone > 0 {
 		return fmt.Errorf("batch: %d of %s not done", notDone, plural(sum.Jobs, "job"))
 	}
 	return nil
