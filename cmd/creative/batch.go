@@ -316,6 +316,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store *batch.D
 			bar.Increment()
 		}
 	}
+	o.IndexEvery = 5 * time.Second
 	r, err := batch.New(c, store, o)
 	if err != nil {
 		return err
@@ -328,6 +329,9 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store *batch.D
 	stopWatching()
 	d.stop()
 	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", summaryText(sum), time.Since(start).Seconds(), log.path)
+	if ierr := batch.WriteIndex(context.WithoutCancel(ctx), store); ierr != nil {
+		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
+	}
 	if log.err != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written (%v); the ledger holds every result\n", log.path, log.err)
 	}
