@@ -24,7 +24,7 @@ func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest, opts .
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return invoke(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
 }
 
 // TextToSpeechRequest asks for a text spoken by a voice
@@ -47,7 +47,11 @@ func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	rs, err := c.do(ctx, &request{op: op, body: req, accept: "audio/mpeg, application/json", result: resultAudio}, opts)
+	body, err := newJSONBody(op, req)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := c.do(ctx, &request{op: op, body: body, accept: "audio/mpeg, application/json"}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +60,7 @@ func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts
 		rs.Close()
 		return nil, err
 	}
-	if dst := rs.cl.s.responseInto; dst != nil {
-		// The answer's body is the speech: read it through the Audio.
-		resp := *rs.Response
-		resp.Body = a
-		*dst = &resp
-	}
+	rs.handOver(a) // the answer's body is the speech: read it through the Audio
 	return a, nil
 }
 

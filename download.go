@@ -52,7 +52,7 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 		}
 		return nil, &ValidationError{Operation: op, Field: "url", Rule: "must be an http or https URL", Value: value}
 	}
-	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*", result: resultFile}, opts)
+	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*"}, opts)
 }
 
 // copyTo copies a downloaded body to w, within the call's cap when one was

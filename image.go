@@ -68,7 +68,7 @@ func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest, opts .
 		StyleID: string(req.StyleID), CameraID: string(req.CameraID),
 		ColorID: string(req.ColorID), LightingID: string(req.LightingID),
 	}
-	return invoke(ctx, c, op, wire, opts, images(req.NumberOfResults))
+	return invokeJSON(ctx, c, op, wire, opts, images(req.NumberOfResults))
 }
 
 // GenerateLogoRequest asks for logos made from a text
@@ -91,7 +91,7 @@ func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest, opts
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return invoke(ctx, c, op, req, opts, images(max(req.NumberOfResults, 1)))
+	return invokeJSON(ctx, c, op, req, opts, images(max(req.NumberOfResults, 1)))
 }
 
 // GenerateQRRequest asks for a QR code that links to a site, styled by a
@@ -112,7 +112,7 @@ func (c *Client) GenerateQR(ctx context.Context, req GenerateQRRequest, opts ...
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return invoke(ctx, c, op, req, opts, oneImage)
+	return invokeJSON(ctx, c, op, req, opts, oneImage)
 }
 
 // UpScaleRequest asks for an image to be enlarged (POST /image/v1/up-scale).
@@ -133,7 +133,7 @@ func (c *Client) UpScale(ctx context.Context, req UpScaleRequest, opts ...Option
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return invoke(ctx, c, op, req, opts, oneImage)
+	return invokeJSON(ctx, c, op, req, opts, oneImage)
 }
 
 // ReImagineRequest asks for an uploaded image to be re-imagined
@@ -197,13 +197,13 @@ func (c *Client) EnhanceImage(ctx context.Context, req EnhanceImageRequest, opts
 
 // urlToImage is the shape of the operations that take an image link and
 // return one image.
-func (c *Client) urlToImage(ctx context.Context, op, link string, body any, opts []Option) (Image, error) {
+func (c *Client) urlToImage(ctx context.Context, op, link string, req any, opts []Option) (Image, error) {
 	v := checker{op: op}
 	v.link("url", link)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return invoke(ctx, c, op, body, opts, oneImage)
+	return invokeJSON(ctx, c, op, req, opts, oneImage)
 }
 
 // ChangeBackgroundRequest asks for the background of an uploaded image to be

@@ -215,12 +215,6 @@ func WithUserAgent(ua string) Option {
 	}
 }
 
-// reservedHeaders are set by the Client and cannot be set by WithHeader.
-var reservedHeaders = map[string]bool{
-	headerAccessKey: true, "Content-Type": true, "Content-Length": true,
-	"User-Agent": true, "Host": true, "Transfer-Encoding": true, "Accept": true,
-}
-
 // WithHeader adds a header to every request (on New) or to one call's
 // requests. It cannot set x-access-key, Content-Type, Content-Length,
 // User-Agent, Host, Transfer-Encoding or Accept, which the Client sets
@@ -306,27 +300,4 @@ func (s *settings) apply(op string, opts []Option) error {
 		}
 	}
 	return nil
-}
-
-// validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || (c < 0x80 && isSeparator(c)) {
-			return false
-		}
-	}
-	return true
-}
-
-func isSeparator(c byte) bool {
-	for i := 0; i < len(`"(),/:;<=>?@[\]{}`); i++ {
-		if c == `"(),/:;<=>?@[\]{}`[i] {
-			return true
-		}
-	}
-	return false
 }

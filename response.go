@@ -50,22 +50,13 @@ const (
 	upfrontBudget = 64 << 20
 )
 
-// resultKind is what an operation's success body holds.
-type resultKind int
-
-const (
-	resultEnvelope resultKind = iota // a JSON envelope
-	resultAudio                      // a binary stream (text-to-speech)
-	resultFile                       // any bytes (Download)
-)
-
 // response is a 2xx answer on its way through the gate.
 type response struct {
 	*http.Response
 	cl     *call
 	cancel func() // ends the call's timeout
-	result resultKind
 	closed bool
+	handed bool // WithResponseInto has it
 }
 
 // Close closes the body and ends the call's timeout, and hands the response
@@ -77,11 +68,22 @@ func (rs *response) Close() error {
 	rs.closed = true
 	err := rs.Body.Close()
 	rs.cancel()
-	if dst := rs.cl.s.responseInto; dst != nil {
-		rs.Body = http.NoBody
-		*dst = rs.Response
-	}
+	rs.handOver(http.NoBody)
 	return err
+}
+
+// handOver makes the answer, with body as its Body, the destination of
+// WithResponseInto, once: at Close (its body read and closed), or earlier
+// when the body is the result itself (a speech stream).
+func (rs *response) handOver(body io.ReadCloser) {
+	dst := rs.cl.s.responseInto
+	if dst == nil || rs.handed {
+		return
+	}
+	rs.handed = true
+	resp := *rs.Response
+	resp.Body = body
+	*dst = &resp
 }
 
 // redact removes the access keys from text that came from the network, in
@@ -257,10 +259,17 @@ func (rs *response) apiError() *APIError {
 // unexpected is the *APIError of a 2xx answer that is not what the
 // operation promises. msg may be as long as the body: message bounds it.
 func (rs *response) unexpected(body []byte, msg string) *APIError {
+	e := rs.serviceFailure(body, msg)
+	e.unexpected = true
+	return e
+}
+
+// serviceFailure is the *APIError of a 2xx envelope in which the service
+// says it failed (success false), with its message.
+func (rs *response) serviceFailure(body []byte, msg string) *APIError {
 	e := rs.apiError()
 	e.Message = rs.cl.message(msg)
 	e.Body = rs.cl.keep(body, maxErrorBody)
-	e.unexpected = true
 	return e
 }
 
@@ -579,12 +588,10 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) 
 		return nil
 	}
 	var ee *envelopeError
-	if errors.As(err, &ee) {
-		if ee.failed {
-			e := rs.unexpected(head, ee.msg)
-			e.unexpected = false
-			return e
-		}
+	switch {
+	case errors.As(err, &ee) && ee.failed:
+		return rs.serviceFailure(head, ee.msg)
+	case errors.As(err, &ee):
 		return rs.unexpected(head, ee.msg+": "+rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
 	}
 	return rs.unexpected(head, err.Error())

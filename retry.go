@@ -13,53 +13,29 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
-	"golang.org/x/time/rate"
 )
 
-// This file is the retry side of the pipeline: the policy (which answers
-// and failures are retried, and after how long), go-retryablehttp adapted to
-// it, and the transport every attempt passes (middleware, throttling, the
-// client-wide pause a 429 asks for, the per-attempt timeout). No other file
-// imports go-retryablehttp.
-
-// call is the state of one call across its attempts.
-type call struct {
-	c          *Client
-	op         string
-	s          *settings
-	keys       []string // the x-access-key value of this call
-	body       any      // []byte, or a function opening the body anew
-	oneShot    sendOnce // non-nil when the body cannot be replayed
-	attempts   int
-	started    time.Time
-	retryAfter time.Duration // asked for by the last answer
-	stopped    string        // why a retryable answer was not retried
-
-	secretsOnce sync.Once
-	forms       []string // what redact removes; see secrets
-}
-
-// oneShot is what the pipeline needs of a body that can be sent once.
-type sendOnce interface{ sent() bool }
-
-type callKey struct{}
+// This file is the retry side of a call: the policy (which answers and
+// failures are retried, and after how long) and go-retryablehttp adapted to
+// it. Only this file and transport.go import go-retryablehttp.
 
 // send runs the attempts of cl's request through go-retryablehttp with the
 // client's policy, and returns the last answer or the last failure.
 func (cl *call) send(req *http.Request) (*http.Response, error) {
-	req = req.WithContext(context.WithValue(req.Context(), callKey{}, cl))
 	rreq := &retryablehttp.Request{Request: req}
-	if err := rreq.SetBody(readerFunc(cl.body)); err != nil {
-		return nil, err
+	if cl.body != nil {
+		// The body is opened anew for each attempt; ContentLength is the
+		// body's own word, not a probe of a first reader.
+		if err := rreq.SetBody(retryablehttp.ReaderFunc(cl.body.open)); err != nil {
+			return nil, err
+		}
+		req.ContentLength = cl.body.size()
 	}
-	req.Header = rreq.Header
 	rc := retryablehttp.Client{
-		HTTPClient:     cl.c.hc,
+		HTTPClient:     &cl.hc,
 		RetryWaitMin:   cl.s.waitMin,
 		RetryWaitMax:   cl.s.waitMax,
 		RetryMax:       cl.s.maxRetries,
@@ -70,15 +46,6 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 	}
 	cl.started = time.Now()
 	return rc.Do(rreq)
-}
-
-// readerFunc adapts a body to go-retryablehttp: bytes as they are (read anew
-// on each attempt), a function as a ReaderFunc called on each attempt.
-func readerFunc(body any) any {
-	if f, ok := body.(func() (io.Reader, error)); ok {
-		return retryablehttp.ReaderFunc(f)
-	}
-	return body
 }
 
 // onAttempt counts attempts; go-retryablehttp calls it before each one.
@@ -125,7 +92,7 @@ func (cl *call) retry(ctx context.Context, resp *http.Response, err error) bool 
 	if !retryable(resp, err) {
 		return false
 	}
-	if cl.oneShot != nil && cl.oneShot.sent() {
+	if cl.body != nil && cl.body.sent() {
 		cl.stopped = notReplayed
 		return false
 	}
@@ -292,329 +259,4 @@ func (cl *call) failure(ctx context.Context, err error) error {
 		err = fmt.Errorf("%w (%s)", err, cl.stopped)
 	}
 	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
-}
-
-// httpClient copies the user's client (or builds a pooled one), routes it
-// through the attempt transport and sets the redirect rule.
-func (c *Client) httpClient(user *http.Client) *http.Client {
-	var hc http.Client
-	if user != nil {
-		hc = *user
-	} else {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 256
-		t.MaxIdleConnsPerHost = 128
-		t.MaxResponseHeaderBytes = maxHeaderBytes
-		hc.Transport = t
-	}
-	rt := hc.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	// attempts hides CloseIdleConnections, which go-retryablehttp calls
-	// after every call that gives up: closing the shared pool there would
-	// cost every other goroutine its warm connections.
-	hc.Transport = &attempts{c: c, next: rt}
-	next := hc.CheckRedirect
-	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if err := c.checkRedirect(req, via); err != nil {
-			return err
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		return nil
-	}
-	return &hc
-}
-
-// CloseIdleConnections closes the idle connections of the Client's
-// transport, as http.Client.CloseIdleConnections does. Calls in flight are
-// not affected.
-func (c *Client) CloseIdleConnections() {
-	if a, ok := c.hc.Transport.(*attempts); ok {
-		if ci, ok := a.next.(interface{ CloseIdleConnections() }); ok {
-			ci.CloseIdleConnections()
-		}
-	}
-}
-
-// A redirectError is a redirect the client refused to follow.
-type redirectError struct {
-	status int
-	to     string
-	why    string
-}
-
-func (e *redirectError) Error() string {
-	return fmt.Sprintf("the answer redirected (HTTP %d) to %s: not followed, %s", e.status, e.to, e.why)
-}
-
-// checkRedirect follows a redirect only when it keeps the request what it
-// was: the method and body (307, 308, or any redirect of a GET), and https.
-// The key is dropped before a redirect to another origin.
-func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
-	prev := via[len(via)-1]
-	status := 0
-	if req.Response != nil {
-		status = req.Response.StatusCode
-	}
-	switch {
-	case len(via) >= 10:
-		return &redirectError{status: status, to: req.URL.String(), why: "after 10 redirects"}
-	case prev.Method != req.Method:
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would turn the " + prev.Method + " into a " + req.Method}
-	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would leave https"}
-	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
-		return &redirectError{status: status, to: req.URL.String(), why: "since it is not an http(s) URL"}
-	}
-	if !c.sameOrigin(req.URL) {
-		// The key and the headers of WithHeader are meant for the service.
-		req.Header.Del(headerAccessKey)
-		if cl, ok := req.Context().Value(callKey{}).(*call); ok {
-			for k := range cl.s.header {
-				req.Header.Del(k)
-			}
-		}
-	}
-	return nil
-}
-
-// attempts is the transport every request of a Client passes. For each
-// attempt (not each redirect) it waits for the client-wide pause and the rate
-// limiter, runs the middleware, and bounds the wait for the answer's headers;
-// it marks the network's failures as attemptErrors.
-type attempts struct {
-	c    *Client
-	next http.RoundTripper
-}
-
-// An attemptError is a failure of the network during one attempt: the only
-// kind of transport error that is retried.
-type attemptError struct {
-	err      error
-	timedOut bool
-}
-
-func (e *attemptError) Error() string { return e.err.Error() }
-func (e *attemptError) Unwrap() error { return e.err }
-
-func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
-	cl, _ := req.Context().Value(callKey{}).(*call)
-	if cl == nil || req.Response != nil { // not a call's, or a redirect
-		return a.network(req, 0)
-	}
-	if err := a.c.pause.wait(req.Context()); err != nil {
-		return nil, err
-	}
-	resp, err := a.send(req, cl.s)
-	a.c.pause.report(resp, err)
-	return resp, err
-}
-
-// send runs the middleware of s around one attempt on the network.
-func (a *attempts) send(req *http.Request, s *settings) (*http.Response, error) {
-	if a.c.limiter != nil {
-		if err := a.c.limiter.Wait(req.Context()); err != nil {
-			a.c.pause.report(nil, err) // if this attempt was to go first, let another
-			if _, ok := a.c.limiter.(*rate.Limiter); ok && req.Context().Err() == nil {
-				// The limiter refuses at once a wait its deadline cannot cover.
-				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
-			}
-			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
-		}
-	}
-	if len(s.middleware) == 0 {
-		return a.network(req, s.attemptLimit)
-	}
-	next := func(r *http.Request) (*http.Response, error) { return a.network(r, s.attemptLimit) }
-	for i := len(s.middleware) - 1; i >= 0; i-- {
-		m, inner := s.middleware[i], next
-		next = func(r *http.Request) (*http.Response, error) { return m(r, inner) }
-	}
-	return next(req)
-}
-
-// network sends one request; limit, when positive, bounds the wait for the
-// answer's headers. A redirect to a Location that is not a URL is refused
-// here, where its status is known: net/http would fail with an error that
-// names neither the answer nor its status.
-func (a *attempts) network(req *http.Request, limit time.Duration) (*http.Response, error) {
-	resp, err := a.roundTrip(req, limit)
-	if err != nil {
-		return nil, err
-	}
-	switch resp.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
-		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		if loc := resp.Header.Get("Location"); loc != "" {
-			if _, err := req.URL.Parse(loc); err != nil {
-				_ = resp.Body.Close()
-				return nil, &redirectError{status: resp.StatusCode, to: loc, why: "since it is not a URL"}
-			}
-		}
-	}
-	return resp, nil
-}
-
-func (a *attempts) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
-	if limit <= 0 {
-		resp, err := a.next.RoundTrip(req)
-		if err != nil {
-			return nil, &attemptError{err: err}
-		}
-		return resp, nil
-	}
-	ctx, cancel := context.WithCancel(req.Context())
-	timer := time.AfterFunc(limit, cancel)
-	resp, err := a.next.RoundTrip(req.WithContext(ctx))
-	if !timer.Stop() {
-		cancel()
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
-		if req.Context().Err() == nil {
-			return nil, &attemptError{err: fmt.Errorf("no answer within %v (WithRequestTimeout)", limit), timedOut: true}
-		}
-	}
-	if err != nil {
-		cancel()
-		return nil, &attemptError{err: err}
-	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	return resp, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
-}
-
-// pause is the wait a 429 or 503 with Retry-After asks of the whole Client.
-// Until it ends no attempt is sent; when it ends, one attempt goes first and
-// the others wait for its answer, so that a crowd of callers does not hit a
-// rate-limited service all at once again.
-type pause struct {
-	on     atomic.Bool // until is set: the only field read without mu
-	mu     sync.Mutex
-	until  time.Time     // zero when not paused
-	status int           // the status that asked for the pause
-	probe  bool          // the first attempt after the pause is out
-	change chan struct{} // closed when until or probe changes
-}
-
-// A pausedError is returned, without sending anything, by a call whose
-// deadline comes before the end of the client's pause.
-type pausedError struct {
-	until  time.Time
-	status int
-}
-
-func (e *pausedError) Error() string {
-	return fmt.Sprintf("the service asked every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
-		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
-}
-
-// extend makes the pause last at least d from now; p.mu is held.
-func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
-	// A pause lasts at most MaxRetryAfter: a longer demand fails the calls
-	// that cannot wait that long, and after it one attempt asks again.
-	until := now.Add(min(d, MaxRetryAfter))
-	if !until.After(p.until) {
-		return false
-	}
-	p.until, p.status = until, status
-	p.on.Store(true)
-	return true
-}
-
-func (p *pause) signal() {
-	if p.change != nil {
-		close(p.change)
-		p.change = nil
-	}
-}
-
-// wait blocks while the client is paused, within ctx; it returns a
-// *pausedError at once when the pause ends after ctx's deadline, or more than
-// MaxRetryAfter from now.
-func (p *pause) wait(ctx context.Context) error {
-	if !p.on.Load() {
-		return nil
-	}
-	for {
-		p.mu.Lock()
-		if p.until.IsZero() {
-			p.mu.Unlock()
-			return nil
-		}
-		now := time.Now()
-		left := p.until.Sub(now)
-		if left <= 0 && !p.probe {
-			p.probe = true // this attempt goes first
-			p.mu.Unlock()
-			return nil
-		}
-		if deadline, ok := ctx.Deadline(); left > MaxRetryAfter || (ok && deadline.Before(p.until)) {
-			err := &pausedError{until: p.until, status: p.status}
-			p.mu.Unlock()
-			return err
-		}
-		if p.change == nil {
-			p.change = make(chan struct{})
-		}
-		change := p.change
-		p.mu.Unlock()
-		if err := sleep(ctx, left, change); err != nil {
-			return err
-		}
-	}
-}
-
-// sleep waits for d (when positive), change or the end of ctx.
-func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
-	var tick <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		tick = t.C
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-change:
-	case <-tick:
-	}
-	return nil
-}
-
-// report ends the pause after an answer that does not ask for one, extends
-// it after one that does; either way, or after a failed attempt, the next
-// attempt may go first.
-func (p *pause) report(resp *http.Response, err error) {
-	now := time.Now()
-	d, asks := retryAfter(resp, now)
-	if !asks && !p.on.Load() {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case asks:
-		p.extend(now, d, resp.StatusCode)
-	case p.until.IsZero():
-		return
-	case err == nil && !now.Before(p.until):
-		p.until = time.Time{}
-		p.on.Store(false)
-	}
-	p.probe = false
-	p.signal()
 }

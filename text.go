@@ -78,7 +78,7 @@ func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return invoke(ctx, c, op, req, opts, dataWriter)
+	return invokeJSON(ctx, c, op, req, opts, dataWriter)
 }
 
 // CoverLetter writes cover letters through the writer tool, with useCase

@@ -21,7 +21,7 @@ func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest, opts
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return invoke(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
 }
 
 // RemoveVideoBackgroundRequest asks for the background of a video to be
@@ -40,5 +40,5 @@ func (c *Client) RemoveVideoBackground(ctx context.Context, req RemoveVideoBackg
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return invoke(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
 }
