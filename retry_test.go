@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -270,4 +271,81 @@ func TestWithTimeoutBoundsTheWholeCallRetriesIncluded(t *testing.T) {
 	})
 	assert.Less(t, took, time.Second, "the stalled retry was cut short by the 300 ms timeout")
 	assert.Zero(t, hits.Load()%2, "each call sent twice: the 503 and the stalled retry")
+}
+
+// A Retry-After that the deadline cannot cover is not slept out: the 503
+// comes back at once, saying why it was not retried.
+func TestARetryAfterPastTheDeadlineReturnsTheAnswerAtOnce(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Retry-After", "10")
+		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+	})
+	c := newTestClient(t, ts.URL)
+	late := soonAfter(func() time.Duration {
+		deadline := time.Now().Add(300 * time.Millisecond)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+		early := time.Until(deadline)
+		assert.ErrorIs(t, err, ErrServer)
+		var apiErr *APIError
+		if assert.ErrorAs(t, err, &apiErr) {
+			assert.Equal(t, 1, apiErr.Attempts)
+			assert.Equal(t, 10*time.Second, apiErr.RetryAfter)
+			assert.Contains(t, apiErr.Message, "past the call's deadline")
+		}
+		return -early
+	})
+	assert.Less(t, late, 50*time.Millisecond, "returned %v after the deadline", late)
+}
+
+func TestWithMaxRetries(t *testing.T) {
+	for _, p := range placements {
+		for _, retries := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%s, %d retries", p.name, retries), func(t *testing.T) {
+				ss := newStampServer(t, replies(503))
+				c, call := p.put(t, ss.URL, WithMaxRetries(retries))
+				err := music(context.Background(), c, call...)
+				assert.ErrorIs(t, err, ErrServer)
+				assert.Equal(t, retries+1, ss.count(), "requests sent")
+			})
+		}
+	}
+	t.Run("a call's overrides the client's for that call only", func(t *testing.T) {
+		ss := newStampServer(t, replies(503))
+		c := newTestClient(t, ss.URL, WithMaxRetries(0))
+		_ = music(context.Background(), c, WithMaxRetries(2))
+		assert.Equal(t, 3, ss.count())
+		_ = music(context.Background(), c)
+		assert.Equal(t, 4, ss.count(), "the next call has the client's 0 retries again")
+	})
+}
+
+func TestWithRetryWait(t *testing.T) {
+	// Backoff is full jitter: each wait is drawn from [0, ceiling], so a
+	// wait's upper bound is firm, and four waits of a 150 ms ceiling adding
+	// up to less than 20 ms has odds of about 1 in 70000.
+	const ceiling = 150 * time.Millisecond
+	for _, p := range placements {
+		t.Run(p.name, func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 503, 503, 503, 200))
+			c, call := p.put(t, ss.URL, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
+			require.NoError(t, music(context.Background(), c, call...))
+			stamps := ss.stamps()
+			require.Len(t, stamps, 5)
+			for i := 1; i < len(stamps); i++ {
+				assert.LessOrEqual(t, stamps[i].Sub(stamps[i-1]), ceiling+250*time.Millisecond, "wait %d", i)
+			}
+			assert.GreaterOrEqual(t, stamps[4].Sub(stamps[0]), 20*time.Millisecond, "the waits are the option's, not the client's 1-2 ms")
+		})
+	}
+	t.Run("a call's short waits override the client's long ones", func(t *testing.T) {
+		ss := newStampServer(t, replies(503, 503, 200))
+		c := newTestClient(t, ss.URL, WithRetryWait(time.Minute, time.Minute))
+		start := time.Now()
+		require.NoError(t, music(context.Background(), c, WithRetryWait(time.Millisecond, time.Millisecond)))
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Equal(t, 3, ss.count())
+	})
 }
