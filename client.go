@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"runtime"
@@ -37,8 +38,11 @@ const (
 	DefaultRetryWaitMin = 500 * time.Millisecond
 	// DefaultRetryWaitMax bounds every backoff computed by the client.
 	DefaultRetryWaitMax = 8 * time.Second
-	// MaxRetryAfter is the longest Retry-After the client waits for. A longer
-	// demand ends the retries: the *APIError carries the wait asked for.
+	// MaxRetryAfter is the longest Retry-After a call waits for. A longer
+	// demand ends the call's retries (the *APIError carries the wait asked
+	// for), and a call that would have to wait longer for the Client's pause
+	// returns at once with ErrRateLimited, sending nothing. The pause itself
+	// lasts what the service asked, up to 24 hours.
 	MaxRetryAfter = 60 * time.Second
 )
 
@@ -196,10 +200,12 @@ type call struct {
 	hc   http.Client // the Client's, sending through tr
 	tr   transport
 
+	trace      httptrace.ClientTrace // tells the transport when a request was written whole
 	attempts   int
 	started    time.Time
+	last       verdict       // the retry policy's word on the last attempt
+	unknowns   int           // attempts whose outcome is unknown
 	retryAfter time.Duration // asked for by the last answer
-	stopped    string        // why a retryable answer was not retried
 
 	secretsOnce sync.Once
 	forms       []string // what redact removes; see secrets
@@ -236,6 +242,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 	cl.tr = transport{cl: cl, next: c.rt}
 	cl.hc.Transport = &cl.tr
 	cl.hc.CheckRedirect = cl.tr.checkRedirect
+	cl.trace.WroteRequest = cl.tr.wroteRequest
 	return cl
 }
 
@@ -256,6 +263,7 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	if s.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
+	ctx = httptrace.WithClientTrace(ctx, &cl.trace)
 	req, err := c.newRequest(ctx, cl, r)
 	if err != nil {
 		cancel()

@@ -49,7 +49,7 @@ func ExampleOption_perCall() {
 func ExampleWithMiddleware() {
 	srv := creativetest.NewServer()
 	defer srv.Close()
-	srv.Fail("image/generate-qr", creativetest.Fault{Status: 502})
+	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503})
 
 	attempt := func(name string) creative.Middleware {
 		return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
@@ -71,8 +71,8 @@ func ExampleWithMiddleware() {
 	// Output:
 	// client sends POST /image/v1/generate-qr
 	//   call sends POST /image/v1/generate-qr
-	//   call got 502 Bad Gateway
-	// client got 502 Bad Gateway
+	//   call got 503 Service Unavailable
+	// client got 503 Service Unavailable
 	// client sends POST /image/v1/generate-qr
 	//   call sends POST /image/v1/generate-qr
 	//   call got 200 OK

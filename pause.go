@@ -3,6 +3,7 @@ package creative
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -37,11 +38,15 @@ func (e *pausedError) Error() string {
 		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
 }
 
-// extend makes the pause last at least d from now; p.mu is held.
+// maxPause bounds a pause, so that a Retry-After of years (or a number too
+// large to represent) cannot stop a Client for good; it is far above any
+// wait a service asks in earnest.
+const maxPause = 24 * time.Hour
+
+// extend makes the pause last what the service asked, d from now (at most
+// maxPause); p.mu is held. It reports whether the pause was extended.
 func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
-	// A pause lasts at most MaxRetryAfter: a longer demand fails the calls
-	// that cannot wait that long, and after it one attempt asks again.
-	until := now.Add(min(d, MaxRetryAfter))
+	until := now.Add(min(d, maxPause))
 	if !until.After(p.until) {
 		return false
 	}
@@ -59,11 +64,12 @@ func (p *pause) signal() {
 
 // wait blocks while the client is paused, within ctx; it returns a
 // *pausedError at once when the pause ends after ctx's deadline, or more than
-// MaxRetryAfter from now.
-func (p *pause) wait(ctx context.Context) error {
+// MaxRetryAfter from now. A call that begins to wait is logged with l.
+func (p *pause) wait(ctx context.Context, l *slog.Logger, op string) error {
 	if !p.on.Load() {
 		return nil
 	}
+	logged := false
 	for {
 		p.mu.Lock()
 		if p.until.IsZero() {
@@ -71,14 +77,15 @@ func (p *pause) wait(ctx context.Context) error {
 			return nil
 		}
 		now := time.Now()
-		left := p.until.Sub(now)
+		until := p.until
+		left := until.Sub(now)
 		if left <= 0 && !p.probe {
 			p.probe = true // this attempt goes first
 			p.mu.Unlock()
 			return nil
 		}
-		if deadline, ok := ctx.Deadline(); left > MaxRetryAfter || (ok && deadline.Before(p.until)) {
-			err := &pausedError{until: p.until, status: p.status}
+		if deadline, ok := ctx.Deadline(); left > MaxRetryAfter || (ok && deadline.Before(until)) {
+			err := &pausedError{until: until, status: p.status}
 			p.mu.Unlock()
 			return err
 		}
@@ -87,6 +94,10 @@ func (p *pause) wait(ctx context.Context) error {
 		}
 		change := p.change
 		p.mu.Unlock()
+		if !logged && l != nil {
+			logged = true
+			l.LogAttrs(ctx, slog.LevelInfo, "creative: waiting for the pause", slog.String("operation", op), slog.Time("until", until))
+		}
 		if err := sleep(ctx, left, change); err != nil {
 			return err
 		}
@@ -111,9 +122,10 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 }
 
 // report ends the pause after an answer that does not ask for one, extends
-// it after one that does; either way, or after a failed attempt, the next
-// attempt may go first.
-func (p *pause) report(resp *http.Response, err error) {
+// it after one that does (logging with l that op's answer paused the
+// Client); either way, or after a failed attempt, the next attempt may go
+// first.
+func (p *pause) report(resp *http.Response, err error, l *slog.Logger, op string) {
 	now := time.Now()
 	d, asks := retryAfter(resp, now)
 	if !asks && !p.on.Load() {
@@ -123,7 +135,10 @@ func (p *pause) report(resp *http.Response, err error) {
 	defer p.mu.Unlock()
 	switch {
 	case asks:
-		p.extend(now, d, resp.StatusCode)
+		if p.extend(now, d, resp.StatusCode) && l != nil {
+			l.LogAttrs(context.Background(), slog.LevelInfo, "creative: pausing every call", slog.String("operation", op),
+				slog.Int("status", resp.StatusCode), slog.Duration("retry_after", d), slog.Time("until", p.until))
+		}
 	case p.until.IsZero():
 		return
 	case err == nil && !now.Before(p.until):

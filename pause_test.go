@@ -50,7 +50,7 @@ func TestAProbeThatGivesUpOnTheLimiterLetsTheNextOneGo(t *testing.T) {
 	lim := rate.NewLimiter(0.001, 1)
 	c := newTestClient(t, ss.URL, WithRateLimiter(lim))
 	require.True(t, lim.Allow(), "the only token is spent: the next one is 1000 s away")
-	c.pause.report(&http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"0"}}}, nil) // a pause that has just ended
+	c.pause.report(&http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"0"}}}, nil, nil, "") // a pause that has just ended
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

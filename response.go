@@ -244,11 +244,13 @@ func (rs *response) apiError() *APIError {
 		h[k] = out
 	}
 	e := &APIError{
-		Operation:  cl.op,
-		StatusCode: rs.StatusCode,
-		Attempts:   cl.attempts,
-		Header:     h,
-		RequestID:  requestID(h),
+		Operation:   cl.op,
+		StatusCode:  rs.StatusCode,
+		Attempts:    cl.attempts,
+		Header:      h,
+		RequestID:   requestID(h),
+		kind:        cl.costOf(kindOf(attemptSeen{status: rs.StatusCode})),
+		mayHavePaid: cl.unknowns,
 	}
 	if d, ok := retryAfter(rs.Response, time.Now()); ok {
 		e.RetryAfter = d
@@ -297,8 +299,8 @@ func (rs *response) statusError() error {
 		} else {
 			e.Message = fmt.Sprintf("an answer of HTTP %d instead of a result", rs.StatusCode)
 		}
-	case rs.cl.stopped != "":
-		e.Message += " (" + rs.cl.stopped + ")"
+	case rs.cl.last.why != "":
+		e.Message += " (" + rs.cl.last.why + ")"
 	}
 	return e
 }
@@ -395,10 +397,13 @@ func (rs *response) tooLarge(declared int64) error {
 	return e
 }
 
+// readFailed is the error of an answer cut off while it was read: the
+// service may have done the work, so it is not sent again.
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
-	err = fmt.Errorf("reading the answer (not retried: the service may already have done the work): %w", err)
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
+	err = fmt.Errorf("reading the answer: %w", err)
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
+		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1}
 }
 
 // decoders are reused: a jsontext.Decoder reading a bytes.Buffer parses the

@@ -48,21 +48,42 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 	return rc.Do(rreq)
 }
 
-// onAttempt counts attempts; go-retryablehttp calls it before each one.
+// onAttempt counts attempts and clears what the transport saw of the last
+// one; go-retryablehttp calls it before each attempt.
 func (cl *call) onAttempt(_ retryablehttp.Logger, _ *http.Request, i int) {
 	cl.attempts = i + 1
 	cl.started = time.Now()
+	cl.tr.wrote.Store(wroteNothing)
 }
 
 // checkRetry is the client's retry policy as go-retryablehttp asks for it:
-// it logs the attempt, then decides with retry.
+// it gathers what the attempt saw, decides with policy and logs the attempt
+// with its kind.
 func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	cl.logAttempt(ctx, resp, err)
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return false, ctxErr
+	now := time.Now()
+	seen := attemptSeen{
+		err:      err,
+		written:  cl.tr.wrote.Load() == wroteWhole,
+		free:     cl.body == nil,
+		ctxDone:  ctx.Err() != nil,
+		payAgain: cl.s.payAgain,
+		bodySent: cl.body != nil && cl.body.sent(),
 	}
-	again := cl.retry(ctx, resp, err)
-	if again && resp != nil && cl.attempts <= cl.s.maxRetries {
+	if resp != nil {
+		seen.status = resp.StatusCode
+		seen.retryAfter, seen.asked = retryAfter(resp, now)
+	}
+	seen.deadline, _ = ctx.Deadline()
+	v := policy(seen, now)
+	cl.last, cl.retryAfter = v, seen.retryAfter
+	if v.kind == attemptUnknown {
+		cl.unknowns++
+	}
+	cl.logAttempt(ctx, resp, err, v.kind)
+	if seen.ctxDone {
+		return false, ctx.Err()
+	}
+	if v.retry && resp != nil && cl.attempts <= cl.s.maxRetries {
 		// Another attempt follows. go-retryablehttp would now read up to
 		// 4 KiB of this answer, before its backoff, to reuse the
 		// connection: a body that drips would hold the retry until the
@@ -70,7 +91,7 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		drain(resp.Body)
 		resp.Body = http.NoBody
 	}
-	return again, nil
+	return v.retry, nil
 }
 
 // drainWait bounds the time drain spends on a failed answer's body.
@@ -86,38 +107,104 @@ func drain(body io.ReadCloser) {
 	_ = body.Close()
 }
 
-// retry decides with retryable, the one-shot rule and the Retry-After rule.
-func (cl *call) retry(ctx context.Context, resp *http.Response, err error) bool {
-	cl.retryAfter = 0
-	if !retryable(resp, err) {
-		return false
-	}
-	if cl.body != nil && cl.body.sent() {
-		cl.stopped = notReplayed
-		return false
-	}
-	d, ok := retryAfter(resp, time.Now())
-	if !ok {
-		return true
-	}
-	cl.retryAfter = d // the transport paused the client for it already
-	if d > MaxRetryAfter {
-		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", d, MaxRetryAfter)
-		return false
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Now().Add(d).After(deadline) {
-		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, past the call's deadline", d)
-		return false
-	}
-	return true
+// An attemptKind is what a finished attempt may have cost. A failed attempt is
+// one of three kinds, told apart by types and by what the transport saw
+// (httptrace's WroteRequest), never by the text of an error.
+type attemptKind int
+
+const (
+	// attemptAnswered: a success, or an answer that sending again does not change
+	// (400 and the other 4xx, 501, 505, a redirect not followed).
+	attemptAnswered attemptKind = iota
+	// attemptNotSent: the request never reached the service whole (DNS, dial,
+	// TLS, a connection closed or reset before the request was written, a
+	// per-attempt timeout before that, a local failure). Nothing was done.
+	attemptNotSent
+	// attemptRefused: the service answered that it did not do the work: 408, 429
+	// or 503, with or without Retry-After.
+	attemptRefused
+	// attemptUnknown: the request arrived whole and no definitive answer
+	// came back (a reset, EOF or per-attempt timeout after it was written,
+	// any other 5xx, an answer cut off). The work may be done and paid.
+	attemptUnknown
+)
+
+func (o attemptKind) String() string {
+	return [...]string{"answered", "not sent", "refused", "outcome unknown"}[o]
 }
 
-func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error) {
+// attemptSeen is what one attempt saw, as the retry policy reads it.
+type attemptSeen struct {
+	status     int           // the answer's status; 0 when none came
+	err        error         // the failure, when no answer came
+	written    bool          // the request was written whole (httptrace)
+	free       bool          // a request without a body (Download): sending it again costs nothing
+	ctxDone    bool          // the call's context ended
+	payAgain   bool          // WithRetryMayPayAgain
+	bodySent   bool          // a one-shot upload went out: it cannot be sent again
+	retryAfter time.Duration // the wait the answer asked for, when asked
+	asked      bool          // the answer carried a Retry-After
+	deadline   time.Time     // the call's deadline; zero when it has none
+}
+
+// A verdict is the policy's answer about one attempt.
+type verdict struct {
+	kind  attemptKind
+	retry bool
+	why   string // why a failure that could be retried was not
+}
+
+// policy is the retry policy: given what an attempt saw, the kind of the
+// attempt and whether to send the request again. Not sent and refused are
+// retried; an unknown outcome only with WithRetryMayPayAgain, or when the
+// request costs nothing (a Download); nothing is retried once the context
+// ended, when it would fail the same way again, when a one-shot upload is
+// gone, or when the wait asked for is too long.
+func policy(a attemptSeen, now time.Time) verdict {
+	v := verdict{kind: kindOf(a)}
+	switch {
+	case v.kind == attemptAnswered, a.ctxDone, a.err != nil && !transient(a.err):
+		return v
+	case v.kind == attemptUnknown && !a.payAgain && !a.free:
+		return v // the error says why: the work may be done
+	case a.bodySent:
+		v.why = notReplayed
+	case a.asked && a.retryAfter > MaxRetryAfter:
+		v.why = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", a.retryAfter, MaxRetryAfter)
+	case a.asked && !a.deadline.IsZero() && now.Add(a.retryAfter).After(a.deadline):
+		v.why = fmt.Sprintf("the service asked to wait %v before retrying, past the call's deadline", a.retryAfter)
+	default:
+		v.retry = true
+	}
+	return v
+}
+
+// kindOf is the kind of an attempt: by its answer's status when one came,
+// else by whether the request was written whole before it failed.
+func kindOf(a attemptSeen) attemptKind {
+	var redir *redirectError
+	switch {
+	case errors.As(a.err, &redir):
+		return attemptAnswered // the answer was a redirect the client does not follow
+	case a.err != nil && a.written:
+		return attemptUnknown
+	case a.err != nil:
+		return attemptNotSent
+	case a.status == http.StatusRequestTimeout, a.status == http.StatusTooManyRequests, a.status == http.StatusServiceUnavailable:
+		return attemptRefused
+	case a.status >= 500 && a.status <= 599 && a.status != http.StatusNotImplemented && a.status != http.StatusHTTPVersionNotSupported:
+		return attemptUnknown
+	}
+	return attemptAnswered
+}
+
+func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error, kind attemptKind) {
 	l := cl.s.logger
 	if l == nil {
 		return
 	}
-	attrs := []slog.Attr{slog.String("operation", cl.op), slog.Int("attempt", cl.attempts), slog.Duration("duration", time.Since(cl.started))}
+	attrs := []slog.Attr{slog.String("operation", cl.op), slog.Int("attempt", cl.attempts), slog.String("kind", kind.String()),
+		slog.Duration("duration", time.Since(cl.started))}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode), slog.Int64("bytes", resp.ContentLength))
 		if id := requestID(resp.Header); id != "" {
@@ -129,28 +216,12 @@ func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error) 
 	l.LogAttrs(ctx, slog.LevelDebug, "creative: attempt", attrs...)
 }
 
-// retryable reports whether an attempt that ended with resp or err may be
-// sent again. Connection failures and 408, 429, 500, 502, 503 and 504 are
-// passing troubles; 400 is the service's definitive answer, and any other
-// status (other 4xx, 501, 2xx, 3xx, 1xx) will not change on a retry.
-func retryable(resp *http.Response, err error) bool {
-	if err != nil {
-		return transient(err)
-	}
-	switch resp.StatusCode {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
 // transient reports whether an attempt's failure may pass on its own. Only
 // failures of the network are: the transport marks them as attemptErrors.
 // Anything the client itself refused (a redirect, a Location it cannot
-// parse, a local read of an upload) and anything that will fail the same way
-// again (the context's end, a certificate or TLS handshake problem) is not.
+// parse, a local read of an upload, the pause, the rate limiter) and
+// anything that will fail the same way again (the context's end, a
+// certificate or TLS handshake problem) is not.
 func transient(err error) bool {
 	var ae *attemptError
 	if !errors.As(err, &ae) {
@@ -167,13 +238,12 @@ func transient(err error) bool {
 		record           tls.RecordHeaderError
 		alert            tls.AlertError
 		source           *sourceError
-		paused           *pausedError
 	)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &unknownAuthority), errors.As(err, &invalidCert), errors.As(err, &hostname),
 		errors.As(err, &verification), errors.As(err, &record), errors.As(err, &alert),
-		errors.As(err, &source), errors.As(err, &paused):
+		errors.As(err, &source):
 		return false
 	}
 	return true
@@ -238,7 +308,8 @@ func (cl *call) backoff(min, max time.Duration, attempt int, resp *http.Response
 // notReplayed explains why a retryable failure of an upload was not retried.
 const notReplayed = "not retried: the upload came from a one-shot reader whose bytes were already sent; give a path, bytes or an io.ReaderAt to make it retryable"
 
-// failure turns the error of send into the error a caller gets.
+// failure turns the error of send into the error a caller gets, of the
+// kind of the last attempt.
 func (cl *call) failure(ctx context.Context, err error) error {
 	var (
 		paused *pausedError
@@ -248,15 +319,29 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	case errors.As(err, &paused):
 		// The attempt refused by the pause was counted but never sent.
 		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts - 1, RetryAfter: time.Until(paused.until),
-			Message: paused.Error(), paused: true}
+			Message: paused.Error(), paused: true, kind: attemptNotSent}
 	case errors.As(err, &redir):
 		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.message(redir.Error()), unexpected: true}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (%v)", ctxErr, err)
 	}
-	if cl.stopped != "" {
-		err = fmt.Errorf("%w (%s)", err, cl.stopped)
+	if cl.last.why != "" {
+		err = fmt.Errorf("%w (%s)", err, cl.last.why)
 	}
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
+	kind := cl.last.kind
+	if kind == attemptAnswered { // no attempt was judged: none was sent
+		kind = attemptNotSent
+	}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err), kind: cl.costOf(kind), mayHavePaid: cl.unknowns}
+}
+
+// costOf is the kind an error reports for an attempt of kind k: a request
+// without a body (a Download) costs nothing to send again, so its outcome is
+// never unknown in the sense of ErrOutcomeUnknown.
+func (cl *call) costOf(k attemptKind) attemptKind {
+	if k == attemptUnknown && cl.body == nil {
+		return attemptAnswered
+	}
+	return k
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -48,8 +50,29 @@ func (c *Client) useHTTPClient(user *http.Client) {
 // limiter, runs the middleware, and bounds the wait for the answer's
 // headers; it marks the network's failures as attemptErrors.
 type transport struct {
-	cl   *call
-	next http.RoundTripper
+	cl    *call
+	next  http.RoundTripper
+	wrote atomic.Int32 // what httptrace said of the attempt's request: wroteNothing, wroteFailed or wroteWhole
+}
+
+// What the transport saw of an attempt's request being written.
+const (
+	wroteNothing = iota // no word yet: not sent
+	wroteFailed         // writing it failed: not sent whole
+	wroteWhole          // written whole: the service may act on it
+)
+
+// wroteRequest is the call's httptrace hook, run when a request (an
+// attempt, or a redirect of it) was written or failed to be. Written whole
+// is never undone within an attempt: a late word about an earlier attempt
+// can then only make the policy more careful, never send twice what may
+// have arrived.
+func (t *transport) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err != nil {
+		t.wrote.CompareAndSwap(wroteNothing, wroteFailed)
+		return
+	}
+	t.wrote.Store(wroteWhole)
 }
 
 // An attemptError is a failure of the network during one attempt: the only
@@ -65,14 +88,17 @@ func (e *attemptError) Unwrap() error { return e.err }
 // RoundTrip sends one attempt of the call, or one redirect of it.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Response != nil { // a redirect: the attempt is under way
+		// What counts is whether this request, not the redirected one,
+		// was written whole.
+		t.wrote.Store(wroteNothing)
 		return t.network(req, 0)
 	}
-	c := t.cl.c
-	if err := c.pause.wait(req.Context()); err != nil {
+	c, l := t.cl.c, t.cl.s.logger
+	if err := c.pause.wait(req.Context(), l, t.cl.op); err != nil {
 		return nil, err
 	}
 	resp, err := t.send(req)
-	c.pause.report(resp, err)
+	c.pause.report(resp, err, l, t.cl.op)
 	return resp, err
 }
 
@@ -82,7 +108,7 @@ func (t *transport) send(req *http.Request) (*http.Response, error) {
 	c, s := t.cl.c, t.cl.s
 	if c.limiter != nil {
 		if err := c.limiter.Wait(req.Context()); err != nil {
-			c.pause.report(nil, err) // if this attempt was to go first, let another
+			c.pause.report(nil, err, nil, "") // if this attempt was to go first, let another
 			if _, ok := c.limiter.(*rate.Limiter); ok && req.Context().Err() == nil {
 				// The limiter refuses at once a wait its deadline cannot cover.
 				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)

@@ -141,7 +141,7 @@ func TestWithRateLimiterIsAskedBeforeEveryAttempt(t *testing.T) {
 
 func TestWithRequestTimeout(t *testing.T) {
 	for _, p := range placements {
-		t.Run(p.name+": a stalled first attempt is retried and the second succeeds", func(t *testing.T) {
+		t.Run(p.name+": a stall after the request arrived is an unknown outcome, not sent again", func(t *testing.T) {
 			ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if n == 1 {
 					stall(r)
@@ -150,6 +150,24 @@ func TestWithRequestTimeout(t *testing.T) {
 				replyJSON(200, musicOK)(w, r)
 			})
 			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond))
+			err := music(context.Background(), c, call...)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			var netErr *NetworkError
+			require.ErrorAs(t, err, &netErr)
+			assert.Equal(t, 1, netErr.Attempts)
+			assert.Contains(t, err.Error(), "WithRequestTimeout")
+			assert.Contains(t, err.Error(), "the service may have done the work and charged for it, so it was not sent again, after 1 attempt")
+			assert.Equal(t, 1, ss.count())
+		})
+		t.Run(p.name+": with WithRetryMayPayAgain the stalled attempt is retried and the second succeeds", func(t *testing.T) {
+			ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					stall(r)
+					return
+				}
+				replyJSON(200, musicOK)(w, r)
+			})
+			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond), WithRetryMayPayAgain())
 			start := time.Now()
 			require.NoError(t, music(context.Background(), c, call...))
 			assert.Less(t, time.Since(start), 2*time.Second)
@@ -159,12 +177,14 @@ func TestWithRequestTimeout(t *testing.T) {
 	t.Run("an attempt that stalls every time fails saying so", func(t *testing.T) {
 		ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
 		c := newTestClient(t, ss.URL)
-		err := music(context.Background(), c, WithRequestTimeout(50*time.Millisecond), WithMaxRetries(1))
+		err := music(context.Background(), c, WithRequestTimeout(50*time.Millisecond), WithMaxRetries(1), WithRetryMayPayAgain())
 		var netErr *NetworkError
 		require.ErrorAs(t, err, &netErr)
 		assert.Equal(t, 2, netErr.Attempts)
 		assert.Equal(t, 2, ss.count())
 		assert.Contains(t, err.Error(), "WithRequestTimeout")
+		assert.ErrorIs(t, err, ErrOutcomeUnknown)
+		assert.Contains(t, err.Error(), "charged for it up to 2 times, in 2 attempts with WithRetryMayPayAgain")
 	})
 	t.Run("it bounds the wait for the headers, not the body", func(t *testing.T) {
 		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
