@@ -108,7 +108,9 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
-	b.WriteString(costNote(e.kind, e.Attempts, e.mayHavePaid))
+	if !e.paused { // its message says already that nothing was sent
+		b.WriteString(costNote(e.kind, e.Attempts, e.mayHavePaid))
+	}
 	if e.RequestID != "" {
 		b.WriteString(" (request id ")
 		b.WriteString(e.RequestID)
@@ -148,13 +150,17 @@ func (o attemptKind) is(target error) bool {
 	return false
 }
 
-// costNote says, for an error's text, what a failure of kind k may have
-// cost: nothing to add unless its outcome is unknown.
+// costNote says, for an error's text, which kind of failure ended the call
+// and what it may have cost.
 func costNote(k attemptKind, attempts, mayHavePaid int) string {
-	if k != attemptUnknown {
+	switch {
+	case k == attemptNotSent:
+		return " (not sent: the request did not reach the service whole, so nothing was done)"
+	case k == attemptRefused:
+		return " (refused: the service did not do the work)"
+	case k != attemptUnknown:
 		return ""
-	}
-	if mayHavePaid <= 1 {
+	case mayHavePaid <= 1:
 		return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after %s)", plural(attempts, "attempt"))
 	}
 	return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it up to %d times, in %s with WithRetryMayPayAgain)", mayHavePaid, plural(attempts, "attempt"))
