@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,4 +162,78 @@ func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
 		h.once.Do(func() { close(h.seen) })
 	}
 	return nil
+}
+
+// A 429 asking for 120 s: the call that got it returns at once, the Client
+// stays paused for the whole 120 s (not MaxRetryAfter), and a call of
+// another operation, with no deadline, returns at once too, sending
+// nothing, saying until when. Both are logged at Info.
+func TestA429AskingForMoreThanMaxRetryAfterPausesTheClientForAllOfIt(t *testing.T) {
+	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		replyJSON(429, `{"success":false,"message":"slow down"}`)(w, r)
+	})
+	logs := &logCapture{}
+	c := newTestClient(t, ss.URL, WithLogger(slog.New(logs)))
+
+	start := time.Now()
+	err := music(context.Background(), c)
+	assert.Less(t, time.Since(start), time.Second, "returned at once")
+	assert.ErrorIs(t, err, ErrRateLimited)
+	assert.ErrorIs(t, err, ErrRefused)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 1, apiErr.Attempts)
+	assert.Equal(t, 120*time.Second, apiErr.RetryAfter)
+	assert.Contains(t, err.Error(), "asked to wait 2m0s before retrying, more than the 1m0s the client waits")
+
+	start = time.Now()
+	_, err = c.GenerateQR(context.Background(), GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
+	assert.Less(t, time.Since(start), time.Second, "returned at once")
+	assert.ErrorIs(t, err, ErrRateLimited)
+	assert.ErrorIs(t, err, ErrNotSent)
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 0, apiErr.Attempts, "nothing was sent")
+	m := untilRE.FindStringSubmatch(err.Error())
+	require.Len(t, m, 2, "the message says until when: %v", err)
+	until, perr := time.Parse(time.RFC3339, m[1])
+	require.NoError(t, perr)
+	assert.WithinDuration(t, ss.stamps()[0].Add(120*time.Second), until, 2*time.Second, "the pause lasts what the service asked")
+	assert.Equal(t, 1, ss.count())
+
+	var pausing map[string]any
+	for i, line := range logs.lines {
+		if strings.HasPrefix(line, "creative: pausing every call") {
+			pausing = logs.attrs[i]
+			assert.Equal(t, slog.LevelInfo, logs.level[i])
+		}
+	}
+	require.NotNil(t, pausing, "the start of the pause is logged: %s", logs.all())
+	assert.Equal(t, "audio/text-to-music", pausing["operation"])
+	assert.WithinDuration(t, until, pausing["until"].(time.Time), time.Millisecond)
+}
+
+// A call that begins to wait on the pause says so at Info, with its
+// operation and until when.
+func TestACallWaitingOnThePauseIsLogged(t *testing.T) {
+	ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+			return
+		}
+		replyJSON(200, `{"success":true,"message":"ok","data":{"base64":"`+pngB64+`"}}`)(w, r)
+	})
+	c := newTestClient(t, ss.URL, WithMaxRetries(0))
+	require.ErrorIs(t, music(context.Background(), c), ErrRefused)
+
+	logs := &logCapture{}
+	_, err := c.GenerateQR(context.Background(), GenerateQRRequest{URL: "https://example.com", Prompt: "p"}, WithLogger(slog.New(logs)))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(logs.lines), 1)
+	assert.True(t, strings.HasPrefix(logs.lines[0], "creative: waiting for the pause"), logs.all())
+	assert.Equal(t, slog.LevelInfo, logs.level[0])
+	assert.Equal(t, "image/generate-qr", logs.attrs[0]["operation"])
+	assert.WithinDuration(t, ss.stamps()[0].Add(time.Second), logs.attrs[0]["until"].(time.Time), 500*time.Millisecond)
+	assert.False(t, ss.stamps()[1].Before(ss.stamps()[0].Add(time.Second)), "it waited until then")
 }
