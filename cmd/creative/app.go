@@ -110,6 +110,9 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 		msg = "creative: " + msg
 	}
 	fmt.Fprintln(a.con, msg)
+	if errors.Is(err, creative.ErrOutcomeUnknown) {
+		fmt.Fprintln(a.con, "creative: the service may have done this work and charged for it; it was not repeated: check before running it again")
+	}
 	var usage *usageError
 	var invalid *creative.ValidationError
 	if errors.As(err, &usage) || errors.As(err, &invalid) {
