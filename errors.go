@@ -54,7 +54,7 @@ var (
 	// the work: 408, 429 or 503, still failing when the retries ran out or
 	// asking for a longer wait than the call allows. The call may be made
 	// again, later.
-	ErrRefused = errors.New("creative: attemptRefused by the service")
+	ErrRefused = errors.New("creative: refused by the service")
 )
 
 // An APIError reports an answer from the service that is not a success: an
@@ -89,7 +89,7 @@ type APIError struct {
 	RequestID string
 
 	unexpected  bool        // the answer is not what the operation promises
-	paused      bool        // attemptRefused, nothing sent, during the client's pause
+	paused      bool        // refused, nothing sent, during the client's pause
 	kind        attemptKind // what the last attempt may have cost
 	mayHavePaid int         // attempts whose outcome is unknown
 }
@@ -218,7 +218,7 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidReq
 func (e *ValidationError) Unwrap() error { return e.Err }
 
 // A NetworkError reports a call that got no HTTP answer: the connection was
-// attemptRefused, reset or timed out, or the context ended. It unwraps to the
+// refused, reset or timed out, or the context ended. It unwraps to the
 // cause, so errors.Is(err, context.DeadlineExceeded) works, and matches
 // ErrNotSent when the request never reached the service whole, or
 // ErrOutcomeUnknown when it did and no answer came back.

@@ -107,21 +107,21 @@ func drain(body io.ReadCloser) {
 	_ = body.Close()
 }
 
-// An attemptKind is what a finished attempt may have cost. A failed attempt is
-// one of three kinds, told apart by types and by what the transport saw
+// An attemptKind is what a finished attempt may have cost. A failed attempt
+// is one of three kinds, told apart by types and by what the transport saw
 // (httptrace's WroteRequest), never by the text of an error.
 type attemptKind int
 
 const (
-	// attemptAnswered: a success, or an answer that sending again does not change
-	// (400 and the other 4xx, 501, 505, a redirect not followed).
+	// attemptAnswered: a success, or an answer that sending again does not
+	// change (400 and the other 4xx, 501, 505, a redirect not followed).
 	attemptAnswered attemptKind = iota
-	// attemptNotSent: the request never reached the service whole (DNS, dial,
-	// TLS, a connection closed or reset before the request was written, a
-	// per-attempt timeout before that, a local failure). Nothing was done.
+	// attemptNotSent: the request never reached the service whole (DNS,
+	// dial, TLS, a connection closed or reset before the request was
+	// written, a per-attempt timeout before that, a local failure).
 	attemptNotSent
-	// attemptRefused: the service answered that it did not do the work: 408, 429
-	// or 503, with or without Retry-After.
+	// attemptRefused: the service answered that it did not do the work:
+	// 408, 429 or 503, with or without Retry-After.
 	attemptRefused
 	// attemptUnknown: the request arrived whole and no definitive answer
 	// came back (a reset, EOF or per-attempt timeout after it was written,
