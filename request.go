@@ -54,6 +54,11 @@ func (b *jsonBody) size() int64              { return int64(len(b.data)) }
 func (b *jsonBody) open() (io.Reader, error) { return bytes.NewReader(b.data), nil }
 func (b *jsonBody) sent() bool               { return false }
 
+// readCloser is open as a request's GetBody wants it.
+func (b *jsonBody) readCloser() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(b.data)), nil
+}
+
 // sent reports whether a one-shot upload's bytes went out: such a body
 // cannot be sent again.
 func (m *multipartBody) sent() bool { return m.shot != nil && m.shot.sent() }
@@ -73,20 +78,20 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 	if err != nil {
 		return nil, fmt.Errorf("creative: %s: %w", r.op, err)
 	}
-	req.Header = c.header(cl, r)
+	c.setHeader(req.Header, cl, r)
 	return req, nil
 }
 
-// header is the header of every attempt of r. The values are shared,
-// read-only slices: building it costs one map, not one slice per value.
-func (c *Client) header(cl *call, r *request) http.Header {
+// setHeader fills h, the header of every attempt of r. The values are
+// shared, read-only slices: building it costs the map NewRequest made, not
+// one slice per value.
+func (c *Client) setHeader(h http.Header, cl *call, r *request) {
 	extra := cl.s.header
 	if r.rawURL != "" {
 		// A download goes to another host: only the call's own headers go
 		// with it, never the Client's, which are meant for the service.
 		extra = callOnly(extra, c.set.header)
 	}
-	h := make(http.Header, 5+len(extra))
 	for k, v := range extra {
 		h[k] = v
 	}
@@ -106,7 +111,6 @@ func (c *Client) header(cl *call, r *request) http.Header {
 		h["Accept"] = []string{r.accept}
 	}
 	h["User-Agent"] = cl.s.uaValue
-	return h
 }
 
 // callOnly returns the headers of h that a call's options added to the

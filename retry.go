@@ -26,13 +26,8 @@ import (
 // client's policy, and returns the last answer or the last failure.
 func (cl *call) send(req *http.Request) (*http.Response, error) {
 	rreq := &retryablehttp.Request{Request: req}
-	if cl.body != nil {
-		// The body is opened anew for each attempt; ContentLength is the
-		// body's own word, not a probe of a first reader.
-		if err := rreq.SetBody(retryablehttp.ReaderFunc(cl.body.open)); err != nil {
-			return nil, err
-		}
-		req.ContentLength = cl.body.size()
+	if err := cl.setBody(rreq); err != nil {
+		return nil, err
 	}
 	rc := retryablehttp.Client{
 		HTTPClient:     &cl.hc,
@@ -48,9 +43,32 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 	return rc.Do(rreq)
 }
 
-// onAttempt counts attempts and clears what the transport saw of the last
-// one; go-retryablehttp calls it before each attempt.
-func (cl *call) onAttempt(_ retryablehttp.Logger, _ *http.Request, i int) {
+// setBody gives rreq the call's body, opened anew for each attempt. A JSON
+// body's bytes are handed to each attempt by onAttempt, through GetBody, in
+// the form net/http knows to be in memory (so the request goes out in one
+// write); any other body is opened by its own open, through go-retryablehttp,
+// which stops the call when it fails. ContentLength is the body's own word.
+func (cl *call) setBody(rreq *retryablehttp.Request) error {
+	var err error
+	switch b := cl.body.(type) {
+	case nil:
+		return nil
+	case *jsonBody:
+		rreq.GetBody = b.readCloser
+	default:
+		err = rreq.SetBody(retryablehttp.ReaderFunc(b.open))
+	}
+	rreq.ContentLength = cl.body.size()
+	return err
+}
+
+// onAttempt counts attempts, gives a JSON body to the attempt's request and
+// clears what the transport saw of the last one; go-retryablehttp calls it
+// before each attempt.
+func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
+	if _, ok := cl.body.(*jsonBody); ok {
+		req.Body, _ = req.GetBody()
+	}
 	cl.attempts = i + 1
 	cl.started = time.Now()
 	cl.tr.wrote.Store(wroteNothing)
@@ -182,9 +200,8 @@ func policy(a attemptSeen, now time.Time) verdict {
 // kindOf is the kind of an attempt: by its answer's status when one came,
 // else by whether the request was written whole before it failed.
 func kindOf(a attemptSeen) attemptKind {
-	var redir *redirectError
 	switch {
-	case errors.As(a.err, &redir):
+	case a.err != nil && isRedirect(a.err):
 		return attemptAnswered // the answer was a redirect the client does not follow
 	case a.err != nil && a.written:
 		return attemptUnknown
@@ -196,6 +213,12 @@ func kindOf(a attemptSeen) attemptKind {
 		return attemptUnknown
 	}
 	return attemptAnswered
+}
+
+// isRedirect reports whether err is a redirect the client refused.
+func isRedirect(err error) bool {
+	var redir *redirectError
+	return errors.As(err, &redir)
 }
 
 func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error, kind attemptKind) {
