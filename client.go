@@ -228,7 +228,7 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{c: c, op: r.op, s: s, keys: key}
+	cl := &call{c: c, op: r.op, s: s, keys: key, redactor: newRedactor(key, c.key())}
 	if err := ctx.Err(); err != nil {
 		return nil, &NetworkError{Operation: r.op, Err: err}
 	}

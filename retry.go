@@ -40,8 +40,7 @@ type call struct {
 	retryAfter time.Duration // asked for by the last answer
 	stopped    string        // why a retryable answer was not retried
 
-	secretsOnce sync.Once
-	forms       []string // what redact removes; see secrets
+	redactor // the call's keys and the Client's, removed from every text
 }
 
 // oneShot is what the pipeline needs of a body that can be sent once.
