@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/creativegen/creative-go/internal/ops"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Version is the version of this SDK, sent in the User-Agent header.
@@ -321,14 +320,14 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 
 // invoke sends one call of op and decodes its envelope's data with data:
 // an endpoint method is its validation plus this line.
-func invoke[T any](ctx context.Context, c *Client, op string, body any, opts []Option, data func(*jsontext.Decoder) (T, error)) (T, error) {
+func invoke[T any](ctx context.Context, c *Client, op string, body any, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	var v T
 	rs, err := c.do(ctx, &request{op: op, body: body}, opts)
 	if err != nil {
 		return v, err
 	}
 	defer rs.Close()
-	err = rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
+	err = rs.decodeEnvelope(inPlace[T](), func(d *bodyDecoder) (err error) {
 		v, err = data(d)
 		return err
 	})

@@ -19,7 +19,7 @@ import (
 
 // dataURL decodes a URL string and checks that it is an absolute http(s)
 // URL.
-func dataURL(d *jsontext.Decoder, where string) (URL, error) {
+func dataURL(d *bodyDecoder, where string) (URL, error) {
 	if k := d.PeekKind(); k != '"' {
 		return "", fmt.Errorf("%s is %s, want a non-empty URL string", where, kindName(k))
 	}
@@ -38,7 +38,7 @@ func dataURL(d *jsontext.Decoder, where string) (URL, error) {
 
 // dataURLs decodes an array of URL strings, or a lone URL string as a list
 // of one.
-func dataURLs(d *jsontext.Decoder) ([]URL, error) {
+func dataURLs(d *bodyDecoder) ([]URL, error) {
 	if d.PeekKind() == '"' {
 		u, err := dataURL(d, "data")
 		if err != nil {
@@ -73,7 +73,7 @@ func dataURLs(d *jsontext.Decoder) ([]URL, error) {
 // with base64, an array of them, a bare string) and arrays of bare strings,
 // at most max images. Each base64 string is decoded in place, in the body's
 // own bytes, and validated in the same pass.
-func dataImages(d *jsontext.Decoder, max int) ([]Image, error) {
+func dataImages(d *bodyDecoder, max int) ([]Image, error) {
 	if d.PeekKind() != '[' {
 		im, err := dataImage(d, "data")
 		if err != nil {
@@ -106,7 +106,7 @@ func dataImages(d *jsontext.Decoder, max int) ([]Image, error) {
 
 // dataImage decodes one image: an object with a base64 string, or the
 // string itself.
-func dataImage(d *jsontext.Decoder, where string) (Image, error) {
+func dataImage(d *bodyDecoder, where string) (Image, error) {
 	switch k := d.PeekKind(); k {
 	case '"':
 		return base64Image(d, where)
@@ -151,10 +151,13 @@ func dataImage(d *jsontext.Decoder, where string) (Image, error) {
 
 // base64Image decodes the base64 string at the decoder, in place: padded
 // or not, wrapped in lines (\n or \r\n) or not, bare or as a data URL.
-func base64Image(d *jsontext.Decoder, where string) (Image, error) {
+func base64Image(d *bodyDecoder, where string) (Image, error) {
 	raw, err := d.ReadValue()
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	if ls, ok := d.longString(raw, true); ok {
+		return base64Long(d.body[ls.start:ls.end], where)
 	}
 	s := raw[1 : len(raw)-1]
 	if bytes.IndexByte(s, '\\') >= 0 {
@@ -185,8 +188,30 @@ func base64Image(d *jsontext.Decoder, where string) (Image, error) {
 	return Image{Data: s[:n:n]}, nil
 }
 
+// base64Long decodes in place a long string of the body that the walk left
+// out (skim.go): no escapes, no data URL. The decoder rejects every byte
+// outside base64, control characters and invalid UTF-8 among them, but
+// passes over line breaks, which a JSON string may not hold raw: a length
+// short of the string's tells of them.
+func base64Long(s []byte, where string) (Image, error) {
+	enc, want := base64.StdEncoding, len(s)/4*3
+	if len(s)%4 != 0 {
+		enc, want = base64.RawStdEncoding, len(s)*6/8
+	} else {
+		want -= bytes.Count(s[len(s)-2:], []byte{'='})
+	}
+	n, err := enc.Decode(s, s)
+	switch {
+	case err != nil:
+		return Image{}, fmt.Errorf("%s is not valid base64: %v", where, err)
+	case n != want:
+		return Image{}, fmt.Errorf("%w: %s holds a raw line break", errSyntax, where)
+	}
+	return Image{Data: s[:n:n]}, nil
+}
+
 // dataWriter decodes the writer tool's object.
-func dataWriter(d *jsontext.Decoder) (*WriterResult, error) {
+func dataWriter(d *bodyDecoder) (*WriterResult, error) {
 	if k := d.PeekKind(); k != '{' {
 		return nil, fmt.Errorf("data is %s, want the writer object (language, useCase, word_count, text.choices)", kindName(k))
 	}
@@ -305,7 +330,7 @@ func (rs *response) notAudio(ct string, head []byte) error {
 		return rs.unexpected(body, "an empty body where audio was promised")
 	}
 	var ee *envelopeError
-	switch err := envelope(body, func(d *jsontext.Decoder) error { return d.SkipValue() }); {
+	switch err := envelope(body, false, func(d *bodyDecoder) error { return d.SkipValue() }); {
 	case errors.As(err, &ee) && ee.failed:
 		return rs.serviceFailure(body, ee.msg)
 	case err != nil:
@@ -347,16 +372,16 @@ func (c *capped) Read(p []byte) (int, error) {
 }
 
 // dataURLOf decodes the URL string that is the whole data.
-func dataURLOf(d *jsontext.Decoder) (URL, error) { return dataURL(d, "data") }
+func dataURLOf(d *bodyDecoder) (URL, error) { return dataURL(d, "data") }
 
 // images returns the data decoder of an operation that asked for up to max
 // images.
-func images(max int) func(*jsontext.Decoder) ([]Image, error) {
-	return func(d *jsontext.Decoder) ([]Image, error) { return dataImages(d, max) }
+func images(max int) func(*bodyDecoder) ([]Image, error) {
+	return func(d *bodyDecoder) ([]Image, error) { return dataImages(d, max) }
 }
 
 // oneImage decodes the data of an operation that returns one image.
-func oneImage(d *jsontext.Decoder) (Image, error) {
+func oneImage(d *bodyDecoder) (Image, error) {
 	ims, err := dataImages(d, 1)
 	if err != nil {
 		return Image{}, err

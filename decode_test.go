@@ -10,14 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // gate runs body through the answer gate as a 200 of an operation whose
 // data decoder is data, with the access key "gate-key-1234".
-func gate[T any](body []byte, data func(*jsontext.Decoder) (T, error)) (T, error) {
+func gate[T any](body []byte, data func(*bodyDecoder) (T, error)) (T, error) {
 	rs := &response{
 		Response: &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: &http.Request{}},
@@ -25,7 +24,7 @@ func gate[T any](body []byte, data func(*jsontext.Decoder) (T, error)) (T, error
 		cancel: func() {},
 	}
 	var v T
-	err := rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
+	err := rs.decodeEnvelope(inPlace[T](), func(d *bodyDecoder) (err error) {
 		v, err = data(d)
 		return err
 	})
@@ -255,6 +254,9 @@ func FuzzImages(f *testing.F) {
 		`{"success":true,"data":"` + wrap(one, 4, `\r\n`) + `"}`,
 		`{"success":false,"message":"no"}`,
 		`{"success":true,"data":{"Base64":"YQ=="}}`,
+		// Long enough to be skimmed (skim.go).
+		`{"success":true,"data":[{"base64":"` + b64(strings.Repeat("long image ", 600)) + `"}]}`,
+		`{"x":"` + strings.Repeat("z", skimMin) + `","success":true,"data":"` + b64(strings.Repeat("\xff", 4000)) + `"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -279,5 +281,68 @@ func FuzzImages(f *testing.F) {
 				t.Fatalf("image %d differs: %q vs %q", i, got[i].Data, ref[i])
 			}
 		}
+	})
+}
+
+// Long strings (skim.go) take a shorter road through the walk; every answer
+// must come out as the whole walk and encoding/json would read it.
+func TestLongImageStringsAreReadAsTheWholeWalkWouldReadThem(t *testing.T) {
+	img := bytes.Repeat([]byte("\x89PNG\r\n\x1a\n long image/+ "), 1000) // 18 KB, base64 with '/' and '+'
+	enc := base64.StdEncoding.EncodeToString(img)
+	raw := base64.RawStdEncoding.EncodeToString(img[:len(img)-1])
+	long := strings.Repeat("ab", skimMin)
+	for _, tc := range []struct {
+		name, body string
+		want       [][]byte // nil: an error
+	}{
+		{"an object with base64", `{"success":true,"data":{"base64":"` + enc + `"}}`, [][]byte{img}},
+		{"two of them, and a long unrelated member", `{"x":"` + long + `","success":true,"data":[{"base64":"` + enc + `"},{"base64":"` + raw + `"}]}`, [][]byte{img, img[:len(img)-1]}},
+		{"slashes escaped, as PHP writes them", `{"success":true,"data":"` + strings.ReplaceAll(enc, "/", `\/`) + `"}`, [][]byte{img}},
+		{"a data URL", `{"success":true,"data":"data:image/png;base64,` + enc + `"}`, [][]byte{img}},
+		{"a long member name", `{"` + long + `":1,"success":true,"data":"` + enc + `"}`, [][]byte{img}},
+		{"a short string that looks like a placeholder", `{"p":"` + placeholder + `0","success":true,"data":"` + enc + `"}`, [][]byte{img}},
+		{"a raw line break in the base64", `{"success":true,"data":"` + enc[:4096] + "\n" + enc[4096:] + `"}`, nil},
+		{"a control character in a long member no decoder reads", `{"x":"` + long + "\x01" + `","success":true,"data":"` + enc + `"}`, nil},
+		{"invalid UTF-8 in a long member no decoder reads", `{"x":"` + long + "\xff" + `","success":true,"data":"` + enc + `"}`, nil},
+		{"a long string, then broken JSON", `{"success":true,"data":"` + enc + `",]`, nil},
+		{"a long string whose base64 is broken", `{"success":true,"data":"` + enc[:5000] + "*" + enc[5001:] + `"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref, refErr := refImages([]byte(tc.body))
+			got, err := gate([]byte(tc.body), images(10))
+			if tc.want == nil {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrUnexpectedResponse)
+				if !strings.Contains(tc.name, "base64 is broken") && !strings.Contains(tc.name, "UTF-8") {
+					assert.Error(t, refErr, "encoding/json refuses it too")
+				}
+				// The whole walk refuses it too.
+				bd := &bodyDecoder{}
+				assert.Error(t, bd.walk([]byte(tc.body), func(d *bodyDecoder) error {
+					_, err := dataImages(d, 10)
+					return err
+				}))
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, refErr)
+			require.Len(t, got, len(tc.want))
+			for i := range got {
+				assert.Equal(t, tc.want[i], got[i].Data)
+				assert.Equal(t, ref[i], got[i].Data)
+			}
+		})
+	}
+	t.Run("a long message of a failure is the message", func(t *testing.T) {
+		_, err := gate([]byte(`{"success":false,"message":"`+long+`"}`), images(1))
+		var ae *APIError
+		require.ErrorAs(t, err, &ae)
+		assert.False(t, errors.Is(err, ErrUnexpectedResponse))
+		assert.True(t, strings.HasPrefix(ae.Message, "abab"), ae.Message[:20])
+	})
+	t.Run("an error after the walk speaks of the body", func(t *testing.T) {
+		_, err := gate([]byte(`{"success":true,"data":{"base64":"`+enc+`"}} trailing`), images(1))
+		require.ErrorIs(t, err, ErrUnexpectedResponse)
+		assert.Contains(t, err.Error(), "more follows the envelope")
 	})
 }

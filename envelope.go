@@ -23,9 +23,16 @@ import (
 // buffer's own bytes, so values it returns alias the body.
 var decoders = sync.Pool{New: func() any { return &bodyDecoder{} }}
 
+// A bodyDecoder walks one body. With skim, the walk reads a skeleton of the
+// body in which each long string is a placeholder, and a data decoder reads
+// the string itself from the body (see skim.go).
 type bodyDecoder struct {
-	buf bytes.Buffer
-	dec jsontext.Decoder
+	jsontext.Decoder
+	buf   bytes.Buffer
+	body  []byte       // the body as it came
+	skel  []byte       // the skeleton, reused
+	long  []longString // the strings the skeleton leaves out
+	taken int          // how many of them a decoder has read
 }
 
 // An envelopeError is a body that is not the envelope, or an envelope that
@@ -40,30 +47,54 @@ func (e *envelopeError) Error() string { return e.msg }
 // envelope walks an envelope in body and calls data with the decoder placed
 // at the data value, whose kind it may check with PeekKind. It fails when
 // the body is not one JSON object with a boolean success that is true and a
-// data that is not null.
-func envelope(body []byte, data func(d *jsontext.Decoder) error) error {
+// data that is not null. With skim, long strings are read by the data
+// decoder from the body, unscanned by the walk (see skim.go): it is for
+// image answers, whose base64 is almost the whole body.
+func envelope(body []byte, skim bool, data func(d *bodyDecoder) error) error {
 	bd := decoders.Get().(*bodyDecoder)
 	defer func() {
 		bd.buf = bytes.Buffer{}
-		bd.dec.Reset(&bd.buf)
+		bd.Reset(&bd.buf)
+		bd.body, bd.long, bd.taken = nil, bd.long[:0], 0
+		if cap(bd.skel) > 64<<10 {
+			bd.skel = nil
+		}
 		decoders.Put(bd)
 	}()
-	bd.buf = *bytes.NewBuffer(body)
-	bd.dec.Reset(&bd.buf)
-	d := &bd.dec
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+	src := body
+	if skim {
+		src = bd.skim(body)
+	}
+	err := bd.walk(src, data)
+	if err != nil && bd.taken == 0 && len(bd.long) > 0 {
+		// The body is as it came: walk it whole, for an error that speaks
+		// of the body rather than the skeleton.
+		bd.long = bd.long[:0]
+		err = bd.walk(body, data)
+	}
+	if err == nil {
+		err = bd.checkLeftOut()
+	}
+	return err
+}
+
+// walk reads the envelope in src.
+func (bd *bodyDecoder) walk(src []byte, data func(d *bodyDecoder) error) error {
+	bd.buf = *bytes.NewBuffer(src)
+	bd.Reset(&bd.buf)
+	if tok, err := bd.ReadToken(); err != nil || tok.Kind() != '{' {
 		return &envelopeError{msg: "not a JSON object"}
 	}
 	var w envelopeWalk
-	for d.PeekKind() == '"' {
-		if err := w.member(d, data); err != nil {
+	for bd.PeekKind() == '"' {
+		if err := w.member(bd, data); err != nil {
 			return &envelopeError{msg: "not valid JSON: " + err.Error()}
 		}
 	}
-	if _, err := d.ReadToken(); err != nil {
+	if _, err := bd.ReadToken(); err != nil {
 		return &envelopeError{msg: "not valid JSON: " + err.Error()}
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
+	if _, err := bd.ReadToken(); err != io.EOF {
 		return &envelopeError{msg: "not one JSON value: more follows the envelope"}
 	}
 	return w.verdict()
@@ -77,7 +108,7 @@ type envelopeWalk struct {
 }
 
 // member reads one name and its value.
-func (w *envelopeWalk) member(d *jsontext.Decoder, data func(d *jsontext.Decoder) error) error {
+func (w *envelopeWalk) member(d *bodyDecoder, data func(d *bodyDecoder) error) error {
 	name, err := d.ReadValue()
 	if err != nil {
 		return err
@@ -91,6 +122,9 @@ func (w *envelopeWalk) member(d *jsontext.Decoder, data func(d *jsontext.Decoder
 		w.success, w.sawSuccess = tok.Bool(), true
 	case `"message"`:
 		w.msg, err = d.ReadValue()
+		if ls, ok := d.longString(w.msg, false); ok {
+			w.msg = d.body[ls.start-1 : ls.end+1]
+		}
 	case `"data"`:
 		depth := d.StackDepth()
 		_, before := d.StackIndex(depth)
@@ -130,7 +164,7 @@ var errSyntax = errors.New("invalid JSON")
 // finishValue moves d past the value that follows the name it read last in
 // the object at depth (holding before tokens then), however much of it a data
 // decoder read before it stopped.
-func finishValue(d *jsontext.Decoder, depth int, before int64) error {
+func finishValue(d *bodyDecoder, depth int, before int64) error {
 	for d.StackDepth() > depth {
 		if _, err := d.ReadToken(); err != nil {
 			return err
@@ -207,7 +241,7 @@ func (rs *response) serviceFailure(body []byte, msg string) *APIError {
 
 // decodeEnvelope reads the body of rs and decodes its data with data,
 // turning every failure into the *APIError a caller gets.
-func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) error) error {
+func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error) error {
 	body, err := rs.readBody()
 	if err != nil {
 		return err
@@ -218,7 +252,7 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *jsontext.Decoder) 
 		// error's Body.
 		head = rs.cl.keep(body, 1<<10) // a redacted copy, cut after redaction
 	}
-	err = envelope(body, data)
+	err = envelope(body, inPlace, data)
 	if err == nil {
 		return nil
 	}
