@@ -439,3 +439,22 @@ func TestCompletionAloneShowsItsShells(t *testing.T) {
 		assert.Contains(t, stderr, "  "+shell+" ")
 	}
 }
+
+func TestOutDashKeepsTheProgressDisplayOffStdout(t *testing.T) {
+	_, env := fakeEnv(t, creativetest.WithLatency(300*time.Millisecond))
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: true}
+	code := a.run([]string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1", "--out", "-"})
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "audio/text-to-speech", "the display showed on stderr")
+	b := stdout.Bytes()
+	assert.True(t, bytes.HasPrefix(b, []byte("ID3")) || len(b) > 1 && b[0] == 0xff && b[1]&0xe0 == 0xe0, "audio on stdout, got % x", b[:min(8, len(b))])
+	assert.NotContains(t, stdout.String(), "\033[", "no display codes in the audio")
+}
+
+func TestFakeWithTheEnvironmentsBaseURLIsNoConflict(t *testing.T) {
+	env := map[string]string{"CREATIVE_BASE_URL": "https://api.example"}
+	code, stdout, stderr := runCLI(t, env, "--fake", "image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasSuffix(stdout, "generate-qr.png\n"), stdout)
+}
