@@ -350,5 +350,5 @@ func ExampleAPIError() {
 	fmt.Println(err)
 	// Output:
 	// 502 3 true
-	// creative: image/generate-qr: HTTP 502 after 3 attempts: upstream is down
+	// creative: image/generate-qr: HTTP 502 after 3 attempts: upstream is down (request id req-3)
 }
