@@ -12,11 +12,9 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/creativegen/creative-go/internal/ops"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Version is the version of this SDK, sent in the User-Agent header.
@@ -207,8 +205,7 @@ type call struct {
 	unknowns   int           // attempts whose outcome is unknown
 	retryAfter time.Duration // asked for by the last answer
 
-	secretsOnce sync.Once
-	forms       []string // what redact removes; see secrets
+	redactor // the call's keys and the Client's, removed from every text
 }
 
 // callSettings returns the settings of one call: the Client's, or a copy
@@ -238,7 +235,7 @@ func (c *Client) callSettings(op string, opts []Option) (*settings, []string, er
 
 // newCall starts the call of r with settings s and key.
 func (c *Client) newCall(r *request, s *settings, key []string) *call {
-	cl := &call{c: c, op: r.op, s: s, keys: key, body: r.body, hc: c.hc}
+	cl := &call{c: c, op: r.op, s: s, keys: key, body: r.body, hc: c.hc, redactor: newRedactor(key, c.key())}
 	cl.tr = transport{cl: cl, next: c.rt}
 	cl.hc.Transport = &cl.tr
 	cl.hc.CheckRedirect = cl.tr.checkRedirect
@@ -286,14 +283,14 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 
 // invoke sends one call of op with body and decodes its envelope's data
 // with data: an upload's endpoint method is its validation plus this line.
-func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, opts []Option, data func(*jsontext.Decoder) (T, error)) (T, error) {
+func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	var v T
 	rs, err := c.do(ctx, &request{op: op, body: body}, opts)
 	if err != nil {
 		return v, err
 	}
 	defer rs.Close()
-	err = rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
+	err = rs.decodeEnvelope(inPlace[T](), func(d *bodyDecoder) (err error) {
 		v, err = data(d)
 		return err
 	})
@@ -305,7 +302,7 @@ func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, 
 }
 
 // invokeJSON is invoke with the request struct req sent as JSON.
-func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts []Option, data func(*jsontext.Decoder) (T, error)) (T, error) {
+func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	body, err := newJSONBody(op, req)
 	if err != nil {
 		var zero T

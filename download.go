@@ -48,32 +48,12 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 		// The URL is quoted back, without the keys it may hold.
 		value := strconv.Quote(string(u))
 		if _, key, err := c.callSettings(op, opts); err == nil {
-			value = (&call{c: c, keys: key}).redact(value)
+			r := newRedactor(key, c.key())
+			value = r.redact(value)
 		}
 		return nil, &ValidationError{Operation: op, Field: "url", Rule: "must be an http or https URL", Value: value}
 	}
 	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*"}, opts)
-}
-
-// copyTo copies a downloaded body to w, within the call's cap when one was
-// given, and checks it is as long as it said.
-func (rs *response) copyTo(w io.Writer) (int64, error) {
-	limit := int64(1<<63 - 1)
-	if rs.cl.s.maxBytesSet {
-		limit = rs.cl.s.maxBytes
-	}
-	n, err := io.Copy(w, &capped{r: rs.Body, left: limit, rs: rs})
-	if err != nil {
-		switch err.(type) {
-		case *APIError, *NetworkError:
-			return n, err
-		}
-		return n, fmt.Errorf("creative: %s: writing after %d bytes: %w", rs.cl.op, n, err)
-	}
-	if rs.ContentLength >= 0 && n != rs.ContentLength {
-		return n, rs.readFailed(fmt.Errorf("got %d of %d bytes: %w", n, rs.ContentLength, io.ErrUnexpectedEOF))
-	}
-	return n, nil
 }
 
 // writeFileAtomic creates a temporary file beside path, lets write fill it,

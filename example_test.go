@@ -350,5 +350,5 @@ func ExampleAPIError() {
 	fmt.Println(err)
 	// Output:
 	// 502 1 true true
-	// creative: image/generate-qr: HTTP 502: upstream is down (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after 1 attempt)
+	// creative: image/generate-qr: HTTP 502: upstream is down (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after 1 attempt) (request id req-1)
 }

@@ -229,7 +229,7 @@ func TestBatchRerunSendsExactlyTheFailedJobs(t *testing.T) {
 	var failed []string
 	for _, r := range readResults(t, out) {
 		if !r.OK {
-			assert.Equal(t, "image/text-to-image: HTTP 400: prompt: refused", r.Error)
+			assert.Regexp(t, `^image/text-to-image: HTTP 400: prompt: refused \(request id req-\d+\)$`, r.Error)
 			assert.Equal(t, 1, r.Attempts, "a 400 is not retried")
 			assert.Empty(t, r.Files)
 			failed = append(failed, fmt.Sprintf("job %d", r.Line))

@@ -345,7 +345,7 @@ func TestHelpIDsAndVersion(t *testing.T) {
 	code, stdout, _ := runCLI(t, nil, "help")
 	assert.Equal(t, 0, code)
 	for _, op := range ops.All {
-		assert.Contains(t, stdout, op.Area()+" "+op.Verb())
+		assert.Regexp(t, `\n  `+op.Area()+`\n(    .*\n)*    `+op.Verb()+` `, stdout, "listed under its area")
 	}
 	code, stdout, _ = runCLI(t, nil, "image", "text-to-image", "--help")
 	assert.Equal(t, 0, code)
