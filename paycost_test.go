@@ -342,17 +342,24 @@ func TestAnUnknownOutcomeAfterRefusalsSaysAfterHowManyAttempts(t *testing.T) {
 // whole was not sent: it is retried, and the retry arrives whole.
 func TestWithRequestTimeoutRetriesAnUploadNotWrittenWhole(t *testing.T) {
 	ps := &payServer{}
+	release := make(chan struct{})
 	ps.testServer = newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if ps.hits.Load() == 1 {
 			// Read nothing: the client's writes block once the socket
 			// buffers are full, until the per-attempt timeout fires.
-			stall(r)
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second):
+			}
 			return
 		}
 		uploadResetOnce(ps, 2, w, r)
 	})
-	c := newTestClient(t, ps.URL, WithRequestTimeout(300*time.Millisecond))
-	require.NoError(t, enhanceUpload(t, ps, c))
+	// Long enough for the retry to send its 32 MiB under the race detector.
+	c := newTestClient(t, ps.URL, WithRequestTimeout(2*time.Second))
+	err := enhanceUpload(t, ps, c)
+	close(release)
+	require.NoError(t, err)
 	assert.Equal(t, int64(1), ps.whole.Load(), "requests that arrived whole")
 	assert.Equal(t, int64(2), ps.hits.Load())
 }
