@@ -253,7 +253,7 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &NetworkError{Operation: r.op, Err: err}
+		return nil, &NetworkError{Operation: r.op, Err: err, kind: attemptNotSent}
 	}
 	cl := c.newCall(r, s, key)
 	cancel := context.CancelFunc(func() {})

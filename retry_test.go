@@ -95,6 +95,8 @@ func TestConnectionFailuresAreRetried(t *testing.T) {
 	require.ErrorAs(t, err, &netErr)
 	assert.Equal(t, 3, netErr.Attempts)
 	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.NotErrorIs(t, err, ErrOutcomeUnknown)
 	assert.Contains(t, err.Error(), "3 attempts")
 }
 
@@ -292,6 +294,7 @@ func TestACancelledContextSendsNothing(t *testing.T) {
 	cancel()
 	_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
 	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, ErrNotSent)
 	assert.Equal(t, int64(0), ts.hits.Load())
 }
 

@@ -63,10 +63,10 @@ const (
 )
 
 // wroteRequest is the call's httptrace hook, run when a request (an
-// attempt, or a redirect of it) was written or failed to be. Written whole
-// is never undone within an attempt: a late word about an earlier attempt
-// can then only make the policy more careful, never send twice what may
-// have arrived.
+// attempt, or a redirect of it) was written or failed to be. Only the start
+// of an attempt, or of a redirect, clears what it saw; a failure never
+// undoes written whole. So a late word about an earlier attempt can only
+// make the policy more careful, never send twice what may have arrived.
 func (t *transport) wroteRequest(info httptrace.WroteRequestInfo) {
 	if info.Err != nil {
 		t.wrote.CompareAndSwap(wroteNothing, wroteFailed)

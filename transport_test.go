@@ -82,6 +82,7 @@ func TestTheRateLimitWaitHonoursTheContext(t *testing.T) {
 		err := music(ctx, c)
 		assert.Less(t, time.Since(start), 500*time.Millisecond, "no waiting for a token that comes too late")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, ErrNotSent)
 		var netErr *NetworkError
 		assert.ErrorAs(t, err, &netErr)
 		assert.Contains(t, err.Error(), "rate limit")
@@ -133,6 +134,7 @@ func TestWithRateLimiterIsAskedBeforeEveryAttempt(t *testing.T) {
 	lim.refuse = quota
 	err := music(context.Background(), c)
 	require.ErrorIs(t, err, quota)
+	assert.ErrorIs(t, err, ErrNotSent)
 	assert.Len(t, ss.stamps(), 2, "a refused wait sends nothing")
 
 	_, err = New(WithBaseURL(ss.URL), WithAccessKey("k"), WithRateLimiter(nil))
