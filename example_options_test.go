@@ -142,3 +142,24 @@ func ExampleWithRateLimit() {
 	fmt.Println(srv.Count("audio/text-to-music"), "calls, at least 100 ms:", time.Since(start) >= 100*time.Millisecond)
 	// Output: 11 calls, at least 100 ms: true
 }
+
+// A 502 may come after the service did the work: by default the call is
+// not sent again and its error matches ErrOutcomeUnknown. WithRetryMayPayAgain
+// sends it again, at the price of maybe paying again.
+func ExampleWithRetryMayPayAgain() {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	c := srv.Client()
+
+	srv.Fail("audio/text-to-music", creativetest.Fault{Times: 1, Status: http.StatusBadGateway})
+	_, err := c.TextToMusic(context.Background(), creative.TextToMusicRequest{Prompt: "calm piano"})
+	fmt.Println(errors.Is(err, creative.ErrOutcomeUnknown), srv.Count("audio/text-to-music"))
+
+	srv.Fail("audio/text-to-music", creativetest.Fault{Times: 1, Status: http.StatusBadGateway})
+	u, err := c.TextToMusic(context.Background(), creative.TextToMusicRequest{Prompt: "calm piano"},
+		creative.WithRetryMayPayAgain())
+	fmt.Println(err == nil && u != "", srv.Count("audio/text-to-music"))
+	// Output:
+	// true 1
+	// true 3
+}
