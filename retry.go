@@ -56,7 +56,13 @@ func (cl *call) setBody(rreq *retryablehttp.Request) error {
 	case *jsonBody:
 		rreq.GetBody = b.readCloser
 	default:
-		err = rreq.SetBody(retryablehttp.ReaderFunc(b.open))
+		err = rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) {
+			r, err := b.open()
+			if err != nil {
+				return nil, err
+			}
+			return cl.tr.watch(r), nil
+		}))
 	}
 	rreq.ContentLength = cl.body.size()
 	return err
@@ -71,7 +77,7 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
 	}
 	cl.attempts = i + 1
 	cl.started = time.Now()
-	cl.tr.wrote.Store(wroteNothing)
+	cl.tr.clear()
 }
 
 // checkRetry is the client's retry policy as go-retryablehttp asks for it:
@@ -81,7 +87,7 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	now := time.Now()
 	seen := attemptSeen{
 		err:      err,
-		written:  cl.tr.wrote.Load() == wroteWhole,
+		written:  cl.tr.written(),
 		free:     cl.body == nil,
 		ctxDone:  ctx.Err() != nil,
 		payAgain: cl.s.payAgain,

@@ -50,9 +50,10 @@ func (c *Client) useHTTPClient(user *http.Client) {
 // limiter, runs the middleware, and bounds the wait for the answer's
 // headers; it marks the network's failures as attemptErrors.
 type transport struct {
-	cl    *call
-	next  http.RoundTripper
-	wrote atomic.Int32 // what httptrace said of the attempt's request: wroteNothing, wroteFailed or wroteWhole
+	cl       *call
+	next     http.RoundTripper
+	wrote    atomic.Int32 // what httptrace said of the attempt's request: wroteNothing, wroteFailed or wroteWhole
+	bodyRead atomic.Bool  // the transport read an upload's body to its end
 }
 
 // What the transport saw of an attempt's request being written.
@@ -75,6 +76,52 @@ func (t *transport) wroteRequest(info httptrace.WroteRequestInfo) {
 	t.wrote.Store(wroteWhole)
 }
 
+// clear forgets what was seen of the last request, as an attempt or a
+// redirect of it starts.
+func (t *transport) clear() {
+	t.wrote.Store(wroteNothing)
+	t.bodyRead.Store(false)
+}
+
+// written reports whether the attempt's request may have reached the
+// service whole: httptrace said so, or, with no word from it yet, the
+// transport read the whole body (over HTTP/2 the word can come after
+// RoundTrip returned).
+func (t *transport) written() bool {
+	switch t.wrote.Load() {
+	case wroteWhole:
+		return true
+	case wroteNothing:
+		return t.bodyRead.Load()
+	}
+	return false
+}
+
+// watch wraps an attempt's body so that the transport knows when it was
+// read to its end. A word about an earlier attempt's body can only make
+// the policy more careful.
+func (t *transport) watch(r io.Reader) io.Reader { return &watchedBody{r: r, t: t} }
+
+type watchedBody struct {
+	r io.Reader
+	t *transport
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.t.bodyRead.Store(true)
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	if c, ok := b.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // An attemptError is a failure of the network during one attempt: the only
 // kind of transport error that is retried.
 type attemptError struct {
@@ -90,7 +137,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Response != nil { // a redirect: the attempt is under way
 		// What counts is whether this request, not the redirected one,
 		// was written whole.
-		t.wrote.Store(wroteNothing)
+		t.clear()
 		return t.network(req, 0)
 	}
 	c, l := t.cl.c, t.cl.s.logger

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,4 +266,43 @@ func (l *countingLimiter) Wait(context.Context) error {
 	defer l.mu.Unlock()
 	l.waits++
 	return l.refuse
+}
+
+// What the transport saw of a request decides whether it may have arrived:
+// httptrace's word first, and without it, an upload's body read to its end
+// (over HTTP/2 the word may come after RoundTrip returned).
+func TestTheTransportTellsAWrittenRequest(t *testing.T) {
+	tests := []struct {
+		name     string
+		wrote    int32
+		bodyRead bool
+		want     bool
+	}{
+		{"no word, body not read to its end", wroteNothing, false, false},
+		{"no word, body read to its end", wroteNothing, true, true},
+		{"writing failed, though the body was read (a failed flush)", wroteFailed, true, false},
+		{"written whole", wroteWhole, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tr transport
+			tr.wrote.Store(tt.wrote)
+			tr.bodyRead.Store(tt.bodyRead)
+			assert.Equal(t, tt.want, tr.written())
+		})
+	}
+	t.Run("a failure never undoes written whole", func(t *testing.T) {
+		var tr transport
+		tr.wroteRequest(httptrace.WroteRequestInfo{})
+		tr.wroteRequest(httptrace.WroteRequestInfo{Err: io.ErrClosedPipe})
+		assert.True(t, tr.written())
+		tr.clear()
+		assert.False(t, tr.written(), "until the next attempt starts")
+	})
+	t.Run("a watched body read to its end marks the attempt", func(t *testing.T) {
+		var tr transport
+		r := tr.watch(strings.NewReader("body"))
+		_, _ = io.Copy(io.Discard, r)
+		assert.True(t, tr.written())
+	})
 }
