@@ -78,14 +78,14 @@ type EnhanceAudioRequest struct {
 func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts ...Option) (URL, error) {
 	const op = "audio/enhance"
 	v := checker{op: op}
-	v.upload("audio", req.Audio)
+	audio := v.upload("audio", req.Audio)
 	v.id("typeId", string(req.TypeID), true)
 	if err := v.err(); err != nil {
 		return "", err
 	}
 	// The form is built from a plain string: go-querystring would print the
 	// typed id through its String method, which gives the label.
-	body, err := form(op, req, "audio", req.Audio)
+	body, err := form(op, req, audio)
 	if err != nil {
 		return "", err
 	}
@@ -103,11 +103,11 @@ type SplitAudioRequest struct {
 func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest, opts ...Option) ([]URL, error) {
 	const op = "audio/split-audio"
 	v := checker{op: op}
-	v.upload("audio", req.Audio)
+	audio := v.upload("audio", req.Audio)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	body, err := form(op, req, "audio", req.Audio)
+	body, err := form(op, req, audio)
 	if err != nil {
 		return nil, err
 	}

@@ -148,11 +148,11 @@ type ReImagineRequest struct {
 func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest, opts ...Option) (Image, error) {
 	const op = "image/re-imagine"
 	v := checker{op: op}
-	v.image("image", req.Image, MaxReImagineSide)
+	img := v.image("image", req.Image, MaxReImagineSide)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	body, err := form(op, req, "image", req.Image)
+	body, err := form(op, req, img)
 	if err != nil {
 		return Image{}, err
 	}
@@ -219,12 +219,12 @@ type ChangeBackgroundRequest struct {
 func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundRequest, opts ...Option) (Image, error) {
 	const op = "image/change-background"
 	v := checker{op: op}
-	v.image("image", req.Image, 0)
+	img := v.image("image", req.Image, 0)
 	v.text("prompt", req.Prompt)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	body, err := form(op, req, "image", req.Image)
+	body, err := form(op, req, img)
 	if err != nil {
 		return Image{}, err
 	}

@@ -138,30 +138,3 @@ func TestCheckingAnUploadAllocatesLittle(t *testing.T) {
 	}
 }
 
-// jpegSize agrees with image/jpeg on the width and height of every JPEG
-// that image/jpeg reads the header of.
-func FuzzJPEGSize(f *testing.F) {
-	f.Add(jpegOf(5, 4))
-	small := jpegOf(3, 7) // with a small APP1 segment after SOI
-	f.Add(append(append([]byte{0xff, 0xd8, 0xff, 0xe1, 0x00, 0x10}, make([]byte, 14)...), small[2:]...))
-	f.Add([]byte("\xff\xd8\xff\xc0\x00\x11\x08\x04\x00\x03\x00\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"))
-	f.Add([]byte("\xff\xd8\xff\xff\xff\xc2\x00\x0b\x08\x00\x02\x00\x09\x01\x01\x11\x00"))
-	f.Add([]byte("\xff\xd8junk\xff\xe0\x00\x02\xff\xc0\x00\x0b\x08\x00\x01\x00\x01\x01\x01\x11\x00"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var buf [sniffLen]byte
-		w, h, err := jpegSize(bytes.NewReader(b), buf[:], int64(len(b)))
-		if err != nil {
-			t.Fatalf("reading bytes failed: %v", err)
-		}
-		if w < 0 || h < 0 || w > 65535 || h > 65535 {
-			t.Fatalf("impossible size %dx%d", w, h)
-		}
-		cfg, err := jpeg.DecodeConfig(bytes.NewReader(b))
-		if err != nil || cfg.Width == 0 || cfg.Height == 0 {
-			return
-		}
-		if w != cfg.Width || h != cfg.Height {
-			t.Fatalf("jpegSize says %dx%d, image/jpeg %dx%d", w, h, cfg.Width, cfg.Height)
-		}
-	})
-}
