@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
@@ -389,55 +388,6 @@ func TestTextToSpeechReadsAnEnvelopeAsAFailure(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestTextToSpeechSaveWritesTheStream(t *testing.T) {
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "audio/mpeg")
-		_, _ = w.Write([]byte("ID3-mp3-bytes"))
-	})
-	audio, err := newTestClient(t, ts.URL, WithTimeout(5*time.Second)).TextToSpeech(context.Background(), TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceMale1})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "s.mp3")
-	require.NoError(t, audio.Save(path))
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, "ID3-mp3-bytes", string(b))
-}
-
-func TestImageHelpers(t *testing.T) {
-	tests := []struct {
-		data      []byte
-		ctype     string
-		ext       string
-		decodable bool
-	}{
-		{pngBytes, "image/png", ".png", true},
-		{jpegOf(3, 2), "image/jpeg", ".jpg", true},
-		{webpLossless1x1, "image/webp", ".webp", true},
-		{[]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "image/gif", ".gif", false},
-		{[]byte("hello"), "application/octet-stream", ".bin", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.ctype, func(t *testing.T) {
-			im := Image{Data: tt.data}
-			assert.Equal(t, tt.ctype, im.ContentType())
-			assert.Equal(t, tt.ext, im.Ext())
-			_, err := im.Decode()
-			assert.Equal(t, tt.decodable, err == nil, "%v", err)
-			var b bytes.Buffer
-			n, err := im.WriteTo(&b)
-			require.NoError(t, err)
-			assert.Equal(t, int64(len(tt.data)), n)
-			path := filepath.Join(t.TempDir(), "x"+tt.ext)
-			require.NoError(t, im.Save(path))
-			saved, _ := os.ReadFile(path)
-			assert.Equal(t, tt.data, saved)
-		})
-	}
-	decoded, err := Image{Data: pngBytes}.Decode()
-	require.NoError(t, err)
-	assert.Equal(t, 4, decoded.Bounds().Dx())
 }
 
 // requestCounter counts requests that reach a transport.
