@@ -137,4 +137,3 @@ func TestCheckingAnUploadAllocatesLittle(t *testing.T) {
 		})
 	}
 }
-
