@@ -191,6 +191,9 @@ type bodyReader struct {
 var errClosed = errors.New("creative: the upload's body was closed")
 
 func (r *bodyReader) Read(p []byte) (int, error) {
+	if r.closed.Load() {
+		return 0, errClosed // what it held may be another's now
+	}
 	for {
 		switch r.stage {
 		case sendPrefix:

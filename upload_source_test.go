@@ -577,3 +577,35 @@ func TestCheckingAnUploadAllocatesLittle(t *testing.T) {
 		})
 	}
 }
+
+// Each constructor picks the source for what it was given.
+func TestEachKindOfReaderGetsItsSource(t *testing.T) {
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	fh, err := os.Open(filepath.Join("testdata", "golden", "image_re-imagine.json"))
+	require.NoError(t, err)
+	t.Cleanup(func() { fh.Close() })
+	var nilFile *os.File
+	tests := []struct {
+		name string
+		file File
+		want source
+	}{
+		{"a path", FileFromPath("x.png"), &pathSource{}},
+		{"bytes", FileFromBytes("x.png", nil), &bytesSource{}},
+		{"a *bytes.Reader", FileFromReader("x", bytes.NewReader(nil)), &readerAtSource{}},
+		{"an *os.File", FileFromReader("x", fh), &readerAtSource{}},
+		{"an io.ReadSeeker without ReadAt", FileFromReader("x", newSeekOnly(nil)), &seekerSource{}},
+		{"a pipe", FileFromReader("x", pr), &onceSource{}},
+		{"a reader without Seek", FileFromReader("x", oneShot{bytes.NewReader(nil)}), &onceSource{}},
+		{"a typed nil", FileFromReader("x", nilFile), badSource{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.IsType(t, tt.want, tt.file.src)
+		})
+	}
+	assert.Nil(t, FileFromReader("x", nil).src, "no file")
+	st := FileFromReader("x", fh).src.(*readerAtSource)
+	assert.NotNil(t, st.stat, "an *os.File is asked for its size at each call")
+}
