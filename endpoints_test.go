@@ -78,6 +78,8 @@ func (e endpointCase) call(c *Client) (any, error) { return callWith(context.Bac
 // callWith calls the method that takes req.
 func callWith(ctx context.Context, c *Client, req any) (any, error) {
 	switch r := req.(type) {
+	case CoverLetterRequest:
+		return c.CoverLetter(ctx, r)
 	case WriterToolRequest:
 		return c.WriterTool(ctx, r)
 	case TextToMusicRequest:
