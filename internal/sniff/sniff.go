@@ -30,8 +30,8 @@ var kinds = []kind{
 	{ctype: "audio/ogg", aliases: []string{"audio/opus", "application/ogg"}, ext: ".ogg", match: prefix("OggS")},
 	{ctype: "audio/flac", ext: ".flac", match: prefix("fLaC")},
 	{ctype: "audio/aac", ext: ".aac"},
-	{ctype: "audio/mp4", aliases: []string{"audio/x-m4a"}, ext: ".m4a"},
-	{ctype: "video/mp4", ext: ".mp4", match: func(h []byte) bool { return len(h) >= 8 && string(h[4:8]) == "ftyp" }},
+	{ctype: "audio/mp4", aliases: []string{"audio/x-m4a"}, ext: ".m4a", match: ftyp("M4A ", "M4B ")},
+	{ctype: "video/mp4", ext: ".mp4", match: ftyp("")},
 	{ctype: "video/webm", aliases: []string{"audio/webm"}, ext: ".webm", match: prefix("\x1a\x45\xdf\xa3")},
 }
 
@@ -42,6 +42,22 @@ func prefix(sig string) func([]byte) bool {
 // riff matches a RIFF container of the given form ("WAVE", "WEBP").
 func riff(form string) func([]byte) bool {
 	return func(h []byte) bool { return len(h) >= 12 && string(h[:4]) == "RIFF" && string(h[8:12]) == form }
+}
+
+// ftyp matches an ISO media file (MP4) of one of the major brands given,
+// or of any brand when the one given is "".
+func ftyp(brands ...string) func([]byte) bool {
+	return func(h []byte) bool {
+		if len(h) < 12 || string(h[4:8]) != "ftyp" {
+			return false
+		}
+		for _, b := range brands {
+			if b == "" || string(h[8:12]) == b {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // mp3 matches an ID3 tag or an MPEG audio frame's sync bits.

@@ -34,6 +34,7 @@ func TestTypeAndExt(t *testing.T) {
 		{[]byte("OggS\x00\x02"), "audio/ogg", ".ogg", false},
 		{[]byte("fLaC\x00\x00"), "audio/flac", ".flac", false},
 		{[]byte("\x00\x00\x00\x18ftypmp42"), "video/mp4", ".mp4", false},
+		{[]byte("\x00\x00\x00\x18ftypM4A \x00"), "audio/mp4", ".m4a", false},
 		{[]byte("\x1a\x45\xdf\xa3\x01"), "video/webm", ".webm", false},
 		{[]byte("RIFF\x24\x00\x00\x00AVI "), "", "", true},
 		{[]byte("hello"), "", "", true},
