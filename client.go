@@ -273,7 +273,7 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 	switch b := r.body.(type) {
 	case nil:
 	case *multipartBody:
-		body, cl.oneShot = b.readerFunc()
+		body, cl.oneShot = b.open, b
 		size = b.size()
 		contentType = []string{b.contentType()}
 	default:
