@@ -59,9 +59,11 @@ func (b *jsonBody) readCloser() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b.data)), nil
 }
 
-// sent reports whether a one-shot upload's bytes went out: such a body
-// cannot be sent again.
-func (m *multipartBody) sent() bool { return m.shot != nil && m.shot.sent() }
+// The bodies a call sends: JSON here, multipart in multipart.go.
+var (
+	_ requestBody = (*jsonBody)(nil)
+	_ requestBody = (*multipartBody)(nil)
+)
 
 // newRequest builds the request of every attempt of r: URL, method and
 // headers. The body is not set: the attempts open it, each anew.
