@@ -235,7 +235,12 @@ func (c *Client) callSettings(op string, opts []Option) (*settings, []string, er
 
 // newCall starts the call of r with settings s and key.
 func (c *Client) newCall(r *request, s *settings, key []string) *call {
-	cl := &call{c: c, op: r.op, s: s, keys: key, body: r.body, hc: c.hc, redactor: newRedactor(key, c.key())}
+	cl := &call{c: c, op: r.op, s: s, keys: key, body: r.body, hc: c.hc}
+	if own := c.key(); len(key) == 1 && key[0] == own[0] {
+		cl.redactor.keys = own // the Client's key alone: nothing to merge
+	} else {
+		cl.redactor.keys = newRedactor(key, own).keys
+	}
 	cl.tr = transport{cl: cl, next: c.rt}
 	cl.hc.Transport = &cl.tr
 	cl.hc.CheckRedirect = cl.tr.checkRedirect
