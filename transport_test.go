@@ -153,7 +153,7 @@ func TestWithRequestTimeout(t *testing.T) {
 				}
 				replyJSON(200, musicOK)(w, r)
 			})
-			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond))
+			c, call := p.put(t, ss.URL, WithRequestTimeout(250*time.Millisecond))
 			err := music(context.Background(), c, call...)
 			assert.ErrorIs(t, err, ErrOutcomeUnknown)
 			var netErr *NetworkError
