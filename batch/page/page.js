@@ -6,9 +6,16 @@
     done: "done",
     answered: "waiting for a download",
     failed: "failed",
-    refused: "refused: a rerun sends it again",
-    unknown: "unknown: may have been paid",
-    claimed: "claimed: in flight, or its run stopped"
+    refused: "refused",
+    unknown: "unknown",
+    claimed: "claimed"
+  };
+  var NOTES = {
+    answered: "The answer is kept: a rerun downloads its files without paying again.",
+    lost: "Its link expired: only paying again gets it.",
+    refused: "Not done and not paid: a rerun sends it again.",
+    unknown: "Sent, outcome unknown: it may have been paid.",
+    claimed: "In flight, or its run stopped before an answer."
   };
   var ORDER = ["done", "answered", "failed", "refused", "unknown", "claimed"];
   var jobs = JSON.parse(document.getElementById("jobs").textContent);
@@ -22,7 +29,7 @@
     return e;
   }
   function label(s, lost) {
-    if (s === "answered" && lost) return "answered: link expired";
+    if (s === "answered" && lost) return "link expired";
     return LABELS[s] || s;
   }
   function count(key) {
@@ -110,6 +117,8 @@
     top.appendChild(el("span", "op", j.o));
     top.appendChild(el("span", "badge", label(j.s, j.x)));
     c.appendChild(top);
+    var note = NOTES[j.s === "answered" && j.x ? "lost" : j.s];
+    if (note) c.appendChild(el("div", "note", note));
     c.appendChild(media(j));
     if (j.t) c.appendChild(el("div", "text", j.t));
     if (j.e) c.appendChild(el("div", "error", j.e));
