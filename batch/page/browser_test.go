@@ -215,8 +215,8 @@ type seen struct {
 	Injected      int      `json:"injected"`
 	Visible       int      `json:"visible"`
 	// Filtered are the jobs shown under each filter, tried one at a time.
-	Filtered map[string][]string `json:"filtered"`
-	VisibleLoaded int      `json:"visibleLoaded"`
+	Filtered      map[string][]string `json:"filtered"`
+	VisibleLoaded int                 `json:"visibleLoaded"`
 }
 
 // withProbe is the page with the probe as the first script of its head,
