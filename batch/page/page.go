@@ -164,6 +164,7 @@ type card struct {
 	State  string      `json:"s"`
 	Fields [][2]string `json:"f,omitempty"`
 	Files  []file      `json:"m,omitempty"`
+	More   int         `json:"mm,omitempty"` // files beyond maxList, not shown
 	URLs   []string    `json:"u,omitempty"`
 	Text   string      `json:"t,omitempty"`
 	Error  string      `json:"e,omitempty"`
@@ -190,7 +191,8 @@ func cardOf(e Entry) card {
 	if !e.Time.IsZero() {
 		c.Time = e.Time.UTC().Format(time.RFC3339)
 	}
-	for _, f := range e.Files[:min(len(e.Files), maxList)] {
+	c.More = max(0, len(e.Files)-maxList)
+	for _, f := range e.Files[:len(e.Files)-c.More] {
 		c.Files = append(c.Files, file{Href: href(f), Name: f, Kind: kindOf(f)})
 	}
 	for _, u := range e.URLs[:min(len(e.URLs), maxList)] {

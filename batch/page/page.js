@@ -99,6 +99,7 @@
       a.rel = "noopener";
       box.appendChild(a);
     });
+    if (j.mm) box.appendChild(el("div", "", "and " + j.mm + " more files"));
     (j.u || []).forEach(function (u) {
       var a = el("a", "", u);
       a.href = u;

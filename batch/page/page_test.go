@@ -223,6 +223,17 @@ func TestFieldsAndBounds(t *testing.T) {
 	if c.Time != "2026-01-02T02:04:05Z" {
 		t.Errorf("time = %q", c.Time)
 	}
+	var many []string
+	for i := range maxList + 3 {
+		many = append(many, fmt.Sprintf("images/%03d.png", i))
+	}
+	c = dataOf(t, render(t, "many", Entry{Op: "split-audio", State: "done", Files: many}))[0]
+	if len(c.Files) != maxList || c.More != 3 || c.Files[maxList-1].Name != many[maxList-1] {
+		t.Errorf("%d files: the card shows %d and says %d more", len(many), len(c.Files), c.More)
+	}
+	if c.Time != "" {
+		t.Errorf("time = %q", c.Time)
+	}
 }
 
 // entries yields n jobs, each like a real one, made afresh so that only
