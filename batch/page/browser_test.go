@@ -1,4 +1,8 @@
-//go:build unix
+//go:build unix && !race
+
+// The browser test runs once, in the plain "go test": under the race
+// detector the fake service's images take 18 times as long (36 s against
+// 2 s) and the browser is not Go code the detector could check.
 
 package page
 

@@ -261,7 +261,7 @@ func entries(n int, heap *[]uint64) iter.Seq[Entry] {
 }
 
 func TestWriteStreams(t *testing.T) {
-	const n = 50000
+	const n = 20000
 	var heap []uint64
 	cw := &countWriter{}
 	if err := Write(cw, "big", entries(n, &heap)); err != nil {
