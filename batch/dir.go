@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A Dir is the Store of a local folder: every key is a file under the
@@ -79,8 +80,9 @@ func (d *Dir) openTemp() error {
 		}
 		f, err := d.root.OpenFile(p+"/lock", os.O_RDWR, 0)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				// Its owner died before it locked it.
+			// Not locked yet: its owner is opening it now, or died before
+			// it locked it a while ago.
+			if info, ierr := e.Info(); errors.Is(err, fs.ErrNotExist) && ierr == nil && time.Since(info.ModTime()) > time.Minute {
 				_ = d.root.RemoveAll(p)
 			}
 			continue
