@@ -196,7 +196,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 // newRecord starts attempt n of t.
 func (ru *run) newRecord(t *task, n int, kind string) *Record {
 	return &Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, Kind: kind,
-		State: Claimed, Stem: t.stem(), Worker: ru.o.Worker, Time: time.Now().UTC()}
+		State: Claimed, Fields: t.vals, Stem: t.stem(), Worker: ru.o.Worker, Time: time.Now().UTC()}
 }
 
 // claimOrSkip claims rec's attempt; it reports false when the job is not
