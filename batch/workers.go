@@ -67,7 +67,7 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 	}
 	src, p := c.src, c.p
 	ru := &run{Runner: r}
-	ru.sum.Jobs = p.jobs
+	ru.sum.Jobs = p.mine
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
@@ -85,7 +85,7 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
-	ru.sum.NotStarted = p.jobs - int(ru.started.Load())
+	ru.sum.NotStarted = p.mine - int(ru.started.Load())
 	if ru.fatal != nil {
 		return ru.sum, ru.fatal
 	}

@@ -145,23 +145,6 @@ func (f *batchFlags) check() (shardI, shardN int, err error) {
 	return parseShard(f.shard)
 }
 
-// shardOf keeps the jobs of one shard.
-func shardOf(src batch.Source, i, n int) batch.Source {
-	if n == 1 {
-		return src
-	}
-	return func(yield func(batch.Job, error) bool) {
-		for j, err := range src {
-			if err == nil && j.Line%n != i {
-				continue
-			}
-			if !yield(j, err) {
-				return
-			}
-		}
-	}
-}
-
 func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	ignoreSIGPIPE(a)
 	shardI, shardN, err := f.check()
@@ -183,13 +166,12 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	defer closeClient()
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN}
 	checker, err := batch.New(c, nil, o)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	src := shardOf(batch.File(path), shardI, shardN)
-	checked, err := checker.Check(ctx, src)
+	checked, err := checker.Check(ctx, batch.File(path))
 	if err != nil {
 		return a.checkFailed(path, err)
 	}
@@ -301,8 +283,8 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store *batch.D
 	defer log.close()
 	var ended atomic.Int64
 	d := a.startDisplay()
-	bar := d.counter(int64(checked.Jobs()), func() string {
-		return fmt.Sprintf("batch %d/%d", ended.Load(), checked.Jobs())
+	bar := d.counter(int64(checked.InShard()), func() string {
+		return fmt.Sprintf("batch %d/%d", ended.Load(), checked.InShard())
 	})
 	o.OnEvent = func(e batch.Event) {
 		if e.Type == batch.JobStarted {

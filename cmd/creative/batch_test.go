@@ -351,6 +351,18 @@ func TestBatchShardsCoverTheFileOnce(t *testing.T) {
 	slices.Sort(all)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, all)
 	assert.Len(t, calls.take(), 10)
+
+	// Identical lines are told apart over the whole file, not per shard:
+	// two shards on one --out make every one of them.
+	same := filepath.Join(t.TempDir(), "same.jsonl")
+	require.NoError(t, os.WriteFile(same, []byte(strings.Repeat(`{"op":"image/text-to-image","prompt":"same"}`+"\n", 4)), 0o644))
+	out := t.TempDir()
+	for i := range 2 {
+		code, _, stderr := runCLI(t, env, "batch", same, "--out", out, "--shard", fmt.Sprintf("%d/2", i))
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "creative: batch: 2 done in ")
+	}
+	assert.Len(t, calls.take(), 4)
 }
 
 func TestBatchStatusCountsTheLedgerAndListsTheUnknown(t *testing.T) {
