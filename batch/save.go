@@ -67,7 +67,7 @@ func (ru *run) save(ctx context.Context, rec *Record, res any, start time.Time) 
 	if errors.As(err, &se) {
 		ru.failLedger(err, nil)
 	}
-	ru.finish(ctx, rec, start, nil)
+	ru.finish(ctx, rec, start)
 }
 
 // answered records the links of an answer, durably, then downloads them.
@@ -78,9 +78,9 @@ func (ru *run) answered(ctx context.Context, rec *Record, us []creative.URL, sta
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
 	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
-		paid := *rec
-		ru.failLedger(err, &paid)
-		ru.count(func(s *Summary) { s.Waiting++ })
+		ru.unrecorded(rec, err)
+		ru.count(func(s *Summary) { s.Claimed++ })
+		ru.ended.Add(1)
 		ru.event(JobEnded, rec)
 		return
 	}
@@ -180,13 +180,13 @@ func (ru *run) download(ctx context.Context, rec *Record, start time.Time) {
 				ru.failLedger(err, nil)
 			}
 			rec.State = Answered
-			ru.finish(ctx, rec, start, nil)
+			ru.finish(ctx, rec, start)
 			return
 		}
 		rec.Files = append(rec.Files, key)
 	}
 	rec.State, rec.Error, rec.Lost = Done, "", false
-	ru.finish(ctx, rec, start, nil)
+	ru.finish(ctx, rec, start)
 }
 
 // fetch downloads link i of rec to its file, named by its first bytes.
