@@ -64,7 +64,9 @@ and the operation: 000003-text-to-image-<mark>.png, fox-text-to-image-1.png.
 --out/results.jsonl logs each job as it ends, with its state: done,
 failed (the service said no; nothing was paid), refused (not sent, or
 429/503), unknown (may have been paid), answered (paid, files not all
-downloaded).
+downloaded). --out/index.html shows every job to a person (thumbnails,
+players, texts, states), opens from disk, and is kept current while the
+run goes.
 
 A rerun sends failed, refused and never-started jobs; downloads again
 what was answered and not downloaded, and what is done but whose files
