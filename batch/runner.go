@@ -120,7 +120,7 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 // Stop stops starting jobs: those waiting to send their first request (for
 // a rate limit, a pause) end without sending it, and Run returns once the
 // calls in flight have ended and been recorded. It returns how many calls
-// are in flight.
+// are in flight. A stopped Runner starts no job again.
 func (r *Runner) Stop() int { return r.st.stop() }
 
 // A CheckError lists the jobs that cannot run; nothing was sent.
@@ -266,7 +266,8 @@ func (t *task) stem() string {
 }
 
 // Checked is a Source whose every job passed the checks, with what the
-// check learned; RunChecked and Plan read the Source again.
+// check learned; RunChecked and Plan read the Source again. One run or plan
+// uses a Checked at a time.
 type Checked struct {
 	src Source
 	p   *plan
