@@ -81,7 +81,14 @@ func (d *Dir) openTemp() error {
 	_, _ = rand.Read(b[:])
 	d.tmp = tmpDir + "/" + hex.EncodeToString(b[:])
 	staging := d.tmp + stagingSuffix
-	if err := d.root.Mkdir(staging, 0o755); err != nil {
+	err = d.root.Mkdir(staging, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Another run closing removed the empty folder: make it again.
+		if err = d.root.MkdirAll(tmpDir, 0o755); err == nil {
+			err = d.root.Mkdir(staging, 0o755)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	f, err := d.root.OpenFile(staging+"/lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -281,6 +288,7 @@ func (d *Dir) Close() error {
 	var err error
 	d.once.Do(func() {
 		_ = d.root.RemoveAll(d.tmp)
+		_ = d.root.Remove(tmpDir) // when no other run uses it
 		d.lock.Close()
 		err = d.root.Close()
 	})

@@ -219,7 +219,7 @@ func plural(n int, what string) string {
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
 	var store batch.Store
-	if existsDir(f.out) {
+	if existsDir(filepath.Join(f.out, "ledger")) {
 		d, err := batch.NewDir(f.out)
 		if err != nil {
 			return err
