@@ -712,3 +712,15 @@ func TestBatchA429PausesEveryWorker(t *testing.T) {
 	assert.Equal(t, 1, retried)
 	t.Logf("24 jobs at concurrency 4 with a 429 asking for 1s: %v; %d requests in the paused second", took.Round(time.Millisecond), during)
 }
+
+func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
+	srv, env := fakeEnv(t)
+	path := writeJobs(t, 8)
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(out, "ledger"), []byte("in the way"), 0o644))
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "2")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "creative: batch: the ledger could not be written, so the run stopped")
+	assert.Contains(t, stderr, "not started")
+	assert.Empty(t, srv.Requests(), "no job is sent without its claim")
+}
