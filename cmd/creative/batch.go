@@ -277,7 +277,7 @@ func batchHTTPClient(concurrency int) *http.Client {
 
 // runChecked runs the checked jobs, logging each as it ends, and prints
 // the summary.
-func (a *app) runChecked(ctx context.Context, c *creative.Client, store *batch.Dir, checked *batch.Checked, f *batchFlags, o batch.Options) error {
+func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.Store, checked *batch.Checked, f *batchFlags, o batch.Options) error {
 	log, err := openResultLog(filepath.Join(f.out, resultsFile))
 	if err != nil {
 		return err
