@@ -124,26 +124,27 @@ func splitAttempt(k string) (job string, n int, ok bool) {
 }
 
 // latest returns the last attempt of the job with key, and its number; a
-// nil record when the job was never claimed. An attempt whose record does
-// not parse (being created at this moment) is a claim.
+// nil record when the job was never claimed. Attempts are numbered without
+// gaps (a worker creates attempt n+1 only after reading attempt n), so the
+// last one is found by asking for 1, 2, ... until one is missing: one
+// question for a new job, two for a job done at its first attempt, and no
+// listing of a folder. An attempt whose record does not parse (being
+// created at this moment) is a claim.
 func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
-	last := ""
-	for k, err := range s.List(ctx, jobPrefix(key)) {
+	var b []byte
+	n := 0
+	for {
+		next, err := s.Get(ctx, attemptKey(key, n+1))
+		if errors.Is(err, ErrNotExist) {
+			break
+		}
 		if err != nil {
 			return nil, 0, err
 		}
-		last = k
+		b, n = next, n+1
 	}
-	if last == "" {
+	if n == 0 {
 		return nil, 0, nil
-	}
-	_, n, ok := splitAttempt(last)
-	if !ok {
-		return nil, 0, fmt.Errorf("batch: %s is not an attempt of the ledger", last)
-	}
-	b, err := s.Get(ctx, last)
-	if err != nil {
-		return nil, 0, err
 	}
 	var r Record
 	if json.Unmarshal(b, &r) != nil {
