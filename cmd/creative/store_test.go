@@ -2,6 +2,10 @@ package main
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
@@ -34,5 +38,35 @@ func TestOpenStoreBucketURLs(t *testing.T) {
 	_, err = openStore(t.Context(), "file://otherhost/out")
 	if err == nil || errors.Is(err, bucket.ErrNoConditionalCreate) {
 		t.Fatalf("openStore(file://otherhost/...) = %v, want a refusal of a remote file URL", err)
+	}
+}
+
+// TestOpenJobs reads a jobs file and a file its lines name through the
+// folder openJobs opens, from a path and from a file:// URL.
+func TestOpenJobs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"jobs.jsonl": `{"op":"audio/enhance","audio":"in/talk.wav"}`, "in/talk.wav": "RIFF"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{filepath.Join(dir, "jobs.jsonl"), "file://" + filepath.ToSlash(dir) + "/jobs.jsonl"} {
+		fsys, base, closer, err := openJobs(t.Context(), name)
+		if err != nil {
+			t.Fatalf("openJobs(%s): %v", name, err)
+		}
+		jobs, err := fs.ReadFile(fsys, base)
+		if err != nil || !strings.Contains(string(jobs), "audio/enhance") {
+			t.Errorf("%s: jobs file %q, %v", name, jobs, err)
+		}
+		if got, err := fs.ReadFile(fsys, "in/talk.wav"); err != nil || string(got) != "RIFF" {
+			t.Errorf("%s: in/talk.wav = %q, %v", name, got, err)
+		}
+		if err := closer.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }
