@@ -67,6 +67,7 @@ const (
 	maxFileBytes = 256 << 20 // total bytes of the generated files kept
 	maxJSON      = 1 << 20   // largest JSON body
 	maxField     = 1 << 20   // largest text field of a form
+	maxRequests  = 10000     // requests kept for Requests; Count counts them all
 )
 
 // A Server is the fake service, listening on a system-chosen port on the
@@ -86,7 +87,8 @@ type Server struct {
 	fetch     *http.Client
 
 	mu        sync.Mutex
-	requests  []Request
+	requests  []Request      // the last maxRequests, oldest first
+	counts    map[string]int // calls per operation since NewServer or Reset
 	faults    map[string][]*Fault
 	handlers  map[string]http.HandlerFunc
 	files     map[string]file
@@ -190,7 +192,8 @@ type Part struct {
 
 // Requests returns copies of the requests received so far, oldest first:
 // every call of an operation's path, answered or refused, and calls of
-// paths that are no operation, but not the downloads of files.
+// paths that are no operation, but not the downloads of files. It holds
+// the last 10,000 requests; Count counts them all.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -209,13 +212,7 @@ func (s *Server) Requests() []Request {
 func (s *Server) Count(op string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.requests {
-		if r.Operation == op {
-			n++
-		}
-	}
-	return n
+	return s.counts[op]
 }
 
 // Reset forgets the recorded requests, the faults not yet used and the
@@ -224,6 +221,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = nil
+	s.counts = nil
 	s.faults = map[string][]*Fault{}
 	s.handlers = map[string]http.HandlerFunc{}
 }
@@ -292,7 +290,14 @@ func mustKnow(op string) {
 func (s *Server) record(r Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.requests) == maxRequests {
+		s.requests = slices.Delete(s.requests, 0, maxRequests/10) // forget the oldest tenth
+	}
 	s.requests = append(s.requests, r)
+	if s.counts == nil {
+		s.counts = map[string]int{}
+	}
+	s.counts[r.Operation]++
 }
 
 // next returns the fault for op's next call, if any, and op's handler.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
@@ -36,13 +37,13 @@ func writeJobs(t *testing.T, n int) string {
 }
 
 // readResults reads results.jsonl under dir.
-func readResults(t *testing.T, dir string) []record {
+func readResults(t *testing.T, dir string) []batch.Record {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, resultsFile))
 	require.NoError(t, err)
-	var out []record
+	var out []batch.Record
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var r record
+		var r batch.Record
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 		out = append(out, r)
 	}
@@ -90,13 +91,17 @@ func (a *arrivals) take() []string {
 	return out
 }
 
+// noTempFiles checks that no temporary file is left under dir once the
+// run ended.
 func noTempFiles(t *testing.T, dir string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range entries {
-		assert.False(t, strings.HasPrefix(e.Name(), tempPrefix), "temporary file %s left", e.Name())
-	}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			assert.False(t, strings.HasPrefix(e.Name(), tempPrefix), "temporary file %s left", p)
+			assert.NotContains(t, p, string(filepath.Separator)+".tmp"+string(filepath.Separator), "temporary file %s left", p)
+		}
+		return err
+	}))
 }
 
 func TestBatchRunsEveryKindOfJobAndRecordsIt(t *testing.T) {
@@ -115,26 +120,25 @@ func TestBatchRunsEveryKindOfJobAndRecordsIt(t *testing.T) {
 		`{"op":"image/generate-qr","url":"https://e.example","prompt":"p"}`,
 	}, "\n")
 	path := filepath.Join(dir, "jobs.jsonl")
-	require.NoError(t, os.WriteFile(path, []byte(jobs), 0o644))
+	require.NoError(t, os.WriteFile(path, []byte("\xef\xbb\xbf"+jobs), 0o644))
 	out := filepath.Join(t.TempDir(), "out")
 
 	code, stdout, stderr := runCLI(t, env, "batch", path, "--out", out)
 	require.Equal(t, 0, code, stderr+readFile(t, filepath.Join(out, resultsFile)))
 	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "creative: batch: 6 ok, 0 failed in ")
+	assert.Contains(t, stderr, "creative: batch: 6 done in ")
 	recs := readResults(t, out)
 	require.Len(t, recs, 6)
-	byLine := map[int]record{}
+	byLine := map[int]batch.Record{}
 	for _, r := range recs {
-		assert.True(t, r.OK, "%+v", r)
-		assert.Equal(t, 1, r.Attempts)
-		assert.Len(t, r.Hash, 64)
+		assert.Equal(t, batch.Done, r.State, "%+v", r)
+		assert.Equal(t, 1, r.Requests-len(r.URLs), "one call, plus one request per download")
 		byLine[r.Line] = r
 	}
-	assert.Equal(t, record{Line: 1, ID: "fox", Op: "image/text-to-image", OK: true, Files: []string{"fox-1.png", "fox-2.png"}, Attempts: 1}, withoutTimes(byLine[1]))
-	assert.Equal(t, []string{"2.mp3"}, byLine[2].Files)
-	assert.Equal(t, []string{"4.png"}, byLine[4].Files)
-	assert.Equal(t, []string{"5-1.wav", "5-2.wav"}, byLine[5].Files)
+	assert.Equal(t, []string{"fox-text-to-image-1.png", "fox-text-to-image-2.png"}, byLine[1].Files)
+	assert.Regexp(t, `^000002-text-to-speech-[0-9a-f]{6}\.mp3$`, byLine[2].Files[0])
+	assert.Regexp(t, `^000004-re-imagine-[0-9a-f]{6}\.png$`, byLine[4].Files[0])
+	assert.Regexp(t, `^000005-split-audio-[0-9a-f]{6}-1\.wav$`, byLine[5].Files[0])
 	assert.Len(t, byLine[5].URLs, 2)
 	assert.NotEmpty(t, byLine[6].Text)
 	assert.Empty(t, byLine[6].Files)
@@ -146,14 +150,17 @@ func TestBatchRunsEveryKindOfJobAndRecordsIt(t *testing.T) {
 		}
 	}
 	noTempFiles(t, out)
-	require.Eventually(t, func() bool { return len(srv.Requests()) == 6 }, 5*time.Second, time.Millisecond)
+	assert.Len(t, srv.Requests(), 6)
 }
 
-func withoutTimes(r record) record { r.Seconds, r.Hash = 0, ""; return r }
-
-func TestBatchChecksEveryLineBeforeSendingAnything(t *testing.T) {
+func TestBatchChecksEveryLineBeforeSendingOrCreatingAnything(t *testing.T) {
 	srv, env := fakeEnv(t)
 	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.png")
+	require.NoError(t, os.Rename(pngFile(t, 8, 8), secret))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "link.png")))
+	rel, err := filepath.Rel(dir, secret)
+	require.NoError(t, err)
 	lines := []string{
 		`{"op":"image/text-to-image","prompt":"fine"}`,
 		`{"op":"image/text-to-imag","prompt":"x"}`,
@@ -168,11 +175,19 @@ func TestBatchChecksEveryLineBeforeSendingAnything(t *testing.T) {
 		`{"op":"image/text-to-image","prompt":"y","id":"a"}`,
 		`{"op":"image/text-to-image","prompt":"z","id":"a"}`,
 		`not json`,
+		"{\"op\":\"image/text-to-image\",\"prompt\":\"caf\xe9\"}",
+		`{"op":"image/text-to-image","op":"image/generate-logo","prompt":"p"}`,
+		`{"op":"audio/text-to-music","prompt":"p","duration":0}`,
+		`{"op":"video/infinite-zoom","prompt":"p","numberOfIteration":null}`,
+		`{"op":"image/re-imagine","image":"` + rel + `"}`,
+		`{"op":"image/re-imagine","image":"` + secret + `"}`,
+		`{"op":"image/re-imagine","image":"link.png"}`,
 	}
 	path := filepath.Join(dir, "jobs.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
 	for _, dry := range []bool{false, true} {
-		args := []string{"batch", path, "--out", t.TempDir()}
+		out := filepath.Join(t.TempDir(), "out")
+		args := []string{"batch", path, "--out", out}
 		if dry {
 			args = append(args, "--dry-run")
 		}
@@ -180,25 +195,55 @@ func TestBatchChecksEveryLineBeforeSendingAnything(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Empty(t, stdout)
 		for _, want := range []string{
-			":2: unknown op \"image/text-to-imag\"; did you mean \"image/text-to-image\"?",
+			":2: op: unknown operation \"image/text-to-imag\"; did you mean \"image/text-to-image\"?",
 			":3: image/text-to-image: numberOfResults must be between 1 and 10, got 11",
-			":4: image/text-to-image takes no field \"colour\"",
-			":5: image/re-imagine: image: cannot be read",
-			":6: audio/text-to-speech: voiceId: ids: unknown voice \"robot\"",
+			":4: colour: image/text-to-image takes no such field",
+			":5: image: cannot be read",
+			":6: voiceId: ids: unknown voice \"robot\"",
 			":7: image/generate-qr: url must be an absolute http or https URL",
-			":8: image/generate-qr: prompt is required",
-			":9: image/text-to-image: numberOfResults: must be a number",
-			":10: \"id\" must be a string of letters",
-			":12: id \"a\" is also the id of line 11",
+			":8: prompt: is required by image/generate-qr",
+			":9: numberOfResults: must be a number",
+			":10: id: must be letters",
+			":12: id: \"a\" is also the id of line 11",
 			":13: not a JSON object",
-			"creative: batch: 11 bad lines in " + path + "; nothing was sent",
+			":14: prompt: holds invalid UTF-8",
+			":15: op: given twice",
+			":16: duration: is 0: leave it out for the service's default (8)",
+			":17: numberOfIteration: is null: leave it out for the service's default (2)",
+			":18: image: " + rel + " is outside the jobs file's folder",
+			":19: image: " + secret + " is outside the jobs file's folder",
+			":20: image: cannot be read: link.png",
+			"creative: batch: 18 bad lines in " + path + "; nothing was sent",
 		} {
 			assert.Contains(t, stderr, want)
 		}
 		assert.NotContains(t, stderr, ":1:")
 		assert.NotContains(t, stderr, ":11:")
 		assert.Empty(t, srv.Requests(), "nothing was sent")
+		assert.NoDirExists(t, out, "nothing was created under --out")
 	}
+	// With --allow-outside, the paths that leave the folder are read.
+	for i, l := range lines {
+		if !strings.Contains(l, "secret") && !strings.Contains(l, "link.png") {
+			lines[i] = ""
+		}
+	}
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
+	code, stdout, stderr := runCLI(t, env, "batch", path, "--dry-run", "--allow-outside")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "3 calls would be made")
+}
+
+func TestBatchAUsageErrorCreatesNothing(t *testing.T) {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	path := writeJobs(t, 2)
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": srv.URL}, "batch", path, "--out", out)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no access key")
+	assert.NoDirExists(t, out)
+	assert.Empty(t, srv.Requests())
 }
 
 func TestBatchDryRunCountsTheCalls(t *testing.T) {
@@ -206,15 +251,26 @@ func TestBatchDryRunCountsTheCalls(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat(`{"op":"image/generate-logo","prompt":"p"}`+"\n", 3)+
 		`{"op":"video/infinite-zoom","prompt":"p"}`+"\n"), 0o644))
-	code, stdout, stderr := runCLI(t, env, "batch", path, "--dry-run")
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := runCLI(t, env, "batch", path, "--dry-run", "--out", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Regexp(t, `image/generate-logo +3\n`, stdout)
 	assert.Regexp(t, `video/infinite-zoom +1\n`, stdout)
-	assert.Contains(t, stdout, "4 calls would be made (4 jobs checked, 0 already recorded ok); nothing was sent")
+	assert.Contains(t, stdout, "4 calls would be made (4 jobs checked); nothing was sent")
+	assert.NoDirExists(t, out)
 	code, stdout, _ = runCLI(t, env, "batch", path, "--dry-run", "--shard", "1/2")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "2 calls would be made in shard 1/2")
 	assert.Empty(t, srv.Requests())
+
+	// After a run, the dry run says what is done.
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	code, stdout, _ = runCLI(t, env, "batch", path, "--dry-run", "--out", out)
+	require.Equal(t, 0, code)
+	assert.Equal(t, "0 calls would be made (4 jobs checked, 4 done already); nothing was sent\n", stdout)
+	code, stdout, _ = runCLI(t, env, "batch", path[:len(path)-len("jobs.jsonl")]+"one.jsonl", "--dry-run")
+	assert.Equal(t, 2, code, stdout)
 }
 
 func TestBatchRerunSendsExactlyTheFailedJobs(t *testing.T) {
@@ -224,13 +280,14 @@ func TestBatchRerunSendsExactlyTheFailedJobs(t *testing.T) {
 	srv.Fail("image/text-to-image", creativetest.Fault{Status: 400, Message: "prompt: refused", Times: 5})
 	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
 	assert.Equal(t, 1, code, stderr)
-	assert.Contains(t, stderr, "creative: batch: 19 ok, 5 failed in ")
-	assert.Contains(t, stderr, "creative: batch: 5 of 24 jobs failed; rerun to retry them")
+	assert.Contains(t, stderr, "creative: batch: 19 done, 5 failed (the service said no: see results.jsonl; a rerun sends them again")
+	assert.Contains(t, stderr, "creative: batch: 5 of 24 jobs not done")
 	var failed []string
 	for _, r := range readResults(t, out) {
-		if !r.OK {
+		if r.State != batch.Done {
+			assert.Equal(t, batch.Failed, r.State)
 			assert.Equal(t, "image/text-to-image: HTTP 400: prompt: refused", r.Error)
-			assert.Equal(t, 1, r.Attempts, "a 400 is not retried")
+			assert.Equal(t, 1, r.Requests, "a 400 is not retried")
 			assert.Empty(t, r.Files)
 			failed = append(failed, fmt.Sprintf("job %d", r.Line))
 		}
@@ -243,24 +300,27 @@ func TestBatchRerunSendsExactlyTheFailedJobs(t *testing.T) {
 	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, failed, calls.take(), "exactly the failed jobs ran again")
-	assert.Contains(t, stderr, "creative: batch: 5 ok, 0 failed, 19 skipped (recorded ok before)")
+	assert.Contains(t, stderr, "creative: batch: 24 done (19 before this run) in ")
 
 	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, calls.take(), "a paid call is not repeated")
-	assert.Contains(t, stderr, "nothing to do: 24 jobs already recorded ok")
+	assert.Contains(t, stderr, "creative: batch: 24 done (24 before this run)")
 
-	// An edited line is a new job.
+	// An inserted line and reordered lines pay for nothing again; an
+	// edited line is a new job.
 	data, _ := os.ReadFile(path)
-	require.NoError(t, os.WriteFile(path, bytes.Replace(data, []byte(`"job 7"`), []byte(`"job 7, bluer"`), 1), 0o644))
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	lines[6] = strings.Replace(lines[6], `"job 7"`, `"job 7, bluer"`, 1)
+	lines[0], lines[23] = lines[23], lines[0]
+	lines = append([]string{""}, lines...)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
 	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, []string{"job 7, bluer"}, calls.take())
-	entries, _ := os.ReadDir(out)
-	assert.Len(t, entries, 24+1+1, "24 images, the edited job's second one and results.jsonl")
 }
 
-func TestBatchRetriesShowInAttempts(t *testing.T) {
+func TestBatchRetriesShowInRequests(t *testing.T) {
 	srv, env := fakeEnv(t)
 	path := writeJobs(t, 1)
 	out := t.TempDir()
@@ -269,8 +329,8 @@ func TestBatchRetriesShowInAttempts(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	recs := readResults(t, out)
 	require.Len(t, recs, 1)
-	assert.Equal(t, 3, recs[0].Attempts)
-	assert.True(t, recs[0].OK)
+	assert.Equal(t, 3, recs[0].Requests)
+	assert.Equal(t, batch.Done, recs[0].State)
 }
 
 func TestBatchShardsCoverTheFileOnce(t *testing.T) {
@@ -292,8 +352,34 @@ func TestBatchShardsCoverTheFileOnce(t *testing.T) {
 	assert.Len(t, calls.take(), 10)
 }
 
-// pngAnswer is a text-to-image answer of one tiny PNG.
-const pngAnswer = `{"success":true,"message":"ok","data":[{"base64":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}]}`
+func TestBatchStatusCountsTheLedgerAndListsTheUnknown(t *testing.T) {
+	srv, env := fakeEnv(t)
+	path := writeJobs(t, 6)
+	out := t.TempDir()
+	srv.Fail("image/text-to-image", creativetest.Fault{Status: 400, Times: 1})
+	srv.Fail("image/text-to-image", creativetest.Fault{Status: 500, Times: 1})
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "1", "--retries", "0")
+	require.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "4 done, 1 failed (the service said no: see results.jsonl; a rerun sends them again, and an unchanged line fails the same way unless its cause changed), 1 unknown (may have been paid: --resend-unknown to send again)")
+
+	code, stdout, stderr := runCLI(t, env, "batch", "status", "--out", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "6 jobs in the ledger\ndone      4\nfailed    1\nunknown   1\n")
+	assert.Regexp(t, `\n1 job may have been paid \(unknown, or claimed and never ended\):\n[0-9a-f]{32}\tline 2\timage/text-to-image\tunknown\t`, stdout)
+
+	// A rerun sends the failed job, not the unknown one; the flag sends it.
+	calls := watchPrompts(srv)
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
+	assert.Equal(t, 1, code, stderr)
+	assert.Equal(t, []string{"job 1"}, calls.take())
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out, "--resend-unknown")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, []string{"job 2"}, calls.take())
+
+	code, _, stderr = runCLI(t, env, "batch", "status", "--out", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "holds no ledger")
+}
 
 func TestBatchCtrlCLetsCallsInFlightFinishAndTheRerunRepeatsNone(t *testing.T) {
 	srv, env := fakeEnv(t)
@@ -314,11 +400,15 @@ func TestBatchCtrlCLetsCallsInFlightFinishAndTheRerunRepeatsNone(t *testing.T) {
 	assert.Contains(t, stderr.String(), "not started")
 	assert.True(t, strings.HasSuffix(stderr.String(), "creative: interrupted\n"))
 	first := calls.take()
-	recs := readResults(t, out)
-	assert.Len(t, recs, len(first), "every call made was recorded")
-	for _, r := range recs {
-		assert.True(t, r.OK, "calls in flight finished: %+v", r)
+	done := 0
+	for _, r := range readResults(t, out) {
+		if r.State == batch.Done {
+			done++
+		} else {
+			assert.Equal(t, batch.Refused, r.State, "only jobs stopped before they were sent are not done: %+v", r)
+		}
 	}
+	assert.Equal(t, len(first), done, "every call made finished and was recorded")
 	assert.Less(t, len(first), 24, "the batch stopped starting jobs")
 	noTempFiles(t, out)
 
@@ -330,7 +420,6 @@ func TestBatchCtrlCLetsCallsInFlightFinishAndTheRerunRepeatsNone(t *testing.T) {
 	for _, p := range second {
 		assert.NotContains(t, first, p, "no call repeated")
 	}
-	assert.Len(t, readResults(t, out), 24)
 	t.Logf("Ctrl-C at the 6th call: %d calls made, the rerun made %d", len(first), len(second))
 }
 
@@ -355,7 +444,7 @@ func TestBatchSecondCtrlCCancelsTheCallsInFlight(t *testing.T) {
 	recs := readResults(t, out)
 	require.Len(t, recs, 2)
 	for _, r := range recs {
-		assert.False(t, r.OK)
+		assert.Equal(t, batch.Unknown, r.State, "a cancelled call may have been paid")
 		assert.Contains(t, r.Error, "context canceled")
 	}
 	noTempFiles(t, out)
@@ -368,7 +457,7 @@ func TestBatchProgressOnATerminal(t *testing.T) {
 	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: true}
 	code := a.run([]string{"batch", path, "--out", t.TempDir(), "--concurrency", "2"})
 	require.Equal(t, 0, code, stderr.String())
-	assert.Contains(t, stderr.String(), "creative: batch: 6 ok, 0 failed in ")
+	assert.Contains(t, stderr.String(), "creative: batch: 6 done in ")
 	assert.True(t, strings.HasSuffix(stderr.String(), "results.jsonl\n"))
 }
 
@@ -402,7 +491,7 @@ func TestBatchRunsJobsConcurrently(t *testing.T) {
 	t.Logf("24 jobs at concurrency 4, %v per call: %v, 24 calls", serviceTime, took.Round(time.Millisecond))
 }
 
-func TestBatchDownloadsAgainWithoutPayingAgain(t *testing.T) {
+func TestBatchDownloadsAgainWithoutPayingAgainAndRepaysOnRequest(t *testing.T) {
 	srv, env := fakeEnv(t)
 	var calls atomic.Int32
 	srv.Handle("audio/text-to-music", func(w http.ResponseWriter, r *http.Request) {
@@ -416,18 +505,35 @@ func TestBatchDownloadsAgainWithoutPayingAgain(t *testing.T) {
 	for run := 1; run <= 2; run++ {
 		code, _, stderr := runCLI(t, env, "batch", path, "--out", out)
 		assert.Equal(t, 1, code, stderr)
-		recs := readResults(t, out)
-		require.Len(t, recs, run)
-		last := recs[run-1]
-		assert.False(t, last.OK)
-		assert.Equal(t, []string{srv.URL + "/files/gone.wav"}, last.URLs)
-		assert.Contains(t, last.Error, "the call succeeded but its files were not all downloaded")
-		assert.Contains(t, last.Error, "HTTP 404")
+		assert.Contains(t, stderr, "0 done, 1 answered whose links expired (--repay-expired to pay for them again)")
 	}
+	recs := readResults(t, out)
+	require.Len(t, recs, 1, "the second run left the job alone")
+	assert.Equal(t, batch.Answered, recs[0].State)
+	assert.True(t, recs[0].Lost)
+	assert.Equal(t, []string{srv.URL + "/files/gone.wav"}, recs[0].URLs)
+	assert.Contains(t, recs[0].Error, "HTTP 404")
 	assert.Equal(t, int32(1), calls.Load(), "the paid call was made once")
+
 	code, stdout, _ := runCLI(t, env, "batch", path, "--out", out, "--dry-run")
 	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "0 calls would be made (1 jobs checked, 0 already recorded ok, 1 paid for but not downloaded)")
+	assert.Contains(t, stdout, "0 calls would be made (1 job checked, 1 answered with expired links, left alone (--repay-expired pays again))")
+
+	srv.Reset() // the fake's own text-to-music, whose files are served
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--repay-expired")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "--repay-expired paid once more")
+
+	// The file deleted: a rerun downloads it again from the recorded link,
+	// paying nothing.
+	recs = readResults(t, out)
+	last := recs[len(recs)-1]
+	require.Equal(t, batch.Done, last.State)
+	require.NoError(t, os.Remove(filepath.Join(out, last.Files[0])))
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	assert.FileExists(t, filepath.Join(out, last.Files[0]))
+	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "downloading again paid for nothing")
 	noTempFiles(t, out)
 }
 
@@ -454,11 +560,12 @@ func TestBatchChecksAThousandLinesQuickly(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "1000 calls would be made")
 	assert.Empty(t, srv.Requests(), "nothing was sent")
-	// Each line's check stops at the first attempt, with no retry and no
-	// backoff: a retried check would take seconds a line.
 	assert.Less(t, took, 5*time.Second)
 	t.Logf("1000 lines checked in %v", took.Round(time.Millisecond))
 }
+
+// pngAnswer is a text-to-image answer of one tiny PNG.
+const pngAnswer = `{"success":true,"message":"ok","data":[{"base64":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}]}`
 
 // stamps answers the calls of text-to-image with one small PNG, or as
 // fail says for the call numbered n (from 1), and keeps the time each call
@@ -514,7 +621,7 @@ func TestBatchRateSpacesEveryAttemptRetriesIncluded(t *testing.T) {
 	assert.Greater(t, times[len(times)-1].Sub(times[0]), 6*time.Second/rate-50*time.Millisecond)
 	attempts := 0
 	for _, r := range readResults(t, out) {
-		attempts += r.Attempts
+		attempts += r.Requests
 	}
 	assert.Equal(t, 7, attempts)
 }
@@ -538,11 +645,15 @@ func TestBatchCtrlCStopsTheJobsWaitingForTheRate(t *testing.T) {
 	took := time.Since(start)
 	assert.Equal(t, 130, code, stderr.String())
 	assert.Len(t, calls.all(), 1, "no job waiting for the rate was sent after Ctrl-C")
-	assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 calls in flight finish")
-	assert.Contains(t, stderr.String(), "creative: batch: 1 ok, 0 failed, 11 not started")
+	assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 call in flight finish")
+	assert.Regexp(t, `creative: batch: 1 done, [0-9]+ refused or not sent \(a rerun sends them again\), [0-9]+ not started`, stderr.String())
 	assert.Less(t, took, time.Second, "the waits for tokens ended at Ctrl-C: the next token was 2s away")
-	recs := readResults(t, out)
-	assert.Len(t, recs, 1, "the stopped jobs are not recorded: a rerun runs them")
+	states := map[batch.State]int{}
+	for _, r := range readResults(t, out) {
+		states[r.State]++
+	}
+	assert.Equal(t, 1, states[batch.Done])
+	assert.Len(t, states, 2, "the stopped jobs were not sent (refused): a rerun runs them")
 	noTempFiles(t, out)
 }
 
@@ -580,8 +691,8 @@ func TestBatchA429PausesEveryWorker(t *testing.T) {
 	assert.Greater(t, took, time.Second-50*time.Millisecond)
 	retried := 0
 	for _, r := range readResults(t, out) {
-		assert.True(t, r.OK)
-		if r.Attempts == 2 {
+		assert.Equal(t, batch.Done, r.State)
+		if r.Requests == 2 {
 			retried++
 		}
 	}

@@ -1,0 +1,462 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+
+	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
+)
+
+// A task is a checked job: its operation, its resolved fields, its
+// identity and the name of its files.
+type task struct {
+	job     Job
+	op      ops.Op
+	vals    map[string]any    // resolved: ids as ids, numbers as float64
+	paths   map[string]string // file fields: the path in the FS
+	content string            // the canonical form the identity hashes, without the occurrence
+	key     string            // the identity: 32 hex digits
+}
+
+// idPattern is what a job's id may be: it names files.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// filled are required fields of the wire a job need not give: the SDK
+// fills them in (the writer's action for a cover letter) or reports them.
+var filled = map[string][]string{"text/writer-tool": {"inputs", "useCase", "action"}}
+
+// A checker turns jobs into tasks: it checks every field as the SDK would,
+// sending nothing, and computes the job's identity. It is safe for
+// concurrent use.
+type checker struct {
+	files  *files
+	dry    *creative.Client
+	hashes *hashCache
+}
+
+func newChecker(f *files) (*checker, error) {
+	dry, err := creative.New(creative.WithBaseURL("http://127.0.0.1/"), creative.WithAccessKey("dry-run"),
+		creative.WithMaxRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	return &checker{files: f, dry: dry, hashes: newHashCache(256)}, nil
+}
+
+// check turns j into a task, or returns a *LineError.
+func (c *checker) check(ctx context.Context, j Job) (*task, error) {
+	t, err := c.resolve(j)
+	if err == nil {
+		err = c.validate(ctx, t)
+	}
+	if err != nil {
+		var le *LineError
+		if !errors.As(err, &le) {
+			err = &LineError{Line: j.Line, Err: err}
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func lineErr(j Job, field string, format string, args ...any) error {
+	return &LineError{Line: j.Line, Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// resolve checks the job's fields against the table of operations and
+// resolves them.
+func (c *checker) resolve(j Job) (*task, error) {
+	if j.Op == "" {
+		return nil, lineErr(j, "op", `must name the operation, such as "image/text-to-image"`)
+	}
+	op, ok := ops.Lookup(j.Op)
+	if !ok {
+		return nil, lineErr(j, "op", "unknown operation %q%s", j.Op, suggestOp(j.Op))
+	}
+	if j.ID != "" && (!idPattern.MatchString(j.ID) || strings.Trim(j.ID, "0123456789") == "") {
+		return nil, lineErr(j, "id", `must be letters, digits, ".", "_" or "-", starting with a letter or digit and not digits only (it names files), got %q`, j.ID)
+	}
+	t := &task{job: j, op: op, vals: map[string]any{}, paths: map[string]string{}}
+	for name, v := range defaults[op.Name] {
+		t.vals[name] = v
+	}
+	names := slices.Sorted(mapKeys(j.Fields))
+	for _, name := range names {
+		f, ok := op.Field(name)
+		if !ok {
+			return nil, lineErr(j, name, "%s takes no such field (it takes: %s)", op.Name, fieldNames(op))
+		}
+		if err := c.set(t, f, j.Fields[name]); err != nil {
+			return nil, &LineError{Line: j.Line, Field: name, Err: err}
+		}
+	}
+	for _, f := range op.Fields {
+		if _, ok := t.vals[f.Name]; !ok && f.Required && !slices.Contains(filled[op.Name], f.Name) {
+			return nil, lineErr(j, f.Name, "is required by %s", op.Name)
+		}
+	}
+	return t, nil
+}
+
+func mapKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func fieldNames(op ops.Op) string {
+	names := make([]string, len(op.Fields))
+	for i, f := range op.Fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// set checks and stores one field.
+func (c *checker) set(t *task, f ops.Field, v any) error {
+	switch f.Type {
+	case ops.Number:
+		return setNumber(t, f, v)
+	case ops.Array:
+		a, ok := v.([]any)
+		if !ok {
+			return errors.New("must be an array")
+		}
+		t.vals[f.Name] = a
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return errors.New("must be a string")
+	}
+	switch f.Type {
+	case ops.ID:
+		id, err := ids.Parse(f.IDKind, s)
+		if err != nil {
+			return err
+		}
+		s = id
+	case ops.File:
+		p, err := c.files.check(s)
+		if err != nil {
+			return err
+		}
+		t.paths[f.Name] = p
+	}
+	t.vals[f.Name] = s
+	return nil
+}
+
+// setNumber checks a number: a number of any Go type, finite, whole where
+// the request holds an int, and neither 0 nor null where the spec gives a
+// default (that would silently be the default).
+func setNumber(t *task, f ops.Field, v any) error {
+	def, hasDef := specDefaults[t.op.Name][f.Name]
+	if v == nil {
+		if hasDef {
+			return fmt.Errorf("is null: leave it out for the service's default (%v)", def)
+		}
+		return errors.New("must be a number, not null")
+	}
+	n, ok := toFloat(v)
+	if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
+		return errors.New("must be a number")
+	}
+	if n == 0 && hasDef {
+		return fmt.Errorf("is 0: leave it out for the service's default (%v)", def)
+	}
+	if wholeFields[f.Name] && (n != math.Trunc(n) || math.Abs(n) > 1<<31) {
+		return fmt.Errorf("must be a whole number, got %s", strconv.FormatFloat(n, 'g', -1, 64))
+	}
+	t.vals[f.Name] = n
+	return nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// errDry stops a check's request before it is sent.
+var errDry = errors.New("batch: dry run: not sent")
+
+// dryRun is the middleware of checks: it sends nothing. The SDK does not
+// retry a middleware's error.
+func dryRun(req *http.Request, _ creative.MiddlewareNext) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, errDry
+}
+
+// validate runs the SDK's own checks on the task, stopped before anything
+// is sent, and computes its identity from its fields and its files'
+// contents.
+func (c *checker) validate(ctx context.Context, t *task) error {
+	a, closeFiles, err := c.files.open(t)
+	if err != nil {
+		return err
+	}
+	_, err = calls[t.op.Name](ctx, c.dry, a, []creative.Option{creative.WithMiddleware(dryRun)})
+	closeFiles()
+	if !errors.Is(err, errDry) {
+		if err == nil {
+			err = errors.New("the check sent nothing yet got an answer")
+		}
+		return &LineError{Line: t.job.Line, Err: errors.New(strings.TrimPrefix(err.Error(), "creative: "))}
+	}
+	return c.identify(t)
+}
+
+// identify computes the task's canonical content: its operation and
+// resolved fields, each file field replaced by the SHA-256 of the file's
+// content, as JSON with sorted keys.
+func (c *checker) identify(t *task) error {
+	canon := make(map[string]any, len(t.vals)+1)
+	for k, v := range t.vals {
+		canon[k] = v
+	}
+	for field, p := range t.paths {
+		sum, err := c.hashes.hash(c.files, p)
+		if err != nil {
+			return &LineError{Line: t.job.Line, Field: field, Err: err}
+		}
+		canon[field] = "sha256:" + sum
+	}
+	canon["op"] = t.op.Name
+	b, err := json.Marshal(canon, json.Deterministic(true))
+	if err != nil {
+		return &LineError{Line: t.job.Line, Err: err}
+	}
+	t.content = string(b)
+	if t.job.ID != "" {
+		t.key = keyOf("id\x00" + t.job.ID)
+	}
+	return nil
+}
+
+// keyOf hashes s into a job key.
+func keyOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// setOccurrence gives a job without an id its key: its content and its
+// occurrence among jobs of identical content (from 1).
+func (t *task) setOccurrence(n int) {
+	if t.job.ID == "" {
+		t.key = keyOf("content\x00" + t.content + "\x00" + strconv.Itoa(n))
+	}
+}
+
+// files opens the file fields of jobs: paths relative to the base folder,
+// inside it unless outside is allowed.
+type files struct {
+	fsys    fs.FS
+	base    string // the folder of the jobs file, when fsys is its os.Root
+	outside bool   // paths may leave base (only with base)
+}
+
+// check cleans a file field's path and refuses one that leaves the folder.
+func (f *files) check(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("must name a file")
+	}
+	if f.outside && f.base != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(f.base, p)
+		}
+		return p, nil
+	}
+	clean := path.Clean(filepath.ToSlash(p))
+	if filepath.IsAbs(p) || !fs.ValidPath(clean) {
+		return "", fmt.Errorf("%s is outside the jobs file's folder (files are read from inside it only)", p)
+	}
+	return clean, nil
+}
+
+// openFile opens a checked path.
+func (f *files) openFile(p string) (fs.File, error) {
+	if f.outside && f.base != "" {
+		return os.Open(p)
+	}
+	file, err := f.fsys.Open(p)
+	if err != nil && f.base != "" && !errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(filepath.Join(f.base, p)); serr == nil {
+			return nil, fmt.Errorf("%s leads outside the jobs file's folder (through a symbolic link)", p)
+		}
+	}
+	return file, err
+}
+
+// open makes the task's args, its files opened as uploads; closeFiles
+// closes them.
+func (f *files) open(t *task) (a args, closeFiles func(), err error) {
+	a = args{v: t.vals, files: map[string]creative.File{}}
+	var opened []io.Closer
+	closeFiles = func() {
+		for _, c := range opened {
+			c.Close()
+		}
+	}
+	for field, p := range t.paths {
+		file, err := f.openFile(p)
+		if err != nil {
+			closeFiles()
+			return a, func() {}, &LineError{Line: t.job.Line, Field: field, Err: cannotRead(err)}
+		}
+		opened = append(opened, file)
+		a.files[field] = creative.FileFromReader(path.Base(filepath.ToSlash(p)), uploadReader(file))
+	}
+	return a, closeFiles, nil
+}
+
+// uploadReader is what an upload reads of an opened file: a file on disk
+// as it is (the SDK checks it did not change between attempts), another
+// file that can seek and read at offsets as such a reader without its
+// Stat (whose FileInfo the SDK cannot compare), anything else as a stream
+// read once.
+func uploadReader(f fs.File) io.Reader {
+	if osf, ok := f.(*os.File); ok {
+		return osf
+	}
+	type readerAtSeeker interface {
+		io.ReaderAt
+		io.ReadSeeker
+	}
+	if rs, ok := f.(readerAtSeeker); ok {
+		return struct{ readerAtSeeker }{rs}
+	}
+	return struct{ io.Reader }{f}
+}
+
+// cannotRead words a failure to open a file field.
+func cannotRead(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("cannot be read: %s: %v", pe.Path, pe.Err)
+	}
+	return fmt.Errorf("cannot be read: %w", err)
+}
+
+// A hashCache remembers the content hashes of the files met lately, by
+// path, size and modification time, so that a file named by many jobs is
+// read once per pass while it does not change.
+type hashCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	m     map[string]string // path + "\x00" + size + mtime -> hash
+}
+
+func newHashCache(n int) *hashCache { return &hashCache{max: n, m: map[string]string{}} }
+
+func (h *hashCache) hash(f *files, p string) (string, error) {
+	file, err := f.openFile(p)
+	if err != nil {
+		return "", cannotRead(err)
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return "", cannotRead(err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", p)
+	}
+	k := p + "\x00" + strconv.FormatInt(st.Size(), 10) + "\x00" + st.ModTime().String()
+	h.mu.Lock()
+	sum, ok := h.m[k]
+	h.mu.Unlock()
+	if ok {
+		return sum, nil
+	}
+	d := sha256.New()
+	if _, err := io.Copy(d, file); err != nil {
+		return "", cannotRead(err)
+	}
+	sum = hex.EncodeToString(d.Sum(nil))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.order) >= h.max {
+		delete(h.m, h.order[0])
+		h.order = h.order[1:]
+	}
+	h.order = append(h.order, k)
+	h.m[k] = sum
+	return sum, nil
+}
+
+// suggestOp names the operations closest to a mistyped name.
+func suggestOp(name string) string {
+	var near []string
+	for _, o := range ops.All {
+		if strings.Contains(o.Name, name) || strings.Contains(name, o.Verb()) || levenshtein(name, o.Name) <= 3 {
+			near = append(near, fmt.Sprintf("%q", o.Name))
+		}
+	}
+	if len(near) == 0 {
+		return " (creative --help lists the operations)"
+	}
+	return "; did you mean " + strings.Join(near, " or ") + "?"
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

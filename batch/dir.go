@@ -1,0 +1,441 @@
+package batch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A Dir is the Store of a local folder: every key is a file under the
+// folder, opened through an os.Root so that no key, and no symbolic link met
+// on the way, reaches outside it.
+//
+// Create is an exclusive create (O_EXCL) followed by an fsync of the file
+// and of its folder; Put writes a temporary file, syncs it and renames it
+// over the key, then syncs the folder; NewWriter writes a temporary file that
+// is renamed to its key only by a successful Close. Temporary files live in
+// the folder's ".tmp" subfolder, one subfolder per open Dir, held by a lock:
+// NewDir removes those of earlier runs that were killed, and never those of
+// a Dir open in another process.
+type Dir struct {
+	path string
+	root *os.Root
+	tmp  string   // this Dir's folder of temporary files, relative to root
+	lock *os.File // held while the Dir is open; see lockTemp
+	once sync.Once
+}
+
+// tmpDir is the folder of temporary files under a Dir's root. Its name
+// starts with a dot, and keys may not, so no key names it.
+const tmpDir = ".tmp"
+
+// NewDir opens the folder at path as a Store, creating it if needed, and
+// removes the temporary files that runs killed before they finished left
+// behind.
+func NewDir(dirPath string) (*Dir, error) {
+	if err := os.MkdirAll(dirPath, 0o755); err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	root, err := os.OpenRoot(dirPath)
+	if err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	d := &Dir{path: dirPath, root: root}
+	if err := d.openTemp(); err != nil {
+		root.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Path returns the folder the Dir was opened on.
+func (d *Dir) Path() string { return d.path }
+
+// openTemp makes this Dir's folder of temporary files, locked, and removes
+// the unlocked ones: their owners are gone.
+func (d *Dir) openTemp() error {
+	if err := d.root.MkdirAll(tmpDir, 0o755); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	entries, err := fs.ReadDir(d.root.FS(), tmpDir)
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	for _, e := range entries {
+		p := tmpDir + "/" + e.Name()
+		if !e.IsDir() {
+			_ = d.root.Remove(p)
+			continue
+		}
+		f, err := d.root.OpenFile(p+"/lock", os.O_RDWR, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// Its owner died before it locked it.
+				_ = d.root.RemoveAll(p)
+			}
+			continue
+		}
+		if ok, _ := tryLock(f); ok {
+			_ = d.root.RemoveAll(p)
+		}
+		f.Close()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	d.tmp = tmpDir + "/" + hex.EncodeToString(b[:])
+	if err := d.root.Mkdir(d.tmp, 0o755); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	f, err := d.root.OpenFile(d.tmp+"/lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if _, err := tryLock(f); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		f.Close()
+		return fmt.Errorf("batch: locking %s: %w", d.tmp, err)
+	}
+	d.lock = f
+	return nil
+}
+
+// checkKey refuses a key that is not a clean relative slash path inside
+// the root: empty, absolute, with "." or ".." or empty segments, a
+// backslash, or a segment starting with a dot (reserved for the store).
+func checkKey(key string) error {
+	if key == "" || !fs.ValidPath(key) || key == "." || strings.Contains(key, `\`) {
+		return fmt.Errorf("batch: key %q is not a clean relative path", key)
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return fmt.Errorf("batch: key %q has a segment starting with a dot", key)
+		}
+	}
+	return nil
+}
+
+// checkPrefix is checkKey for a List prefix, which may be empty or end
+// with a slash.
+func checkPrefix(prefix string) error {
+	p := strings.TrimSuffix(prefix, "/")
+	if p == "" {
+		if prefix != "" {
+			return fmt.Errorf("batch: prefix %q is not a clean relative path", prefix)
+		}
+		return nil
+	}
+	if dirPart, _ := path.Split(p); dirPart != "" {
+		if err := checkKey(strings.TrimSuffix(dirPart, "/")); err != nil {
+			return err
+		}
+	}
+	if strings.Contains(p, `\`) || strings.Contains(p, "//") || strings.HasPrefix(p, "/") {
+		return fmt.Errorf("batch: prefix %q is not a clean relative path", prefix)
+	}
+	return nil
+}
+
+// syncDir makes the entries of the folder dir (relative to root) durable.
+func (d *Dir) syncDir(dir string) error {
+	f, err := d.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// Create writes key only if it does not exist, durably.
+func (d *Dir) Create(_ context.Context, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	dir := path.Dir(key)
+	if err := d.root.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	f, err := d.root.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("batch: %s: %w", key, ErrExist)
+	}
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.syncDir(dir)
+	}
+	if err != nil {
+		// Nothing may rely on a claim that is not durable: give the key
+		// back.
+		_ = d.root.Remove(key)
+		return fmt.Errorf("batch: %s: %w", key, err)
+	}
+	return nil
+}
+
+// Put replaces key with data, atomically and durably.
+func (d *Dir) Put(ctx context.Context, key string, data []byte) error {
+	w, err := d.NewWriter(ctx, key, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.(*dirWriter).abort()
+		return err
+	}
+	return w.Close()
+}
+
+// Get reads key.
+func (d *Dir) Get(_ context.Context, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	b, err := d.root.ReadFile(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("batch: %s: %w", key, ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	return b, nil
+}
+
+// Exists reports whether key names a file.
+func (d *Dir) Exists(_ context.Context, key string) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	st, err := d.root.Stat(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("batch: %w", err)
+	}
+	return st.Mode().IsRegular(), nil
+}
+
+// Delete removes key.
+func (d *Dir) Delete(_ context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	err := d.root.Remove(key)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("batch: %w", err)
+	}
+	return nil
+}
+
+// Close releases the lock on this Dir's temporary files and removes them.
+func (d *Dir) Close() error {
+	var err error
+	d.once.Do(func() {
+		_ = d.root.RemoveAll(d.tmp)
+		d.lock.Close()
+		err = d.root.Close()
+	})
+	return err
+}
+
+// listPage is how many names of one folder List reads at once.
+const listPage = 256
+
+// List yields the keys under prefix in lexical order, walking the folders
+// depth first. Names of one folder are read a page at a time; each folder's
+// names are sorted, which holds that folder's names in memory (the ledger's
+// layout keeps folders small).
+func (d *Dir) List(ctx context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		if err := checkPrefix(prefix); err != nil {
+			yield("", err)
+			return
+		}
+		// The folder to start in: the prefix's folder part.
+		start, _ := path.Split(prefix)
+		start = strings.TrimSuffix(start, "/")
+		d.walk(ctx, start, prefix, yield)
+	}
+}
+
+// walk yields the files under dir whose keys start with prefix, in
+// lexical order; it returns false when yield asked to stop.
+func (d *Dir) walk(ctx context.Context, dir, prefix string, yield func(string, error) bool) bool {
+	name := dir
+	if name == "" {
+		name = "."
+	}
+	names, err := d.readNames(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return yield("", fmt.Errorf("batch: %w", err))
+	}
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return yield("", err)
+		}
+		key := n.name
+		if dir != "" {
+			key = dir + "/" + n.name
+		}
+		if n.dir {
+			// A folder holds keys that start with key + "/".
+			if strings.HasPrefix(key+"/", prefix) || strings.HasPrefix(prefix, key+"/") {
+				if !d.walk(ctx, key, prefix, yield) {
+					return false
+				}
+			}
+			continue
+		}
+		if strings.HasPrefix(key, prefix) && !yield(key, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+type dirName struct {
+	name string
+	dir  bool
+}
+
+// readNames reads the names of one folder, a page at a time, sorted as
+// keys sort (a folder "a" sorts as "a/", after "a.png" and "a-1.png").
+func (d *Dir) readNames(dir string) ([]dirName, error) {
+	f, err := d.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []dirName
+	for {
+		entries, err := f.ReadDir(listPage)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			out = append(out, dirName{e.Name(), e.IsDir()})
+		}
+		if err == io.EOF || len(entries) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b dirName) int { return strings.Compare(a.sortKey(), b.sortKey()) })
+	return out, nil
+}
+
+func (n dirName) sortKey() string {
+	if n.dir {
+		return n.name + "/"
+	}
+	return n.name
+}
+
+// NewWriter streams an object to key through a temporary file that Close
+// syncs and renames to key. Meta is not kept: a folder has no place for it.
+func (d *Dir) NewWriter(ctx context.Context, key string, _ map[string]string) (io.WriteCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := d.tmp + "/" + hex.EncodeToString(b[:])
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	return &dirWriter{ctx: ctx, d: d, key: key, tmp: tmp, f: f}, nil
+}
+
+// A dirWriter is a temporary file that becomes key when closed whole.
+type dirWriter struct {
+	ctx    context.Context
+	d      *Dir
+	key    string
+	tmp    string
+	f      *os.File
+	err    error // the first failed Write
+	closed bool
+}
+
+func (w *dirWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if err := w.ctx.Err(); err != nil {
+		w.err = err
+		return 0, err
+	}
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = fmt.Errorf("batch: %w", err)
+	}
+	return n, w.err
+}
+
+// abort removes the temporary file.
+func (w *dirWriter) abort() {
+	if !w.closed {
+		w.closed = true
+		w.f.Close()
+		_ = w.d.root.Remove(w.tmp)
+	}
+}
+
+// Close makes the object visible under its key, unless a Write failed or
+// the context ended: then it leaves nothing and returns why.
+func (w *dirWriter) Close() error {
+	if w.closed {
+		return fmt.Errorf("batch: %s: writer already closed", w.key)
+	}
+	err := w.err
+	if err == nil {
+		err = w.ctx.Err()
+	}
+	if err != nil {
+		w.abort()
+		return err
+	}
+	w.closed = true
+	err = w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	dir := path.Dir(w.key)
+	if err == nil {
+		err = w.d.root.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = w.d.root.Rename(w.tmp, w.key)
+	}
+	if err == nil {
+		err = w.d.syncDir(dir)
+	}
+	if err != nil {
+		_ = w.d.root.Remove(w.tmp)
+		return fmt.Errorf("batch: %s: %w", w.key, err)
+	}
+	return nil
+}

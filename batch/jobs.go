@@ -1,0 +1,235 @@
+package batch
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// A Job is one call to make: an operation and its fields, named as in the
+// API. A Job's identity is its ID when it has one, else its operation and
+// fields (a file field by the file's content) and its occurrence among
+// identical jobs: reordering, inserting or deleting jobs never pays for one
+// again, and an edited job is a new one.
+type Job struct {
+	// Op names the operation, such as "image/text-to-image".
+	Op string
+	// ID optionally names the job and its files: letters, digits, ".", "_"
+	// and "-", starting with a letter or a digit, not digits only.
+	ID string
+	// Fields are the operation's fields by their API names: strings (ids
+	// may be given by label, files by a path in the Runner's FS), numbers
+	// (any Go number) and, for the writer's inputs, a slice.
+	Fields map[string]any
+	// Line is where the job was read from, for messages and file names:
+	// its line in a JSON Lines file, or its place in a sequence (from 1).
+	Line int
+}
+
+// A LineError reports a job that cannot run: its line, the field at fault
+// (empty when the line as a whole is) and why. Nothing is sent for it.
+type LineError struct {
+	Line  int
+	Field string
+	Err   error
+}
+
+// Error says where and why.
+func (e *LineError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("line %d: %s: %v", e.Line, e.Field, e.Err)
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// A Source yields the jobs of a batch, each with the error that makes it
+// unusable (a *LineError), or a final error that stops the reading (an I/O
+// error). A Runner ranges over it twice: once to check every job before
+// anything is sent, once to run them; a Source must yield the same jobs
+// each time.
+type Source = iter.Seq2[Job, error]
+
+// maxLine bounds the length of one line of a jobs file.
+const maxLine = 4 << 20
+
+// JSONL reads jobs from a JSON Lines stream that open returns anew for each
+// pass: one JSON object per line, "op" naming the operation, an optional
+// "id", and the operation's fields. Blank lines are skipped, and so is a
+// byte order mark at the start. A line is refused, naming it and the field,
+// when it holds invalid UTF-8, a key given twice, or is not a JSON object.
+func JSONL(open func() (io.ReadCloser, error)) Source {
+	return func(yield func(Job, error) bool) {
+		r, err := open()
+		if err != nil {
+			yield(Job{}, fmt.Errorf("batch: %w", err))
+			return
+		}
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), maxLine)
+		line := 0
+		for sc.Scan() {
+			line++
+			raw := sc.Bytes()
+			if line == 1 {
+				raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
+			}
+			raw = bytes.TrimSpace(raw)
+			if len(raw) == 0 {
+				continue
+			}
+			j, err := parseLine(raw)
+			j.Line = line
+			if err != nil {
+				err = &LineError{Line: line, Field: fieldOf(err), Err: errors.Unwrap(err)}
+			}
+			if !yield(j, err) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				err = fmt.Errorf("longer than %d MiB", maxLine>>20)
+			}
+			yield(Job{}, fmt.Errorf("batch: line %d: %w", line+1, err))
+		}
+	}
+}
+
+// File reads the jobs of the JSON Lines file at path; see JSONL.
+func File(path string) Source {
+	return JSONL(func() (io.ReadCloser, error) { return os.Open(path) })
+}
+
+// Values yields the given jobs; a job without a Line gets its place in the
+// sequence, from 1. seq is ranged over once for each pass.
+func Values(seq iter.Seq[Job]) Source {
+	return func(yield func(Job, error) bool) {
+		n := 0
+		for j := range seq {
+			n++
+			if j.Line == 0 {
+				j.Line = n
+			}
+			if !yield(j, nil) {
+				return
+			}
+		}
+	}
+}
+
+// A fieldError is a parse error about one field, before the line is known.
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+func fieldOf(err error) string {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return fe.field
+	}
+	return ""
+}
+
+// lineOptions read a line as it is: duplicate names and invalid UTF-8 are
+// found by parseLine, which names the field.
+var lineOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// parseLine reads one line into a Job. Numbers become float64, null stays
+// nil (so that a default is not taken silently), arrays and objects are
+// decoded strictly.
+func parseLine(raw []byte) (Job, error) {
+	var j Job
+	notObject := &fieldError{err: errors.New("not a JSON object")}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return j, notObject
+	}
+	j.Fields = map[string]any{}
+	seen := map[string]bool{}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return j, notObject
+		}
+		name := tok.String()
+		if !utf8.ValidString(name) {
+			return j, &fieldError{fmt.Sprintf("%q", name), errors.New("a key holds invalid UTF-8")}
+		}
+		if seen[name] {
+			return j, &fieldError{name, errors.New("given twice (which one was meant?)")}
+		}
+		seen[name] = true
+		val, err := dec.ReadValue()
+		if err != nil {
+			return j, notObject
+		}
+		if !utf8.Valid(val) {
+			return j, &fieldError{name, errors.New("holds invalid UTF-8")}
+		}
+		if err := j.set(name, val); err != nil {
+			return j, &fieldError{name, err}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return j, notObject
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return j, &fieldError{err: errors.New("more than one JSON value on the line")}
+	}
+	return j, nil
+}
+
+// set stores one member of a line.
+func (j *Job) set(name string, val jsontext.Value) error {
+	switch name {
+	case "op", "id":
+		var s string
+		if val.Kind() != '"' || json.Unmarshal(val, &s) != nil {
+			return errors.New("must be a string")
+		}
+		if name == "op" {
+			j.Op = s
+		} else {
+			j.ID = s
+		}
+		return nil
+	}
+	var v any
+	switch val.Kind() {
+	case 'n':
+		v = nil
+	case '0':
+		var f float64
+		if err := json.Unmarshal(val, &f); err != nil {
+			return errors.New("not a number that fits")
+		}
+		v = f
+	default:
+		if err := json.Unmarshal(val, &v); err != nil {
+			return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	j.Fields[name] = v
+	return nil
+}
+
+// baseOf is the folder file fields are read from for a jobs file at path.
+func baseOf(path string) string { return filepath.Dir(path) }

@@ -1,0 +1,199 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// A State is where a job stands in the ledger.
+type State string
+
+// The states of a job. A job is claimed before its request is sent, and
+// each later state is recorded durably before the job moves on.
+const (
+	// Claimed: about to be sent, or in flight. A claim whose worker died
+	// stays claimed: its outcome is unknown.
+	Claimed State = "claimed"
+	// Answered: the answer is stored (its URLs, its text, its decoded
+	// images written), but not every file is in place: a rerun downloads
+	// the rest, without paying again.
+	Answered State = "answered"
+	// Done: every output is in place.
+	Done State = "done"
+	// Failed: the service said no (HTTP 400) or the request was refused
+	// before it was sent; nothing was paid. A rerun sends it again.
+	Failed State = "failed"
+	// Refused: not sent, or refused by the service (429, 503, 408); a
+	// rerun sends it again.
+	Refused State = "refused"
+	// Unknown: sent, and the outcome is unknown: the service may have done
+	// the work and charged for it. Sent again only on request.
+	Unknown State = "unknown"
+)
+
+// Classify says which state a failed call leaves its job in. It is the
+// one place that reads the SDK's errors for the ledger; when in doubt, it
+// says Unknown, since the call may have been paid.
+func Classify(err error) State {
+	var ve *creative.ValidationError
+	var ae *creative.APIError
+	switch {
+	case errors.Is(err, creative.ErrOutcomeUnknown):
+		return Unknown
+	case errors.As(err, &ve):
+		return Failed
+	case errors.Is(err, creative.ErrInvalidRequest):
+		return Failed
+	case errors.Is(err, creative.ErrRateLimited):
+		return Refused
+	case errors.As(err, &ae) && (ae.StatusCode == http.StatusServiceUnavailable || ae.StatusCode == http.StatusRequestTimeout):
+		return Refused
+	}
+	return Unknown
+}
+
+// A Record is one attempt at a job, as the ledger keeps it under
+// ledger/<fan>/<job>/<attempt>.json. Each attempt is claimed by an
+// exclusive create, so two workers never make the same attempt, and only
+// its claimer writes it after that.
+type Record struct {
+	Job     string `json:"job"`
+	ID      string `json:"id,omitempty"`
+	Line    int    `json:"line"`
+	Op      string `json:"op"`
+	Attempt int    `json:"attempt"`
+	// Kind is "call" for an attempt that sends the job's request, and
+	// "download" for one that only fetches an earlier answer's files.
+	Kind  string `json:"kind"`
+	State State  `json:"state"`
+	// Stem starts the names of the job's files.
+	Stem  string   `json:"stem"`
+	Files []string `json:"files,omitempty"`
+	URLs  []string `json:"urls,omitempty"`
+	Text  string   `json:"text,omitempty"`
+	Error string   `json:"error,omitempty"`
+	// Lost marks an answered job whose answer can no longer be fetched (a
+	// link that died, a stream cut off): only paying again gets it.
+	Lost      bool      `json:"lost,omitempty"`
+	Requests  int       `json:"requests,omitempty"`
+	RequestID string    `json:"requestId,omitempty"`
+	Worker    string    `json:"worker,omitempty"`
+	Time      time.Time `json:"time"`
+	Seconds   float64   `json:"seconds,omitempty"`
+}
+
+// Kinds of attempt.
+const (
+	kindCall     = "call"
+	kindDownload = "download"
+)
+
+// ledgerPrefix holds the ledger in a Store.
+const ledgerPrefix = "ledger/"
+
+// jobPrefix is the folder of a job's attempts: fanned out by the first
+// three hex digits of its key, so that no folder grows past a few thousand
+// entries at a million jobs.
+func jobPrefix(key string) string { return ledgerPrefix + key[:3] + "/" + key + "/" }
+
+// attemptKey is the key of attempt n (from 1) of a job.
+func attemptKey(key string, n int) string { return fmt.Sprintf("%s%04d.json", jobPrefix(key), n) }
+
+// latest returns the last attempt of the job with key, and its number; a
+// nil record when the job was never claimed. An attempt whose record does
+// not parse (being created at this moment) is a claim.
+func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
+	last := ""
+	for k, err := range s.List(ctx, jobPrefix(key)) {
+		if err != nil {
+			return nil, 0, err
+		}
+		last = k
+	}
+	if last == "" {
+		return nil, 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(path.Base(last), ".json"))
+	if err != nil {
+		return nil, 0, fmt.Errorf("batch: %s is not an attempt of the ledger", last)
+	}
+	b, err := s.Get(ctx, last)
+	if err != nil {
+		return nil, 0, err
+	}
+	var r Record
+	if json.Unmarshal(b, &r) != nil {
+		return &Record{Job: key, Attempt: n, State: Claimed, Kind: kindCall}, n, nil
+	}
+	return &r, n, nil
+}
+
+func marshal(r *Record) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // a Record always marshals
+	}
+	return b
+}
+
+// claim creates attempt n of the job as r; ErrExist means another worker
+// has it.
+func claim(ctx context.Context, s Store, r *Record) error {
+	return s.Create(ctx, attemptKey(r.Job, r.Attempt), marshal(r))
+}
+
+// put records r, the claimer's own attempt, durably.
+func put(ctx context.Context, s Store, r *Record) error {
+	return s.Put(ctx, attemptKey(r.Job, r.Attempt), marshal(r))
+}
+
+// An action is what a run does with a job, given its last attempt.
+type action int
+
+const (
+	actCall     action = iota // send the request (never claimed, failed, refused, or asked for)
+	actDownload               // fetch the files of an answer
+	actCheck                  // done: check its files are still there
+	actLeave                  // leave it: unknown, claimed, lost
+)
+
+// decide says what a run does with a job whose last attempt is r.
+func decide(r *Record, o *Options) action {
+	if r == nil {
+		return actCall
+	}
+	switch r.State {
+	case Failed, Refused:
+		return actCall
+	case Done:
+		return actCheck
+	case Answered:
+		if !r.Lost {
+			return actDownload
+		}
+		if o.RepayLost {
+			return actCall
+		}
+		return actLeave
+	case Claimed:
+		if r.Kind == kindDownload {
+			// A download's claim whose worker died: downloading costs nothing.
+			return actDownload
+		}
+	}
+	// Unknown, or a claim: maybe paid.
+	if o.ResendUnknown {
+		return actCall
+	}
+	return actLeave
+}

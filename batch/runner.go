@@ -1,0 +1,336 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"strconv"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// Options say how a Runner runs its jobs. The zero Options run 4 jobs at
+// once, read file fields from the current directory, and leave alone every
+// job that may have been paid for.
+type Options struct {
+	// Concurrency is how many jobs run at once (default 4).
+	Concurrency int
+	// FS is where file fields are read from, by slash-separated paths
+	// inside it (a gocloud.dev blob.Bucket is an fs.FS). When nil, they are
+	// read from the folder Base, and a path that leaves it, by ".." or
+	// through a symbolic link, is refused unless AllowOutside is set.
+	FS fs.FS
+	// Base is the folder file fields are relative to when FS is nil: the
+	// jobs file's folder (default: the current directory).
+	Base string
+	// AllowOutside lets file fields name any file (with FS nil): absolute
+	// paths, "..", symbolic links that leave Base.
+	AllowOutside bool
+	// ResendUnknown sends again the jobs whose outcome is unknown (they may
+	// have been paid for: this may pay twice).
+	ResendUnknown bool
+	// RepayLost sends again the answered jobs whose answer can no longer
+	// be fetched (a link that expired): this pays for them again.
+	RepayLost bool
+	// Worker names this worker in the ledger (default: host name and
+	// process id).
+	Worker string
+	// CallOptions are given to every call and download (a logger, a
+	// timeout).
+	CallOptions []creative.Option
+	// OnEvent, when set, is told of every job as it starts and ends; it
+	// is called from the workers, at once, and must be quick.
+	OnEvent func(Event)
+}
+
+// An EventType says what happened to a job.
+type EventType int
+
+// The events of a run.
+const (
+	// JobStarted: a worker claimed the job and is sending its request, or
+	// downloading an earlier answer's files.
+	JobStarted EventType = iota + 1
+	// JobEnded: the job's attempt ended; Record says how.
+	JobEnded
+	// JobSkipped: nothing to do for the job, or nothing a rerun does
+	// without a flag; Record is its last attempt.
+	JobSkipped
+)
+
+// An Event tells an observer about one job.
+type Event struct {
+	Type   EventType
+	Record Record
+}
+
+// A Runner runs batches of jobs with one client, recording them in one
+// Store.
+type Runner struct {
+	c       *creative.Client
+	store   Store
+	o       Options
+	files   *files
+	checker *checker
+	st      *starter
+}
+
+// New returns a Runner that calls c and records in store.
+func New(c *creative.Client, store Store, o Options) (*Runner, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.Worker == "" {
+		host, _ := os.Hostname()
+		o.Worker = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	f := &files{fsys: o.FS}
+	if o.FS == nil {
+		base := o.Base
+		if base == "" {
+			base = "."
+		}
+		root, err := os.OpenRoot(base)
+		if err != nil {
+			return nil, fmt.Errorf("batch: the folder of the jobs' files: %w", err)
+		}
+		f.fsys, f.base, f.outside = root.FS(), base, o.AllowOutside
+	}
+	ch, err := newChecker(f)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{c: c, store: store, o: o, files: f, checker: ch, st: newStarter()}, nil
+}
+
+// Stop stops starting jobs: those waiting to send their first request (for
+// a rate limit, a pause) end without sending it, and Run returns once the
+// calls in flight have ended and been recorded. It returns how many calls
+// are in flight.
+func (r *Runner) Stop() int { return r.st.stop() }
+
+// A CheckError lists the jobs that cannot run; nothing was sent.
+type CheckError struct {
+	// Lines holds the first bad jobs found, at most MaxLineErrors.
+	Lines []*LineError
+	// Count is how many jobs are bad.
+	Count int
+}
+
+// MaxLineErrors bounds how many bad jobs a CheckError lists.
+const MaxLineErrors = 20
+
+// Error says how many jobs are bad.
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("batch: %s; nothing was sent", plural(e.Count, "bad line"))
+}
+
+// plural says "1 bad line" or "2 bad lines".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func (e *CheckError) add(le *LineError) {
+	e.Count++
+	if len(e.Lines) < MaxLineErrors {
+		e.Lines = append(e.Lines, le)
+	}
+}
+
+// A plan is what the check pass learned: the jobs' count per operation,
+// and which identities repeat.
+type plan struct {
+	jobs  int
+	perOp map[string]int
+	seen  *seen
+}
+
+// check reads every job once and checks it; a bad job is a *CheckError.
+func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
+	p := &plan{perOp: map[string]int{}, seen: newSeen()}
+	bad := &CheckError{}
+	idRepeats := false
+	for j, err := range src {
+		if err == nil {
+			var t *task
+			t, err = r.checker.check(ctx, j)
+			if err == nil {
+				p.jobs++
+				p.perOp[t.op.Name]++
+				if p.seen.add(t.identity()) && j.ID != "" {
+					idRepeats = true
+				}
+				continue
+			}
+		}
+		var le *LineError
+		if !errors.As(err, &le) {
+			return nil, err
+		}
+		bad.add(le)
+	}
+	if idRepeats {
+		if err := r.repeatedIDs(src, p.seen, bad); err != nil {
+			return nil, err
+		}
+	}
+	if bad.Count > 0 {
+		return nil, bad
+	}
+	if p.jobs == 0 {
+		return nil, errors.New("batch: no jobs")
+	}
+	return p, nil
+}
+
+// repeatedIDs reads the jobs again for the ids that may repeat, and
+// reports those that do.
+func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
+	first := map[[32]byte]int{}
+	for j, err := range src {
+		if err != nil || j.ID == "" {
+			if err != nil && !errors.As(err, new(*LineError)) {
+				return err
+			}
+			continue
+		}
+		id := sha256.Sum256([]byte("id\x00" + j.ID))
+		if _, ok := s.cands[id]; !ok {
+			continue
+		}
+		if line, ok := first[id]; ok {
+			bad.add(&LineError{Line: j.Line, Field: "id", Err: fmt.Errorf("%q is also the id of line %d", j.ID, line)})
+			continue
+		}
+		first[id] = j.Line
+	}
+	return nil
+}
+
+// tasks reads the jobs again, checked, each with its identity.
+func (r *Runner) tasks(ctx context.Context, src Source, p *plan) func(yield func(*task, error) bool) {
+	return func(yield func(*task, error) bool) {
+		p.seen.reset()
+		for j, err := range src {
+			var t *task
+			if err == nil {
+				t, err = r.checker.check(ctx, j)
+			}
+			if err == nil {
+				t.setOccurrence(p.seen.count(t.identity()))
+			}
+			if !yield(t, err) {
+				return
+			}
+		}
+	}
+}
+
+// stem starts the names of a task's files: its id, or its zero-padded line
+// and a short mark of its identity (two jobs met on one line in two versions
+// of a file get different names), then the operation.
+func (t *task) stem() string {
+	if t.job.ID != "" {
+		return t.job.ID + "-" + t.op.Verb()
+	}
+	return fmt.Sprintf("%06d-%s-%s", t.job.Line, t.op.Verb(), t.key[:6])
+}
+
+// Checked is a Source whose every job passed the checks, with what the
+// check learned; RunChecked and Plan read the Source again.
+type Checked struct {
+	src Source
+	p   *plan
+}
+
+// Jobs is how many jobs were checked.
+func (c *Checked) Jobs() int { return c.p.jobs }
+
+// Calls counts the checked jobs per operation.
+func (c *Checked) Calls() map[string]int { return maps.Clone(c.p.perOp) }
+
+// Check reads every job of src once and checks it as the SDK would, sending
+// nothing and touching no Store; a bad job is a *CheckError.
+func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
+	p, err := r.check(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Checked{src: src, p: p}, nil
+}
+
+// A Plan says what a run would do, without sending anything.
+type Plan struct {
+	// Calls counts, per operation, the calls a run would make.
+	Calls map[string]int
+	// Downloads is how many jobs a run would only download (paid for
+	// before).
+	Downloads int
+	// Summary counts the jobs a run would leave as they are.
+	Summary Summary
+}
+
+// Plan reads the ledger for every checked job and says what RunChecked
+// would do; it sends nothing and writes nothing. A Runner without a Store
+// plans as for an empty ledger.
+func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
+	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.p.jobs}}
+	for t, err := range r.tasks(ctx, c.src, c.p) {
+		if err != nil {
+			return nil, err
+		}
+		var last *Record
+		if r.store != nil {
+			if last, _, err = latest(ctx, r.store, t.key); err != nil {
+				return nil, err
+			}
+		}
+		switch decide(last, &r.o) {
+		case actCall:
+			out.Calls[t.op.Name]++
+		case actDownload:
+			out.Downloads++
+		case actCheck:
+			out.Summary.DoneBefore++
+		case actLeave:
+			out.Summary.countLeft(last)
+		}
+	}
+	return out, nil
+}
+
+// Summary counts a run's jobs by how they stand at its end.
+type Summary struct {
+	Jobs       int // jobs checked
+	Done       int // done in this run
+	DoneBefore int // done by an earlier run, files in place
+	Failed     int // the service said no (400): nothing paid; a rerun sends them again
+	Refused    int // not sent or refused (429, 503, 408): a rerun sends them again
+	Unknown    int // maybe paid: sent again only with Options.ResendUnknown
+	Claimed    int // claimed and not ended: in flight on another worker, or its worker died (maybe paid)
+	Waiting    int // answered, files not all downloaded: a rerun downloads them
+	Lost       int // answered, answer no longer fetchable: sent again only with Options.RepayLost
+	Missing    int // done, but files gone with nothing to fetch them from
+	Elsewhere  int // claimed at this moment by another worker
+	NotStarted int // not started: the run was stopped
+	Requests   int // requests sent, retries and downloads included
+}
+
+// countLeft counts a job left alone at its last attempt.
+func (s *Summary) countLeft(last *Record) {
+	switch {
+	case last.State == Answered && last.Lost:
+		s.Lost++
+	case last.State == Claimed:
+		s.Claimed++
+	default:
+		s.Unknown++
+	}
+}

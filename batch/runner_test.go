@@ -1,0 +1,243 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/creativetest"
+)
+
+// fixture is a fake service, a folder for the jobs file and one for the
+// results.
+type fixture struct {
+	srv  *creativetest.Server
+	c    *creative.Client
+	jobs string // the jobs file's path
+	out  string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	srv := creativetest.NewServer()
+	t.Cleanup(srv.Close)
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	return &fixture{srv: srv, c: c, jobs: filepath.Join(dir, "jobs.jsonl"), out: filepath.Join(t.TempDir(), "out")}
+}
+
+func (f *fixture) write(t *testing.T, lines ...string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(f.jobs, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+}
+
+// run runs the jobs file once with a Runner of its own.
+func (f *fixture) run(t *testing.T, o batch.Options) (batch.Summary, error) {
+	t.Helper()
+	store, err := batch.NewDir(f.out)
+	require.NoError(t, err)
+	defer store.Close()
+	o.Base = filepath.Dir(f.jobs)
+	r, err := batch.New(f.c, store, o)
+	require.NoError(t, err)
+	return r.Run(context.Background(), batch.File(f.jobs))
+}
+
+func imageJobs(n int) []string {
+	var lines []string
+	for i := 1; i <= n; i++ {
+		lines = append(lines, fmt.Sprintf(`{"op":"image/text-to-image","prompt":"job %d"}`, i))
+	}
+	return lines
+}
+
+func TestRunDoesEveryJobOnceAndARerunPaysForNothing(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, imageJobs(12)...)
+	sum, err := f.run(t, batch.Options{Concurrency: 4})
+	require.NoError(t, err)
+	assert.Equal(t, 12, sum.Done, "%+v", sum)
+	assert.Equal(t, 12, f.srv.Count("image/text-to-image"))
+
+	// An inserted line, then a rerun: nothing is paid again.
+	f.write(t, append([]string{`{"op":"image/generate-qr","url":"https://e.example","prompt":"new"}`}, imageJobs(12)...)...)
+	sum, err = f.run(t, batch.Options{Concurrency: 4})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Done)
+	assert.Equal(t, 12, sum.DoneBefore)
+	assert.Equal(t, 12, f.srv.Count("image/text-to-image"), "no job paid twice")
+	assert.Equal(t, 1, f.srv.Count("image/generate-qr"))
+}
+
+func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {
+	f := newFixture(t)
+	const jobs = 60
+	f.write(t, imageJobs(jobs)...)
+	var sums [2]batch.Summary
+	var errs [2]error
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 2 {
+		wg.Go(func() {
+			<-start
+			sums[i], errs[i] = f.run(t, batch.Options{Concurrency: 8, Worker: fmt.Sprint("worker-", i)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, jobs, f.srv.Count("image/text-to-image"), "every job paid once, none twice")
+	assert.Equal(t, jobs, sums[0].Done+sums[1].Done, "%+v %+v", sums[0], sums[1])
+	for i := range 2 {
+		assert.Equal(t, jobs, sums[i].Done+sums[i].Elsewhere+sums[i].Claimed+sums[i].DoneBefore, "worker %d: %+v", i, sums[i])
+		assert.Zero(t, sums[i].Unknown)
+	}
+	t.Logf("worker 0 did %d, worker 1 did %d", sums[0].Done, sums[1].Done)
+}
+
+// failingStore is a Dir whose Puts fail from the nth on, as a full disk
+// would.
+type failingStore struct {
+	*batch.Dir
+	n, puts atomic.Int32
+}
+
+func (s *failingStore) Put(ctx context.Context, key string, data []byte) error {
+	if s.puts.Add(1) >= s.n.Load() {
+		return fmt.Errorf("write %s: %w", key, syscall.ENOSPC)
+	}
+	return s.Dir.Put(ctx, key, data)
+}
+
+func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T) {
+	f := newFixture(t)
+	var lines []string
+	for i := range 20 {
+		lines = append(lines, fmt.Sprintf(`{"op":"audio/text-to-music","prompt":"tune %d"}`, i))
+	}
+	f.write(t, lines...)
+	dir, err := batch.NewDir(f.out)
+	require.NoError(t, err)
+	defer dir.Close()
+	store := &failingStore{Dir: dir}
+	store.n.Store(3) // the first job is recorded, then the disk is full
+	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	var le *batch.LedgerError
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, syscall.ENOSPC)
+	calls := f.srv.Count("audio/text-to-music")
+	assert.Equal(t, 2, calls, "no job started after the failed write")
+	require.Len(t, le.Unrecorded, 1, "the answer whose record failed is handed back")
+	assert.Len(t, le.Unrecorded[0].URLs, 1)
+	assert.Contains(t, le.Unrecorded[0].URLs[0], "/files/")
+	assert.Equal(t, 1, sum.Done)
+	assert.Equal(t, 18, sum.NotStarted, "%+v", sum)
+
+	// The rerun with room again: the job whose answer was not recorded
+	// stays claimed (maybe paid), nothing is paid twice, the rest run.
+	f.srv.Reset()
+	sum, err = f.run(t, batch.Options{Concurrency: 4})
+	require.NoError(t, err)
+	assert.Equal(t, 18, f.srv.Count("audio/text-to-music"))
+	assert.Equal(t, 1, sum.Claimed, "%+v", sum)
+	assert.Equal(t, 1, sum.DoneBefore)
+}
+
+func TestClassifySaysUnknownWhenInDoubt(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want batch.State
+	}{
+		{"the outcome is unknown", fmt.Errorf("x: %w", creative.ErrOutcomeUnknown), batch.Unknown},
+		{"a local validation error", &creative.ValidationError{Field: "prompt", Rule: "required"}, batch.Failed},
+		{"a 400", &creative.APIError{StatusCode: 400}, batch.Failed},
+		{"a 429", &creative.APIError{StatusCode: 429}, batch.Refused},
+		{"a 503", &creative.APIError{StatusCode: 503}, batch.Refused},
+		{"a 408", &creative.APIError{StatusCode: 408}, batch.Refused},
+		{"a 500", &creative.APIError{StatusCode: 500}, batch.Unknown},
+		{"a 401", &creative.APIError{StatusCode: 401}, batch.Unknown},
+		{"anything else", errors.New("something"), batch.Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, batch.Classify(tt.err))
+		})
+	}
+}
+
+func TestJobsFromGoValuesAndFilesFromAnFS(t *testing.T) {
+	f := newFixture(t)
+	png, err := os.ReadFile(pngPath(t))
+	require.NoError(t, err)
+	fsys := fstest.MapFS{"in/cat.png": {Data: png}}
+	store, err := batch.NewDir(f.out)
+	require.NoError(t, err)
+	defer store.Close()
+	var events atomic.Int32
+	r, err := batch.New(f.c, store, batch.Options{FS: fsys, OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobEnded {
+			events.Add(1)
+		}
+	}})
+	require.NoError(t, err)
+	jobs := []batch.Job{
+		{Op: "image/re-imagine", ID: "cat", Fields: map[string]any{"image": "in/cat.png"}},
+		{Op: "image/generate-logo", Fields: map[string]any{"prompt": "p", "numberOfResults": 2}},
+		{Op: "image/generate-logo", Fields: map[string]any{"prompt": "p", "numberOfResults": 2}},
+	}
+	sum, err := r.Run(context.Background(), batch.Values(slices.Values(jobs)))
+	var ce *batch.CheckError
+	if errors.As(err, &ce) {
+		t.Fatal(ce.Lines[0])
+	}
+	require.NoError(t, err)
+	assert.Equal(t, 3, sum.Done, "two identical jobs are two jobs")
+	assert.Equal(t, int32(3), events.Load())
+	reqs := f.srv.Requests()
+	require.Len(t, reqs, 3)
+	ok, err := store.Exists(context.Background(), "cat-re-imagine.png")
+	require.NoError(t, err)
+	assert.True(t, ok)
+
+	_, err = r.Run(context.Background(), batch.Values(slices.Values([]batch.Job{
+		{Op: "image/re-imagine", Fields: map[string]any{"image": "../cat.png"}},
+		{Op: "image/generate-logo", Fields: map[string]any{"prompt": "p", "numberOfResults": 0}},
+	})))
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Lines, 2)
+	assert.Equal(t, "line 1: image: ../cat.png is outside the jobs file's folder (files are read from inside it only)", ce.Lines[0].Error())
+	assert.Equal(t, "line 2: numberOfResults: is 0: leave it out for the service's default (1)", ce.Lines[1].Error())
+	assert.Len(t, f.srv.Requests(), 3, "nothing more was sent")
+}
+
+// pngPath writes a small PNG made by the fake and returns its path.
+func pngPath(t *testing.T) string {
+	t.Helper()
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	im, err := srv.Client().GenerateQR(context.Background(), creative.GenerateQRRequest{URL: "https://e.example", Prompt: "p"})
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "cat.png")
+	require.NoError(t, im.Save(p))
+	return p
+}

@@ -1,0 +1,115 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// errNotStarted stops the first request of a job once the run is stopping.
+var errNotStarted = errors.New("batch: stopping: not sent")
+
+// A starter decides, under one lock, whether a job may send its first
+// request. A job may wait in the client (for a rate limit, or a pause a 429
+// asked for) after a worker took it; once the run is stopping, such a job
+// is cancelled without sending anything, while jobs that sent are let
+// finish: they may be paid for.
+type starter struct {
+	mu       sync.Mutex
+	stopping bool
+	stopped  chan struct{}    // closed by stop
+	waiting  map[*jobRun]bool // jobs that have not sent yet
+	inFlight int              // jobs that sent and have not ended
+}
+
+// A jobRun is one job between a worker taking it and its end.
+type jobRun struct {
+	cancel   context.CancelFunc
+	sent     bool // its first request went out; guarded by starter.mu
+	requests atomic.Int32
+	s        *starter
+}
+
+func newStarter() *starter {
+	return &starter{waiting: map[*jobRun]bool{}, stopped: make(chan struct{})}
+}
+
+// begin starts a job under ctx, or reports false once the run is stopping.
+func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &jobRun{cancel: cancel, s: s}
+	s.waiting[r] = true
+	return r, ctx, true
+}
+
+// wasSent reports whether a request of r went out.
+func (r *jobRun) wasSent() bool {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return r.sent
+}
+
+// gate is the middleware of every request of the job r: its first attempt
+// goes out only while the run is not stopping. It counts the attempts.
+func (s *starter) gate(r *jobRun) creative.Middleware {
+	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+		s.mu.Lock()
+		if !r.sent {
+			if s.stopping {
+				s.mu.Unlock()
+				if req.Body != nil {
+					req.Body.Close()
+				}
+				return nil, errNotStarted
+			}
+			r.sent = true
+			delete(s.waiting, r)
+			s.inFlight++
+		}
+		s.mu.Unlock()
+		r.requests.Add(1)
+		return next(req)
+	}
+}
+
+// end ends the job r.
+func (s *starter) end(r *jobRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.cancel()
+	delete(s.waiting, r)
+	if r.sent {
+		s.inFlight--
+	}
+}
+
+// isStopping reports whether stop was called.
+func (s *starter) isStopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
+}
+
+// stop lets no job send its first request any more, cancels those waiting
+// to, and returns how many jobs are in flight.
+func (s *starter) stop() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopping {
+		s.stopping = true
+		close(s.stopped)
+		for r := range s.waiting {
+			r.cancel()
+		}
+	}
+	return s.inFlight
+}

@@ -1,0 +1,301 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// A LedgerError reports a ledger that could not be written: the run
+// stopped starting jobs at once. Unrecorded holds the answers that were
+// paid for and could not be recorded (their URLs, texts and files), so
+// that the caller can show them; nothing else holds them.
+type LedgerError struct {
+	Err        error
+	Unrecorded []Record
+}
+
+// Error says that the ledger failed and how many paid answers it lacks.
+func (e *LedgerError) Error() string {
+	s := fmt.Sprintf("batch: the ledger could not be written, so the run stopped: %v", e.Err)
+	if n := len(e.Unrecorded); n > 0 {
+		s += fmt.Sprintf(" (%s paid for and not recorded)", plural(n, "answer"))
+	}
+	return s
+}
+
+// Unwrap returns the store's error.
+func (e *LedgerError) Unwrap() error { return e.Err }
+
+// A run is one Run of a Runner.
+type run struct {
+	*Runner
+	mu      sync.Mutex
+	sum     Summary
+	fatal   *LedgerError
+	started atomic.Int64
+}
+
+// Run checks every job of src, then runs them: each job is claimed in the
+// ledger before its request is sent, and its answer is recorded durably
+// before the job moves on. Jobs done, claimed by another worker, or maybe
+// paid are not sent again (see Options). A bad job is a *CheckError and
+// nothing is sent; a ledger that cannot be written stops the run with a
+// *LedgerError. Run returns when every started job has ended, or when ctx
+// is cancelled (which cancels the calls in flight).
+func (r *Runner) Run(ctx context.Context, src Source) (Summary, error) {
+	c, err := r.Check(ctx, src)
+	if err != nil {
+		return Summary{}, err
+	}
+	return r.RunChecked(ctx, c)
+}
+
+// RunChecked runs jobs that Check passed; see Run.
+func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
+	if r.store == nil {
+		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
+	}
+	src, p := c.src, c.p
+	ru := &run{Runner: r}
+	ru.sum.Jobs = p.jobs
+	queue := make(chan *task)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(queue)
+		readErr <- ru.feed(ctx, src, p, queue)
+	}()
+	var wg sync.WaitGroup
+	for range r.o.Concurrency {
+		wg.Go(func() {
+			for t := range queue {
+				ru.do(ctx, t)
+			}
+		})
+	}
+	wg.Wait()
+	ru.sum.NotStarted = p.jobs - int(ru.started.Load())
+	if ru.fatal != nil {
+		return ru.sum, ru.fatal
+	}
+	if err := <-readErr; err != nil {
+		return ru.sum, err
+	}
+	return ru.sum, ctx.Err()
+}
+
+// feed sends the tasks to the workers until they are all sent or the run
+// stops.
+func (ru *run) feed(ctx context.Context, src Source, p *plan, queue chan<- *task) error {
+	for t, err := range ru.tasks(ctx, src, p) {
+		if err != nil {
+			// The file changed since it was checked.
+			return fmt.Errorf("batch: the jobs changed while they ran: %w", err)
+		}
+		select {
+		case queue <- t:
+		case <-ru.st.stopped:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+// count updates the summary under the lock.
+func (ru *run) count(f func(s *Summary)) {
+	ru.mu.Lock()
+	f(&ru.sum)
+	ru.mu.Unlock()
+}
+
+func (ru *run) event(typ EventType, rec *Record) {
+	if ru.o.OnEvent != nil {
+		ru.o.OnEvent(Event{Type: typ, Record: *rec})
+	}
+}
+
+// failLedger stops the run because the ledger could not be written; paid,
+// when not nil, is an answer that nothing holds now.
+func (ru *run) failLedger(err error, paid *Record) {
+	ru.st.stop()
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if ru.fatal == nil {
+		ru.fatal = &LedgerError{Err: err}
+	}
+	if paid != nil {
+		ru.fatal.Unrecorded = append(ru.fatal.Unrecorded, *paid)
+	}
+}
+
+// do takes one job as far as this run can.
+func (ru *run) do(ctx context.Context, t *task) {
+	if ru.st.isStopping() {
+		return
+	}
+	ru.started.Add(1)
+	last, n, err := latest(ctx, ru.store, t.key)
+	if err != nil {
+		ru.failLedger(err, nil)
+		return
+	}
+	switch decide(last, &ru.o) {
+	case actCall:
+		ru.call(ctx, t, n+1)
+	case actDownload:
+		ru.redownload(ctx, last, n+1)
+	case actCheck:
+		ru.checkDone(ctx, last, n+1)
+	case actLeave:
+		ru.count(func(s *Summary) { s.countLeft(last) })
+		ru.event(JobSkipped, last)
+	}
+}
+
+// newRecord starts attempt n of t.
+func (ru *run) newRecord(t *task, n int, kind string) *Record {
+	return &Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, Kind: kind,
+		State: Claimed, Stem: t.stem(), Worker: ru.o.Worker, Time: time.Now().UTC()}
+}
+
+// claimOrSkip claims rec's attempt; it reports false when the job is not
+// to go on (another worker has it, or the ledger failed).
+func (ru *run) claimOrSkip(ctx context.Context, rec *Record) bool {
+	err := claim(ctx, ru.store, rec)
+	if errors.Is(err, ErrExist) {
+		ru.count(func(s *Summary) { s.Elsewhere++ })
+		ru.event(JobSkipped, rec)
+		return false
+	}
+	if err != nil {
+		ru.failLedger(err, nil)
+		return false
+	}
+	ru.event(JobStarted, rec)
+	return true
+}
+
+// call claims attempt n of t and sends its request.
+func (ru *run) call(ctx context.Context, t *task, n int) {
+	jr, ctx, ok := ru.st.begin(ctx)
+	if !ok {
+		ru.started.Add(-1)
+		return
+	}
+	defer ru.st.end(jr)
+	rec := ru.newRecord(t, n, kindCall)
+	if !ru.claimOrSkip(ctx, rec) {
+		return
+	}
+	start := time.Now()
+	a, closeFiles, err := ru.files.open(t)
+	var res any
+	var resp *http.Response
+	if err == nil {
+		opts := append([]creative.Option{creative.WithMiddleware(ru.st.gate(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
+		res, err = calls[t.op.Name](ctx, ru.c, a, opts)
+		closeFiles()
+	}
+	rec.Requests = int(jr.requests.Load())
+	if resp != nil {
+		rec.RequestID = resp.Header.Get("X-Request-Id")
+	}
+	if err != nil {
+		rec.State = Classify(err)
+		if !jr.wasSent() {
+			rec.State = Refused // nothing went out
+		}
+		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
+		ru.finish(ctx, rec, start, nil)
+		return
+	}
+	ru.save(ctx, rec, res, start)
+}
+
+// finish records rec as it ends this run and counts it; paid is what
+// nothing else holds if the record cannot be written.
+func (ru *run) finish(ctx context.Context, rec *Record, start time.Time, paid *Record) {
+	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
+	rec.Time = time.Now().UTC()
+	// The record is written even when ctx was cancelled: the call ended.
+	recorded := rec.State
+	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
+		if paid == nil && (rec.State == Answered || rec.State == Done) {
+			paid = rec
+		}
+		ru.failLedger(err, paid)
+		// Counted as the ledger has it: answered when its links were
+		// recorded, else claimed, its outcome unknown.
+		recorded = Claimed
+		if len(rec.URLs) > 0 {
+			recorded = Answered
+		}
+	}
+	ru.count(func(s *Summary) {
+		s.Requests += rec.Requests
+		switch recorded {
+		case Done:
+			s.Done++
+		case Failed:
+			s.Failed++
+		case Refused:
+			s.Refused++
+		case Answered:
+			if rec.Lost {
+				s.Lost++
+			} else {
+				s.Waiting++
+			}
+		case Claimed:
+			s.Claimed++
+		default:
+			s.Unknown++
+		}
+	})
+	ru.event(JobEnded, rec)
+}
+
+// checkDone checks that a done job's files are in place; when some are
+// gone and its answer had links, it downloads them again (free).
+func (ru *run) checkDone(ctx context.Context, last *Record, n int) {
+	for _, f := range last.Files {
+		ok, err := ru.store.Exists(ctx, f)
+		if err != nil {
+			ru.failLedger(err, nil)
+			return
+		}
+		if !ok {
+			if len(last.URLs) > 0 {
+				ru.redownload(ctx, last, n)
+			} else {
+				ru.count(func(s *Summary) { s.Missing++ })
+				ru.event(JobSkipped, last)
+			}
+			return
+		}
+	}
+	ru.count(func(s *Summary) { s.DoneBefore++ })
+	ru.event(JobSkipped, last)
+}
+
+// redownload claims attempt n of an answered job to fetch its files again.
+func (ru *run) redownload(ctx context.Context, last *Record, n int) {
+	rec := *last
+	rec.Attempt, rec.Kind, rec.State, rec.Worker = n, kindDownload, Claimed, ru.o.Worker
+	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
+	rec.Time = time.Now().UTC()
+	if !ru.claimOrSkip(ctx, &rec) {
+		return
+	}
+	ru.download(ctx, &rec, time.Now())
+}
