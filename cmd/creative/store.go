@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
@@ -68,4 +70,37 @@ func openJobs(ctx context.Context, name string) (fs.FS, string, io.Closer, error
 		return nil, "", nil, err
 	}
 	return os.DirFS(filepath.Dir(abs)), filepath.Base(abs), io.NopCloser(nil), nil
+}
+
+// openLog opens the log of finished jobs for people: results.jsonl in a
+// folder --out; in a bucket, where many workers cannot append to one
+// object, an object of this run's own under results/, which appears when
+// the run ends (the ledger holds every result meanwhile).
+func openLog(ctx context.Context, store batch.Store, out string) (*resultLog, error) {
+	if d, ok := store.(*batch.Dir); ok {
+		return openResultLog(filepath.Join(d.Path(), resultsFile))
+	}
+	host, _ := os.Hostname()
+	key := fmt.Sprintf("results/%s-%s-%d.jsonl", time.Now().UTC().Format("20060102T150405Z"), safeName(host), os.Getpid())
+	w, err := store.NewWriter(ctx, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	shown := out
+	if u, err := url.Parse(out); err == nil {
+		u.RawQuery, u.User = "", nil
+		shown = u.String()
+	}
+	return &resultLog{path: strings.TrimSuffix(shown, "/") + "/" + key, f: w}, nil
+}
+
+// safeName keeps the letters, digits, dots and dashes of a host name, so
+// that it makes a plain key.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
 }

@@ -178,9 +178,10 @@ func (s *Store) probe(ctx context.Context) error {
 	}
 }
 
-// checkKey refuses keys that are not clean relative paths.
+// checkKey refuses keys that are not clean slash-separated relative paths
+// (a backslash would be a separator on some drivers' disks).
 func checkKey(key string) error {
-	if key == "" || key == "." || !fs.ValidPath(key) {
+	if key == "" || key == "." || !fs.ValidPath(key) || strings.Contains(key, `\`) {
 		return fmt.Errorf("bucket: invalid key %q", key)
 	}
 	return nil

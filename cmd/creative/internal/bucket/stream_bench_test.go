@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 )
 
 // Environment of the child process that BenchmarkStream1GiB measures.
@@ -22,7 +24,7 @@ const (
 // compares it with the same child streaming 1 MiB: an output is never
 // staged whole in memory, so the difference stays within a few parts.
 func BenchmarkStream1GiB(b *testing.B) {
-	srv := startS3(b)
+	srv := s3test.Start(b)
 	for b.Loop() {
 		small, _ := streamChild(b, srv, 1<<20)
 		mid, _ := streamChild(b, srv, 256<<20)
@@ -43,11 +45,11 @@ func BenchmarkStream1GiB(b *testing.B) {
 
 // streamChild runs TestStreamChild in a child process that streams n bytes,
 // and returns its peak RSS in bytes and how long it took.
-func streamChild(b *testing.B, srv *s3Server, n int64) (int64, time.Duration) {
+func streamChild(b *testing.B, srv *s3test.Server, n int64) (int64, time.Duration) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStreamChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), srv.env()...)
-	cmd.Env = append(cmd.Env, streamURLEnv+"="+srv.url(fmt.Sprintf("stream%d", n)), streamBytesEnv+"="+strconv.FormatInt(n, 10))
+	cmd.Env = append(os.Environ(), srv.Env()...)
+	cmd.Env = append(cmd.Env, streamURLEnv+"="+srv.URL(fmt.Sprintf("stream%d", n)), streamBytesEnv+"="+strconv.FormatInt(n, 10))
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	elapsed := time.Since(start)

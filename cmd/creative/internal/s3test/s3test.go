@@ -1,4 +1,9 @@
-package bucket
+// Package s3test starts a real S3-compatible server for tests: versitygw,
+// a Go S3 gateway over a local folder, on 127.0.0.1, stopped when the test
+// ends. .ci/run installs it from the module proxy; outside CI a machine
+// without it skips the tests that need it, and in CI (CI=true) its absence
+// fails them.
+package s3test
 
 import (
 	"fmt"
@@ -19,9 +24,8 @@ const (
 	s3Secret = "creative-test-secret-0123456789"
 )
 
-// versitygw finds the S3 gateway that .ci/run installs. Outside CI a
-// machine without it skips the tests that need it; in CI (CI=true) its
-// absence fails them.
+// versitygw finds the S3 gateway that .ci/run installs (VERSITYGW names it,
+// or PATH).
 func versitygw(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("VERSITYGW"); p != "" {
@@ -39,16 +43,18 @@ func versitygw(t testing.TB) string {
 	return ""
 }
 
-// s3Server is a real S3-compatible server (versitygw over a local folder)
+// A Server is a real S3-compatible server (versitygw over a local folder)
 // on 127.0.0.1, started by the test and stopped when it ends.
-type s3Server struct {
-	endpoint string // http://127.0.0.1:port
-	root     string // the folder it serves: one subfolder per bucket
+type Server struct {
+	// Endpoint is the server's URL, http://127.0.0.1:port.
+	Endpoint string
+	// Root is the folder it serves: one subfolder per bucket.
+	Root string
 }
 
-// startS3 starts versitygw with one bucket, "creative", and sets the
-// credentials the AWS SDK reads from the environment.
-func startS3(t testing.TB) *s3Server {
+// Start starts versitygw with one bucket, "creative", and sets, for the
+// test, the credentials the AWS SDK reads from the environment.
+func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := versitygw(t)
 	root := t.TempDir()
@@ -79,16 +85,17 @@ func startS3(t testing.TB) *s3Server {
 			setenv.Setenv(kv[0], kv[1])
 		}
 	}
-	return &s3Server{endpoint: "http://" + addr, root: root}
+	return &Server{Endpoint: "http://" + addr, Root: root}
 }
 
-// url names prefix in the server's bucket as an s3:// URL.
-func (s *s3Server) url(prefix string) string {
-	return fmt.Sprintf("s3://creative/%s?endpoint=%s&use_path_style=true&region=us-east-1", prefix, s.endpoint)
+// URL names prefix in the server's bucket as an s3:// URL.
+func (s *Server) URL(prefix string) string {
+	return fmt.Sprintf("s3://creative/%s?endpoint=%s&use_path_style=true&region=us-east-1", prefix, s.Endpoint)
 }
 
-// env is the environment a child process needs to reach the server.
-func (s *s3Server) env() []string {
+// Env is the environment a child process needs to reach the server, as
+// KEY=value.
+func (s *Server) Env() []string {
 	return []string{
 		"AWS_ACCESS_KEY_ID=" + s3Access, "AWS_SECRET_ACCESS_KEY=" + s3Secret,
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
