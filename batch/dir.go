@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A Dir is the Store of a local folder: every key is a file under the
@@ -79,8 +80,9 @@ func (d *Dir) openTemp() error {
 		}
 		f, err := d.root.OpenFile(p+"/lock", os.O_RDWR, 0)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				// Its owner died before it locked it.
+			if errors.Is(err, fs.ErrNotExist) && !young(e) {
+				// Its owner died before it locked it (a young one may
+				// belong to a run that is locking it now).
 				_ = d.root.RemoveAll(p)
 			}
 			continue
@@ -96,7 +98,9 @@ func (d *Dir) openTemp() error {
 	if err := d.root.Mkdir(d.tmp, 0o755); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	f, err := d.root.OpenFile(d.tmp+"/lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	// The lock file is locked before it takes the name "lock" that other
+	// runs look for, so none of them finds it unlocked while this run lives.
+	f, err := d.root.OpenFile(d.tmp+"/lock.new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
@@ -104,8 +108,19 @@ func (d *Dir) openTemp() error {
 		f.Close()
 		return fmt.Errorf("batch: locking %s: %w", d.tmp, err)
 	}
+	if err := d.root.Rename(d.tmp+"/lock.new", d.tmp+"/lock"); err != nil {
+		f.Close()
+		return fmt.Errorf("batch: %w", err)
+	}
 	d.lock = f
 	return nil
+}
+
+// young reports whether a folder of temporary files was made within the
+// last minute: its run may be between making it and locking it.
+func young(e fs.DirEntry) bool {
+	info, err := e.Info()
+	return err != nil || time.Since(info.ModTime()) < time.Minute
 }
 
 // checkKey refuses a key that is not a clean relative slash path inside
