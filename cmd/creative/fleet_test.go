@@ -183,7 +183,7 @@ func TestFleetOfThreeWorkersKilledAndRestarted(t *testing.T) {
 	require.NoError(t, resend.Wait(), "%s", stderr)
 	require.Len(t, calls.take(), unknown, "--resend-unknown sends each unknown job once")
 	require.Equal(t, map[string]int{"done": jobs}, fleetStatus(t, bin, baseEnv, out))
-	require.Equal(t, jobs, outputs(t, out), "one speech file per job in the bucket")
+	require.Equal(t, jobs, outputs(t, out), "a speech file of every job in the bucket")
 }
 
 // summaryLine is the summary a run prints on stderr.
@@ -196,19 +196,28 @@ func summaryLine(stderr string) string {
 	return stderr
 }
 
-// outputs counts the output files under out: the objects that are neither
-// the ledger nor a run's log.
+// outputs counts the output files under out (the objects that are neither
+// the ledger nor a run's log), each stored with its job's id and operation
+// as metadata.
 func outputs(t *testing.T, out string) int {
 	t.Helper()
 	s, err := bucket.Open(t.Context(), out)
 	require.NoError(t, err)
 	defer s.Close()
-	n := 0
+	ids, n := map[string]bool{}, 0
 	for key, err := range s.List(t.Context(), "") {
 		require.NoError(t, err)
-		if !strings.HasPrefix(key, "ledger/") && !strings.HasPrefix(key, "results/") {
-			n++
+		if strings.HasPrefix(key, "ledger/") || strings.HasPrefix(key, "results/") {
+			continue
 		}
+		meta, err := s.Metadata(t.Context(), key)
+		require.NoError(t, err)
+		require.Equal(t, "audio/text-to-speech", meta["op"], "%s: metadata %v", key, meta)
+		require.True(t, strings.HasPrefix(key, meta["id"]), "%s: metadata %v names another job", key, meta)
+		require.NotEmpty(t, meta["job"], "%s: metadata %v", key, meta)
+		ids[meta["id"]] = true
+		n++
 	}
+	require.Equal(t, len(ids), n, "one file per job")
 	return n
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 )
 
@@ -34,6 +35,19 @@ func TestOpenStoreBucketURLs(t *testing.T) {
 	}
 	if _, err := openStore(t.Context(), "ftp://host/out"); err == nil {
 		t.Fatal("openStore(ftp://...) = nil error, want the schemes it takes")
+	}
+	// A path and a file:// URL are the local folder store, whose
+	// exclusive create holds across processes.
+	dir := t.TempDir()
+	for _, out := range []string{dir, "file://" + filepath.ToSlash(dir)} {
+		s, err := openStore(t.Context(), out)
+		if err != nil {
+			t.Fatalf("openStore(%s): %v", out, err)
+		}
+		if d, ok := s.(*batch.Dir); !ok || d.Path() != dir {
+			t.Errorf("openStore(%s) = %T, want the folder store on %s", out, s, dir)
+		}
+		_ = s.Close()
 	}
 	_, err = openStore(t.Context(), "file://otherhost/out")
 	if err == nil || errors.Is(err, bucket.ErrNoConditionalCreate) {

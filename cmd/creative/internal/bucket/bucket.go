@@ -332,6 +332,22 @@ func (w *writer) Close() error {
 	return nil
 }
 
+// Metadata returns the metadata stored with key's object: for an output,
+// the job, operation, id and request id that made it.
+func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	attrs, err := s.b.Attributes(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("bucket: metadata %s: %w", key, batch.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket: metadata %s: %w", key, err)
+	}
+	return attrs.Metadata, nil
+}
+
 // Exists reports whether key names an object.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	if err := checkKey(key); err != nil {

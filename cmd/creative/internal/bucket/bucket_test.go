@@ -156,13 +156,13 @@ func contract(t *testing.T, open func(*testing.T) (*Store, string)) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("Get: %d bytes, %v; want the %d bytes written", len(got), err, len(want))
 		}
-		attrs, err := s.b.Attributes(ctx, "0007-image.png")
+		got2, err := s.Metadata(ctx, "0007-image.png")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for k, v := range meta {
-			if attrs.Metadata[k] != v {
-				t.Errorf("metadata %s = %q, want %q (all: %v)", k, attrs.Metadata[k], v, attrs.Metadata)
+			if got2[k] != v {
+				t.Errorf("metadata %s = %q, want %q (all: %v)", k, got2[k], v, got2)
 			}
 		}
 	})
