@@ -175,10 +175,14 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 		return err
 	}
 	dir := path.Dir(key)
-	if err := d.root.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("batch: %w", err)
-	}
 	f, err := d.root.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Its folder is new: make it, then try again.
+		if err := d.root.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		f, err = d.root.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("batch: %s: %w", key, ErrExist)
 	}
@@ -440,10 +444,13 @@ func (w *dirWriter) Close() error {
 	}
 	dir := path.Dir(w.key)
 	if err == nil {
-		err = w.d.root.MkdirAll(dir, 0o755)
-	}
-	if err == nil {
 		err = w.d.root.Rename(w.tmp, w.key)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Its folder is new: make it, then try again.
+			if err = w.d.root.MkdirAll(dir, 0o755); err == nil {
+				err = w.d.root.Rename(w.tmp, w.key)
+			}
+		}
 	}
 	if err == nil {
 		err = w.d.syncDir(dir)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -230,6 +229,3 @@ func (j *Job) set(name string, val jsontext.Value) error {
 	j.Fields[name] = v
 	return nil
 }
-
-// baseOf is the folder file fields are read from for a jobs file at path.
-func baseOf(path string) string { return filepath.Dir(path) }

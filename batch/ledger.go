@@ -63,7 +63,7 @@ func Classify(err error) State {
 }
 
 // A Record is one attempt at a job, as the ledger keeps it under
-// ledger/<fan>/<job>/<attempt>.json. Each attempt is claimed by an
+// ledger/<fan>/<job>.<attempt>.json. Each attempt is claimed by an
 // exclusive create, so two workers never make the same attempt, and only
 // its claimer writes it after that.
 type Record struct {
@@ -101,13 +101,24 @@ const (
 // ledgerPrefix holds the ledger in a Store.
 const ledgerPrefix = "ledger/"
 
-// jobPrefix is the folder of a job's attempts: fanned out by the first
-// three hex digits of its key, so that no folder grows past a few thousand
-// entries at a million jobs.
-func jobPrefix(key string) string { return ledgerPrefix + key[:3] + "/" + key + "/" }
+// jobPrefix starts the keys of a job's attempts: fanned out by the first
+// three hex digits of its key into 4,096 folders, so that no folder holds
+// more than a few hundred entries at a million jobs, and a job costs no
+// folder of its own.
+func jobPrefix(key string) string { return ledgerPrefix + key[:3] + "/" + key + "." }
 
 // attemptKey is the key of attempt n (from 1) of a job.
 func attemptKey(key string, n int) string { return fmt.Sprintf("%s%04d.json", jobPrefix(key), n) }
+
+// splitAttempt returns the job key and the attempt number of a ledger key.
+func splitAttempt(k string) (job string, n int, ok bool) {
+	job, rest, ok := strings.Cut(path.Base(k), ".")
+	if !ok || len(job) != 32 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(rest, ".json"))
+	return job, n, err == nil && strings.HasSuffix(rest, ".json")
+}
 
 // latest returns the last attempt of the job with key, and its number; a
 // nil record when the job was never claimed. An attempt whose record does
@@ -123,8 +134,8 @@ func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
 	if last == "" {
 		return nil, 0, nil
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(path.Base(last), ".json"))
-	if err != nil {
+	_, n, ok := splitAttempt(last)
+	if !ok {
 		return nil, 0, fmt.Errorf("batch: %s is not an attempt of the ledger", last)
 	}
 	b, err := s.Get(ctx, last)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"strconv"
+	"time"
 
 	creative "github.com/creativegen/creative-go"
 )
@@ -42,6 +43,10 @@ type Options struct {
 	// CallOptions are given to every call and download (a logger, a
 	// timeout).
 	CallOptions []creative.Option
+	// IndexEvery, when above 0, keeps index.html (see WriteIndex) current
+	// while the run goes: it is written again this often while jobs end.
+	// Run does not write it at its end: call WriteIndex then.
+	IndexEvery time.Duration
 	// OnEvent, when set, is told of every job as it starts and ends; it
 	// is called from the workers, at once, and must be quick.
 	OnEvent func(Event)

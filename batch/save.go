@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -297,30 +296,35 @@ func (l *lazyWriter) close() error {
 	return err
 }
 
+// signatures name a file's type by bytes at an offset of its head.
+var signatures = []struct {
+	at    int
+	magic string
+	ext   string
+}{
+	{8, "WAVE", ".wav"}, // after "RIFF" and a size
+	{8, "WEBP", ".webp"},
+	{0, "ID3", ".mp3"},
+	{0, "GIF8", ".gif"},
+	{0, "\x89PNG", ".png"},
+	{0, "\xff\xd8\xff", ".jpg"},
+	{4, "ftyp", ".mp4"},
+	{0, "\x1a\x45\xdf\xa3", ".webm"},
+	{0, "OggS", ".ogg"},
+	{0, "fLaC", ".flac"},
+}
+
 // sniffExt names a downloaded file's extension from its first bytes, else
 // from the link's path.
 func sniffExt(head []byte, link string) string {
-	switch {
-	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WAVE":
-		return ".wav"
-	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
-		return ".webp"
-	case bytes.HasPrefix(head, []byte("ID3")), len(head) >= 2 && head[0] == 0xff && head[1]&0xe0 == 0xe0:
-		return ".mp3"
-	case bytes.HasPrefix(head, []byte("GIF8")):
-		return ".gif"
-	case bytes.HasPrefix(head, []byte("\x89PNG")):
-		return ".png"
-	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
-		return ".jpg"
-	case len(head) >= 8 && string(head[4:8]) == "ftyp":
-		return ".mp4"
-	case bytes.HasPrefix(head, []byte("\x1a\x45\xdf\xa3")):
-		return ".webm"
-	case bytes.HasPrefix(head, []byte("OggS")):
-		return ".ogg"
-	case bytes.HasPrefix(head, []byte("fLaC")):
-		return ".flac"
+	for _, sig := range signatures {
+		if len(head) >= sig.at+len(sig.magic) && string(head[sig.at:sig.at+len(sig.magic)]) == sig.magic &&
+			(sig.at != 8 || string(head[:4]) == "RIFF") {
+			return sig.ext
+		}
+	}
+	if len(head) >= 2 && head[0] == 0xff && head[1]&0xe0 == 0xe0 {
+		return ".mp3" // an MPEG frame without a tag
 	}
 	if u, err := url.Parse(link); err == nil && link != "" {
 		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {

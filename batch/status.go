@@ -2,8 +2,6 @@ package batch
 
 import (
 	"context"
-	"path"
-	"strings"
 )
 
 // A Status counts the jobs of a ledger by the state of their last
@@ -24,38 +22,53 @@ type Status struct {
 // nil, as its last attempt.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	var lastKey, lastJob string
-	flush := func() error {
-		if lastKey == "" {
-			return nil
-		}
-		rec, _, err := latest(ctx, store, path.Base(path.Dir(lastKey)))
-		if err != nil || rec == nil {
-			return err
-		}
-		st.Jobs++
-		st.States[rec.State]++
-		if rec.State == Answered && rec.Lost {
-			st.Lost++
-		}
+	err := eachJob(ctx, store, func(rec *Record) error {
+		st.add(rec)
 		if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
 			unknown(*rec)
 		}
 		return nil
+	})
+	return st, err
+}
+
+// add counts a job by its last attempt.
+func (st *Status) add(rec *Record) {
+	st.Jobs++
+	st.States[rec.State]++
+	if rec.State == Answered && rec.Lost {
+		st.Lost++
+	}
+}
+
+// eachJob gives fn the last attempt of every job of the ledger, one job at
+// a time, in the order of their keys.
+func eachJob(ctx context.Context, store Store, fn func(*Record) error) error {
+	lastJob := ""
+	visit := func() error {
+		rec, _, err := latest(ctx, store, lastJob)
+		if err != nil || rec == nil {
+			return err
+		}
+		return fn(rec)
 	}
 	for key, err := range store.List(ctx, ledgerPrefix) {
 		if err != nil {
-			return st, err
+			return err
 		}
-		job := path.Dir(key)
-		if job != lastJob && lastJob != "" {
-			if err := flush(); err != nil {
-				return st, err
+		job, _, ok := splitAttempt(key)
+		if !ok || job == lastJob {
+			continue
+		}
+		if lastJob != "" {
+			if err := visit(); err != nil {
+				return err
 			}
 		}
-		if strings.HasSuffix(key, ".json") {
-			lastKey, lastJob = key, job
-		}
+		lastJob = job
 	}
-	return st, flush()
+	if lastJob == "" {
+		return nil
+	}
+	return visit()
 }

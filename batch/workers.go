@@ -42,6 +42,7 @@ type run struct {
 	sum     Summary
 	fatal   *LedgerError
 	started atomic.Int64
+	ended   atomic.Int64 // jobs that ended, for keepIndex
 }
 
 // Run checks every job of src, then runs them: each job is claimed in the
@@ -73,6 +74,8 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 		defer close(queue)
 		readErr <- ru.feed(ctx, src, p, queue)
 	}()
+	stopIndex := ru.keepIndex(ctx)
+	defer stopIndex()
 	var wg sync.WaitGroup
 	for range r.o.Concurrency {
 		wg.Go(func() {
@@ -90,6 +93,34 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 		return ru.sum, err
 	}
 	return ru.sum, ctx.Err()
+}
+
+// keepIndex rewrites index.html every Options.IndexEvery while jobs end,
+// until the returned func is called. A page that cannot be written is
+// left as it was: the ledger, not the page, is the record.
+func (ru *run) keepIndex(ctx context.Context) (stop func()) {
+	if ru.o.IndexEvery <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(ru.o.IndexEvery)
+		defer t.Stop()
+		written := int64(-1)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if n := ru.ended.Load(); n != written {
+				written = n
+				_ = WriteIndex(ctx, ru.store)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // feed sends the tasks to the workers until they are all sent or the run
@@ -262,6 +293,7 @@ func (ru *run) finish(ctx context.Context, rec *Record, start time.Time, paid *R
 			s.Unknown++
 		}
 	})
+	ru.ended.Add(1)
 	ru.event(JobEnded, rec)
 }
 

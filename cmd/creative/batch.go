@@ -327,6 +327,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 			bar.Increment()
 		}
 	}
+	o.IndexEvery = 5 * time.Second
 	r, err := batch.New(c, store, o)
 	if err != nil {
 		return err
@@ -339,6 +340,9 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	stopWatching()
 	d.stop()
 	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", summaryText(sum), time.Since(start).Seconds(), log.path)
+	if ierr := batch.WriteIndex(context.WithoutCancel(ctx), store); ierr != nil {
+		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
+	}
 	if log.err != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written (%v); the ledger holds every result\n", log.path, log.err)
 	}
@@ -387,7 +391,8 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 	if interrupted {
 		return errInterrupted
 	}
-	if notDone := sum.Jobs - sum.Done - sum.DoneBefore; notDone > 0 {
+	// A job another worker is running is that worker's to report.
+	if notDone := sum.Jobs - sum.Done - sum.DoneBefore - sum.Elsewhere; notDone > 0 {
 		return fmt.Errorf("batch: %d of %s not done", notDone, plural(sum.Jobs, "job"))
 	}
 	return nil

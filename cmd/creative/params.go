@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -38,9 +36,6 @@ func (p *params) failf(field, format string, args ...any) {
 		p.bad = usagef("%s %s", p.name(field), fmt.Sprintf(format, args...))
 	}
 }
-
-// has reports whether the field was given.
-func (p *params) has(field string) bool { _, ok := p.vals[field]; return ok }
 
 // str returns a text, link, id or file path ("" when not given).
 func (p *params) str(field string) string {
@@ -101,54 +96,6 @@ func (p *params) setText(f ops.Field, s string) error {
 		}
 		p.vals[f.Name] = a
 	default:
-		p.vals[f.Name] = s
-	}
-	return nil
-}
-
-// setJSON sets a field from a value of a batch line; file paths are taken
-// relative to dir.
-func (p *params) setJSON(f ops.Field, raw json.RawMessage, dir string) error {
-	switch f.Type {
-	case ops.Number:
-		var v float64
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("must be a number")
-		}
-		p.vals[f.Name] = v
-	case ops.Array:
-		var a []any
-		if err := json.Unmarshal(raw, &a); err != nil || a == nil {
-			return fmt.Errorf("must be an array")
-		}
-		p.vals[f.Name] = a
-	default:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return fmt.Errorf("must be a string")
-		}
-		switch f.Type {
-		case ops.ID:
-			id, err := ids.Parse(f.IDKind, s)
-			if err != nil {
-				return err
-			}
-			s = id
-		case ops.File:
-			if s == "" {
-				return fmt.Errorf("must name a file")
-			}
-			if !filepath.IsAbs(s) {
-				s = filepath.Join(dir, s)
-			}
-			st, err := os.Stat(s)
-			if err != nil {
-				return fmt.Errorf("cannot be read: %v", err)
-			}
-			if st.IsDir() {
-				return fmt.Errorf("is a directory, not a file: %s", s)
-			}
-		}
 		p.vals[f.Name] = s
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,19 +90,6 @@ func (d *display) add(b *mpb.Bar) *mpb.Bar {
 	defer d.mu.Unlock()
 	d.bars = append(d.bars, b)
 	return b
-}
-
-// drop removes a line added by status or counter.
-func (d *display) drop(b *mpb.Bar) {
-	if d == nil || b == nil {
-		return
-	}
-	b.Abort(true)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if i := slices.Index(d.bars, b); i >= 0 {
-		d.bars = slices.Delete(d.bars, i, i+1)
-	}
 }
 
 // counter adds a bar of total steps with fn's text before it, the count,
