@@ -23,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 	"github.com/creativegen/creative-go/creativetest"
@@ -197,8 +198,8 @@ func summaryLine(stderr string) string {
 }
 
 // outputs counts the output files under out (the objects that are neither
-// the ledger nor a run's log), each stored with its job's id and operation
-// as metadata.
+// the ledger, a run's log nor the contact sheet), each stored with its
+// job's id and operation as metadata and its media type.
 func outputs(t *testing.T, out string) int {
 	t.Helper()
 	s, err := bucket.Open(t.Context(), out)
@@ -207,12 +208,13 @@ func outputs(t *testing.T, out string) int {
 	ids, n := map[string]bool{}, 0
 	for key, err := range s.List(t.Context(), "") {
 		require.NoError(t, err)
-		if strings.HasPrefix(key, "ledger/") || strings.HasPrefix(key, "results/") {
+		if strings.HasPrefix(key, "ledger/") || strings.HasPrefix(key, "results/") || key == batch.IndexFile {
 			continue
 		}
 		meta, err := s.Metadata(t.Context(), key)
 		require.NoError(t, err)
 		require.Equal(t, "audio/text-to-speech", meta["op"], "%s: metadata %v", key, meta)
+		require.Equal(t, "audio/mpeg", meta["content-type"], "%s: metadata %v", key, meta)
 		require.True(t, strings.HasPrefix(key, meta["id"]), "%s: metadata %v names another job", key, meta)
 		require.NotEmpty(t, meta["job"], "%s: metadata %v", key, meta)
 		ids[meta["id"]] = true

@@ -27,7 +27,10 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"maps"
+	"mime"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -284,9 +287,18 @@ func (s *Store) NewWriter(ctx context.Context, key string, meta map[string]strin
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	// A "content-type" in meta is the object's Content-Type, so that a
+	// bucket served over HTTP shows the page or plays the file; without one
+	// the key's extension names it, or else the driver detects it from the
+	// first bytes.
+	contentType := mediaType(key)
+	if ct, ok := meta["content-type"]; ok {
+		contentType, meta = ct, maps.Clone(meta)
+		delete(meta, "content-type")
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	w, err := s.b.NewWriter(wctx, key, &blob.WriterOptions{
-		ContentType:    "application/octet-stream",
+		ContentType:    contentType,
 		Metadata:       meta,
 		BufferSize:     partSize,
 		MaxConcurrency: partConcurrency,
@@ -296,6 +308,19 @@ func (s *Store) NewWriter(ctx context.Context, key string, meta map[string]strin
 		return nil, fmt.Errorf("bucket: write %s: %w", key, err)
 	}
 	return &writer{w: w, cancel: cancel, key: key}, nil
+}
+
+// mediaTypes are the types of the files the service makes that Go's own
+// table may not know.
+var mediaTypes = map[string]string{".mp3": "audio/mpeg", ".wav": "audio/wav", ".mp4": "video/mp4", ".jsonl": "application/jsonl"}
+
+// mediaType is the media type of a key's extension, "" when unknown.
+func mediaType(key string) string {
+	ext := strings.ToLower(path.Ext(key))
+	if t, ok := mediaTypes[ext]; ok {
+		return t
+	}
+	return mime.TypeByExtension(ext)
 }
 
 // writer aborts the upload at Close when a Write failed, so that a partial
@@ -332,8 +357,9 @@ func (w *writer) Close() error {
 	return nil
 }
 
-// Metadata returns the metadata stored with key's object: for an output,
-// the job, operation, id and request id that made it.
+// Metadata returns the metadata stored with key's object (for an output,
+// the job, operation, id and request id that made it), and its
+// Content-Type as "content-type".
 func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -345,7 +371,12 @@ func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, er
 	if err != nil {
 		return nil, fmt.Errorf("bucket: metadata %s: %w", key, err)
 	}
-	return attrs.Metadata, nil
+	meta := maps.Clone(attrs.Metadata)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta["content-type"] = attrs.ContentType
+	return meta, nil
 }
 
 // Exists reports whether key names an object.

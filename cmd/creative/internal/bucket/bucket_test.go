@@ -135,7 +135,7 @@ func contract(t *testing.T, open func(*testing.T) (*Store, string)) {
 	t.Run("a writer streams an object with its metadata", func(t *testing.T) {
 		s, _ := open(t)
 		ctx := t.Context()
-		meta := map[string]string{"job": "line-7", "operation": "image/text-to-image", "request-id": "r-1"}
+		meta := map[string]string{"job": "line-7", "operation": "image/text-to-image", "request-id": "r-1", "content-type": "image/png"}
 		w, err := s.NewWriter(ctx, "0007-image.png", meta)
 		if err != nil {
 			t.Fatal(err)
