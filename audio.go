@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // TextToMusicRequest asks for music made from a text
@@ -17,14 +18,14 @@ type TextToMusicRequest struct {
 
 // TextToMusic makes music from a text and returns the URL of the file.
 func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest, opts ...Option) (URL, error) {
-	const op = "audio/text-to-music"
+	const op = ops.TextToMusic
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
 	v.positive("duration", req.Duration)
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return invoke(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
 }
 
 // TextToSpeechRequest asks for a text spoken by a voice
@@ -40,14 +41,18 @@ type TextToSpeechRequest struct {
 // audio/mpeg). The caller must Close it; nothing is buffered whole. A JSON
 // or text answer with status 200 is not audio: it is an *APIError.
 func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts ...Option) (*Audio, error) {
-	const op = "audio/text-to-speech"
+	const op = ops.TextToSpeech
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
 	v.id("voiceId", string(req.VoiceID), true)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	rs, err := c.do(ctx, &request{op: op, body: req, accept: "audio/mpeg, application/json", result: resultAudio}, opts)
+	body, err := newJSONBody(op, req)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := c.do(ctx, &request{op: op, body: body, accept: "audio/mpeg, application/json"}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +61,7 @@ func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts
 		rs.Close()
 		return nil, err
 	}
-	if dst := rs.cl.s.responseInto; dst != nil {
-		// The answer's body is the speech: read it through the Audio.
-		resp := *rs.Response
-		resp.Body = a
-		*dst = &resp
-	}
+	rs.handOver(a) // the answer's body is the speech: read it through the Audio
 	return a, nil
 }
 
@@ -76,16 +76,16 @@ type EnhanceAudioRequest struct {
 
 // EnhanceAudio enhances an audio file and returns the URL of the result.
 func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts ...Option) (URL, error) {
-	const op = "audio/enhance"
+	const op = ops.EnhanceAudio
 	v := checker{op: op}
-	v.upload("audio", req.Audio)
+	audio := v.upload("audio", req.Audio)
 	v.id("typeId", string(req.TypeID), true)
 	if err := v.err(); err != nil {
 		return "", err
 	}
 	// The form is built from a plain string: go-querystring would print the
 	// typed id through its String method, which gives the label.
-	body, err := form(op, req, "audio", req.Audio)
+	body, err := form(op, req, audio)
 	if err != nil {
 		return "", err
 	}
@@ -101,13 +101,13 @@ type SplitAudioRequest struct {
 
 // SplitAudio splits an audio file and returns the URLs of the parts.
 func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest, opts ...Option) ([]URL, error) {
-	const op = "audio/split-audio"
+	const op = ops.SplitAudio
 	v := checker{op: op}
-	v.upload("audio", req.Audio)
+	audio := v.upload("audio", req.Audio)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	body, err := form(op, req, "audio", req.Audio)
+	body, err := form(op, req, audio)
 	if err != nil {
 		return nil, err
 	}

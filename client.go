@@ -2,12 +2,12 @@ package creative
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"runtime"
@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/creativegen/creative-go/internal/ops"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Version is the version of this SDK, sent in the User-Agent header.
@@ -37,23 +36,31 @@ const (
 	DefaultRetryWaitMin = 500 * time.Millisecond
 	// DefaultRetryWaitMax bounds every backoff computed by the client.
 	DefaultRetryWaitMax = 8 * time.Second
-	// MaxRetryAfter is the longest Retry-After the client waits for. A longer
-	// demand ends the retries: the *APIError carries the wait asked for.
+	// MaxRetryAfter is the longest Retry-After a call waits for. A longer
+	// demand ends the call's retries (the *APIError carries the wait asked
+	// for), and a call that would have to wait longer for the Client's pause
+	// returns at once with ErrRateLimited, sending nothing. The pause itself
+	// lasts what the service asked, up to 24 hours.
 	MaxRetryAfter = 60 * time.Second
 )
+
+// The low-level side of a call is in transport.go (one attempt), retry.go
+// (whether to send it again) and response.go (the gate every answer passes).
 
 // A Client calls the Creative Generation Service. It holds the base URL, the
 // access key and a pooled HTTP client; it is safe for concurrent use and is
 // meant to be created once and shared.
 type Client struct {
-	base    *url.URL        // scheme and host the access key may be sent to
-	prefix  string          // base URL without a trailing slash
-	key     func() []string // the x-access-key header value; a closure, which fmt prints as an address
-	set     settings        // the Client's options, without the key
-	hc      *http.Client
-	urls    map[string]string // operation name -> its URL under the base URL
-	limiter RateLimiter       // nil without WithRateLimit or WithRateLimiter
-	pause   *pause            // the wait a 429 or 503 asked of every call
+	base    *url.URL                                   // scheme and host the access key may be sent to
+	prefix  string                                     // base URL without a trailing slash
+	key     func() []string                            // the x-access-key header value; a closure, which fmt prints as an address
+	set     settings                                   // the Client's options, without the key
+	hc      http.Client                                // the template of every call's http.Client, without transport or redirect rule
+	rt      http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
+	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
+	urls    map[string]string                          // operation name -> its URL under the base URL
+	limiter RateLimiter                                // nil without WithRateLimit or WithRateLimiter
+	pause   *pause                                     // the wait a 429 or 503 asked of every call
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -99,7 +106,7 @@ func New(opts ...Option) (*Client, error) {
 		c.urls[o.Name] = c.prefix + o.Path()
 	}
 	c.limiter = s.limiter
-	c.hc = c.httpClient(s.hc)
+	c.useHTTPClient(s.hc)
 	return c, nil
 }
 
@@ -178,20 +185,27 @@ func (c *Client) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("base_url", c.prefix), slog.String("access_key", redacted))
 }
 
-const (
-	redacted        = "[redacted]"
-	headerAccessKey = "X-Access-Key"
-)
+// call is one call of an operation, across its attempts: its settings and
+// key, its body, and its own http.Client, whose transport (transport.go)
+// holds the call directly. The retry policy is in retry.go, the answer's
+// gate in response.go.
+type call struct {
+	c    *Client
+	op   string
+	s    *settings
+	keys []string    // the x-access-key value of this call
+	body requestBody // nil for a request without a body
+	hc   http.Client // the Client's, sending through tr
+	tr   transport
 
-var jsonValue = []string{"application/json"}
+	trace      httptrace.ClientTrace // tells the transport when a request was written whole
+	attempts   int
+	started    time.Time
+	last       verdict       // the retry policy's word on the last attempt
+	unknowns   int           // attempts whose outcome is unknown
+	retryAfter time.Duration // asked for by the last answer
 
-// request is one call as the pipeline sees it.
-type request struct {
-	op     string // "image/text-to-image"; the path is /image/v1/text-to-image
-	rawURL string // set for Download: an absolute URL, sent without the key
-	body   any    // JSON value, or *multipartBody
-	accept string // "" is application/json
-	result resultKind
+	redactor // the call's keys and the Client's, removed from every text
 }
 
 // callSettings returns the settings of one call: the Client's, or a copy
@@ -219,6 +233,21 @@ func (c *Client) callSettings(op string, opts []Option) (*settings, []string, er
 	return &s, key, nil
 }
 
+// newCall starts the call of r with settings s and key.
+func (c *Client) newCall(r *request, s *settings, key []string) *call {
+	cl := &call{c: c, op: r.op, s: s, keys: key, body: r.body, hc: c.hc}
+	if own := c.key(); len(key) == 1 && key[0] == own[0] {
+		cl.redactor.keys = own // the Client's key alone: nothing to merge
+	} else {
+		cl.redactor.keys = newRedactor(key, own).keys
+	}
+	cl.tr = transport{cl: cl, next: c.rt}
+	cl.hc.Transport = &cl.tr
+	cl.hc.CheckRedirect = cl.tr.checkRedirect
+	cl.trace.WroteRequest = cl.tr.wroteRequest
+	return cl
+}
+
 // do sends r with the call's options and returns the answer: a 2xx
 // response for the caller to decode and Close, or an error (*APIError for
 // any other answer, *NetworkError when none came). Every answer passes
@@ -228,14 +257,15 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{c: c, op: r.op, s: s, keys: key}
 	if err := ctx.Err(); err != nil {
-		return nil, &NetworkError{Operation: r.op, Err: err}
+		return nil, &NetworkError{Operation: r.op, Err: err, kind: attemptNotSent}
 	}
+	cl := c.newCall(r, s, key)
 	cancel := context.CancelFunc(func() {})
 	if s.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
+	ctx = httptrace.WithClientTrace(ctx, &cl.trace)
 	req, err := c.newRequest(ctx, cl, r)
 	if err != nil {
 		cancel()
@@ -248,7 +278,7 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		defer cancel()
 		return nil, cl.failure(ctx, err)
 	}
-	rs := &response{Response: resp, cl: cl, cancel: cancel, result: r.result}
+	rs := &response{Response: resp, cl: cl, cancel: cancel}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer rs.Close()
 		return nil, rs.statusError()
@@ -256,79 +286,16 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	return rs, nil
 }
 
-// newRequest builds the request of every attempt: URL, body and headers.
-func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Request, error) {
-	target, method := r.rawURL, http.MethodGet
-	if target == "" {
-		u, ok := c.urls[r.op]
-		if !ok {
-			return nil, fmt.Errorf("creative: %s: not an operation of the service", r.op)
-		}
-		target, method = u, http.MethodPost
-	}
-	var (
-		body        any // []byte or func() (io.Reader, error)
-		size        int64
-		contentType []string
-	)
-	switch b := r.body.(type) {
-	case nil:
-	case *multipartBody:
-		body, cl.oneShot = b.readerFunc()
-		size = b.size()
-		contentType = []string{b.contentType()}
-	default:
-		js, err := json.Marshal(b)
-		if err != nil {
-			return nil, &ValidationError{Operation: r.op, Field: "request", Rule: "cannot be encoded as JSON: " + err.Error()}
-		}
-		body, size = js, int64(len(js))
-		contentType = jsonValue
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
-	if err != nil {
-		return nil, fmt.Errorf("creative: %s: %w", r.op, err)
-	}
-	cl.body, req.ContentLength = body, size
-	// The header values are shared, read-only slices: building the header
-	// costs one map, not one slice per value.
-	extra := cl.s.header
-	if r.rawURL != "" {
-		// A download goes to another host: only the call's own headers go
-		// with it, never the Client's, which are meant for the service.
-		extra = callOnly(extra, c.set.header)
-	}
-	h := make(http.Header, 5+len(extra))
-	for k, v := range extra {
-		h[k] = v
-	}
-	if r.rawURL == "" {
-		h[headerAccessKey] = cl.keys
-	}
-	if contentType != nil {
-		h["Content-Type"] = contentType
-	}
-	switch r.accept {
-	case "":
-		h["Accept"] = jsonValue
-	default:
-		h["Accept"] = []string{r.accept}
-	}
-	h["User-Agent"] = cl.s.uaValue
-	req.Header = h
-	return req, nil
-}
-
-// invoke sends one call of op and decodes its envelope's data with data:
-// an endpoint method is its validation plus this line.
-func invoke[T any](ctx context.Context, c *Client, op string, body any, opts []Option, data func(*jsontext.Decoder) (T, error)) (T, error) {
+// invoke sends one call of op with body and decodes its envelope's data
+// with data: an upload's endpoint method is its validation plus this line.
+func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	var v T
 	rs, err := c.do(ctx, &request{op: op, body: body}, opts)
 	if err != nil {
 		return v, err
 	}
 	defer rs.Close()
-	err = rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
+	err = rs.decodeEnvelope(inPlace[T](), func(d *bodyDecoder) (err error) {
 		v, err = data(d)
 		return err
 	})
@@ -337,6 +304,16 @@ func invoke[T any](ctx context.Context, c *Client, op string, body any, opts []O
 		return zero, err
 	}
 	return v, nil
+}
+
+// invokeJSON is invoke with the request struct req sent as JSON.
+func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
+	body, err := newJSONBody(op, req)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return invoke(ctx, c, op, body, opts, data)
 }
 
 // inPlace reports whether results of type T are decoded over the body's own
@@ -350,17 +327,11 @@ func inPlace[T any]() bool {
 	return false
 }
 
-// callOnly returns the headers of h that a call's options added to the
-// Client's headers base.
-func callOnly(h, base http.Header) http.Header {
-	var out http.Header
-	for k, vs := range h {
-		if extra := vs[len(base[k]):]; len(extra) > 0 {
-			if out == nil {
-				out = http.Header{}
-			}
-			out[k] = extra
-		}
+// CloseIdleConnections closes the idle connections of the Client's
+// transport, as http.Client.CloseIdleConnections does. Calls in flight are
+// not affected.
+func (c *Client) CloseIdleConnections() {
+	if ci, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
 	}
-	return out
 }

@@ -2,15 +2,16 @@ package creative
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
-	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
@@ -76,88 +77,6 @@ func mockClient(t *testing.T, base string, opts ...Option) (*Client, *httpmock.M
 	mt := httpmock.NewMockTransport()
 	c := newTestClient(t, base, append([]Option{WithHTTPClient(&http.Client{Transport: mt})}, opts...)...)
 	return c, mt
-}
-
-func TestTheWireCarriesEveryHeaderAndTheExactJSON(t *testing.T) {
-	c, mt := mockClient(t, "https://api.example.com", WithUserAgent("my-app/2"))
-	var got *http.Request
-	var body []byte
-	mt.RegisterResponder(http.MethodPost, "https://api.example.com/audio/v1/text-to-music",
-		func(r *http.Request) (*http.Response, error) {
-			got = r
-			body, _ = io.ReadAll(r.Body)
-			return httpmock.NewStringResponse(200, `{"success":true,"message":"ok","data":"https://files.example.com/a.wav"}`), nil
-		})
-
-	u, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "jazz", Duration: 12})
-	require.NoError(t, err)
-	assert.Equal(t, URL("https://files.example.com/a.wav"), u)
-	assert.Equal(t, http.MethodPost, got.Method)
-	assert.Equal(t, `{"prompt":"jazz","duration":12}`, string(body))
-	assert.Equal(t, int64(len(body)), got.ContentLength)
-	assert.Equal(t, testKey, got.Header.Get("x-access-key"))
-	assert.Equal(t, "application/json", got.Header.Get("Content-Type"))
-	assert.Equal(t, "application/json", got.Header.Get("Accept"))
-	assert.Equal(t, fmt.Sprintf("creative-go/%s (%s) my-app/2", Version, runtime.Version()), got.Header.Get("User-Agent"))
-
-	_, err = c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "jazz"})
-	require.NoError(t, err)
-	assert.Equal(t, `{"prompt":"jazz"}`, string(body), "an unset duration is left to the service's default")
-}
-
-func TestPathsJoinTheBaseURLWithoutDoubledOrDroppedSlashes(t *testing.T) {
-	tests := []struct{ base, want string }{
-		{"https://api.example.com", "https://api.example.com/video/v1/infinite-zoom"},
-		{"https://api.example.com/", "https://api.example.com/video/v1/infinite-zoom"},
-		{"https://gw.example.com/creative", "https://gw.example.com/creative/video/v1/infinite-zoom"},
-		{"https://gw.example.com/creative/", "https://gw.example.com/creative/video/v1/infinite-zoom"},
-		{"https://gw.example.com:8443/a/b//", "https://gw.example.com:8443/a/b/video/v1/infinite-zoom"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.base, func(t *testing.T) {
-			c, mt := mockClient(t, tt.base)
-			mt.RegisterResponder(http.MethodPost, tt.want, httpmock.NewStringResponder(200, `{"success":true,"message":"ok","data":"https://f.example/z.gif"}`))
-			_, err := c.InfiniteZoom(context.Background(), InfiniteZoomRequest{Prompt: "p"})
-			require.NoError(t, err)
-			assert.Equal(t, 1, mt.GetCallCountInfo()["POST "+tt.want])
-		})
-	}
-}
-
-func TestAMultipartUploadHasItsPartsAndAnExactContentLength(t *testing.T) {
-	wav := append([]byte("RIFF\x24\x00\x00\x00WAVEfmt "), make([]byte, 100)...)
-	type part struct{ name, filename, ctype, content string }
-	var parts []part
-	var contentLength int64
-	var read int64
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		contentLength = r.ContentLength
-		mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if !assert.NoError(t, err) || !assert.Equal(t, "multipart/form-data", mt) {
-			return
-		}
-		cr := &countingReader{r: r.Body}
-		mr := multipart.NewReader(cr, params["boundary"])
-		for {
-			p, err := mr.NextPart()
-			if err != nil {
-				break
-			}
-			b, _ := io.ReadAll(p)
-			parts = append(parts, part{p.FormName(), p.FileName(), p.Header.Get("Content-Type"), string(b)})
-		}
-		_, _ = io.Copy(io.Discard, cr)
-		read = cr.n
-		replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/x.wav"}`)(w, r)
-	})
-	c := newTestClient(t, ts.URL)
-	_, err := c.EnhanceAudio(context.Background(), EnhanceAudioRequest{Audio: FileFromBytes("talk.mp3", wav), TypeID: "664f30c0ba9c162a962f75b6"})
-	require.NoError(t, err)
-	assert.Equal(t, []part{
-		{"typeId", "", "", "664f30c0ba9c162a962f75b6"},
-		{"audio", "talk.mp3", "audio/wav", string(wav)},
-	}, parts, "the type comes from the bytes, not the name")
-	assert.Equal(t, read, contentLength)
 }
 
 type countingReader struct {
@@ -269,4 +188,132 @@ func TestErrorMessagesReadAsTheStyleSays(t *testing.T) {
 	n := &NetworkError{Operation: "audio/enhance", Attempts: 3, Err: io.ErrUnexpectedEOF}
 	assert.Equal(t, "creative: audio/enhance: 3 attempts: unexpected EOF", n.Error())
 	assert.ErrorIs(t, n, io.ErrUnexpectedEOF)
+}
+
+// TestOneClientServes64GoroutinesMaking2000Calls mixes successes, retried
+// failures and definitive failures, and matches every result to its own
+// request.
+func TestOneClientServes64GoroutinesMaking2000Calls(t *testing.T) {
+	const calls, workers = 2000, 64
+	var mu sync.Mutex
+	seen := map[string]int{} // prompt -> attempts
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Prompt string }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		seen[req.Prompt]++
+		attempt := seen[req.Prompt]
+		mu.Unlock()
+		var n int
+		_, _ = fmt.Sscanf(req.Prompt, "call-%d", &n)
+		switch {
+		case n%10 == 3: // a definitive failure
+			replyJSON(400, `{"success":false,"message":"rejected `+req.Prompt+`"}`)(w, r)
+		case n%10 == 7 && attempt == 1: // fails once, then succeeds
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+		default:
+			replyJSON(200, `{"success":true,"message":"ok","data":"https://files.example/`+req.Prompt+`.wav"}`)(w, r)
+		}
+	})
+	c := newTestClient(t, ts.URL)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var ok, rejected atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > calls {
+					return
+				}
+				prompt := fmt.Sprintf("call-%d", n)
+				u, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: prompt})
+				if n%10 == 3 {
+					var apiErr *APIError
+					if assert.ErrorAs(t, err, &apiErr) {
+						assert.Equal(t, "rejected "+prompt, apiErr.Message)
+						assert.Equal(t, 1, apiErr.Attempts)
+					}
+					rejected.Add(1)
+					continue
+				}
+				if assert.NoError(t, err, prompt) {
+					assert.Equal(t, URL("https://files.example/"+prompt+".wav"), u)
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1800), ok.Load())
+	assert.Equal(t, int64(200), rejected.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, seen, calls)
+	for prompt, attempts := range seen {
+		want := 1
+		if strings.HasSuffix(prompt, "7") {
+			want = 2
+		}
+		assert.Equal(t, want, attempts, prompt)
+	}
+	// A cold start of 64 callers can dial somewhat more than 64; a pool of 2
+	// idle connections per host would open well over a thousand.
+	assert.LessOrEqual(t, ts.conns.Load(), int64(4*workers), "the pool is reused")
+}
+
+// stampServer is a test server that records when each request arrived and
+// its header.
+type stampServer struct {
+	*testServer
+	mu       sync.Mutex
+	arrivals []time.Time
+	headers  []http.Header
+}
+
+func newStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request)) *stampServer {
+	t.Helper()
+	ss := &stampServer{}
+	ss.testServer = newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		ss.mu.Lock()
+		ss.arrivals = append(ss.arrivals, time.Now())
+		ss.headers = append(ss.headers, r.Header.Clone())
+		n := len(ss.arrivals)
+		ss.mu.Unlock()
+		h(n, w, r)
+	})
+	return ss
+}
+
+func (ss *stampServer) stamps() []time.Time {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]time.Time(nil), ss.arrivals...)
+}
+
+// header returns the header of the i-th request, counting from 1.
+func (ss *stampServer) header(i int) http.Header {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if i < 1 || i > len(ss.headers) {
+		return nil
+	}
+	return ss.headers[i-1]
+}
+
+// count is how many requests arrived.
+func (ss *stampServer) count() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.arrivals)
+}
+
+const musicOK = `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}`
+
+func music(ctx context.Context, c *Client, opts ...Option) error {
+	_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, opts...)
+	return err
 }

@@ -10,22 +10,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // gate runs body through the answer gate as a 200 of an operation whose
 // data decoder is data, with the access key "gate-key-1234".
-func gate[T any](body []byte, data func(*jsontext.Decoder) (T, error)) (T, error) {
+func gate[T any](body []byte, data func(*bodyDecoder) (T, error)) (T, error) {
 	rs := &response{
 		Response: &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: &http.Request{}},
-		cl:     &call{op: "test/op", s: &settings{maxBytes: DefaultMaxResponseBytes}, keys: []string{"gate-key-1234"}},
+		cl:     &call{op: "test/op", s: &settings{maxBytes: DefaultMaxResponseBytes}, keys: []string{"gate-key-1234"}, redactor: newRedactor([]string{"gate-key-1234"})},
 		cancel: func() {},
 	}
 	var v T
-	err := rs.decodeEnvelope(inPlace[T](), func(d *jsontext.Decoder) (err error) {
+	err := rs.decodeEnvelope(inPlace[T](), func(d *bodyDecoder) (err error) {
 		v, err = data(d)
 		return err
 	})
@@ -255,6 +254,9 @@ func FuzzImages(f *testing.F) {
 		`{"success":true,"data":"` + wrap(one, 4, `\r\n`) + `"}`,
 		`{"success":false,"message":"no"}`,
 		`{"success":true,"data":{"Base64":"YQ=="}}`,
+		// Long enough to be skimmed (skim.go).
+		`{"success":true,"data":[{"base64":"` + b64(strings.Repeat("long image ", 600)) + `"}]}`,
+		`{"x":"` + strings.Repeat("z", skimMin) + `","success":true,"data":"` + b64(strings.Repeat("\xff", 4000)) + `"}`,
 	} {
 		f.Add([]byte(seed))
 	}

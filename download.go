@@ -2,16 +2,13 @@ package creative
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
+
+	"github.com/creativegen/creative-go/internal/atomicfile"
 )
 
 // Download streams the file at u, a URL returned by the service, into w and
@@ -48,77 +45,21 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 		// The URL is quoted back, without the keys it may hold.
 		value := strconv.Quote(string(u))
 		if _, key, err := c.callSettings(op, opts); err == nil {
-			value = (&call{c: c, keys: key}).redact(value)
+			r := newRedactor(key, c.key())
+			value = r.redact(value)
 		}
 		return nil, &ValidationError{Operation: op, Field: "url", Rule: "must be an http or https URL", Value: value}
 	}
-	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*", result: resultFile}, opts)
+	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*"}, opts)
 }
 
-// copyTo copies a downloaded body to w, within the call's cap when one was
-// given, and checks it is as long as it said.
-func (rs *response) copyTo(w io.Writer) (int64, error) {
-	limit := int64(1<<63 - 1)
-	if rs.cl.s.maxBytesSet {
-		limit = rs.cl.s.maxBytes
+// writeFileAtomic writes the file at path with atomicfile.Write: a
+// temporary file beside it, renamed to path once write succeeded. Errors
+// of the file system name path and are prefixed with the package.
+func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (int64, error) {
+	n, err := atomicfile.Write(path, write)
+	if _, ok := err.(*fs.PathError); ok {
+		err = fmt.Errorf("creative: %w", err)
 	}
-	n, err := io.Copy(w, &capped{r: rs.Body, left: limit, rs: rs})
-	if err != nil {
-		switch err.(type) {
-		case *APIError, *NetworkError:
-			return n, err
-		}
-		return n, fmt.Errorf("creative: %s: writing after %d bytes: %w", rs.cl.op, n, err)
-	}
-	if rs.ContentLength >= 0 && n != rs.ContentLength {
-		return n, rs.readFailed(fmt.Errorf("got %d of %d bytes: %w", n, rs.ContentLength, io.ErrUnexpectedEOF))
-	}
-	return n, nil
-}
-
-// writeFileAtomic creates a temporary file beside path, lets write fill it,
-// and renames it to path once write succeeded; on any failure the temporary
-// file is removed and path is untouched. The file's mode is 0644 before the
-// umask.
-func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (n int64, err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := createTemp(dir, base)
-	if err != nil {
-		return 0, fmt.Errorf("creative: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if n, err = write(f); err != nil {
-		return n, err
-	}
-	if err = f.Close(); err != nil {
-		return n, fmt.Errorf("creative: %w", err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return n, fmt.Errorf("creative: %w", err)
-	}
-	return n, nil
-}
-
-// createTemp creates a new file beside base in dir with mode 0644, so that
-// the umask applies as it does to any file the program creates (os.CreateTemp
-// would make it 0600).
-func createTemp(dir, base string) (*os.File, error) {
-	var rnd [8]byte
-	for range 10 {
-		_, _ = rand.Read(rnd[:])
-		name := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(rnd[:]))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
-		}
-	}
-	return nil, fmt.Errorf("no free temporary name beside %s", filepath.Join(dir, base))
+	return n, err
 }

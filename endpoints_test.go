@@ -5,36 +5,41 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/golden")
 
 // endpointCase is one endpoint called with typical input.
 type endpointCase struct {
-	op   string // "image/text-to-image"
-	call func(c *Client) (any, error)
+	op   string // ops.TextToImage
+	req  any    // the request value, such as TextToImageRequest
 	data string // the envelope's data in the answer
 	want any    // the typed result
 	form bool
+	// audio, when set, is the answer instead of an envelope: speech.
+	audio string
 }
 
 var (
@@ -44,57 +49,180 @@ var (
 )
 
 func endpointCases() []endpointCase {
-	ctx := context.Background()
 	img := Image{Data: pngBytes}
 	obj := `{"base64":"` + pngB64 + `"}`
 	return []endpointCase{
-		{op: "text/writer-tool", call: func(c *Client) (any, error) {
-			return c.WriterTool(ctx, WriterToolRequest{Inputs: []any{CoverLetterInput{JobRole: "Engineer", JobSkills: "Go"}}, Language: "English", Number: 2, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "formal"})
-		}, data: `{"language":"English","useCase":"CoverLetter","word_count":5,"text":{"choices":[{"text":"Dear team,","index":0,"word_count":2},{"text":"Hello there friends","index":1,"word_count":3}]}}`,
+		{op: ops.TextToSpeech, req: TextToSpeechRequest{Prompt: "good morning", VoiceID: ids.VoiceFemale1}, audio: "ID3-mp3-bytes"},
+		{op: ops.WriterTool, req: WriterToolRequest{Inputs: []any{CoverLetterInput{JobRole: "Engineer", JobSkills: "Go"}}, Language: "English", Number: 2, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "formal"}, data: `{"language":"English","useCase":"CoverLetter","word_count":5,"text":{"choices":[{"text":"Dear team,","index":0,"word_count":2},{"text":"Hello there friends","index":1,"word_count":3}]}}`,
 			want: &WriterResult{Language: "English", UseCase: "CoverLetter", WordCount: 5, Choices: []WriterChoice{{"Dear team,", 0, 2}, {"Hello there friends", 1, 3}}}},
-		{op: "audio/text-to-music", call: func(c *Client) (any, error) {
-			return c.TextToMusic(ctx, TextToMusicRequest{Prompt: "calm piano", Duration: 12.5})
-		}, data: `"https://files.example.com/m.wav"`, want: URL("https://files.example.com/m.wav")},
-		{op: "audio/enhance", form: true, call: func(c *Client) (any, error) {
-			return c.EnhanceAudio(ctx, EnhanceAudioRequest{Audio: FileFromBytes("talk.wav", wavBytes), TypeID: ids.EnhancePodcast})
-		}, data: `"https://files.example.com/e.wav"`, want: URL("https://files.example.com/e.wav")},
-		{op: "audio/split-audio", form: true, call: func(c *Client) (any, error) {
-			return c.SplitAudio(ctx, SplitAudioRequest{Audio: FileFromBytes("song.wav", wavBytes)})
-		}, data: `["https://f.example/1.wav","https://f.example/2.wav"]`, want: []URL{"https://f.example/1.wav", "https://f.example/2.wav"}},
-		{op: "image/text-to-image", call: func(c *Client) (any, error) {
-			return c.TextToImage(ctx, TextToImageRequest{Prompt: "a fox", NumberOfResults: 2, ImageSizeID: ids.Size2x3, StyleID: ids.StyleAnime, CameraID: ids.CameraCloseUp, ColorID: ids.ColorPastelColors, LightingID: ids.LightingGoldenHour})
-		}, data: `[` + obj + `,` + obj + `]`, want: []Image{img, img}},
-		{op: "image/generate-logo", call: func(c *Client) (any, error) {
-			return c.GenerateLogo(ctx, GenerateLogoRequest{Prompt: "bakery", NumberOfResults: 3})
-		}, data: `[` + obj + `,` + obj + `,` + obj + `]`, want: []Image{img, img, img}},
-		{op: "image/generate-qr", call: func(c *Client) (any, error) {
-			return c.GenerateQR(ctx, GenerateQRRequest{URL: "https://example.com", Prompt: "flowers"})
-		}, data: obj, want: img},
-		{op: "image/up-scale", call: func(c *Client) (any, error) {
-			return c.UpScale(ctx, UpScaleRequest{URL: "https://img.example/a.png", Scale: 2})
-		}, data: obj, want: img},
-		{op: "image/re-imagine", form: true, call: func(c *Client) (any, error) {
-			return c.ReImagine(ctx, ReImagineRequest{Image: FileFromBytes("cat.png", pngBytes)})
-		}, data: obj, want: img},
-		{op: "image/remove-background", call: func(c *Client) (any, error) {
-			return c.RemoveBackground(ctx, RemoveBackgroundRequest{URL: "https://img.example/a.png"})
-		}, data: obj, want: img},
-		{op: "image/color-image", call: func(c *Client) (any, error) {
-			return c.ColorImage(ctx, ColorImageRequest{URL: "https://img.example/a.png"})
-		}, data: obj, want: img},
-		{op: "image/enhance", call: func(c *Client) (any, error) {
-			return c.EnhanceImage(ctx, EnhanceImageRequest{URL: "https://img.example/a.png"})
-		}, data: obj, want: img},
-		{op: "image/change-background", form: true, call: func(c *Client) (any, error) {
-			return c.ChangeBackground(ctx, ChangeBackgroundRequest{Image: FileFromBytes("cat.png", pngBytes), Prompt: "a beach"})
-		}, data: obj, want: img},
-		{op: "video/infinite-zoom", call: func(c *Client) (any, error) {
-			return c.InfiniteZoom(ctx, InfiniteZoomRequest{Prompt: "galaxy", NumberOfIteration: 3})
-		}, data: `"https://f.example/z.mp4"`, want: URL("https://f.example/z.mp4")},
-		{op: "video/remove-background", call: func(c *Client) (any, error) {
-			return c.RemoveVideoBackground(ctx, RemoveVideoBackgroundRequest{URL: "https://v.example/a.mp4"})
-		}, data: `"https://f.example/v.mp4"`, want: URL("https://f.example/v.mp4")},
+		{op: ops.TextToMusic, req: TextToMusicRequest{Prompt: "calm piano", Duration: 12.5}, data: `"https://files.example.com/m.wav"`, want: URL("https://files.example.com/m.wav")},
+		{op: ops.EnhanceAudio, form: true, req: EnhanceAudioRequest{Audio: FileFromBytes("talk.wav", wavBytes), TypeID: ids.EnhancePodcast}, data: `"https://files.example.com/e.wav"`, want: URL("https://files.example.com/e.wav")},
+		{op: ops.SplitAudio, form: true, req: SplitAudioRequest{Audio: FileFromBytes("song.wav", wavBytes)}, data: `["https://f.example/1.wav","https://f.example/2.wav"]`, want: []URL{"https://f.example/1.wav", "https://f.example/2.wav"}},
+		{op: ops.TextToImage, req: TextToImageRequest{Prompt: "a fox", NumberOfResults: 2, ImageSizeID: ids.Size2x3, StyleID: ids.StyleAnime, CameraID: ids.CameraCloseUp, ColorID: ids.ColorPastelColors, LightingID: ids.LightingGoldenHour}, data: `[` + obj + `,` + obj + `]`, want: []Image{img, img}},
+		{op: ops.GenerateLogo, req: GenerateLogoRequest{Prompt: "bakery", NumberOfResults: 3}, data: `[` + obj + `,` + obj + `,` + obj + `]`, want: []Image{img, img, img}},
+		{op: ops.GenerateQR, req: GenerateQRRequest{URL: "https://example.com", Prompt: "flowers"}, data: obj, want: img},
+		{op: ops.UpScale, req: UpScaleRequest{URL: "https://img.example/a.png", Scale: 2}, data: obj, want: img},
+		{op: ops.ReImagine, form: true, req: ReImagineRequest{Image: FileFromBytes("cat.png", pngBytes)}, data: obj, want: img},
+		{op: ops.RemoveBackground, req: RemoveBackgroundRequest{URL: "https://img.example/a.png"}, data: obj, want: img},
+		{op: ops.ColorImage, req: ColorImageRequest{URL: "https://img.example/a.png"}, data: obj, want: img},
+		{op: ops.EnhanceImage, req: EnhanceImageRequest{URL: "https://img.example/a.png"}, data: obj, want: img},
+		{op: ops.ChangeBackground, form: true, req: ChangeBackgroundRequest{Image: FileFromBytes("cat.png", pngBytes), Prompt: "a beach"}, data: obj, want: img},
+		{op: ops.InfiniteZoom, req: InfiniteZoomRequest{Prompt: "galaxy", NumberOfIteration: 3}, data: `"https://f.example/z.mp4"`, want: URL("https://f.example/z.mp4")},
+		{op: ops.RemoveVideoBackground, req: RemoveVideoBackgroundRequest{URL: "https://v.example/a.mp4"}, data: `"https://f.example/v.mp4"`, want: URL("https://f.example/v.mp4")},
 	}
+}
+
+// call calls the case's method with its request.
+func (e endpointCase) call(c *Client) (any, error) { return callWith(context.Background(), c, e.req) }
+
+// callWith calls the method that takes req.
+func callWith(ctx context.Context, c *Client, req any) (any, error) {
+	switch r := req.(type) {
+	case CoverLetterRequest:
+		return c.CoverLetter(ctx, r)
+	case WriterToolRequest:
+		return c.WriterTool(ctx, r)
+	case TextToMusicRequest:
+		return c.TextToMusic(ctx, r)
+	case TextToSpeechRequest:
+		return c.TextToSpeech(ctx, r)
+	case EnhanceAudioRequest:
+		return c.EnhanceAudio(ctx, r)
+	case SplitAudioRequest:
+		return c.SplitAudio(ctx, r)
+	case TextToImageRequest:
+		return c.TextToImage(ctx, r)
+	case GenerateLogoRequest:
+		return c.GenerateLogo(ctx, r)
+	case GenerateQRRequest:
+		return c.GenerateQR(ctx, r)
+	case UpScaleRequest:
+		return c.UpScale(ctx, r)
+	case ReImagineRequest:
+		return c.ReImagine(ctx, r)
+	case RemoveBackgroundRequest:
+		return c.RemoveBackground(ctx, r)
+	case ColorImageRequest:
+		return c.ColorImage(ctx, r)
+	case EnhanceImageRequest:
+		return c.EnhanceImage(ctx, r)
+	case ChangeBackgroundRequest:
+		return c.ChangeBackground(ctx, r)
+	case InfiniteZoomRequest:
+		return c.InfiniteZoom(ctx, r)
+	case RemoveVideoBackgroundRequest:
+		return c.RemoveVideoBackground(ctx, r)
+	}
+	panic(fmt.Sprintf("no method takes a %T", req))
+}
+
+// The table of operations (internal/ops) and the SDK cannot drift apart:
+// every operation has an endpoint case; each required field left out is a
+// *ValidationError naming it, before anything is sent; each optional one
+// left out is sent without it; an id field is typed by its kind and
+// refuses a malformed id; a link field refuses what is not a URL.
+func TestEveryOperationOfTheTableIsChecked(t *testing.T) {
+	cases := map[string]endpointCase{}
+	for _, e := range endpointCases() {
+		cases[e.op] = e
+	}
+	assert.Len(t, cases, len(ops.All), "endpoint cases that are not operations of the table")
+	for _, o := range ops.All {
+		e, ok := cases[o.Name]
+		if !assert.True(t, ok, "%s has no endpoint case", o.Name) {
+			continue
+		}
+		assert.Equal(t, o.Form, e.form, "%s: form", o.Name)
+		for _, f := range o.Fields {
+			t.Run(o.Name+"/"+f.Name, func(t *testing.T) {
+				var arrived atomic.Int32
+				ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					arrived.Add(1)
+					if e.audio != "" {
+						w.Header().Set("Content-Type", "audio/mpeg")
+						_, _ = io.WriteString(w, e.audio)
+						return
+					}
+					replyJSON(200, `{"success":true,"message":"ok","data":`+e.data+`}`)(w, r)
+				})
+				c := newTestClient(t, ts.URL)
+				field := requestField(t, e.req, f.Name)
+				got, err := callWith(context.Background(), c, withField(e.req, field, reflect.Zero(field.Type)))
+				if a, ok := got.(*Audio); ok && a != nil {
+					a.Close()
+				}
+				if f.Required {
+					var ve *ValidationError
+					require.ErrorAs(t, err, &ve, "%s left out", f.Name)
+					assert.Equal(t, f.Name, ve.Field)
+					assert.Equal(t, o.Name, ve.Operation)
+					assert.Zero(t, arrived.Load(), "a request was sent")
+				} else {
+					// Sent without it (the answer may then not fit the
+					// case's, as for the count of logos).
+					var ve *ValidationError
+					assert.False(t, errors.As(err, &ve), "%s is optional: %v", f.Name, err)
+					assert.EqualValues(t, 1, arrived.Load())
+				}
+				var bad any
+				switch f.Type {
+				case ops.ID:
+					assert.Equal(t, idTypeName(f.IDKind), field.Type.Name(), "%s is typed by its kind", f.Name)
+					bad = "not-an-id"
+				case ops.Link:
+					bad = "not a link"
+				default:
+					return
+				}
+				_, err = callWith(context.Background(), c, withField(e.req, field, reflect.ValueOf(bad).Convert(field.Type)))
+				var ve *ValidationError
+				require.ErrorAs(t, err, &ve, "%s = %q", f.Name, bad)
+				assert.Equal(t, f.Name, ve.Field)
+			})
+		}
+	}
+}
+
+// requestField finds the field of a request struct sent as name: by its
+// json or url tag, or for a File (tagged url:"-") by its name.
+func requestField(t *testing.T, req any, name string) reflect.StructField {
+	t.Helper()
+	rt := reflect.TypeOf(req)
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		tag, _, _ := strings.Cut(cmpTag(f), ",")
+		if tag == name || tag == "-" && strings.EqualFold(f.Name, name) {
+			return f
+		}
+	}
+	t.Fatalf("%T has no field sent as %s", req, name)
+	return reflect.StructField{}
+}
+
+func cmpTag(f reflect.StructField) string {
+	if tag, ok := f.Tag.Lookup("json"); ok {
+		return tag
+	}
+	return f.Tag.Get("url")
+}
+
+// withField returns a copy of req with the field set to v.
+func withField(req any, f reflect.StructField, v reflect.Value) any {
+	cp := reflect.New(reflect.TypeOf(req)).Elem()
+	cp.Set(reflect.ValueOf(req))
+	cp.FieldByIndex(f.Index).Set(v)
+	return cp.Interface()
+}
+
+// idTypeName is the Go type of an id kind of package ids: "image-size" is
+// ImageSizeID.
+func idTypeName(kind string) string {
+	var b strings.Builder
+	for part := range strings.SplitSeq(kind, "-") {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String() + "ID"
 }
 
 func goldenPath(op string) string {
@@ -109,11 +237,23 @@ func TestEveryEndpointSendsItsRequestAndReturnsItsTypedResult(t *testing.T) {
 			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 				req = r
 				body, _ = io.ReadAll(r.Body)
+				if tt.audio != "" {
+					w.Header().Set("Content-Type", "audio/mpeg")
+					_, _ = io.WriteString(w, tt.audio)
+					return
+				}
 				replyJSON(200, `{"success":true,"message":"done","data":`+tt.data+`}`)(w, r)
 			})
 			c := newTestClient(t, ts.URL)
 			got, err := tt.call(c)
 			require.NoError(t, err)
+			if a, ok := got.(*Audio); ok {
+				speech, err := io.ReadAll(a)
+				require.NoError(t, err)
+				require.NoError(t, a.Close())
+				got = string(speech)
+				tt.want = tt.audio
+			}
 			assert.Equal(t, tt.want, got)
 
 			area, name, _ := strings.Cut(tt.op, "/")
@@ -216,7 +356,7 @@ func TestImageDataIsAcceptedInEveryShapeTheSpecAllows(t *testing.T) {
 		"an object with more keys": `{"id":7,"base64":"` + pngB64 + `","mime":"image/png"}`,
 		"escaped slashes":          `{"base64":"` + strings.ReplaceAll(pngB64, "/", `\/`) + `"}`,
 	}
-	ops := []struct {
+	calls := []struct {
 		name string
 		call func(c *Client) ([]Image, error)
 	}{
@@ -248,7 +388,7 @@ func TestImageDataIsAcceptedInEveryShapeTheSpecAllows(t *testing.T) {
 			return c.ChangeBackground(context.Background(), ChangeBackgroundRequest{Image: FileFromBytes("a.png", pngBytes), Prompt: "p"})
 		})},
 	}
-	for _, op := range ops {
+	for _, op := range calls {
 		for shape, data := range shapes {
 			t.Run(op.name+" with "+shape, func(t *testing.T) {
 				ts := newTestServer(t, replyJSON(200, `{"success":true,"message":"ok","data":`+data+`}`))
@@ -389,55 +529,6 @@ func TestTextToSpeechReadsAnEnvelopeAsAFailure(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestTextToSpeechSaveWritesTheStream(t *testing.T) {
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "audio/mpeg")
-		_, _ = w.Write([]byte("ID3-mp3-bytes"))
-	})
-	audio, err := newTestClient(t, ts.URL, WithTimeout(5*time.Second)).TextToSpeech(context.Background(), TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceMale1})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "s.mp3")
-	require.NoError(t, audio.Save(path))
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, "ID3-mp3-bytes", string(b))
-}
-
-func TestImageHelpers(t *testing.T) {
-	tests := []struct {
-		data      []byte
-		ctype     string
-		ext       string
-		decodable bool
-	}{
-		{pngBytes, "image/png", ".png", true},
-		{jpegOf(3, 2), "image/jpeg", ".jpg", true},
-		{webpLossless1x1, "image/webp", ".webp", true},
-		{[]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "image/gif", ".gif", false},
-		{[]byte("hello"), "application/octet-stream", ".bin", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.ctype, func(t *testing.T) {
-			im := Image{Data: tt.data}
-			assert.Equal(t, tt.ctype, im.ContentType())
-			assert.Equal(t, tt.ext, im.Ext())
-			_, err := im.Decode()
-			assert.Equal(t, tt.decodable, err == nil, "%v", err)
-			var b bytes.Buffer
-			n, err := im.WriteTo(&b)
-			require.NoError(t, err)
-			assert.Equal(t, int64(len(tt.data)), n)
-			path := filepath.Join(t.TempDir(), "x"+tt.ext)
-			require.NoError(t, im.Save(path))
-			saved, _ := os.ReadFile(path)
-			assert.Equal(t, tt.data, saved)
-		})
-	}
-	decoded, err := Image{Data: pngBytes}.Decode()
-	require.NoError(t, err)
-	assert.Equal(t, 4, decoded.Bounds().Dx())
 }
 
 // requestCounter counts requests that reach a transport.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,18 +35,35 @@ var (
 	ErrUnexpectedResponse = errors.New("creative: unexpected response")
 	// ErrOutcomeUnknown matches a failure after the request reached the
 	// service whole, when no definitive answer came back: a reset, an EOF or
-	// a per-attempt timeout after the body was written, any 5xx other than
-	// 503, an answer cut off while it was read. The service may have done the
-	// work and charged for it, so the call was not sent again (unless the
-	// caller opted in to paying twice).
+	// a per-attempt timeout after the request was written, any 5xx other
+	// than 503 (and 501 and 505, which no retry changes), an answer cut off
+	// while it was read. The service may have done the work and charged for
+	// it, so the call was not sent again, unless WithRetryMayPayAgain asked
+	// for it. A Download, which costs nothing to repeat, never matches it.
+	// With ErrNotSent and ErrRefused it tells the three kinds of failure
+	// apart.
 	ErrOutcomeUnknown = errors.New("creative: outcome unknown: the service may have done the work")
+	// ErrNotSent matches a failure before the request reached the service
+	// whole: a DNS, dial or TLS failure, a connection closed or reset while
+	// the request was written, a per-attempt timeout before it was, a local
+	// read error of an upload, a call refused by the rate limiter or by the
+	// Client's pause, a context that ended first. Nothing was done and
+	// nothing is owed: the call may be made again.
+	ErrNotSent = errors.New("creative: not sent")
+	// ErrRefused matches an answer in which the service says it did not do
+	// the work: 408, 429 or 503, still failing when the retries ran out or
+	// asking for a longer wait than the call allows. The call may be made
+	// again, later.
+	ErrRefused = errors.New("creative: refused by the service")
 )
 
 // An APIError reports an answer from the service that is not a success: an
 // HTTP error status, a 2xx envelope with success false, or a 2xx body that is
 // not the envelope the operation promises. Use errors.As to read it and
 // errors.Is with the sentinels (ErrUnauthorized, ErrRateLimited, ErrServer,
-// ErrInvalidRequest, ErrUnexpectedResponse) to classify it.
+// ErrInvalidRequest, ErrUnexpectedResponse) to classify it, and with
+// ErrRefused, ErrOutcomeUnknown or ErrNotSent to learn what it may have
+// cost.
 type APIError struct {
 	// Operation is the endpoint's name, its path without the version, such as
 	// "image/text-to-image".
@@ -70,8 +88,10 @@ type APIError struct {
 	// (X-Request-Id, X-Amzn-RequestId, X-Amz-Cf-Id or Cf-Ray), for support.
 	RequestID string
 
-	unexpected bool // the answer is not what the operation promises
-	paused     bool // refused, nothing sent, during the client's pause
+	unexpected  bool        // the answer is not what the operation promises
+	paused      bool        // refused, nothing sent, during the client's pause
+	kind        attemptKind // what the last attempt may have cost
+	mayHavePaid int         // attempts whose outcome is unknown
 }
 
 // Error reports the operation, the status, the attempts and the message, as
@@ -87,6 +107,9 @@ func (e *APIError) Error() string {
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
+	}
+	if !e.paused { // its message says already that nothing was sent
+		b.WriteString(costNote(e.kind, e.Attempts, e.mayHavePaid))
 	}
 	if e.RequestID != "" {
 		b.WriteString(" (request id ")
@@ -110,7 +133,45 @@ func (e *APIError) Is(target error) bool {
 	case ErrUnexpectedResponse:
 		return e.unexpected
 	}
+	return e.kind.is(target)
+}
+
+// is reports whether target is the sentinel of kind o: ErrNotSent,
+// ErrRefused or ErrOutcomeUnknown.
+func (o attemptKind) is(target error) bool {
+	switch target {
+	case ErrNotSent:
+		return o == attemptNotSent
+	case ErrRefused:
+		return o == attemptRefused
+	case ErrOutcomeUnknown:
+		return o == attemptUnknown
+	}
 	return false
+}
+
+// costNote says, for an error's text, which kind of failure ended the call
+// and what it may have cost.
+func costNote(k attemptKind, attempts, mayHavePaid int) string {
+	switch {
+	case k == attemptNotSent:
+		return " (not sent: the request did not reach the service whole, so nothing was done)"
+	case k == attemptRefused:
+		return " (refused: the service did not do the work)"
+	case k != attemptUnknown:
+		return ""
+	case mayHavePaid <= 1:
+		return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after %s)", plural(attempts, "attempt"))
+	}
+	return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it up to %d times, in %s with WithRetryMayPayAgain)", mayHavePaid, plural(attempts, "attempt"))
+}
+
+// plural writes n things, as "1 attempt" or "3 attempts".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // A ValidationError reports a request that cannot succeed, found before any
@@ -157,8 +218,10 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidReq
 func (e *ValidationError) Unwrap() error { return e.Err }
 
 // A NetworkError reports a call that got no HTTP answer: the connection was
-// refused, reset or timed out on every attempt, or the context ended. It
-// unwraps to the cause, so errors.Is(err, context.DeadlineExceeded) works.
+// refused, reset or timed out, or the context ended. It unwraps to the
+// cause, so errors.Is(err, context.DeadlineExceeded) works, and matches
+// ErrNotSent when the request never reached the service whole, or
+// ErrOutcomeUnknown when it did and no answer came back.
 type NetworkError struct {
 	// Operation is the endpoint's name, such as "audio/text-to-music", or
 	// "download" for Client.Download.
@@ -167,15 +230,24 @@ type NetworkError struct {
 	Attempts int
 	// Err is the cause of the last failure.
 	Err error
+
+	kind        attemptKind // what the last attempt may have cost
+	mayHavePaid int         // attempts whose outcome is unknown
 }
 
-// Error reports the operation, the attempts and the cause.
+// Error reports the operation, the attempts and the cause, and when the
+// outcome is unknown, that the work may have been done and paid.
 func (e *NetworkError) Error() string {
+	note := costNote(e.kind, e.Attempts, e.mayHavePaid)
 	if e.Attempts > 1 {
-		return fmt.Sprintf("creative: %s: %d attempts: %v", e.Operation, e.Attempts, e.Err)
+		return fmt.Sprintf("creative: %s: %d attempts: %v%s", e.Operation, e.Attempts, e.Err, note)
 	}
-	return fmt.Sprintf("creative: %s: %v", e.Operation, e.Err)
+	return fmt.Sprintf("creative: %s: %v%s", e.Operation, e.Err, note)
 }
 
 // Unwrap returns the cause.
 func (e *NetworkError) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of the failure's kind:
+// ErrNotSent or ErrOutcomeUnknown.
+func (e *NetworkError) Is(target error) bool { return e.kind.is(target) }

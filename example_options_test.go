@@ -49,7 +49,7 @@ func ExampleOption_perCall() {
 func ExampleWithMiddleware() {
 	srv := creativetest.NewServer()
 	defer srv.Close()
-	srv.Fail("image/generate-qr", creativetest.Fault{Status: 502})
+	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503})
 
 	attempt := func(name string) creative.Middleware {
 		return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
@@ -71,8 +71,8 @@ func ExampleWithMiddleware() {
 	// Output:
 	// client sends POST /image/v1/generate-qr
 	//   call sends POST /image/v1/generate-qr
-	//   call got 502 Bad Gateway
-	// client got 502 Bad Gateway
+	//   call got 503 Service Unavailable
+	// client got 503 Service Unavailable
 	// client sends POST /image/v1/generate-qr
 	//   call sends POST /image/v1/generate-qr
 	//   call got 200 OK
@@ -141,4 +141,25 @@ func ExampleWithRateLimit() {
 	wg.Wait()
 	fmt.Println(srv.Count("audio/text-to-music"), "calls, at least 100 ms:", time.Since(start) >= 100*time.Millisecond)
 	// Output: 11 calls, at least 100 ms: true
+}
+
+// A 502 may come after the service did the work: by default the call is
+// not sent again and its error matches ErrOutcomeUnknown. WithRetryMayPayAgain
+// sends it again, at the price of maybe paying again.
+func ExampleWithRetryMayPayAgain() {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	c := srv.Client()
+
+	srv.Fail("audio/text-to-music", creativetest.Fault{Times: 1, Status: http.StatusBadGateway})
+	_, err := c.TextToMusic(context.Background(), creative.TextToMusicRequest{Prompt: "calm piano"})
+	fmt.Println(errors.Is(err, creative.ErrOutcomeUnknown), srv.Count("audio/text-to-music"))
+
+	srv.Fail("audio/text-to-music", creativetest.Fault{Times: 1, Status: http.StatusBadGateway})
+	u, err := c.TextToMusic(context.Background(), creative.TextToMusicRequest{Prompt: "calm piano"},
+		creative.WithRetryMayPayAgain())
+	fmt.Println(err == nil && u != "", srv.Count("audio/text-to-music"))
+	// Output:
+	// true 1
+	// true 3
 }

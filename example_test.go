@@ -341,14 +341,14 @@ func ExampleValidationError() {
 func ExampleAPIError() {
 	srv := creativetest.NewServer()
 	defer srv.Close()
-	srv.Fail("image/generate-qr", creativetest.Fault{Times: 3, Status: 502, Message: "upstream is down"})
+	srv.Fail("image/generate-qr", creativetest.Fault{Status: 502, Message: "upstream is down"})
 	_, err := srv.Client().GenerateQR(context.Background(), creative.GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
 	var apiErr *creative.APIError
 	if errors.As(err, &apiErr) {
-		fmt.Println(apiErr.StatusCode, apiErr.Attempts, errors.Is(err, creative.ErrServer))
+		fmt.Println(apiErr.StatusCode, apiErr.Attempts, errors.Is(err, creative.ErrServer), errors.Is(err, creative.ErrOutcomeUnknown))
 	}
 	fmt.Println(err)
 	// Output:
-	// 502 3 true
-	// creative: image/generate-qr: HTTP 502 after 3 attempts: upstream is down
+	// 502 1 true true
+	// creative: image/generate-qr: HTTP 502: upstream is down (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after 1 attempt) (request id req-1)
 }

@@ -5,12 +5,12 @@ package creative
 // section quotes.
 //
 //	fault                                   outcome                                    attempts
-//	connection refused                      *NetworkError wrapping ECONNREFUSED        3 (retried)
-//	connection reset before an answer       *NetworkError                              3 (retried)
-//	closed after the headers of a 200       *NetworkError "not retried"                1 (the work may be done)
-//	a body shorter than its Content-Length  *NetworkError "not retried"                1 (the work may be done)
-//	500                                     *APIError, ErrServer                       3 (retried)
-//	502 with an HTML body                   *APIError, ErrServer, says "text/html"     3 (retried)
+//	connection refused                      *NetworkError wrapping ECONNREFUSED        3 (retried: not sent)
+//	reset after the request arrived         *NetworkError, ErrOutcomeUnknown           1 (the work may be done)
+//	closed after the headers of a 200       *NetworkError, ErrOutcomeUnknown           1 (the work may be done)
+//	a body shorter than its Content-Length  *NetworkError, ErrOutcomeUnknown           1 (the work may be done)
+//	500                                     *APIError, ErrServer, ErrOutcomeUnknown    1 (the work may be done)
+//	502 with an HTML body                   *APIError, ErrServer, says "text/html"     1 (the work may be done)
 //	503 with Retry-After: 1, then success   the result, after waiting the second       2
 //	429 with Retry-After as a date, then ok the result, after waiting until then       2
 //	the 400 envelope                        *APIError, ErrInvalidRequest, the message  1
@@ -21,7 +21,9 @@ package creative
 //	a 307 to another host                   the result from there, without the key     1
 //
 // Download takes any 2xx body as the file: a 200 that is not JSON, or
-// without data, or with success:false, is a success for it. Speech streams:
+// without data, or with success:false, is a success for it. A Download costs
+// nothing to repeat: its reset and its 5xx are retried, and its errors
+// never match ErrOutcomeUnknown. Speech streams:
 // a body cut short fails while it is read.
 
 import (
@@ -128,6 +130,7 @@ type fmOutcome struct {
 	attempts  int    // requests the first server saw
 	status    int    // *APIError's status, 0 for a *NetworkError
 	sentinel  error  // errors.Is target, if any
+	unknown   bool   // the error matches ErrOutcomeUnknown
 	cause     error  // errors.Is target for a *NetworkError, if any
 	message   string // part of the error text
 	minWait   time.Duration
@@ -171,18 +174,30 @@ func fmFaults() []fmFault {
 		}
 		return o
 	}
+	// mayBeDone is the outcome of a failure after the request arrived: not
+	// sent again, except a Download, which costs nothing to repeat.
+	mayBeDone := func(e fmEndpoint, o fmOutcome) fmOutcome {
+		if e.name == "download" {
+			o.attempts, o.message = 3, "3 attempts"
+			return o
+		}
+		o.unknown = true
+		return o
+	}
 	return []fmFault{
 		{name: "connection refused", refuse: true,
 			expect: func(fmEndpoint) fmOutcome {
 				return fmOutcome{attempts: 3, cause: syscall.ECONNREFUSED, message: "3 attempts"}
 			}},
-		{name: "connection reset before an answer",
+		{name: "reset after the request arrived",
 			handle: func(w http.ResponseWriter, r *http.Request, _ int64, _ string) bool {
 				_, _ = io.Copy(io.Discard, r.Body)
 				fmHijack(w, func(c net.Conn) { _ = c.(*net.TCPConn).SetLinger(0) })
 				return true
 			},
-			expect: func(fmEndpoint) fmOutcome { return fmOutcome{attempts: 3, message: "3 attempts"} }},
+			expect: func(e fmEndpoint) fmOutcome {
+				return mayBeDone(e, fmOutcome{attempts: 1, cause: syscall.ECONNRESET, message: "the service may have done the work"})
+			}},
 		{name: "closed after the headers",
 			handle: func(w http.ResponseWriter, r *http.Request, _ int64, _ string) bool {
 				_, _ = io.Copy(io.Discard, r.Body)
@@ -191,7 +206,9 @@ func fmFaults() []fmFault {
 				})
 				return true
 			},
-			expect: func(fmEndpoint) fmOutcome { return fmOutcome{attempts: 1, cause: io.ErrUnexpectedEOF} }},
+			expect: func(e fmEndpoint) fmOutcome {
+				return fmOutcome{attempts: 1, cause: io.ErrUnexpectedEOF, unknown: e.name != "download"}
+			}},
 		{name: "a body shorter than its Content-Length",
 			handle: func(w http.ResponseWriter, r *http.Request, _ int64, _ string) bool {
 				_, _ = io.Copy(io.Discard, r.Body)
@@ -200,14 +217,19 @@ func fmFaults() []fmFault {
 				})
 				return true
 			},
-			expect: func(fmEndpoint) fmOutcome { return fmOutcome{attempts: 1, cause: io.ErrUnexpectedEOF} }},
+			expect: func(e fmEndpoint) fmOutcome {
+				return fmOutcome{attempts: 1, cause: io.ErrUnexpectedEOF, unknown: e.name != "download"}
+			}},
 		{name: "500", handle: always(500, "application/json", `{"success":false,"message":"internal"}`),
-			expect: func(fmEndpoint) fmOutcome {
-				return fmOutcome{attempts: 3, status: 500, sentinel: ErrServer, message: "HTTP 500 after 3 attempts: internal"}
+			expect: func(e fmEndpoint) fmOutcome {
+				if e.name == "download" {
+					return fmOutcome{attempts: 3, status: 500, sentinel: ErrServer, message: "HTTP 500 after 3 attempts: internal"}
+				}
+				return mayBeDone(e, fmOutcome{attempts: 1, status: 500, sentinel: ErrServer, message: "HTTP 500: internal (outcome unknown"})
 			}},
 		{name: "502 with an HTML body", handle: always(502, "text/html", "<html><body>Bad Gateway</body></html>"),
-			expect: func(fmEndpoint) fmOutcome {
-				return fmOutcome{attempts: 3, status: 502, sentinel: ErrServer, message: "body is not the JSON envelope (text/html)"}
+			expect: func(e fmEndpoint) fmOutcome {
+				return mayBeDone(e, fmOutcome{attempts: 1, status: 502, sentinel: ErrServer, message: "body is not the JSON envelope (text/html)"})
 			}},
 		{name: "503 with Retry-After 1, then success",
 			handle: func(w http.ResponseWriter, r *http.Request, n int64, _ string) bool {
@@ -377,6 +399,18 @@ func fmCell(t *testing.T, f fmFault, e fmEndpoint) {
 		}
 		if want.sentinel != nil {
 			assert.ErrorIs(t, err, want.sentinel)
+		}
+		switch {
+		case f.stall && e.name != "download":
+			// The request arrived whole (the outcome is unknown), or on a
+			// loaded machine the timeout came first (not sent): one of
+			// the two, never both.
+			assert.NotEqual(t, errors.Is(err, ErrOutcomeUnknown), errors.Is(err, ErrNotSent), "%v", err)
+		case want.unknown:
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			assert.NotErrorIs(t, err, ErrNotSent)
+		default:
+			assert.NotErrorIs(t, err, ErrOutcomeUnknown)
 		}
 		if want.cause != nil {
 			assert.ErrorIs(t, err, want.cause)

@@ -112,12 +112,16 @@ func FuzzMultipart(f *testing.F) {
 		if field != "" {
 			fields.Set(field, value)
 		}
-		m, err := newMultipart("fuzz", fields, "file", FileFromBytes(name, content))
+		upload := FileFromBytes(name, content)
+		info, err := upload.inspect()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rf, _ := m.readerFunc()
-		r, err := rf()
+		m, err := newMultipart("fuzz", fields, "file", upload, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := m.open()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -235,6 +236,9 @@ func keyForms(k string) []string {
 	forms := []string{k, url.QueryEscape(k), url.PathEscape(k), strings.ReplaceAll(k, "/", `\/`)}
 	for _, f := range forms[1:3] {
 		forms = append(forms, lowercaseEscapes(f))
+	}
+	if h := html.EscapeString(k); h != k {
+		forms = append(forms, h)
 	}
 	return forms
 }

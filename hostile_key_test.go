@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,6 +26,9 @@ import (
 // ownKey is a key given to one call, with the characters of base64 that
 // URL escaping changes.
 const ownKey = "pc+Zm9vYmFy/LEAK=Q2hlY2s="
+
+// htmlKey is a key given to one call, with every character HTML escapes.
+const htmlKey = `hk&<>"'-HTMLLEAKCHECK-1f9e`
 
 // keyCase is a server that echoes the key it is given (or knows from
 // earlier calls) somewhere, and a call to it.
@@ -81,6 +85,13 @@ func keyCases() []keyCase {
 		{"a 502 HTML page with the key in its body, Content-Type and headers",
 			reply(502, `text/html; charset="KEY"`, func(k string) string { return "<html>bad gateway for " + k + "</html>" },
 				"X-Request-Id", "KEY", "Set-Cookie", "s=KEY", "Link", "<https://x.example/KEY>", "X-Echo", "KEY"), musicWith},
+		{"a 400 envelope whose message holds the key HTML-escaped",
+			reply(400, "application/json", func(k string) string { return message("bad key <b>" + html.EscapeString(k) + "</b>") }), musicWith},
+		{"a 502 HTML page with the key escaped by two kinds of template",
+			reply(502, "text/html", func(k string) string {
+				py := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;").Replace(k)
+				return "<html><p>" + html.EscapeString(k) + "</p><p title=\"" + py + "\">gateway</p></html>"
+			}), musicWith},
 		{"a 302 to a URL whose path and query hold the key",
 			redirect(http.StatusFound, func(k string) string { return "/r/" + esc(k) }), musicWith},
 		{"a redirect loop through a URL holding the key",
@@ -174,6 +185,9 @@ func TestHostileServersNeverLeakTheKey(t *testing.T) {
 		// The server knows the Client's key from earlier calls, and echoes it
 		// too.
 		{"a call's own key", []Option{WithAccessKey(ownKey)}, []string{ownKey, testKey}},
+		// A key with the characters HTML escapes, which a page echoes as
+		// character references.
+		{"a key holding HTML's special characters", []Option{WithAccessKey(htmlKey)}, []string{htmlKey, testKey}},
 	}
 	refused := "http://" + refusedAddr(t)
 	for _, m := range modes {

@@ -129,7 +129,7 @@ func hostileCases() []hostileCase {
 			name:  "16 concurrent answers declare Content-Length 268435456, send 3 bytes and close",
 			serve: httpCase(contentLengthLie(256*mib, 16, false)),
 			call:  concurrently(16, hostileMusic),
-			want:  outcome{is: []error{io.ErrUnexpectedEOF}, attempts: 1, hits: 16, has: []string{"not retried"}},
+			want:  outcome{is: []error{io.ErrUnexpectedEOF, ErrOutcomeUnknown}, attempts: 1, hits: 16, has: []string{"was not sent again"}},
 			alloc: 32 * mib, within: 3 * time.Second,
 		},
 		{
@@ -297,8 +297,10 @@ func hostileCases() []hostileCase {
 			}, WithTimeout(2*time.Second)),
 			call: hostileMusic,
 			// The headers of an answer, 1xx included, are bounded to 1 MiB;
-			// past it the attempt fails like a broken connection.
-			want:  outcome{hits: 3, attempts: 3, has: []string{"server response headers exceeded 1048576 bytes"}},
+			// past it the attempt fails like a connection broken after the
+			// request arrived: its outcome is unknown, so it is not retried.
+			want: outcome{hits: 1, attempts: 1, is: []error{ErrOutcomeUnknown},
+				has: []string{"server response headers exceeded 1048576 bytes"}},
 			alloc: 64 * mib, within: 2500 * time.Millisecond,
 		},
 		{
@@ -334,7 +336,7 @@ func hostileCases() []hostileCase {
 			alloc: 4 * mib, within: 2 * time.Second,
 		},
 		{
-			name: "a 500 whose body never ends, retried twice",
+			name: "a 500 whose body never ends, retried twice (WithRetryMayPayAgain)",
 			serve: httpCase(func(<-chan struct{}) http.HandlerFunc {
 				return func(w http.ResponseWriter, r *http.Request) {
 					_, _ = io.Copy(io.Discard, r.Body)
@@ -342,13 +344,13 @@ func hostileCases() []hostileCase {
 					w.WriteHeader(500)
 					endless(w, "", chunkA)
 				}
-			}),
+			}, WithRetryMayPayAgain()),
 			call:  hostileMusic,
-			want:  outcome{status: 500, is: []error{ErrServer}, attempts: 3, hits: 3, extra: bodyLen(maxErrorBody)},
+			want:  outcome{status: 500, is: []error{ErrServer, ErrOutcomeUnknown}, attempts: 3, hits: 3, extra: bodyLen(maxErrorBody)},
 			alloc: 8 * mib, within: 2 * time.Second,
 		},
 		{
-			name: "a 500 whose body drips a byte a second, WithTimeout 600ms",
+			name: "a 500 whose body drips a byte a second, WithTimeout 600ms (WithRetryMayPayAgain)",
 			serve: httpCase(func(done <-chan struct{}) http.HandlerFunc {
 				return func(w http.ResponseWriter, r *http.Request) {
 					_, _ = io.Copy(io.Discard, r.Body)
@@ -356,9 +358,9 @@ func hostileCases() []hostileCase {
 					w.WriteHeader(500)
 					drip(w, r, `{"success":false,"message":"slow"}`, done)
 				}
-			}, WithTimeout(600*time.Millisecond)),
+			}, WithTimeout(600*time.Millisecond), WithRetryMayPayAgain()),
 			call:  hostileMusic,
-			want:  outcome{status: 500, is: []error{ErrServer}, attempts: 3, hits: 3},
+			want:  outcome{status: 500, is: []error{ErrServer, ErrOutcomeUnknown}, attempts: 3, hits: 3},
 			alloc: 4 * mib, within: 1600 * time.Millisecond, atLeast: 550 * time.Millisecond,
 		},
 		{

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // Limits of the image operations (spec section 8).
@@ -50,7 +51,7 @@ type textToImageWire struct {
 
 // TextToImage makes 1 to 10 images from a text.
 func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest, opts ...Option) ([]Image, error) {
-	const op = "image/text-to-image"
+	const op = ops.TextToImage
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
 	v.count("numberOfResults", req.NumberOfResults, 1, MaxImages, false)
@@ -68,7 +69,7 @@ func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest, opts .
 		StyleID: string(req.StyleID), CameraID: string(req.CameraID),
 		ColorID: string(req.ColorID), LightingID: string(req.LightingID),
 	}
-	return invoke(ctx, c, op, wire, opts, images(req.NumberOfResults))
+	return invokeJSON(ctx, c, op, wire, opts, images(req.NumberOfResults))
 }
 
 // GenerateLogoRequest asks for logos made from a text
@@ -84,14 +85,14 @@ type GenerateLogoRequest struct {
 // GenerateLogo makes 1 to 4 logos. It returns a list whatever the count,
 // since the spec does not show whether data is a list for one logo.
 func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest, opts ...Option) ([]Image, error) {
-	const op = "image/generate-logo"
+	const op = ops.GenerateLogo
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
 	v.count("numberOfResults", req.NumberOfResults, 1, MaxLogos, true)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return invoke(ctx, c, op, req, opts, images(max(req.NumberOfResults, 1)))
+	return invokeJSON(ctx, c, op, req, opts, images(max(req.NumberOfResults, 1)))
 }
 
 // GenerateQRRequest asks for a QR code that links to a site, styled by a
@@ -105,14 +106,14 @@ type GenerateQRRequest struct {
 
 // GenerateQR makes a QR code image.
 func (c *Client) GenerateQR(ctx context.Context, req GenerateQRRequest, opts ...Option) (Image, error) {
-	const op = "image/generate-qr"
+	const op = ops.GenerateQR
 	v := checker{op: op}
 	v.link("url", req.URL)
 	v.text("prompt", req.Prompt)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return invoke(ctx, c, op, req, opts, oneImage)
+	return invokeJSON(ctx, c, op, req, opts, oneImage)
 }
 
 // UpScaleRequest asks for an image to be enlarged (POST /image/v1/up-scale).
@@ -126,14 +127,14 @@ type UpScaleRequest struct {
 
 // UpScale enlarges the image at a URL.
 func (c *Client) UpScale(ctx context.Context, req UpScaleRequest, opts ...Option) (Image, error) {
-	const op = "image/up-scale"
+	const op = ops.UpScale
 	v := checker{op: op}
 	v.link("url", req.URL)
 	v.positive("scale", req.Scale)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return invoke(ctx, c, op, req, opts, oneImage)
+	return invokeJSON(ctx, c, op, req, opts, oneImage)
 }
 
 // ReImagineRequest asks for an uploaded image to be re-imagined
@@ -146,13 +147,13 @@ type ReImagineRequest struct {
 // ReImagine makes a new take on an uploaded image. The format and size are
 // read from the image's header before anything is sent.
 func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest, opts ...Option) (Image, error) {
-	const op = "image/re-imagine"
+	const op = ops.ReImagine
 	v := checker{op: op}
-	v.image("image", req.Image, MaxReImagineSide)
+	img := v.image("image", req.Image, MaxReImagineSide)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	body, err := form(op, req, "image", req.Image)
+	body, err := form(op, req, img)
 	if err != nil {
 		return Image{}, err
 	}
@@ -168,7 +169,7 @@ type RemoveBackgroundRequest struct {
 
 // RemoveBackground removes the background of the image at a URL.
 func (c *Client) RemoveBackground(ctx context.Context, req RemoveBackgroundRequest, opts ...Option) (Image, error) {
-	return c.urlToImage(ctx, "image/remove-background", req.URL, req, opts)
+	return c.urlToImage(ctx, ops.RemoveBackground, req.URL, req, opts)
 }
 
 // ColorImageRequest asks for an image to be colorized
@@ -180,7 +181,7 @@ type ColorImageRequest struct {
 
 // ColorImage colorizes the image at a URL.
 func (c *Client) ColorImage(ctx context.Context, req ColorImageRequest, opts ...Option) (Image, error) {
-	return c.urlToImage(ctx, "image/color-image", req.URL, req, opts)
+	return c.urlToImage(ctx, ops.ColorImage, req.URL, req, opts)
 }
 
 // EnhanceImageRequest asks for an image to be enhanced
@@ -192,18 +193,18 @@ type EnhanceImageRequest struct {
 
 // EnhanceImage enhances the image at a URL.
 func (c *Client) EnhanceImage(ctx context.Context, req EnhanceImageRequest, opts ...Option) (Image, error) {
-	return c.urlToImage(ctx, "image/enhance", req.URL, req, opts)
+	return c.urlToImage(ctx, ops.EnhanceImage, req.URL, req, opts)
 }
 
 // urlToImage is the shape of the operations that take an image link and
 // return one image.
-func (c *Client) urlToImage(ctx context.Context, op, link string, body any, opts []Option) (Image, error) {
+func (c *Client) urlToImage(ctx context.Context, op, link string, req any, opts []Option) (Image, error) {
 	v := checker{op: op}
 	v.link("url", link)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	return invoke(ctx, c, op, body, opts, oneImage)
+	return invokeJSON(ctx, c, op, req, opts, oneImage)
 }
 
 // ChangeBackgroundRequest asks for the background of an uploaded image to be
@@ -217,14 +218,14 @@ type ChangeBackgroundRequest struct {
 
 // ChangeBackground replaces the background of an uploaded image.
 func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundRequest, opts ...Option) (Image, error) {
-	const op = "image/change-background"
+	const op = ops.ChangeBackground
 	v := checker{op: op}
-	v.image("image", req.Image, 0)
+	img := v.image("image", req.Image, 0)
 	v.text("prompt", req.Prompt)
 	if err := v.err(); err != nil {
 		return Image{}, err
 	}
-	body, err := form(op, req, "image", req.Image)
+	body, err := form(op, req, img)
 	if err != nil {
 		return Image{}, err
 	}

@@ -45,6 +45,7 @@ type settings struct {
 	responseInto **http.Response
 	maxBytes     int64
 	maxBytesSet  bool
+	payAgain     bool
 }
 
 // DefaultMaxResponseBytes bounds the decoded size of an answer the Client
@@ -183,8 +184,12 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithRequestTimeout bounds each attempt until its answer's headers arrive.
-// An attempt that stalls longer is abandoned and retried like a connection
-// failure. Generation can take minutes, so there is no default: zero leaves
+// Fired before the request was written whole (a dead connection, a stalled
+// upload), the attempt was not sent and is retried. Fired after, the service
+// may be at work on it: the outcome is unknown, and the call returns at once
+// with ErrOutcomeUnknown (WithRetryMayPayAgain retries it, at the price of
+// maybe paying again). So it catches dead connections and slow uploads, not
+// slow generations, which take minutes: there is no default, and zero leaves
 // attempts unbounded (WithTimeout still bounds the call).
 func WithRequestTimeout(d time.Duration) Option {
 	return func(s *settings) error {
@@ -194,6 +199,17 @@ func WithRequestTimeout(d time.Duration) Option {
 		s.attemptLimit = d
 		return nil
 	}
+}
+
+// WithRetryMayPayAgain retries attempts whose outcome is unknown too: the
+// request arrived whole and then the connection failed, the per-attempt
+// timeout fired, or a 5xx other than 503 came back. The service may have
+// done the work and charged for it already, so each such retry may be paid
+// again: with the default two retries, one call may be paid up to three
+// times. Without it those failures return at once with ErrOutcomeUnknown.
+// Give it to New or to one call, only when an answer is worth paying again.
+func WithRetryMayPayAgain() Option {
+	return func(s *settings) error { s.payAgain = true; return nil }
 }
 
 // WithLogger makes the Client log each attempt at Debug level (with the
@@ -213,12 +229,6 @@ func WithUserAgent(ua string) Option {
 		s.userAgent = ua
 		return nil
 	}
-}
-
-// reservedHeaders are set by the Client and cannot be set by WithHeader.
-var reservedHeaders = map[string]bool{
-	headerAccessKey: true, "Content-Type": true, "Content-Length": true,
-	"User-Agent": true, "Host": true, "Transfer-Encoding": true, "Accept": true,
 }
 
 // WithHeader adds a header to every request (on New) or to one call's
@@ -249,7 +259,10 @@ func WithHeader(key, value string) Option {
 
 // WithMiddleware adds middleware that sees every attempt. A Client's
 // middleware wraps a call's; among one option's list, the first is the
-// outermost.
+// outermost. An error a middleware returns instead of calling next fails
+// the call at once: it is not retried. A middleware that gives the request
+// a new context must derive it from the request's own, which tells the
+// Client whether the request was written whole.
 func WithMiddleware(m ...Middleware) Option {
 	return func(s *settings) error {
 		for _, f := range m {
@@ -306,27 +319,4 @@ func (s *settings) apply(op string, opts []Option) error {
 		}
 	}
 	return nil
-}
-
-// validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || (c < 0x80 && isSeparator(c)) {
-			return false
-		}
-	}
-	return true
-}
-
-func isSeparator(c byte) bool {
-	for i := 0; i < len(`"(),/:;<=>?@[\]{}`); i++ {
-		if c == `"(),/:;<=>?@[\]{}`[i] {
-			return true
-		}
-	}
-	return false
 }

@@ -2,12 +2,10 @@ package creative
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,56 +52,6 @@ func replies(statuses ...int) func(n int, w http.ResponseWriter, r *http.Request
 	}
 }
 
-func TestWithMaxRetries(t *testing.T) {
-	for _, p := range placements {
-		for _, retries := range []int{0, 3} {
-			t.Run(fmt.Sprintf("%s, %d retries", p.name, retries), func(t *testing.T) {
-				ss := newStampServer(t, replies(503))
-				c, call := p.put(t, ss.URL, WithMaxRetries(retries))
-				err := music(context.Background(), c, call...)
-				assert.ErrorIs(t, err, ErrServer)
-				assert.Equal(t, retries+1, ss.count(), "requests sent")
-			})
-		}
-	}
-	t.Run("a call's overrides the client's for that call only", func(t *testing.T) {
-		ss := newStampServer(t, replies(503))
-		c := newTestClient(t, ss.URL, WithMaxRetries(0))
-		_ = music(context.Background(), c, WithMaxRetries(2))
-		assert.Equal(t, 3, ss.count())
-		_ = music(context.Background(), c)
-		assert.Equal(t, 4, ss.count(), "the next call has the client's 0 retries again")
-	})
-}
-
-func TestWithRetryWait(t *testing.T) {
-	// Backoff is full jitter: each wait is drawn from [0, ceiling], so a
-	// wait's upper bound is firm, and four waits of a 150 ms ceiling adding
-	// up to less than 20 ms has odds of about 1 in 70000.
-	const ceiling = 150 * time.Millisecond
-	for _, p := range placements {
-		t.Run(p.name, func(t *testing.T) {
-			ss := newStampServer(t, replies(503, 503, 503, 503, 200))
-			c, call := p.put(t, ss.URL, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
-			require.NoError(t, music(context.Background(), c, call...))
-			stamps := ss.stamps()
-			require.Len(t, stamps, 5)
-			for i := 1; i < len(stamps); i++ {
-				assert.LessOrEqual(t, stamps[i].Sub(stamps[i-1]), ceiling+250*time.Millisecond, "wait %d", i)
-			}
-			assert.GreaterOrEqual(t, stamps[4].Sub(stamps[0]), 20*time.Millisecond, "the waits are the option's, not the client's 1-2 ms")
-		})
-	}
-	t.Run("a call's short waits override the client's long ones", func(t *testing.T) {
-		ss := newStampServer(t, replies(503, 503, 200))
-		c := newTestClient(t, ss.URL, WithRetryWait(time.Minute, time.Minute))
-		start := time.Now()
-		require.NoError(t, music(context.Background(), c, WithRetryWait(time.Millisecond, time.Millisecond)))
-		assert.Less(t, time.Since(start), 5*time.Second)
-		assert.Equal(t, 3, ss.count())
-	})
-}
-
 // stall answers nothing until the client goes away (or 5 s pass).
 func stall(r *http.Request) {
 	select {
@@ -133,48 +81,6 @@ func TestWithTimeout(t *testing.T) {
 		})
 		c := newTestClient(t, ss.URL, WithTimeout(50*time.Millisecond))
 		require.NoError(t, music(context.Background(), c, WithTimeout(5*time.Second)))
-	})
-}
-
-func TestWithRequestTimeout(t *testing.T) {
-	for _, p := range placements {
-		t.Run(p.name+": a stalled first attempt is retried and the second succeeds", func(t *testing.T) {
-			ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == 1 {
-					stall(r)
-					return
-				}
-				replyJSON(200, musicOK)(w, r)
-			})
-			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond))
-			start := time.Now()
-			require.NoError(t, music(context.Background(), c, call...))
-			assert.Less(t, time.Since(start), 2*time.Second)
-			assert.Equal(t, 2, ss.count())
-		})
-	}
-	t.Run("an attempt that stalls every time fails saying so", func(t *testing.T) {
-		ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
-		c := newTestClient(t, ss.URL)
-		err := music(context.Background(), c, WithRequestTimeout(50*time.Millisecond), WithMaxRetries(1))
-		var netErr *NetworkError
-		require.ErrorAs(t, err, &netErr)
-		assert.Equal(t, 2, netErr.Attempts)
-		assert.Equal(t, 2, ss.count())
-		assert.Contains(t, err.Error(), "WithRequestTimeout")
-	})
-	t.Run("it bounds the wait for the headers, not the body", func(t *testing.T) {
-		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(200)
-			_, _ = io.WriteString(w, musicOK[:10])
-			w.(http.Flusher).Flush()
-			time.Sleep(300 * time.Millisecond)
-			_, _ = io.WriteString(w, musicOK[10:])
-		})
-		c := newTestClient(t, ss.URL)
-		require.NoError(t, music(context.Background(), c, WithRequestTimeout(100*time.Millisecond)))
-		assert.Equal(t, 1, ss.count())
 	})
 }
 
@@ -254,78 +160,6 @@ func TestWithMaxResponseBytes(t *testing.T) {
 	})
 }
 
-func TestWithHeader(t *testing.T) {
-	for _, p := range placements {
-		t.Run(p.name+": sent on every attempt", func(t *testing.T) {
-			ss := newStampServer(t, replies(503, 200))
-			c, call := p.put(t, ss.URL, WithHeader("x-tenant", "acme"), WithHeader("X-Tenant", "beta"), WithHeader("Accept-Language", "de"))
-			require.NoError(t, music(context.Background(), c, call...))
-			for i := 1; i <= 2; i++ {
-				assert.Equal(t, []string{"acme", "beta"}, ss.header(i).Values("X-Tenant"), "attempt %d", i)
-				assert.Equal(t, "de", ss.header(i).Get("Accept-Language"))
-				assert.Equal(t, testKey, ss.header(i).Get("X-Access-Key"))
-			}
-		})
-	}
-	t.Run("a call's headers add to the client's, for that call only", func(t *testing.T) {
-		ss := newStampServer(t, replies(200))
-		c := newTestClient(t, ss.URL, WithHeader("X-App", "shop"))
-		require.NoError(t, music(context.Background(), c, WithHeader("X-Job", "42")))
-		require.NoError(t, music(context.Background(), c))
-		assert.Equal(t, "shop", ss.header(1).Get("X-App"))
-		assert.Equal(t, "42", ss.header(1).Get("X-Job"))
-		assert.Equal(t, "shop", ss.header(2).Get("X-App"))
-		assert.Empty(t, ss.header(2).Values("X-Job"))
-	})
-
-	refused := []struct {
-		name, key, value, want string
-	}{
-		{"x-access-key", "x-access-key", "other", "X-Access-Key is set by the client"},
-		{"Content-Type", "Content-Type", "text/plain", "Content-Type is set by the client"},
-		{"content-length in lower case", "content-length", "5", "Content-Length is set by the client"},
-		{"User-Agent", "USER-AGENT", "bot", "User-Agent is set by the client"},
-		{"Accept, which the client sets per operation", "accept", "text/plain", "Accept is set by the client"},
-		{"a line break in the value", "X-A", "a\r\nX-Injected: 1", "control character"},
-		{"a NUL in the value", "X-A", "a\x00b", "control character"},
-		{"a space in the name", "X A", "v", "not a valid header name"},
-		{"a colon in the name", "X-A:", "v", "not a valid header name"},
-		{"an empty name", "", "v", "not a valid header name"},
-	}
-	for _, tt := range refused {
-		t.Run("refused by New: "+tt.name, func(t *testing.T) {
-			_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithHeader(tt.key, tt.value))
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.want)
-		})
-		t.Run("refused by a call before anything is sent: "+tt.name, func(t *testing.T) {
-			ss := newStampServer(t, replies(200))
-			err := music(context.Background(), newTestClient(t, ss.URL), WithHeader(tt.key, tt.value))
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.want)
-			assert.Equal(t, 0, ss.count())
-		})
-	}
-}
-
-func TestWithUserAgent(t *testing.T) {
-	base := fmt.Sprintf("creative-go/%s (%s)", Version, runtime.Version())
-	ss := newStampServer(t, replies(200))
-	c := newTestClient(t, ss.URL, WithUserAgent("shop/3"))
-	require.NoError(t, music(context.Background(), c))
-	require.NoError(t, music(context.Background(), c, WithUserAgent("job/42")))
-	assert.Equal(t, base+" shop/3", ss.header(1).Get("User-Agent"))
-	assert.Equal(t, base+" shop/3 job/42", ss.header(2).Get("User-Agent"), "a call's is appended to the client's")
-
-	for _, bad := range []string{"shop/3\r\nX-Injected: 1", "shop\n", "shop\x00", "shop\x7f"} {
-		_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithUserAgent(bad))
-		require.Error(t, err, "%q", bad)
-		assert.Contains(t, err.Error(), "control characters")
-		assert.Error(t, music(context.Background(), c, WithUserAgent(bad)), "%q on a call", bad)
-	}
-	assert.Equal(t, 2, ss.count(), "the refused calls sent nothing")
-}
-
 func TestWithAccessKeyOnACallSendsThatKeyAndRedactsIt(t *testing.T) {
 	const callKey = "call-key-9d41c0-LEAKCHECK"
 	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -386,62 +220,6 @@ func (tr *tracer) mw(name string) Middleware {
 		}
 		return resp, err
 	}
-}
-
-func TestWithMiddleware(t *testing.T) {
-	for _, p := range placements {
-		t.Run(p.name+": runs once per attempt, retries included", func(t *testing.T) {
-			ss := newStampServer(t, replies(503, 200))
-			tr := &tracer{}
-			c, call := p.put(t, ss.URL, WithMiddleware(tr.mw("a")))
-			require.NoError(t, music(context.Background(), c, call...))
-			assert.Equal(t, []string{"a>", "<a 503", "a>", "<a 200"}, tr.steps)
-			assert.Equal(t, 2, ss.count())
-		})
-	}
-	t.Run("the client's wrap the call's; in one list the first is outermost", func(t *testing.T) {
-		ss := newStampServer(t, replies(200))
-		tr := &tracer{}
-		c := newTestClient(t, ss.URL, WithMiddleware(tr.mw("client1"), tr.mw("client2")))
-		require.NoError(t, music(context.Background(), c, WithMiddleware(tr.mw("call1")), WithMiddleware(tr.mw("call2"))))
-		assert.Equal(t, []string{"client1>", "client2>", "call1>", "call2>", "<call2 200", "<call1 200", "<client2 200", "<client1 200"}, tr.steps)
-
-		tr.steps = nil
-		require.NoError(t, music(context.Background(), c))
-		assert.Equal(t, []string{"client1>", "client2>", "<client2 200", "<client1 200"}, tr.steps, "the call's are gone on the next call")
-	})
-	t.Run("it can read and change the request", func(t *testing.T) {
-		ss := newStampServer(t, replies(503, 200))
-		var seen []string
-		attempt := 0
-		stamp := func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
-			attempt++
-			seen = append(seen, req.Method+" "+req.URL.Path+" "+req.Header.Get("Content-Type"))
-			req.Header.Set("X-Attempt", strconv.Itoa(attempt))
-			return next(req)
-		}
-		c := newTestClient(t, ss.URL)
-		require.NoError(t, music(context.Background(), c, WithMiddleware(stamp)))
-		assert.Equal(t, []string{"POST /audio/v1/text-to-music application/json", "POST /audio/v1/text-to-music application/json"}, seen)
-		assert.Equal(t, "1", ss.header(1).Get("X-Attempt"))
-		assert.Equal(t, "2", ss.header(2).Get("X-Attempt"))
-	})
-	t.Run("one that refuses to send fails the call without a retry, sending nothing", func(t *testing.T) {
-		ss := newStampServer(t, replies(200))
-		calls := 0
-		refuse := func(*http.Request, MiddlewareNext) (*http.Response, error) {
-			calls++
-			return nil, errors.New("budget exhausted")
-		}
-		err := music(context.Background(), newTestClient(t, ss.URL), WithMiddleware(refuse))
-		assert.ErrorContains(t, err, "budget exhausted")
-		assert.Equal(t, 1, calls)
-		assert.Equal(t, 0, ss.count())
-	})
-	t.Run("a nil middleware is refused", func(t *testing.T) {
-		_, err := New(WithBaseURL("https://api.example.com"), WithAccessKey("k"), WithMiddleware(nil))
-		assert.ErrorContains(t, err, "nil Middleware")
-	})
 }
 
 func TestWithResponseInto(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	_ "image/gif" // Image.Decode of GIF results
 	"io"
 	"strings"
+
+	"github.com/creativegen/creative-go/internal/sniff"
 )
 
 // A URL is the address of a file the service generated (music, enhanced
@@ -28,7 +30,7 @@ type Image struct {
 // ContentType is the MIME type sniffed from the image's first bytes, such
 // as "image/png"; "application/octet-stream" when it is not recognised.
 func (im Image) ContentType() string {
-	ct := sniff(im.Data)
+	ct := sniff.Type(im.Data)
 	if !strings.HasPrefix(ct, "image/") {
 		return "application/octet-stream"
 	}
@@ -38,17 +40,27 @@ func (im Image) ContentType() string {
 // Ext is the file name extension that fits ContentType, such as ".png";
 // ".bin" when the type is not recognised.
 func (im Image) Ext() string {
-	switch im.ContentType() {
-	case "image/png":
-		return ".png"
-	case "image/jpeg":
-		return ".jpg"
-	case "image/webp":
-		return ".webp"
-	case "image/gif":
-		return ".gif"
+	if ext := sniff.Ext(im.ContentType()); ext != "" {
+		return ext
 	}
 	return ".bin"
+}
+
+// String describes the image without its bytes, such as
+// "image/png 1024x768, 48213 bytes", so that printing an Image (with %v or
+// %+v) does not dump them.
+func (im Image) String() string {
+	ct := im.ContentType()
+	s := ct
+	if w, h, _ := sniff.Size(bytes.NewReader(im.Data), im.Data[:min(len(im.Data), 512):min(len(im.Data), 512)], ct, int64(len(im.Data))); w > 0 {
+		s += fmt.Sprintf(" %dx%d", w, h)
+	}
+	return fmt.Sprintf("%s, %d bytes", s, len(im.Data))
+}
+
+// GoString is String for %#v, in the shape of the Go value.
+func (im Image) GoString() string {
+	return fmt.Sprintf("creative.Image{Data: []byte{/* %s */}}", im)
 }
 
 // MaxDecodePixels is the largest image, in pixels, that Decode decodes: a
@@ -119,22 +131,9 @@ func (a *Audio) Close() error {
 // Ext is the file name extension that fits ContentType, such as ".mp3";
 // ".bin" when the type is not a known audio type.
 func (a *Audio) Ext() string {
-	mt, _, _ := strings.Cut(a.ContentType, ";")
-	switch strings.ToLower(strings.TrimSpace(mt)) {
-	case "audio/mpeg", "audio/mp3":
-		return ".mp3"
-	case "audio/wav", "audio/x-wav", "audio/wave":
-		return ".wav"
-	case "audio/ogg", "audio/opus":
-		return ".ogg"
-	case "audio/aac":
-		return ".aac"
-	case "audio/flac":
-		return ".flac"
-	case "audio/webm":
-		return ".webm"
-	case "audio/mp4", "audio/x-m4a":
-		return ".m4a"
+	mt := strings.ToLower(strings.TrimSpace(a.ContentType))
+	if ext := sniff.Ext(mt); ext != "" && strings.HasPrefix(mt, "audio/") {
+		return ext
 	}
 	return ".bin"
 }

@@ -13,53 +13,24 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
-	"golang.org/x/time/rate"
 )
 
-// This file is the retry side of the pipeline: the policy (which answers
-// and failures are retried, and after how long), go-retryablehttp adapted to
-// it, and the transport every attempt passes (middleware, throttling, the
-// client-wide pause a 429 asks for, the per-attempt timeout). No other file
-// imports go-retryablehttp.
-
-// call is the state of one call across its attempts.
-type call struct {
-	c          *Client
-	op         string
-	s          *settings
-	keys       []string // the x-access-key value of this call
-	body       any      // []byte, or a function opening the body anew
-	oneShot    sendOnce // non-nil when the body cannot be replayed
-	attempts   int
-	started    time.Time
-	retryAfter time.Duration // asked for by the last answer
-	stopped    string        // why a retryable answer was not retried
-
-	secretsOnce sync.Once
-	forms       []string // what redact removes; see secrets
-}
-
-// oneShot is what the pipeline needs of a body that can be sent once.
-type sendOnce interface{ sent() bool }
-
-type callKey struct{}
+// This file is the retry side of a call: the policy (which answers and
+// failures are retried, and after how long) and go-retryablehttp adapted to
+// it. Only this file and transport.go import go-retryablehttp.
 
 // send runs the attempts of cl's request through go-retryablehttp with the
 // client's policy, and returns the last answer or the last failure.
 func (cl *call) send(req *http.Request) (*http.Response, error) {
-	req = req.WithContext(context.WithValue(req.Context(), callKey{}, cl))
 	rreq := &retryablehttp.Request{Request: req}
-	if err := rreq.SetBody(readerFunc(cl.body)); err != nil {
+	if err := cl.setBody(rreq); err != nil {
 		return nil, err
 	}
-	req.Header = rreq.Header
 	rc := retryablehttp.Client{
-		HTTPClient:     cl.c.hc,
+		HTTPClient:     &cl.hc,
 		RetryWaitMin:   cl.s.waitMin,
 		RetryWaitMax:   cl.s.waitMax,
 		RetryMax:       cl.s.maxRetries,
@@ -72,30 +43,71 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 	return rc.Do(rreq)
 }
 
-// readerFunc adapts a body to go-retryablehttp: bytes as they are (read anew
-// on each attempt), a function as a ReaderFunc called on each attempt.
-func readerFunc(body any) any {
-	if f, ok := body.(func() (io.Reader, error)); ok {
-		return retryablehttp.ReaderFunc(f)
+// setBody gives rreq the call's body, opened anew for each attempt. A JSON
+// body's bytes are handed to each attempt by onAttempt, through GetBody, in
+// the form net/http knows to be in memory (so the request goes out in one
+// write); any other body is opened by its own open, through go-retryablehttp,
+// which stops the call when it fails. ContentLength is the body's own word.
+func (cl *call) setBody(rreq *retryablehttp.Request) error {
+	var err error
+	switch b := cl.body.(type) {
+	case nil:
+		return nil
+	case *jsonBody:
+		rreq.GetBody = b.readCloser
+	default:
+		err = rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) {
+			r, err := b.open()
+			if err != nil {
+				return nil, err
+			}
+			return cl.tr.watch(r), nil
+		}))
 	}
-	return body
+	rreq.ContentLength = cl.body.size()
+	return err
 }
 
-// onAttempt counts attempts; go-retryablehttp calls it before each one.
-func (cl *call) onAttempt(_ retryablehttp.Logger, _ *http.Request, i int) {
+// onAttempt counts attempts, gives a JSON body to the attempt's request and
+// clears what the transport saw of the last one; go-retryablehttp calls it
+// before each attempt.
+func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
+	if _, ok := cl.body.(*jsonBody); ok {
+		req.Body, _ = req.GetBody()
+	}
 	cl.attempts = i + 1
 	cl.started = time.Now()
+	cl.tr.clear()
 }
 
 // checkRetry is the client's retry policy as go-retryablehttp asks for it:
-// it logs the attempt, then decides with retry.
+// it gathers what the attempt saw, decides with policy and logs the attempt
+// with its kind.
 func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	cl.logAttempt(ctx, resp, err)
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return false, ctxErr
+	now := time.Now()
+	seen := attemptSeen{
+		err:      err,
+		written:  cl.tr.written(),
+		free:     cl.body == nil,
+		ctxDone:  ctx.Err() != nil,
+		payAgain: cl.s.payAgain,
+		bodySent: cl.body != nil && cl.body.sent(),
 	}
-	again := cl.retry(ctx, resp, err)
-	if again && resp != nil && cl.attempts <= cl.s.maxRetries {
+	if resp != nil {
+		seen.status = resp.StatusCode
+		seen.retryAfter, seen.asked = retryAfter(resp, now)
+	}
+	seen.deadline, _ = ctx.Deadline()
+	v := policy(seen, now)
+	cl.last, cl.retryAfter = v, seen.retryAfter
+	if v.kind == attemptUnknown {
+		cl.unknowns++
+	}
+	cl.logAttempt(ctx, resp, err, v.kind)
+	if seen.ctxDone {
+		return false, ctx.Err()
+	}
+	if v.retry && resp != nil && cl.attempts <= cl.s.maxRetries {
 		// Another attempt follows. go-retryablehttp would now read up to
 		// 4 KiB of this answer, before its backoff, to reuse the
 		// connection: a body that drips would hold the retry until the
@@ -103,7 +115,7 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		drain(resp.Body)
 		resp.Body = http.NoBody
 	}
-	return again, nil
+	return v.retry, nil
 }
 
 // drainWait bounds the time drain spends on a failed answer's body.
@@ -119,38 +131,109 @@ func drain(body io.ReadCloser) {
 	_ = body.Close()
 }
 
-// retry decides with retryable, the one-shot rule and the Retry-After rule.
-func (cl *call) retry(ctx context.Context, resp *http.Response, err error) bool {
-	cl.retryAfter = 0
-	if !retryable(resp, err) {
-		return false
-	}
-	if cl.oneShot != nil && cl.oneShot.sent() {
-		cl.stopped = notReplayed
-		return false
-	}
-	d, ok := retryAfter(resp, time.Now())
-	if !ok {
-		return true
-	}
-	cl.retryAfter = d // the transport paused the client for it already
-	if d > MaxRetryAfter {
-		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", d, MaxRetryAfter)
-		return false
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Now().Add(d).After(deadline) {
-		cl.stopped = fmt.Sprintf("the service asked to wait %v before retrying, past the call's deadline", d)
-		return false
-	}
-	return true
+// An attemptKind is what a finished attempt may have cost. A failed attempt
+// is one of three kinds, told apart by types and by what the transport saw
+// (httptrace's WroteRequest), never by the text of an error.
+type attemptKind int
+
+const (
+	// attemptAnswered: a success, or an answer that sending again does not
+	// change (400 and the other 4xx, 501, 505, a redirect not followed).
+	attemptAnswered attemptKind = iota
+	// attemptNotSent: the request never reached the service whole (DNS,
+	// dial, TLS, a connection closed or reset before the request was
+	// written, a per-attempt timeout before that, a local failure).
+	attemptNotSent
+	// attemptRefused: the service answered that it did not do the work:
+	// 408, 429 or 503, with or without Retry-After.
+	attemptRefused
+	// attemptUnknown: the request arrived whole and no definitive answer
+	// came back (a reset, EOF or per-attempt timeout after it was written,
+	// any other 5xx, an answer cut off). The work may be done and paid.
+	attemptUnknown
+)
+
+func (o attemptKind) String() string {
+	return [...]string{"answered", "not sent", "refused", "outcome unknown"}[o]
 }
 
-func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error) {
+// attemptSeen is what one attempt saw, as the retry policy reads it.
+type attemptSeen struct {
+	status     int           // the answer's status; 0 when none came
+	err        error         // the failure, when no answer came
+	written    bool          // the request was written whole (httptrace)
+	free       bool          // a request without a body (Download): sending it again costs nothing
+	ctxDone    bool          // the call's context ended
+	payAgain   bool          // WithRetryMayPayAgain
+	bodySent   bool          // a one-shot upload went out: it cannot be sent again
+	retryAfter time.Duration // the wait the answer asked for, when asked
+	asked      bool          // the answer carried a Retry-After
+	deadline   time.Time     // the call's deadline; zero when it has none
+}
+
+// A verdict is the policy's answer about one attempt.
+type verdict struct {
+	kind  attemptKind
+	retry bool
+	why   string // why a failure that could be retried was not
+}
+
+// policy is the retry policy: given what an attempt saw, the kind of the
+// attempt and whether to send the request again. Not sent and refused are
+// retried; an unknown outcome only with WithRetryMayPayAgain, or when the
+// request costs nothing (a Download); nothing is retried once the context
+// ended, when it would fail the same way again, when a one-shot upload is
+// gone, or when the wait asked for is too long.
+func policy(a attemptSeen, now time.Time) verdict {
+	v := verdict{kind: kindOf(a)}
+	switch {
+	case v.kind == attemptAnswered, a.ctxDone, a.err != nil && !transient(a.err):
+		return v
+	case v.kind == attemptUnknown && !a.payAgain && !a.free:
+		return v // the error says why: the work may be done
+	case a.bodySent:
+		v.why = notReplayed
+	case a.asked && a.retryAfter > MaxRetryAfter:
+		v.why = fmt.Sprintf("the service asked to wait %v before retrying, more than the %v the client waits", a.retryAfter, MaxRetryAfter)
+	case a.asked && !a.deadline.IsZero() && now.Add(a.retryAfter).After(a.deadline):
+		v.why = fmt.Sprintf("the service asked to wait %v before retrying, past the call's deadline", a.retryAfter)
+	default:
+		v.retry = true
+	}
+	return v
+}
+
+// kindOf is the kind of an attempt: by its answer's status when one came,
+// else by whether the request was written whole before it failed.
+func kindOf(a attemptSeen) attemptKind {
+	switch {
+	case a.err != nil && isRedirect(a.err):
+		return attemptAnswered // the answer was a redirect the client does not follow
+	case a.err != nil && a.written:
+		return attemptUnknown
+	case a.err != nil:
+		return attemptNotSent
+	case a.status == http.StatusRequestTimeout, a.status == http.StatusTooManyRequests, a.status == http.StatusServiceUnavailable:
+		return attemptRefused
+	case a.status >= 500 && a.status <= 599 && a.status != http.StatusNotImplemented && a.status != http.StatusHTTPVersionNotSupported:
+		return attemptUnknown
+	}
+	return attemptAnswered
+}
+
+// isRedirect reports whether err is a redirect the client refused.
+func isRedirect(err error) bool {
+	var redir *redirectError
+	return errors.As(err, &redir)
+}
+
+func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error, kind attemptKind) {
 	l := cl.s.logger
 	if l == nil {
 		return
 	}
-	attrs := []slog.Attr{slog.String("operation", cl.op), slog.Int("attempt", cl.attempts), slog.Duration("duration", time.Since(cl.started))}
+	attrs := []slog.Attr{slog.String("operation", cl.op), slog.Int("attempt", cl.attempts), slog.String("kind", kind.String()),
+		slog.Duration("duration", time.Since(cl.started))}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode), slog.Int64("bytes", resp.ContentLength))
 		if id := requestID(resp.Header); id != "" {
@@ -162,28 +245,12 @@ func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error) 
 	l.LogAttrs(ctx, slog.LevelDebug, "creative: attempt", attrs...)
 }
 
-// retryable reports whether an attempt that ended with resp or err may be
-// sent again. Connection failures and 408, 429, 500, 502, 503 and 504 are
-// passing troubles; 400 is the service's definitive answer, and any other
-// status (other 4xx, 501, 2xx, 3xx, 1xx) will not change on a retry.
-func retryable(resp *http.Response, err error) bool {
-	if err != nil {
-		return transient(err)
-	}
-	switch resp.StatusCode {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
 // transient reports whether an attempt's failure may pass on its own. Only
 // failures of the network are: the transport marks them as attemptErrors.
 // Anything the client itself refused (a redirect, a Location it cannot
-// parse, a local read of an upload) and anything that will fail the same way
-// again (the context's end, a certificate or TLS handshake problem) is not.
+// parse, a local read of an upload, the pause, the rate limiter) and
+// anything that will fail the same way again (the context's end, a
+// certificate or TLS handshake problem) is not.
 func transient(err error) bool {
 	var ae *attemptError
 	if !errors.As(err, &ae) {
@@ -200,13 +267,12 @@ func transient(err error) bool {
 		record           tls.RecordHeaderError
 		alert            tls.AlertError
 		source           *sourceError
-		paused           *pausedError
 	)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &unknownAuthority), errors.As(err, &invalidCert), errors.As(err, &hostname),
 		errors.As(err, &verification), errors.As(err, &record), errors.As(err, &alert),
-		errors.As(err, &source), errors.As(err, &paused):
+		errors.As(err, &source):
 		return false
 	}
 	return true
@@ -271,7 +337,8 @@ func (cl *call) backoff(min, max time.Duration, attempt int, resp *http.Response
 // notReplayed explains why a retryable failure of an upload was not retried.
 const notReplayed = "not retried: the upload came from a one-shot reader whose bytes were already sent; give a path, bytes or an io.ReaderAt to make it retryable"
 
-// failure turns the error of send into the error a caller gets.
+// failure turns the error of send into the error a caller gets, of the
+// kind of the last attempt.
 func (cl *call) failure(ctx context.Context, err error) error {
 	var (
 		paused *pausedError
@@ -281,340 +348,29 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	case errors.As(err, &paused):
 		// The attempt refused by the pause was counted but never sent.
 		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts - 1, RetryAfter: time.Until(paused.until),
-			Message: paused.Error(), paused: true}
+			Message: paused.Error(), paused: true, kind: attemptNotSent}
 	case errors.As(err, &redir):
 		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.message(redir.Error()), unexpected: true}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (%v)", ctxErr, err)
 	}
-	if cl.stopped != "" {
-		err = fmt.Errorf("%w (%s)", err, cl.stopped)
+	if cl.last.why != "" {
+		err = fmt.Errorf("%w (%s)", err, cl.last.why)
 	}
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err)}
+	kind := cl.last.kind
+	if kind == attemptAnswered { // no attempt was judged: none was sent
+		kind = attemptNotSent
+	}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err), kind: cl.costOf(kind), mayHavePaid: cl.unknowns}
 }
 
-// httpClient copies the user's client (or builds a pooled one), routes it
-// through the attempt transport and sets the redirect rule.
-func (c *Client) httpClient(user *http.Client) *http.Client {
-	var hc http.Client
-	if user != nil {
-		hc = *user
-	} else {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 256
-		t.MaxIdleConnsPerHost = 128
-		t.MaxResponseHeaderBytes = maxHeaderBytes
-		hc.Transport = t
+// costOf is the kind an error reports for an attempt of kind k: a request
+// without a body (a Download) costs nothing to send again, so its outcome is
+// never unknown in the sense of ErrOutcomeUnknown.
+func (cl *call) costOf(k attemptKind) attemptKind {
+	if k == attemptUnknown && cl.body == nil {
+		return attemptAnswered
 	}
-	rt := hc.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	// attempts hides CloseIdleConnections, which go-retryablehttp calls
-	// after every call that gives up: closing the shared pool there would
-	// cost every other goroutine its warm connections.
-	hc.Transport = &attempts{c: c, next: rt}
-	next := hc.CheckRedirect
-	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if err := c.checkRedirect(req, via); err != nil {
-			return err
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		return nil
-	}
-	return &hc
-}
-
-// CloseIdleConnections closes the idle connections of the Client's
-// transport, as http.Client.CloseIdleConnections does. Calls in flight are
-// not affected.
-func (c *Client) CloseIdleConnections() {
-	if a, ok := c.hc.Transport.(*attempts); ok {
-		if ci, ok := a.next.(interface{ CloseIdleConnections() }); ok {
-			ci.CloseIdleConnections()
-		}
-	}
-}
-
-// A redirectError is a redirect the client refused to follow.
-type redirectError struct {
-	status int
-	to     string
-	why    string
-}
-
-func (e *redirectError) Error() string {
-	return fmt.Sprintf("the answer redirected (HTTP %d) to %s: not followed, %s", e.status, e.to, e.why)
-}
-
-// checkRedirect follows a redirect only when it keeps the request what it
-// was: the method and body (307, 308, or any redirect of a GET), and https.
-// The key is dropped before a redirect to another origin.
-func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
-	prev := via[len(via)-1]
-	status := 0
-	if req.Response != nil {
-		status = req.Response.StatusCode
-	}
-	switch {
-	case len(via) >= 10:
-		return &redirectError{status: status, to: req.URL.String(), why: "after 10 redirects"}
-	case prev.Method != req.Method:
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would turn the " + prev.Method + " into a " + req.Method}
-	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would leave https"}
-	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
-		return &redirectError{status: status, to: req.URL.String(), why: "since it is not an http(s) URL"}
-	}
-	if !c.sameOrigin(req.URL) {
-		// The key and the headers of WithHeader are meant for the service.
-		req.Header.Del(headerAccessKey)
-		if cl, ok := req.Context().Value(callKey{}).(*call); ok {
-			for k := range cl.s.header {
-				req.Header.Del(k)
-			}
-		}
-	}
-	return nil
-}
-
-// attempts is the transport every request of a Client passes. For each
-// attempt (not each redirect) it waits for the client-wide pause and the rate
-// limiter, runs the middleware, and bounds the wait for the answer's headers;
-// it marks the network's failures as attemptErrors.
-type attempts struct {
-	c    *Client
-	next http.RoundTripper
-}
-
-// An attemptError is a failure of the network during one attempt: the only
-// kind of transport error that is retried.
-type attemptError struct {
-	err      error
-	timedOut bool
-}
-
-func (e *attemptError) Error() string { return e.err.Error() }
-func (e *attemptError) Unwrap() error { return e.err }
-
-func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
-	cl, _ := req.Context().Value(callKey{}).(*call)
-	if cl == nil || req.Response != nil { // not a call's, or a redirect
-		return a.network(req, 0)
-	}
-	if err := a.c.pause.wait(req.Context()); err != nil {
-		return nil, err
-	}
-	resp, err := a.send(req, cl.s)
-	a.c.pause.report(resp, err)
-	return resp, err
-}
-
-// send runs the middleware of s around one attempt on the network.
-func (a *attempts) send(req *http.Request, s *settings) (*http.Response, error) {
-	if a.c.limiter != nil {
-		if err := a.c.limiter.Wait(req.Context()); err != nil {
-			a.c.pause.report(nil, err) // if this attempt was to go first, let another
-			if _, ok := a.c.limiter.(*rate.Limiter); ok && req.Context().Err() == nil {
-				// The limiter refuses at once a wait its deadline cannot cover.
-				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
-			}
-			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
-		}
-	}
-	if len(s.middleware) == 0 {
-		return a.network(req, s.attemptLimit)
-	}
-	next := func(r *http.Request) (*http.Response, error) { return a.network(r, s.attemptLimit) }
-	for i := len(s.middleware) - 1; i >= 0; i-- {
-		m, inner := s.middleware[i], next
-		next = func(r *http.Request) (*http.Response, error) { return m(r, inner) }
-	}
-	return next(req)
-}
-
-// network sends one request; limit, when positive, bounds the wait for the
-// answer's headers. A redirect to a Location that is not a URL is refused
-// here, where its status is known: net/http would fail with an error that
-// names neither the answer nor its status.
-func (a *attempts) network(req *http.Request, limit time.Duration) (*http.Response, error) {
-	resp, err := a.roundTrip(req, limit)
-	if err != nil {
-		return nil, err
-	}
-	switch resp.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
-		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		if loc := resp.Header.Get("Location"); loc != "" {
-			if _, err := req.URL.Parse(loc); err != nil {
-				_ = resp.Body.Close()
-				return nil, &redirectError{status: resp.StatusCode, to: loc, why: "since it is not a URL"}
-			}
-		}
-	}
-	return resp, nil
-}
-
-func (a *attempts) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
-	if limit <= 0 {
-		resp, err := a.next.RoundTrip(req)
-		if err != nil {
-			return nil, &attemptError{err: err}
-		}
-		return resp, nil
-	}
-	ctx, cancel := context.WithCancel(req.Context())
-	timer := time.AfterFunc(limit, cancel)
-	resp, err := a.next.RoundTrip(req.WithContext(ctx))
-	if !timer.Stop() {
-		cancel()
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
-		if req.Context().Err() == nil {
-			return nil, &attemptError{err: fmt.Errorf("no answer within %v (WithRequestTimeout)", limit), timedOut: true}
-		}
-	}
-	if err != nil {
-		cancel()
-		return nil, &attemptError{err: err}
-	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	return resp, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
-}
-
-// pause is the wait a 429 or 503 with Retry-After asks of the whole Client.
-// Until it ends no attempt is sent; when it ends, one attempt goes first and
-// the others wait for its answer, so that a crowd of callers does not hit a
-// rate-limited service all at once again.
-type pause struct {
-	on     atomic.Bool // until is set: the only field read without mu
-	mu     sync.Mutex
-	until  time.Time     // zero when not paused
-	status int           // the status that asked for the pause
-	probe  bool          // the first attempt after the pause is out
-	change chan struct{} // closed when until or probe changes
-}
-
-// A pausedError is returned, without sending anything, by a call whose
-// deadline comes before the end of the client's pause.
-type pausedError struct {
-	until  time.Time
-	status int
-}
-
-func (e *pausedError) Error() string {
-	return fmt.Sprintf("the service asked every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
-		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
-}
-
-// extend makes the pause last at least d from now; p.mu is held.
-func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
-	// A pause lasts at most MaxRetryAfter: a longer demand fails the calls
-	// that cannot wait that long, and after it one attempt asks again.
-	until := now.Add(min(d, MaxRetryAfter))
-	if !until.After(p.until) {
-		return false
-	}
-	p.until, p.status = until, status
-	p.on.Store(true)
-	return true
-}
-
-func (p *pause) signal() {
-	if p.change != nil {
-		close(p.change)
-		p.change = nil
-	}
-}
-
-// wait blocks while the client is paused, within ctx; it returns a
-// *pausedError at once when the pause ends after ctx's deadline, or more than
-// MaxRetryAfter from now.
-func (p *pause) wait(ctx context.Context) error {
-	if !p.on.Load() {
-		return nil
-	}
-	for {
-		p.mu.Lock()
-		if p.until.IsZero() {
-			p.mu.Unlock()
-			return nil
-		}
-		now := time.Now()
-		left := p.until.Sub(now)
-		if left <= 0 && !p.probe {
-			p.probe = true // this attempt goes first
-			p.mu.Unlock()
-			return nil
-		}
-		if deadline, ok := ctx.Deadline(); left > MaxRetryAfter || (ok && deadline.Before(p.until)) {
-			err := &pausedError{until: p.until, status: p.status}
-			p.mu.Unlock()
-			return err
-		}
-		if p.change == nil {
-			p.change = make(chan struct{})
-		}
-		change := p.change
-		p.mu.Unlock()
-		if err := sleep(ctx, left, change); err != nil {
-			return err
-		}
-	}
-}
-
-// sleep waits for d (when positive), change or the end of ctx.
-func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
-	var tick <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		tick = t.C
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-change:
-	case <-tick:
-	}
-	return nil
-}
-
-// report ends the pause after an answer that does not ask for one, extends
-// it after one that does; either way, or after a failed attempt, the next
-// attempt may go first.
-func (p *pause) report(resp *http.Response, err error) {
-	now := time.Now()
-	d, asks := retryAfter(resp, now)
-	if !asks && !p.on.Load() {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case asks:
-		p.extend(now, d, resp.StatusCode)
-	case p.until.IsZero():
-		return
-	case err == nil && !now.Before(p.until):
-		p.until = time.Time{}
-		p.on.Store(false)
-	}
-	p.probe = false
-	p.signal()
+	return k
 }

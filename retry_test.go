@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,33 +19,55 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Refused answers (408, 429, 503) are retried; 500, 502 and 504 may have
+// been paid for, so only WithRetryMayPayAgain retries them; anything else
+// will not change on a retry.
 func TestRetryableStatusesAreRetriedExactlyTheConfiguredNumberOfTimes(t *testing.T) {
+	const (
+		never = iota
+		always
+		onlyPayingAgain
+	)
 	tests := []struct {
 		status int
-		retry  bool
+		retry  int
 	}{
-		{408, true}, {429, true}, {500, true}, {502, true}, {503, true}, {504, true},
-		{400, false}, {401, false}, {403, false}, {404, false}, {409, false}, {422, false}, {501, false}, {505, false},
+		{408, always}, {429, always}, {503, always},
+		{500, onlyPayingAgain}, {502, onlyPayingAgain}, {504, onlyPayingAgain},
+		{400, never}, {401, never}, {403, never}, {404, never}, {409, never}, {422, never}, {501, never}, {505, never},
 	}
 	for _, tt := range tests {
 		for _, retries := range []int{0, 1, 3} {
-			t.Run(strconv.Itoa(tt.status)+" with "+strconv.Itoa(retries)+" retries", func(t *testing.T) {
-				ts := newTestServer(t, replyJSON(tt.status, `{"success":false,"message":"no"}`))
-				c := newTestClient(t, ts.URL, WithMaxRetries(retries))
-				_, err := c.GenerateQR(context.Background(), GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
-				var apiErr *APIError
-				require.ErrorAs(t, err, &apiErr)
-				want := 1
-				if tt.retry {
-					want = retries + 1
+			for _, payAgain := range []bool{false, true} {
+				name := strconv.Itoa(tt.status) + " with " + strconv.Itoa(retries) + " retries"
+				if payAgain {
+					name += ", WithRetryMayPayAgain"
 				}
-				assert.Equal(t, int64(want), ts.hits.Load(), "requests sent")
-				assert.Equal(t, want, apiErr.Attempts)
-				assert.Equal(t, tt.status, apiErr.StatusCode)
-				if want > 1 {
-					assert.Contains(t, err.Error(), "after "+strconv.Itoa(want)+" attempts")
-				}
-			})
+				t.Run(name, func(t *testing.T) {
+					ts := newTestServer(t, replyJSON(tt.status, `{"success":false,"message":"no"}`))
+					opts := []Option{WithMaxRetries(retries)}
+					if payAgain {
+						opts = append(opts, WithRetryMayPayAgain())
+					}
+					c := newTestClient(t, ts.URL, opts...)
+					_, err := c.GenerateQR(context.Background(), GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
+					var apiErr *APIError
+					require.ErrorAs(t, err, &apiErr)
+					want := 1
+					if tt.retry == always || (tt.retry == onlyPayingAgain && payAgain) {
+						want = retries + 1
+					}
+					assert.Equal(t, int64(want), ts.hits.Load(), "requests sent")
+					assert.Equal(t, want, apiErr.Attempts)
+					assert.Equal(t, tt.status, apiErr.StatusCode)
+					if want > 1 {
+						assert.Contains(t, err.Error(), "after "+strconv.Itoa(want)+" attempts")
+					}
+					assert.Equal(t, tt.retry == onlyPayingAgain, errors.Is(err, ErrOutcomeUnknown), "ErrOutcomeUnknown")
+					assert.Equal(t, tt.retry == always, errors.Is(err, ErrRefused), "ErrRefused")
+					assert.NotErrorIs(t, err, ErrNotSent)
+				})
+			}
 		}
 	}
 }
@@ -72,45 +95,68 @@ func TestConnectionFailuresAreRetried(t *testing.T) {
 	require.ErrorAs(t, err, &netErr)
 	assert.Equal(t, 3, netErr.Attempts)
 	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.NotErrorIs(t, err, ErrOutcomeUnknown)
 	assert.Contains(t, err.Error(), "3 attempts")
 }
 
+// The retry policy as a table: what an attempt saw, its kind, and whether it
+// is retried by default and with WithRetryMayPayAgain.
 func TestRetryPolicyTable(t *testing.T) {
-	resp := func(code int) *http.Response { return &http.Response{StatusCode: code, Header: http.Header{}} }
+	onNet := func(err error) error { return &attemptError{err: err} }
+	reset := onNet(&net.OpError{Op: "read", Err: syscall.ECONNRESET})
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name string
-		resp *http.Response
-		err  error
-		want bool
+		name       string
+		seen       attemptSeen
+		kind       attemptKind
+		retry      bool // by default
+		retryAgain bool // with WithRetryMayPayAgain
 	}{
-		{"connection refused", nil, &attemptError{err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true},
-		{"connection reset", nil, &attemptError{err: &net.OpError{Op: "read", Err: syscall.ECONNRESET}}, true},
-		{"an early EOF", nil, &attemptError{err: io.ErrUnexpectedEOF}, true},
-		{"no headers within WithRequestTimeout", nil, &attemptError{err: errors.New("no answer"), timedOut: true}, true},
-		{"a cancelled context", nil, &attemptError{err: context.Canceled}, false},
-		{"a passed deadline", nil, &attemptError{err: context.DeadlineExceeded}, false},
-		{"a TLS handshake with a plain HTTP server", nil, &attemptError{err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}, false},
-		{"a certificate from an unknown authority", nil, &attemptError{err: &tls.CertificateVerificationError{}}, false},
-		{"a local read of an upload", nil, &attemptError{err: &sourceError{err: errors.New("disk")}}, false},
-		{"a refused redirect (not from the network)", nil, &url.Error{Op: "Post", Err: &redirectError{status: 302}}, false},
-		{"an unparsable Location (not from the network)", nil, &url.Error{Op: "Post", Err: errors.New(`failed to parse Location header "%zz"`)}, false},
-		{"a replay of a one-shot upload", nil, &replayError{}, false},
-		{"408", resp(408), nil, true},
-		{"429", resp(429), nil, true},
-		{"500", resp(500), nil, true},
-		{"502", resp(502), nil, true},
-		{"503", resp(503), nil, true},
-		{"504", resp(504), nil, true},
-		{"200", resp(200), nil, false},
-		{"301", resp(301), nil, false},
-		{"400", resp(400), nil, false},
-		{"401", resp(401), nil, false},
-		{"404", resp(404), nil, false},
-		{"501", resp(501), nil, false},
+		{"a refused dial", attemptSeen{err: onNet(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED})}, attemptNotSent, true, true},
+		{"a reset before the request was written whole", attemptSeen{err: reset}, attemptNotSent, true, true},
+		{"a reset after the request was written whole", attemptSeen{err: reset, written: true}, attemptUnknown, false, true},
+		{"an EOF after the request was written whole", attemptSeen{err: onNet(io.EOF), written: true}, attemptUnknown, false, true},
+		{"WithRequestTimeout before the request was written", attemptSeen{err: &attemptError{err: errors.New("no answer"), timedOut: true}}, attemptNotSent, true, true},
+		{"WithRequestTimeout after the request was written", attemptSeen{err: &attemptError{err: errors.New("no answer"), timedOut: true}, written: true}, attemptUnknown, false, true},
+		{"a reset of a Download after it was written (free to repeat)", attemptSeen{err: reset, written: true, free: true}, attemptUnknown, true, true},
+		{"a cancelled context", attemptSeen{err: onNet(context.Canceled), ctxDone: true}, attemptNotSent, false, false},
+		{"a deadline during the generation", attemptSeen{err: onNet(context.DeadlineExceeded), written: true, ctxDone: true}, attemptUnknown, false, false},
+		{"a TLS handshake with a plain HTTP server", attemptSeen{err: onNet(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"})}, attemptNotSent, false, false},
+		{"a certificate from an unknown authority", attemptSeen{err: onNet(&tls.CertificateVerificationError{})}, attemptNotSent, false, false},
+		{"a local read of an upload", attemptSeen{err: onNet(&sourceError{err: errors.New("disk")})}, attemptNotSent, false, false},
+		{"a refused redirect (not from the network)", attemptSeen{err: &url.Error{Op: "Post", Err: &redirectError{status: 302}}, written: true}, attemptAnswered, false, false},
+		{"an unparsable Location (not from the network)", attemptSeen{err: &url.Error{Op: "Post", Err: errors.New(`failed to parse Location header "%zz"`)}}, attemptNotSent, false, false},
+		{"a replay of a one-shot upload", attemptSeen{err: &replayError{}}, attemptNotSent, false, false},
+		{"the Client's pause past the deadline", attemptSeen{err: &pausedError{status: 429}}, attemptNotSent, false, false},
+		{"408", attemptSeen{status: 408}, attemptRefused, true, true},
+		{"429", attemptSeen{status: 429}, attemptRefused, true, true},
+		{"503", attemptSeen{status: 503}, attemptRefused, true, true},
+		{"429 asking for 2 s", attemptSeen{status: 429, asked: true, retryAfter: 2 * time.Second}, attemptRefused, true, true},
+		{"429 asking for more than MaxRetryAfter", attemptSeen{status: 429, asked: true, retryAfter: 2 * MaxRetryAfter}, attemptRefused, false, false},
+		{"503 asking past the deadline", attemptSeen{status: 503, asked: true, retryAfter: 10 * time.Second, deadline: now.Add(time.Second)}, attemptRefused, false, false},
+		{"503 after a one-shot upload went out", attemptSeen{status: 503, bodySent: true}, attemptRefused, false, false},
+		{"500", attemptSeen{status: 500}, attemptUnknown, false, true},
+		{"502", attemptSeen{status: 502}, attemptUnknown, false, true},
+		{"504", attemptSeen{status: 504}, attemptUnknown, false, true},
+		{"500 after a one-shot upload went out", attemptSeen{status: 500, bodySent: true}, attemptUnknown, false, false},
+		{"200", attemptSeen{status: 200}, attemptAnswered, false, false},
+		{"301", attemptSeen{status: 301}, attemptAnswered, false, false},
+		{"400", attemptSeen{status: 400}, attemptAnswered, false, false},
+		{"401", attemptSeen{status: 401}, attemptAnswered, false, false},
+		{"404", attemptSeen{status: 404}, attemptAnswered, false, false},
+		{"501", attemptSeen{status: 501}, attemptAnswered, false, false},
+		{"505", attemptSeen{status: 505}, attemptAnswered, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, retryable(tt.resp, tt.err))
+			v := policy(tt.seen, now)
+			assert.Equal(t, tt.kind, v.kind, "kind")
+			assert.Equal(t, tt.retry, v.retry, "retried by default")
+			tt.seen.payAgain = true
+			v = policy(tt.seen, now)
+			assert.Equal(t, tt.kind, v.kind, "kind with WithRetryMayPayAgain")
+			assert.Equal(t, tt.retryAgain, v.retry, "retried with WithRetryMayPayAgain")
 		})
 	}
 }
@@ -248,6 +294,7 @@ func TestACancelledContextSendsNothing(t *testing.T) {
 	cancel()
 	_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
 	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, ErrNotSent)
 	assert.Equal(t, int64(0), ts.hits.Load())
 }
 
@@ -270,4 +317,81 @@ func TestWithTimeoutBoundsTheWholeCallRetriesIncluded(t *testing.T) {
 	})
 	assert.Less(t, took, time.Second, "the stalled retry was cut short by the 300 ms timeout")
 	assert.Zero(t, hits.Load()%2, "each call sent twice: the 503 and the stalled retry")
+}
+
+// A Retry-After that the deadline cannot cover is not slept out: the 503
+// comes back at once, saying why it was not retried.
+func TestARetryAfterPastTheDeadlineReturnsTheAnswerAtOnce(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Retry-After", "10")
+		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+	})
+	c := newTestClient(t, ts.URL)
+	late := soonAfter(func() time.Duration {
+		deadline := time.Now().Add(300 * time.Millisecond)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+		early := time.Until(deadline)
+		assert.ErrorIs(t, err, ErrServer)
+		var apiErr *APIError
+		if assert.ErrorAs(t, err, &apiErr) {
+			assert.Equal(t, 1, apiErr.Attempts)
+			assert.Equal(t, 10*time.Second, apiErr.RetryAfter)
+			assert.Contains(t, apiErr.Message, "past the call's deadline")
+		}
+		return -early
+	})
+	assert.Less(t, late, 50*time.Millisecond, "returned %v after the deadline", late)
+}
+
+func TestWithMaxRetries(t *testing.T) {
+	for _, p := range placements {
+		for _, retries := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%s, %d retries", p.name, retries), func(t *testing.T) {
+				ss := newStampServer(t, replies(503))
+				c, call := p.put(t, ss.URL, WithMaxRetries(retries))
+				err := music(context.Background(), c, call...)
+				assert.ErrorIs(t, err, ErrServer)
+				assert.Equal(t, retries+1, ss.count(), "requests sent")
+			})
+		}
+	}
+	t.Run("a call's overrides the client's for that call only", func(t *testing.T) {
+		ss := newStampServer(t, replies(503))
+		c := newTestClient(t, ss.URL, WithMaxRetries(0))
+		_ = music(context.Background(), c, WithMaxRetries(2))
+		assert.Equal(t, 3, ss.count())
+		_ = music(context.Background(), c)
+		assert.Equal(t, 4, ss.count(), "the next call has the client's 0 retries again")
+	})
+}
+
+func TestWithRetryWait(t *testing.T) {
+	// Backoff is full jitter: each wait is drawn from [0, ceiling], so a
+	// wait's upper bound is firm, and four waits of a 150 ms ceiling adding
+	// up to less than 20 ms has odds of about 1 in 70000.
+	const ceiling = 150 * time.Millisecond
+	for _, p := range placements {
+		t.Run(p.name, func(t *testing.T) {
+			ss := newStampServer(t, replies(503, 503, 503, 503, 200))
+			c, call := p.put(t, ss.URL, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
+			require.NoError(t, music(context.Background(), c, call...))
+			stamps := ss.stamps()
+			require.Len(t, stamps, 5)
+			for i := 1; i < len(stamps); i++ {
+				assert.LessOrEqual(t, stamps[i].Sub(stamps[i-1]), ceiling+250*time.Millisecond, "wait %d", i)
+			}
+			assert.GreaterOrEqual(t, stamps[4].Sub(stamps[0]), 20*time.Millisecond, "the waits are the option's, not the client's 1-2 ms")
+		})
+	}
+	t.Run("a call's short waits override the client's long ones", func(t *testing.T) {
+		ss := newStampServer(t, replies(503, 503, 200))
+		c := newTestClient(t, ss.URL, WithRetryWait(time.Minute, time.Minute))
+		start := time.Now()
+		require.NoError(t, music(context.Background(), c, WithRetryWait(time.Millisecond, time.Millisecond)))
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Equal(t, 3, ss.count())
+	})
 }

@@ -97,7 +97,7 @@ func TestLoggingShowsAttemptsAndRetriesWithoutTheKey(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ts.handler = func(w http.ResponseWriter, r *http.Request) {
 		if ts.hits.Load() == 1 {
-			replyJSON(502, `{"success":false,"message":"upstream"}`)(w, r)
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
 			return
 		}
 		replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}`)(w, r)
@@ -112,14 +112,16 @@ func TestLoggingShowsAttemptsAndRetriesWithoutTheKey(t *testing.T) {
 	first, retry, second := logs.attrs[0], logs.attrs[1], logs.attrs[2]
 	assert.Equal(t, "audio/text-to-music", first["operation"])
 	assert.EqualValues(t, 1, first["attempt"])
-	assert.EqualValues(t, 502, first["status"])
+	assert.EqualValues(t, 503, first["status"])
+	assert.Equal(t, "refused", first["kind"])
 	assert.Contains(t, first, "duration")
 	assert.Contains(t, first, "bytes")
 	assert.EqualValues(t, 1, retry["attempt"])
-	assert.EqualValues(t, 502, retry["status"])
+	assert.EqualValues(t, 503, retry["status"])
 	assert.Contains(t, retry, "wait")
 	assert.EqualValues(t, 2, second["attempt"])
 	assert.EqualValues(t, 200, second["status"])
+	assert.Equal(t, "answered", second["kind"])
 	assert.NotContains(t, logs.all(), testKey)
 }
 

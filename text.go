@@ -1,6 +1,10 @@
 package creative
 
-import "context"
+import (
+	"context"
+
+	"github.com/creativegen/creative-go/internal/ops"
+)
 
 // UseCase names what the writer tool writes. Any value the service knows
 // may be used; the spec shows UseCaseCoverLetter.
@@ -67,7 +71,7 @@ type CoverLetterRequest struct {
 
 // WriterTool calls the writer tool: POST /text/v1/writer-tool.
 func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...Option) (*WriterResult, error) {
-	const op = "text/writer-tool"
+	const op = ops.WriterTool
 	v := checker{op: op}
 	v.writerInputs(req.UseCase, req.Inputs)
 	v.text("language", string(req.Language))
@@ -78,7 +82,7 @@ func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return invoke(ctx, c, op, req, opts, dataWriter)
+	return invokeJSON(ctx, c, op, req, opts, dataWriter)
 }
 
 // CoverLetter writes cover letters through the writer tool, with useCase

@@ -2,27 +2,80 @@ package creative
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
+
+// writeWAV writes a file of size bytes that sniffs as WAV.
+func writeWAV(t *testing.T, path string, size int) [32]byte {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	h := sha256.New()
+	chunk := make([]byte, 1<<20)
+	copy(chunk, "RIFF\x00\x00\x00\x00WAVE")
+	for written := 0; written < size; written += len(chunk) {
+		b := chunk[:min(len(chunk), size-written)]
+		b[len(b)-1] = byte(written >> 20)
+		_, err := io.MultiWriter(f, h).Write(b)
+		require.NoError(t, err)
+		chunk[0] = byte(written) // only the first chunk starts with RIFF
+	}
+	require.NoError(t, f.Close())
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// countingAt counts what is read of an io.ReaderAt (with Seek).
+type countingAt struct {
+	*bytes.Reader
+	bytes atomic.Int64
+	heads atomic.Int64 // reads at offset 0
+}
+
+func (c *countingAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.Reader.ReadAt(p, off)
+	c.bytes.Add(int64(n))
+	if off == 0 {
+		c.heads.Add(1)
+	}
+	return n, err
+}
 
 // received is what a test server got in one request with an upload.
 type received struct {
-	contentLength int64  // -1: chunked
-	bodyLen       int64  // the bytes that came
-	file          []byte // the file part's bytes, as far as they came
-	complete      bool   // the multipart body came whole, to its closing boundary
+	contentLength int64    // -1: chunked
+	bodyLen       int64    // the bytes that came
+	name          string   // the file part's file name
+	file          []byte   // the file part's bytes, as far as they came (not kept by a hashOnly recorder)
+	sum           [32]byte // the SHA-256 of the file part's bytes
+	complete      bool     // the multipart body came whole, to its closing boundary
 }
 
-// recorder keeps what a test server received, request by request.
+// recorder keeps what a test server received, request by request: the
+// one harness of the upload tests.
 type recorder struct {
-	mu   sync.Mutex
-	reqs []received
+	hashOnly bool // keep the file part's hash, not its bytes (large uploads)
+	mu       sync.Mutex
+	reqs     []received
 }
 
 // read reads r's multipart body to its end, keeping the file part.
@@ -50,10 +103,22 @@ func (rec *recorder) read(r *http.Request) received {
 		if err != nil {
 			return got
 		}
-		b, err := io.ReadAll(p)
-		if p.FileName() != "" {
-			got.file = b
+		if p.FileName() == "" {
+			if _, err := io.Copy(io.Discard, p); err != nil {
+				return got
+			}
+			continue
 		}
+		got.name = p.FileName()
+		h := sha256.New()
+		var kept bytes.Buffer
+		w := io.Writer(h)
+		if !rec.hashOnly {
+			w = io.MultiWriter(h, &kept)
+		}
+		_, err = io.Copy(w, p)
+		got.file = kept.Bytes()
+		copy(got.sum[:], h.Sum(nil))
 		if err != nil {
 			return got
 		}
@@ -144,7 +209,8 @@ type seekOnly struct{ r *bytes.Reader }
 
 func newSeekOnly(b []byte) *seekOnly { return &seekOnly{bytes.NewReader(b)} }
 
-func (s *seekOnly) Read(p []byte) (int, error)                { return s.r.Read(p) }
+func (s *seekOnly) Read(p []byte) (int, error) { return s.r.Read(p) }
+
 func (s *seekOnly) Seek(off int64, whence int) (int64, error) { return s.r.Seek(off, whence) }
 
 // failingSeeker is an io.ReadSeeker without ReadAt whose reads at or past
@@ -190,3 +256,19 @@ func jpegWithAPP(w, h, app int) []byte {
 	}
 	return append(out, img[2:]...)
 }
+
+// wavOf returns n bytes that sniff as WAV, each position distinct enough
+// that a shifted or mixed copy differs.
+func wavOf(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>10)
+	}
+	copy(b, "RIFF\x24\x00\x00\x00WAVEfmt ")
+	return b
+}
+
+// oneShot hides every method of its reader but Read.
+type oneShot struct{ r io.Reader }
+
+func (o oneShot) Read(p []byte) (int, error) { return o.r.Read(p) }

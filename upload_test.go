@@ -5,14 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
-	"mime"
-	"mime/multipart"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,46 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// uploadSeen is what a test server read of one attempt's file part.
-type uploadSeen struct {
-	contentLength int64
-	bodyLen       int64
-	sum           [32]byte
-	name          string
-}
-
-// readUpload streams the request's multipart body, hashing the file part.
-func readUpload(t *testing.T, r *http.Request) uploadSeen {
-	t.Helper()
-	seen := uploadSeen{contentLength: r.ContentLength}
-	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	require.NoError(t, err)
-	cr := &countingReader{r: r.Body}
-	mr := multipart.NewReader(cr, params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if err != nil {
-			break
-		}
-		if p.FileName() != "" {
-			h := sha256.New()
-			_, _ = io.Copy(h, p)
-			copy(seen.sum[:], h.Sum(nil))
-			seen.name = p.FileName()
-		}
-	}
-	_, _ = io.Copy(io.Discard, cr)
-	seen.bodyLen = cr.n
-	return seen
-}
-
 func TestA256MiBUploadCutMidwayArrivesWholeOnTheRetryAtConstantMemory(t *testing.T) {
 	const size = 256 << 20
 	path := filepath.Join(t.TempDir(), "talk.wav")
 	want := writeWAV(t, path, size)
 
-	var mu sync.Mutex
-	var seen []uploadSeen
+	rec := &recorder{hashOnly: true}
 	ts := newTestServer(t, nil)
 	ts.handler = func(w http.ResponseWriter, r *http.Request) {
 		if ts.hits.Load() == 1 {
@@ -73,10 +37,7 @@ func TestA256MiBUploadCutMidwayArrivesWholeOnTheRetryAtConstantMemory(t *testing
 			_ = conn.Close()
 			return
 		}
-		s := readUpload(t, r)
-		mu.Lock()
-		seen = append(seen, s)
-		mu.Unlock()
+		rec.read(r)
 		replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/e.wav"}`)(w, r)
 	}
 	c := newTestClient(t, ts.URL)
@@ -108,6 +69,7 @@ func TestA256MiBUploadCutMidwayArrivesWholeOnTheRetryAtConstantMemory(t *testing
 	require.NoError(t, err)
 	assert.Equal(t, URL("http://127.0.0.1/e.wav"), u)
 	assert.Equal(t, int64(2), ts.hits.Load())
+	seen := rec.all()
 	require.Len(t, seen, 1)
 	assert.Equal(t, want, seen[0].sum, "the second attempt carries the whole file")
 	assert.Equal(t, "talk.wav", seen[0].name)
@@ -146,10 +108,10 @@ func TestUploadSourcesAreSentWholeAndRereadForARetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var seen []uploadSeen
+			rec := &recorder{}
 			ts := newTestServer(t, nil)
 			ts.handler = func(w http.ResponseWriter, r *http.Request) {
-				seen = append(seen, readUpload(t, r))
+				rec.read(r)
 				if ts.hits.Load() == 1 {
 					replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
 					return
@@ -159,6 +121,7 @@ func TestUploadSourcesAreSentWholeAndRereadForARetry(t *testing.T) {
 			c := newTestClient(t, ts.URL)
 			_, err := c.ChangeBackground(context.Background(), ChangeBackgroundRequest{Image: tt.file, Prompt: "beach"})
 			require.NoError(t, err)
+			seen := rec.all()
 			require.Len(t, seen, 2)
 			for _, s := range seen {
 				assert.Equal(t, want, s.sum)
@@ -168,36 +131,47 @@ func TestUploadSourcesAreSentWholeAndRereadForARetry(t *testing.T) {
 	}
 }
 
-// oneShot hides every method of its reader but Read.
-type oneShot struct{ r io.Reader }
-
-func (o oneShot) Read(p []byte) (int, error) { return o.r.Read(p) }
-
-func TestAOneShotReaderIsNotRetriedAfterItsBytesWentOut(t *testing.T) {
-	content := append(pngHeader(8, 8), bytes.Repeat([]byte{7}, 100<<10)...)
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		_ = readUpload(t, r)
-		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
-	})
-	c := newTestClient(t, ts.URL)
-	_, err := c.ChangeBackground(context.Background(), ChangeBackgroundRequest{Image: FileFromReader("in.png", oneShot{bytes.NewReader(content)}), Prompt: "p"})
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	assert.Equal(t, int64(1), ts.hits.Load(), "sent once")
-	assert.Equal(t, 1, apiErr.Attempts)
-	assert.Contains(t, err.Error(), "one-shot reader")
+// A typed nil reader (a nil *os.File in an io.Reader) is refused, not a
+// panic.
+func TestATypedNilReaderIsAValidationError(t *testing.T) {
+	tests := []struct {
+		r    io.Reader
+		rule string
+	}{
+		{(*os.File)(nil), "is a nil *os.File"},
+		{(*bytes.Reader)(nil), "is a nil *bytes.Reader"},
+		{(*strings.Reader)(nil), "is a nil *strings.Reader"},
+		{(*seekOnly)(nil), "is a nil *creative.seekOnly"},
+		{(*failingReader)(nil), "is a nil *creative.failingReader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			rt := &requestCounter{}
+			c := newTestClient(t, "https://api.example.com", WithHTTPClient(&http.Client{Transport: rt}))
+			var err error
+			require.NotPanics(t, func() {
+				_, err = c.SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromReader("a.wav", tt.r)})
+			})
+			var v *ValidationError
+			require.ErrorAs(t, err, &v)
+			assert.Equal(t, "audio", v.Field)
+			assert.Equal(t, tt.rule, v.Rule)
+			assert.Equal(t, int64(0), rt.n.Load())
+		})
+	}
+	_, err := newTestClient(t, "https://api.example.com").SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromReader("a.wav", nil)})
+	assert.ErrorContains(t, err, "audio is required")
 }
 
-func TestAOneShotReaderWithoutALengthIsSentChunkedAndWhole(t *testing.T) {
-	content := append(pngHeader(8, 8), bytes.Repeat([]byte{9}, 300<<10)...)
-	var seen uploadSeen
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		seen = readUpload(t, r)
-		replyJSON(200, `{"success":true,"message":"ok","data":{"base64":"iVBORw0KGgo="}}`)(w, r)
-	})
-	c := newTestClient(t, ts.URL)
-	_, err := c.ChangeBackground(context.Background(), ChangeBackgroundRequest{Image: FileFromReader("in.png", oneShot{bytes.NewReader(content)}), Prompt: "p"})
-	require.NoError(t, err)
-	assert.Equal(t, int64(-1), seen.contentLength, "unknown length: chunked")
-	assert.Equal(t, sha256.Sum256(content), seen.sum)
+func TestAMissingFileIsAValidationErrorThatUnwrapsToNotExist(t *testing.T) {
+	rt := &requestCounter{}
+	c := newTestClient(t, "https://api.example.com", WithHTTPClient(&http.Client{Transport: rt}))
+	_, err := c.SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromPath(filepath.Join(t.TempDir(), "gone.wav"))})
+	var v *ValidationError
+	require.ErrorAs(t, err, &v)
+	assert.Equal(t, "audio", v.Field)
+	assert.Contains(t, v.Rule, "cannot be read")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.ErrorIs(t, err, ErrInvalidRequest)
+	assert.Equal(t, int64(0), rt.n.Load())
 }

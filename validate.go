@@ -119,23 +119,23 @@ func (v *checker) link(field, s string) {
 	}
 }
 
-// upload requires a readable, non-empty file and returns what it is. The
-// facts are kept for form to declare, and for every attempt to match.
-func (v *checker) upload(field string, f File) (fileInfo, bool) {
-	info, ok := v.inspect(field, f)
-	if ok {
-		f.src.remember(v.op, field, info)
-	}
-	return info, ok
+// A checkedFile is an upload as a call's validation found it: the facts
+// the form declares and every attempt must match.
+type checkedFile struct {
+	field string
+	file  File
+	info  fileInfo
+}
+
+// upload requires a readable, non-empty file and returns what it is.
+func (v *checker) upload(field string, f File) checkedFile {
+	info, _ := v.inspect(field, f)
+	return checkedFile{field: field, file: f, info: info}
 }
 
 func (v *checker) inspect(field string, f File) (fileInfo, bool) {
-	switch {
-	case f.src == nil:
+	if f.src == nil {
 		v.fail(field, "is required", "")
-		return fileInfo{}, false
-	case f.src.bad != "":
-		v.fail(field, f.src.bad, "")
 		return fileInfo{}, false
 	}
 	info, err := f.inspect()
@@ -151,40 +151,39 @@ func (v *checker) inspect(field string, f File) (fileInfo, bool) {
 }
 
 // image requires a PNG, JPEG or WebP upload (by its first bytes, not its
-// name) and, when maxSide > 0, width and height of at most maxSide pixels.
-func (v *checker) image(field string, f File, maxSide int) {
+// name) and, when maxSide > 0, width and height of at most maxSide pixels;
+// it returns what the upload is.
+func (v *checker) image(field string, f File, maxSide int) checkedFile {
 	info, ok := v.inspect(field, f)
+	up := checkedFile{field: field, file: f, info: info}
 	if !ok {
-		return
+		return up
 	}
 	switch info.contentType {
 	case "image/png", "image/jpeg", "image/webp":
 	default:
 		v.fail(field, "must be a PNG, JPEG or WebP image", info.contentType)
-		return
+		return up
 	}
 	if maxSide > 0 {
 		if info.width == 0 || info.height == 0 {
 			v.fail(field, "must have a readable image header (width and height)", info.contentType)
-			return
-		}
-		if info.width > maxSide || info.height > maxSide {
+		} else if info.width > maxSide || info.height > maxSide {
 			v.fail(field, fmt.Sprintf("must be at most %dx%d pixels", maxSide, maxSide), fmt.Sprintf("%dx%d", info.width, info.height))
-			return
 		}
 	}
-	f.src.remember(v.op, field, info)
+	return up
 }
 
 // form lays out a multipart body: the text fields of req (its `url` tags,
-// through go-querystring) and the file part named field, declaring what
-// the call's validation found the file to be.
-func form(op string, req any, field string, f File) (*multipartBody, error) {
+// through go-querystring) and the file part up, declaring what the call's
+// validation found the file to be.
+func form(op string, req any, up checkedFile) (*multipartBody, error) {
 	fields, err := query.Values(req)
 	if err != nil {
 		return nil, fmt.Errorf("creative: %s: encoding the form: %w", op, err)
 	}
-	return newMultipart(op, fields, field, f)
+	return newMultipart(op, fields, up.field, up.file, up.info)
 }
 
 // writerInputs checks the writer tool's inputs: each must encode as JSON,

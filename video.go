@@ -1,6 +1,10 @@
 package creative
 
-import "context"
+import (
+	"context"
+
+	"github.com/creativegen/creative-go/internal/ops"
+)
 
 // InfiniteZoomRequest asks for an infinite-zoom video made from a text
 // (POST /video/v1/infinite-zoom).
@@ -14,14 +18,14 @@ type InfiniteZoomRequest struct {
 
 // InfiniteZoom makes an infinite-zoom video and returns its URL.
 func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest, opts ...Option) (URL, error) {
-	const op = "video/infinite-zoom"
+	const op = ops.InfiniteZoom
 	v := checker{op: op}
 	v.text("prompt", req.Prompt)
 	v.count("numberOfIteration", req.NumberOfIteration, 1, maxInt, true)
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return invoke(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
 }
 
 // RemoveVideoBackgroundRequest asks for the background of a video to be
@@ -34,11 +38,11 @@ type RemoveVideoBackgroundRequest struct {
 // RemoveVideoBackground removes a video's background and returns the URL of
 // the result.
 func (c *Client) RemoveVideoBackground(ctx context.Context, req RemoveVideoBackgroundRequest, opts ...Option) (URL, error) {
-	const op = "video/remove-background"
+	const op = ops.RemoveVideoBackground
 	v := checker{op: op}
 	v.link("url", req.URL)
 	if err := v.err(); err != nil {
 		return "", err
 	}
-	return invoke(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
 }

@@ -80,9 +80,9 @@ func (d *Dir) openTemp() error {
 		}
 		f, err := d.root.OpenFile(p+"/lock", os.O_RDWR, 0)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && !young(e) {
-				// Its owner died before it locked it (a young one may
-				// belong to a run that is locking it now).
+			// Not locked yet: its owner is opening it now, or died before
+			// it locked it a while ago.
+			if info, ierr := e.Info(); errors.Is(err, fs.ErrNotExist) && ierr == nil && time.Since(info.ModTime()) > time.Minute {
 				_ = d.root.RemoveAll(p)
 			}
 			continue
@@ -114,13 +114,6 @@ func (d *Dir) openTemp() error {
 	}
 	d.lock = f
 	return nil
-}
-
-// young reports whether a folder of temporary files was made within the
-// last minute: its run may be between making it and locking it.
-func young(e fs.DirEntry) bool {
-	info, err := e.Info()
-	return err != nil || time.Since(info.ModTime()) < time.Minute
 }
 
 // checkKey refuses a key that is not a clean relative slash path inside

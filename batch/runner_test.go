@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -240,4 +241,37 @@ func pngPath(t *testing.T) string {
 	p := filepath.Join(t.TempDir(), "cat.png")
 	require.NoError(t, im.Save(p))
 	return p
+}
+
+// fullDisk is a Dir whose output writers fail, as a full disk would.
+type fullDisk struct{ *batch.Dir }
+
+func (s fullDisk) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
+	return nil, fmt.Errorf("create %s: %w", key, syscall.ENOSPC)
+}
+
+func TestImagesThatCannotBeWrittenStopTheRunAndAreNeverCalledDone(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, imageJobs(10)...)
+	dir, err := batch.NewDir(f.out)
+	require.NoError(t, err)
+	defer dir.Close()
+	r, err := batch.New(f.c, fullDisk{dir}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	assert.Equal(t, 1, f.srv.Count("image/text-to-image"), "no job started after the failed write")
+	assert.Zero(t, sum.Done)
+	assert.Equal(t, 1, sum.Lost, "paid, and its answer could not be kept: %+v", sum)
+
+	// A rerun with room again pays for it only with the flag.
+	f.srv.Reset()
+	sum, err = f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 9, f.srv.Count("image/text-to-image"))
+	assert.Equal(t, 1, sum.Lost)
+	sum, err = f.run(t, batch.Options{RepayLost: true})
+	require.NoError(t, err)
+	assert.Equal(t, 10, f.srv.Count("image/text-to-image"))
+	assert.Equal(t, 1, sum.Done)
 }

@@ -8,8 +8,9 @@ import (
 
 // Client returns an SDK client wired to the Server: its URL and access key,
 // and retry waits of a few milliseconds so that tests of retry paths run
-// fast (a Retry-After the Server sends is still honoured). opts come after
-// these and override them. It panics if an option is invalid.
+// fast (a Retry-After the Server sends is still honoured, unless opts hold
+// InstantRetryAfter). opts come after these and override them. It panics if
+// an option is invalid.
 func (s *Server) Client(opts ...creative.Option) *creative.Client {
 	all := append([]creative.Option{
 		creative.WithBaseURL(s.URL),

@@ -14,22 +14,22 @@ import (
 // The names of the operations, as Requests records them and as Fail, Handle
 // and Count take them: the path without the version segment.
 const (
-	OpWriterTool            = "text/writer-tool"        // POST /text/v1/writer-tool
-	OpTextToMusic           = "audio/text-to-music"     // POST /audio/v1/text-to-music
-	OpTextToSpeech          = "audio/text-to-speech"    // POST /audio/v1/text-to-speech
-	OpEnhanceAudio          = "audio/enhance"           // POST /audio/v1/enhance (form)
-	OpSplitAudio            = "audio/split-audio"       // POST /audio/v1/split-audio (form)
-	OpTextToImage           = "image/text-to-image"     // POST /image/v1/text-to-image
-	OpGenerateLogo          = "image/generate-logo"     // POST /image/v1/generate-logo
-	OpGenerateQR            = "image/generate-qr"       // POST /image/v1/generate-qr
-	OpUpScale               = "image/up-scale"          // POST /image/v1/up-scale
-	OpReImagine             = "image/re-imagine"        // POST /image/v1/re-imagine (form)
-	OpRemoveBackground      = "image/remove-background" // POST /image/v1/remove-background
-	OpColorImage            = "image/color-image"       // POST /image/v1/color-image
-	OpEnhanceImage          = "image/enhance"           // POST /image/v1/enhance
-	OpChangeBackground      = "image/change-background" // POST /image/v1/change-background (form)
-	OpInfiniteZoom          = "video/infinite-zoom"     // POST /video/v1/infinite-zoom
-	OpRemoveVideoBackground = "video/remove-background" // POST /video/v1/remove-background
+	OpWriterTool            = ops.WriterTool            // POST /text/v1/writer-tool
+	OpTextToMusic           = ops.TextToMusic           // POST /audio/v1/text-to-music
+	OpTextToSpeech          = ops.TextToSpeech          // POST /audio/v1/text-to-speech
+	OpEnhanceAudio          = ops.EnhanceAudio          // POST /audio/v1/enhance (form)
+	OpSplitAudio            = ops.SplitAudio            // POST /audio/v1/split-audio (form)
+	OpTextToImage           = ops.TextToImage           // POST /image/v1/text-to-image
+	OpGenerateLogo          = ops.GenerateLogo          // POST /image/v1/generate-logo
+	OpGenerateQR            = ops.GenerateQR            // POST /image/v1/generate-qr
+	OpUpScale               = ops.UpScale               // POST /image/v1/up-scale
+	OpReImagine             = ops.ReImagine             // POST /image/v1/re-imagine (form)
+	OpRemoveBackground      = ops.RemoveBackground      // POST /image/v1/remove-background
+	OpColorImage            = ops.ColorImage            // POST /image/v1/color-image
+	OpEnhanceImage          = ops.EnhanceImage          // POST /image/v1/enhance
+	OpChangeBackground      = ops.ChangeBackground      // POST /image/v1/change-background (form)
+	OpInfiniteZoom          = ops.InfiniteZoom          // POST /video/v1/infinite-zoom
+	OpRemoveVideoBackground = ops.RemoveVideoBackground // POST /video/v1/remove-background
 )
 
 // An operation is one endpoint of the fake: a row of the SDK's table of

@@ -9,7 +9,17 @@
 // Files it links to are served under /files/ without a key. It records the
 // requests it receives, can fail operations on purpose (status codes,
 // Retry-After, latency, dropped connections) and can hand an operation to
-// a handler of yours.
+// a handler of yours. Every answer carries an X-Request-Id.
+//
+// In a test, Start(t) starts a Server and closes it when the test ends, and
+// Server.Client returns an SDK client wired to it; InstantRetryAfter makes
+// that client retry an injected Retry-After at once:
+//
+//	srv := creativetest.Start(t)
+//	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, RetryAfter: "1"})
+//	c := srv.Client(creativetest.InstantRetryAfter())
+//	img, err := c.GenerateQR(ctx, req) // succeeds, without a second's wait
+//	// srv.Count("image/generate-qr") == 2
 //
 // Every refusal is HTTP 400 with the error envelope
 // {"success":false,"message":"<field>: <what is wrong>"}, naming the field,
@@ -132,7 +142,7 @@ func NewServer(opts ...Option) *Server {
 		o(s)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(withRequestIDs(http.HandlerFunc(s.serve)))
 	s.srv.Config.BaseContext = func(net.Listener) context.Context { return s.ctx }
 	s.srv.Start()
 	s.URL = s.srv.URL

@@ -408,29 +408,4 @@ func TestOperationsListsTheSixteen(t *testing.T) {
 	assert.Len(t, creativetest.Operations(), 16)
 }
 
-func ExampleNewServer() {
-	srv := creativetest.NewServer()
-	defer srv.Close()
-
-	// Any HTTP client works; srv.Client() returns an SDK client wired to it.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/audio/v1/text-to-music", strings.NewReader(`{"prompt":"jazz"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-access-key", srv.AccessKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		panic(err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Success bool   `json:"success"`
-		Data    string `json:"data"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&env)
-	fmt.Println(resp.StatusCode, env.Success, strings.HasPrefix(env.Data, srv.URL+"/files/"))
-	fmt.Println(srv.Requests()[0].Operation)
-	// Output:
-	// 200 true true
-	// audio/text-to-music
-}
-
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

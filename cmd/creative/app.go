@@ -80,8 +80,6 @@ func (a *app) run(args []string) int {
 		args = []string{}
 	}
 	root.SetArgs(args)
-	root.SetOut(a.stdout)
-	root.SetErr(a.con)
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
@@ -110,6 +108,9 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 		msg = "creative: " + msg
 	}
 	fmt.Fprintln(a.con, msg)
+	if errors.Is(err, creative.ErrOutcomeUnknown) {
+		fmt.Fprintln(a.con, "creative: the service may have done this work and charged for it; it was not repeated: check before running it again")
+	}
 	var usage *usageError
 	var invalid *creative.ValidationError
 	if errors.As(err, &usage) || errors.As(err, &invalid) {
@@ -156,11 +157,14 @@ error (nothing was sent), 130 interrupted.`,
 		RunE:              needSubcommand,
 		PersistentPreRunE: ran(func(*cobra.Command, []string) error { return a.checkGlobals() }),
 	}
+	// Set before the completion command is made: it keeps the writer.
+	root.SetOut(a.stdout)
+	root.SetErr(a.con)
 	root.SetUsageTemplate(usageTemplate)
-	root.AddGroup(&cobra.Group{ID: "ops", Title: "Operations, by area:"}, &cobra.Group{ID: "more", Title: "More commands:"})
+	root.AddGroup(&cobra.Group{ID: "ops", Title: "Areas:"}, &cobra.Group{ID: "more", Title: "More commands:"})
 	root.SetHelpCommandGroupID("more")
 	root.SetCompletionCommandGroupID("more")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.g.baseURL, "base-url", "", "base URL of the service (default $"+creative.EnvBaseURL+")")
 	pf.BoolVar(&a.g.fake, "fake", false, "use the built-in fake service: no key, no network")
@@ -196,13 +200,66 @@ error (nothing was sent), 130 interrupted.`,
 		c.GroupID = "more"
 	}
 	root.AddCommand(more...)
-	var list strings.Builder
-	for _, op := range ops.All {
-		fmt.Fprintf(&list, "\n  %-25s %s", op.Area()+" "+op.Verb(), op.Summary)
-	}
-	root.Long += "\n\nOperations:" + list.String()
+	root.Long += "\n\n" + operationList()
 	shareBoolFlags(root)
+	strictCompletion(root)
 	return root
+}
+
+// operationList lists the operations for creative --help, grouped by area
+// in the table's order of areas.
+func operationList() string {
+	var areas []string
+	byArea := map[string][]ops.Op{}
+	for _, op := range ops.All {
+		if byArea[op.Area()] == nil {
+			areas = append(areas, op.Area())
+		}
+		byArea[op.Area()] = append(byArea[op.Area()], op)
+	}
+	var b strings.Builder
+	b.WriteString("Operations (creative <area> <operation>), by area:")
+	for _, area := range areas {
+		fmt.Fprintf(&b, "\n  %s", area)
+		for _, op := range byArea[area] {
+			fmt.Fprintf(&b, "\n    %-23s %s", op.Verb(), op.Summary)
+		}
+	}
+	return b.String()
+}
+
+// flagError is how a flag cobra cannot parse is reported. A command that
+// only leads to others ("creative image") takes no operation's flags: when
+// a word that names no command came before the flag, the word is the
+// mistake ("creative image text-to-imag --prompt x"), and it is reported
+// with suggestions as it would be without flags.
+func flagError(cmd *cobra.Command, err error) error {
+	if words := cmd.Flags().Args(); cmd.HasAvailableSubCommands() && len(words) > 0 {
+		return subcommandArgs(cmd, words)
+	}
+	return err
+}
+
+// strictCompletion makes "creative completion" refuse a shell it has no
+// script for, as a usage error, instead of printing its help and
+// succeeding.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	comp, _, err := root.Find([]string{"completion"})
+	if err != nil || comp == root {
+		return
+	}
+	var shells []string
+	for _, sub := range comp.Commands() {
+		shells = append(shells, sub.Name())
+	}
+	comp.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		return fmt.Errorf("no completion script for %q: give one of %s", args[0], strings.Join(shells, ", "))
+	}
+	comp.RunE = needSubcommand
 }
 
 // usageTemplate is cobra's, without a "creative image [flags]" line for
@@ -311,6 +368,9 @@ func (a *app) checkGlobals() error {
 	}
 	if a.g.timeout < 0 {
 		return usagef("--timeout must be 0 (no bound) or more, got %v", a.g.timeout)
+	}
+	if a.g.fake && a.g.baseURL != "" {
+		return usagef("--fake and --base-url cannot go together: --fake runs against the built-in fake service, --base-url names a real one")
 	}
 	if a.g.baseURL == "" {
 		a.g.baseURL = a.getenv(creative.EnvBaseURL)

@@ -286,7 +286,8 @@ func TestBatchRerunSendsExactlyTheFailedJobs(t *testing.T) {
 	for _, r := range readResults(t, out) {
 		if r.State != batch.Done {
 			assert.Equal(t, batch.Failed, r.State)
-			assert.Equal(t, "image/text-to-image: HTTP 400: prompt: refused", r.Error)
+			assert.Regexp(t, `^image/text-to-image: HTTP 400: prompt: refused \(request id req-\d+\)$`, r.Error)
+			assert.Regexp(t, `^req-\d+$`, r.RequestID, "the request id is recorded")
 			assert.Equal(t, 1, r.Requests, "a 400 is not retried")
 			assert.Empty(t, r.Files)
 			failed = append(failed, fmt.Sprintf("job %d", r.Line))

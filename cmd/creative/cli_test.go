@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"image/png"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -33,15 +35,29 @@ func fakeEnv(t *testing.T, opts ...creativetest.Option) (*creativetest.Server, m
 }
 
 func TestHelpAtEveryLevelListsWhatIsBelow(t *testing.T) {
-	t.Run("creative --help lists the areas, the operations and the other commands", func(t *testing.T) {
+	t.Run("creative --help lists the areas, the operations grouped by area and the other commands", func(t *testing.T) {
 		code, stdout, stderr := runCLI(t, nil, "--help")
 		require.Equal(t, 0, code, stderr)
 		for _, want := range []string{"text", "audio", "image", "video", "batch", "completion", "ids", "version", "--fake", "--retries"} {
 			assert.Contains(t, stdout, "  "+want)
 		}
-		for _, op := range ops.All {
-			assert.Contains(t, stdout, op.Area()+" "+op.Verb())
+		// Each operation is listed once, under its area's heading.
+		_, list, ok := strings.Cut(stdout, "Operations (creative <area> <operation>), by area:\n")
+		require.True(t, ok, stdout)
+		list, _, _ = strings.Cut(list, "\n\n")
+		area, listed := "", map[string]int{}
+		for _, line := range strings.Split(list, "\n") {
+			if name, ok := strings.CutPrefix(line, "    "); ok {
+				require.NotEmpty(t, area, "an operation before any area: %q", line)
+				listed[area+"/"+strings.Fields(name)[0]]++
+				continue
+			}
+			area = strings.TrimSpace(line)
 		}
+		for _, op := range ops.All {
+			assert.Equal(t, 1, listed[op.Name], op.Name)
+		}
+		assert.Len(t, listed, len(ops.All))
 	})
 	t.Run("an area's help lists its operations and only those", func(t *testing.T) {
 		for _, area := range []string{"text", "audio", "image", "video"} {
@@ -120,6 +136,13 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		{"a number that is not whole", []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "2.5"}, "--number-of-results must be a whole number, got 2.5"},
 		{"an unknown area", []string{"imgae", "text-to-image"}, `unknown command "imgae" for "creative"; did you mean "image"?`},
 		{"an unknown operation", []string{"image", "text-to-imag"}, `unknown command "text-to-imag" for "creative image"; did you mean "text-to-image"?`},
+		{"an unknown operation followed by its flags", []string{"image", "text-to-imag", "--prompt", "x"}, `unknown command "text-to-imag" for "creative image"; did you mean "text-to-image"?`},
+		{"an unknown area followed by flags", []string{"imgae", "text-to-image", "--prompt", "x"}, `unknown command "imgae" for "creative"; did you mean "image"?`},
+		{"a shell without a completion script", []string{"completion", "tcsh"}, `no completion script for "tcsh": give one of bash, fish, powershell, zsh`},
+		{"--fake with --base-url", []string{"--fake", "--base-url", "https://api.example", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, "--fake and --base-url cannot go together"},
+		{"the writer without inputs", []string{"text", "writer-tool", "--language", "English", "--tone", "formal"}, "no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array"},
+		{"--out - for several images", []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "2", "--out", "-"}, "--out - writes one result to stdout, and --number-of-results 2 asks for more: give --out a directory"},
+		{"--out - for the parts of a split", []string{"audio", "split-audio", "--audio", img, "--out", "-"}, "--out - writes one result to stdout, and split-audio makes several files"},
 		{"a word after an operation", []string{"image", "re-imagine", "--image", img, "extra"}, `unexpected "extra"`},
 		{"an image too big for re-imagine", []string{"image", "re-imagine", "--image", pngFile(t, 1025, 4)}, "image must be at most 1024x1024 pixels, got 1025x4"},
 		{"an unknown kind of id", []string{"ids", "flavour"}, `unknown kind "flavour"`},
@@ -347,4 +370,91 @@ func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
 		_, ok := ops.Lookup(name)
 		assert.True(t, ok, "binding %s names no operation", name)
 	}
+}
+
+func TestOutDashWritesTheOneResultToStdout(t *testing.T) {
+	srv, env := fakeEnv(t)
+	tests := []struct {
+		name  string
+		args  []string
+		magic func([]byte) bool
+	}{
+		{"speech, as it streams", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"},
+			func(b []byte) bool {
+				return bytes.HasPrefix(b, []byte("ID3")) || len(b) > 1 && b[0] == 0xff && b[1]&0xe0 == 0xe0
+			}},
+		{"one image of a list", []string{"image", "text-to-image", "--prompt", "a fox"}, isPNG},
+		{"an image", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, isPNG},
+		{"a generated file, downloaded", []string{"audio", "text-to-music", "--prompt", "piano", "--duration", "1"},
+			func(b []byte) bool { return len(b) > 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WAVE" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			code, stdout, stderr := runCLI(t, env, append(tt.args, "--out", "-")...)
+			require.Equal(t, 0, code, stderr)
+			assert.Empty(t, stderr)
+			assert.True(t, tt.magic([]byte(stdout)), "stdout starts with % x", []byte(stdout)[:min(16, len(stdout))])
+			entries, err := os.ReadDir(".")
+			require.NoError(t, err)
+			assert.Empty(t, entries, "no file and no directory named -")
+		})
+	}
+	t.Run("the image on stdout is the one the service made", func(t *testing.T) {
+		srv.Reset()
+		code, stdout, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers", "--out", "-")
+		require.Equal(t, 0, code, stderr)
+		code, asJSON, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers", "--json")
+		require.Equal(t, 0, code, stderr)
+		var got []jsonImage
+		require.NoError(t, json.Unmarshal([]byte(asJSON), &got))
+		require.Len(t, got, 1)
+		assert.Equal(t, got[0].Base64, []byte(stdout))
+		assert.Equal(t, 2, srv.Count("image/generate-qr"))
+	})
+}
+
+func isPNG(b []byte) bool {
+	_, err := png.Decode(bytes.NewReader(b))
+	return err == nil
+}
+
+func TestFakeLinksAreSaidToDieWithTheFake(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "--fake", "--no-download", "audio", "text-to-music", "--prompt", "piano", "--duration", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `^http://127\.0\.0\.1:\d+/files/\S+\.wav\n$`, stdout)
+	assert.Contains(t, stderr, "creative: these links are served by the built-in fake service, which stops when this command ends: they will not open afterwards")
+
+	_, env := fakeEnv(t)
+	code, _, stderr = runCLI(t, env, "--no-download", "audio", "text-to-music", "--prompt", "piano", "--duration", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr, "a real service's links need no warning")
+}
+
+func TestCompletionAloneShowsItsShells(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "completion")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		assert.Contains(t, stderr, "  "+shell+" ")
+	}
+}
+
+func TestOutDashKeepsTheProgressDisplayOffStdout(t *testing.T) {
+	_, env := fakeEnv(t, creativetest.WithLatency(300*time.Millisecond))
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: true}
+	code := a.run([]string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1", "--out", "-"})
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "audio/text-to-speech", "the display showed on stderr")
+	b := stdout.Bytes()
+	assert.True(t, bytes.HasPrefix(b, []byte("ID3")) || len(b) > 1 && b[0] == 0xff && b[1]&0xe0 == 0xe0, "audio on stdout, got % x", b[:min(8, len(b))])
+	assert.NotContains(t, stdout.String(), "\033[", "no display codes in the audio")
+}
+
+func TestFakeWithTheEnvironmentsBaseURLIsNoConflict(t *testing.T) {
+	env := map[string]string{"CREATIVE_BASE_URL": "https://api.example"}
+	code, stdout, stderr := runCLI(t, env, "--fake", "image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasSuffix(stdout, "generate-qr.png\n"), stdout)
 }

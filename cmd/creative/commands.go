@@ -77,6 +77,9 @@ var bindings = map[string]binding{
 			if req.UseCase == creative.UseCaseCoverLetter && req.Action == "" {
 				req.Action = creative.ActionGenerateWriteNow
 			}
+			if len(req.Inputs) == 0 && p.bad == nil && p.name("inputs") == "--inputs" {
+				p.bad = usagef("no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array")
+			}
 			if err := checked(p); err != nil {
 				return nil, err
 			}
@@ -329,7 +332,7 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 		b.extra(fs, p)
 	}
 	if op.Result != ops.Writer {
-		fs.StringVar(&out.dir, "out", ".", "directory to write results to")
+		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout`)
 		_ = cmd.MarkFlagDirname("out")
 	}
 	fs.BoolVar(&out.json, "json", false, "print the result as JSON on stdout instead of writing files")
@@ -362,16 +365,22 @@ func completeIDs(kind string) cobra.CompletionFunc {
 // clears the progress line.
 func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
 	status := newCallStatus(p.op.Name)
+	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
+	switch {
+	case writesFiles && out.dir == stdoutName:
+		if err := oneResult(p); err != nil {
+			return err
+		}
+	case writesFiles:
+		if err := os.MkdirAll(out.dir, 0o755); err != nil {
+			return usagef("--out: %v", err)
+		}
+	}
 	c, closeClient, err := a.newClient()
 	if err != nil {
 		return err
 	}
 	defer closeClient()
-	if !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs)) {
-		if err := os.MkdirAll(out.dir, 0o755); err != nil {
-			return usagef("--out: %v", err)
-		}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	signalled := a.watchSignals(cancel)
@@ -381,7 +390,7 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	// back: a line printed under it would be erased with it.
 	stdout := a.stdout
 	var held bytes.Buffer
-	if d != nil {
+	if d != nil && out.dir != stdoutName {
 		stdout = &held
 	}
 	err = a.callAndWrite(ctx, stdout, b, p, out, c, status)
@@ -416,6 +425,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *
 	case creative.URL:
 		if out.noDownload {
 			fmt.Fprintln(stdout, v)
+			a.fakeLinksNote()
 			return nil
 		}
 	case []creative.URL:
@@ -423,8 +433,12 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *
 			for _, u := range v {
 				fmt.Fprintln(stdout, u)
 			}
+			a.fakeLinksNote()
 			return nil
 		}
+	}
+	if out.dir == stdoutName {
+		return writeOne(ctx, stdout, c, res, status, opts)
 	}
 	s := &saver{dir: out.dir, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)

@@ -263,15 +263,18 @@ func TestExitStatusesAndNothingSentOnUsageErrors(t *testing.T) {
 	})
 }
 
-func TestA502IsReportedWithItsAttempts(t *testing.T) {
+// A 502 may come after the service did the work: the call is not repeated,
+// exits 1, and says so.
+func TestA502IsReportedAsMaybePaidAndNotRepeated(t *testing.T) {
 	rec := newRecorder(t, 502, func(string) (string, string) {
 		return "application/json", `{"success":false,"message":"upstream down"}`
 	})
 	code, _, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
 		"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--retries", "2", "--timeout", "30s")
 	assert.Equal(t, 1, code)
-	assert.Equal(t, "creative: image/generate-qr: HTTP 502 after 3 attempts: upstream down\n", stderr)
-	assert.Len(t, rec.requests(), 3)
+	assert.Equal(t, "creative: image/generate-qr: HTTP 502: upstream down (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after 1 attempt)\n"+
+		"creative: the service may have done this work and charged for it; it was not repeated: check before running it again\n", stderr)
+	assert.Len(t, rec.requests(), 1)
 }
 
 func TestTheKeyIsInNoOutputEvenVerbose(t *testing.T) {
@@ -342,7 +345,7 @@ func TestHelpIDsAndVersion(t *testing.T) {
 	code, stdout, _ := runCLI(t, nil, "help")
 	assert.Equal(t, 0, code)
 	for _, op := range ops.All {
-		assert.Contains(t, stdout, op.Area()+" "+op.Verb())
+		assert.Regexp(t, `\n  `+op.Area()+`\n(    .*\n)*    `+op.Verb()+` `, stdout, "listed under its area")
 	}
 	code, stdout, _ = runCLI(t, nil, "image", "text-to-image", "--help")
 	assert.Equal(t, 0, code)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +14,8 @@ import (
 	"strings"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/atomicfile"
+	"github.com/creativegen/creative-go/internal/sniff"
 )
 
 // A saver writes results as files in one directory. Every file is named
@@ -140,13 +139,13 @@ func (n *namer) next() string {
 // says of its first bytes and the first free name from n, and records it.
 // The temporary file is removed whatever happens, also when ctx ends.
 func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill func(io.Writer) error) error {
-	tmp, err := createTemp(s.dir)
+	tmp, err := atomicfile.CreateTemp(s.dir, tempPrefix[1:])
 	if err != nil {
-		return err
+		return fmt.Errorf("creative: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	err = fill(tmp)
-	if cerr := tmp.Close(); err == nil {
+	if cerr := atomicfile.Close(tmp); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -159,7 +158,7 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 	e := ext(head)
 	for {
 		name := filepath.Join(s.dir, n.next()+e)
-		err := place(tmp.Name(), name)
+		err := atomicfile.Link(tmp.Name(), name)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -179,42 +178,6 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 // never left behind.
 const tempPrefix = ".creative-"
 
-// createTemp creates a new empty file in dir with mode 0644 less the umask
-// (os.CreateTemp would give 0600).
-func createTemp(dir string) (*os.File, error) {
-	for range 100 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		f, err := os.OpenFile(filepath.Join(dir, tempPrefix+hex.EncodeToString(b[:])+".tmp"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
-	}
-	return nil, fmt.Errorf("creative: no free temporary file name in %s", dir)
-}
-
-// place gives the file at tmp the name name, failing with fs.ErrExist when
-// the name is taken. A hard link does it in one step; where links are not
-// supported the name is reserved with an exclusive create and then
-// replaced by the file.
-func place(tmp, name string) error {
-	err := os.Link(tmp, name)
-	if err == nil || errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	if err := os.Rename(tmp, name); err != nil {
-		os.Remove(name)
-		return err
-	}
-	return nil
-}
-
 func readHead(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -229,27 +192,8 @@ func readHead(name string) ([]byte, error) {
 // sniffExt names a downloaded file's extension from its first bytes, else
 // from the URL's path.
 func sniffExt(head []byte, link string) string {
-	switch {
-	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WAVE":
-		return ".wav"
-	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
-		return ".webp"
-	case bytes.HasPrefix(head, []byte("ID3")), len(head) >= 2 && head[0] == 0xff && head[1]&0xe0 == 0xe0:
-		return ".mp3"
-	case bytes.HasPrefix(head, []byte("GIF8")):
-		return ".gif"
-	case bytes.HasPrefix(head, []byte("\x89PNG")):
-		return ".png"
-	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
-		return ".jpg"
-	case len(head) >= 8 && string(head[4:8]) == "ftyp":
-		return ".mp4"
-	case bytes.HasPrefix(head, []byte("\x1a\x45\xdf\xa3")):
-		return ".webm"
-	case bytes.HasPrefix(head, []byte("OggS")):
-		return ".ogg"
-	case bytes.HasPrefix(head, []byte("fLaC")):
-		return ".flac"
+	if ext := sniff.Ext(sniff.Type(head)); ext != "" {
+		return ext
 	}
 	if u, err := url.Parse(link); err == nil && link != "" {
 		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {

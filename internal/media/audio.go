@@ -9,16 +9,16 @@ import (
 	"math"
 
 	"github.com/hajimehoshi/go-mp3"
+
+	"github.com/creativegen/creative-go/internal/sniff"
 )
 
 // SniffAudio tells an audio file's type from its first bytes:
 // "audio/wav", "audio/mpeg" or "".
 func SniffAudio(b []byte) string {
-	switch {
-	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WAVE":
-		return "audio/wav"
-	case bytes.HasPrefix(b, []byte("ID3")), len(b) >= 2 && b[0] == 0xff && b[1]&0xe0 == 0xe0:
-		return "audio/mpeg"
+	switch ct := sniff.Type(b); ct {
+	case "audio/wav", "audio/mpeg":
+		return ct
 	}
 	return ""
 }

@@ -74,40 +74,60 @@ func id(name, kind string, required bool) Field {
 	return Field{Name: name, Type: ID, Required: required, IDKind: kind}
 }
 
+// The names of the operations: the path without the version segment.
+const (
+	WriterTool            = "text/writer-tool"
+	TextToMusic           = "audio/text-to-music"
+	TextToSpeech          = "audio/text-to-speech"
+	EnhanceAudio          = "audio/enhance"
+	SplitAudio            = "audio/split-audio"
+	TextToImage           = "image/text-to-image"
+	GenerateLogo          = "image/generate-logo"
+	GenerateQR            = "image/generate-qr"
+	UpScale               = "image/up-scale"
+	ReImagine             = "image/re-imagine"
+	RemoveBackground      = "image/remove-background"
+	ColorImage            = "image/color-image"
+	EnhanceImage          = "image/enhance"
+	ChangeBackground      = "image/change-background"
+	InfiniteZoom          = "video/infinite-zoom"
+	RemoveVideoBackground = "video/remove-background"
+)
+
 // All is the sixteen operations in the specification's order (section 4).
 var All = []Op{
-	{Name: "text/writer-tool", Result: Writer, Summary: "write texts for a use case (cover letters and others)",
+	{Name: WriterTool, Result: Writer, Summary: "write texts for a use case (cover letters and others)",
 		Fields: []Field{req("inputs", Array), req("language", String), req("number", Number), req("useCase", String), req("action", String), req("tone", String)}},
-	{Name: "audio/text-to-music", Result: URL, Summary: "make music from a prompt",
+	{Name: TextToMusic, Result: URL, Summary: "make music from a prompt",
 		Fields: []Field{req("prompt", String), opt("duration", Number)}},
-	{Name: "image/text-to-image", Result: Images, Summary: "make 1 to 10 images from a prompt",
+	{Name: TextToImage, Result: Images, Summary: "make 1 to 10 images from a prompt",
 		Fields: []Field{req("prompt", String), req("numberOfResults", Number), id("imageSizeId", "image-size", false),
 			id("styleId", "style", false), id("cameraId", "camera", false), id("colorId", "color", false), id("lightingId", "lighting", false)}},
-	{Name: "image/generate-logo", Result: Images, Summary: "make 1 to 4 logos from a prompt",
+	{Name: GenerateLogo, Result: Images, Summary: "make 1 to 4 logos from a prompt",
 		Fields: []Field{req("prompt", String), opt("numberOfResults", Number)}},
-	{Name: "image/generate-qr", Result: Image, Summary: "make a QR code image for a link",
+	{Name: GenerateQR, Result: Image, Summary: "make a QR code image for a link",
 		Fields: []Field{req("url", Link), req("prompt", String)}},
-	{Name: "image/up-scale", Result: Image, Summary: "up-scale the image at a link",
+	{Name: UpScale, Result: Image, Summary: "up-scale the image at a link",
 		Fields: []Field{req("url", Link), opt("scale", Number)}},
-	{Name: "audio/enhance", Form: true, Result: URL, Summary: "enhance an audio file",
+	{Name: EnhanceAudio, Form: true, Result: URL, Summary: "enhance an audio file",
 		Fields: []Field{req("audio", File), id("typeId", "enhance-type", true)}},
-	{Name: "video/infinite-zoom", Result: URL, Summary: "make an infinite-zoom video from a prompt",
+	{Name: InfiniteZoom, Result: URL, Summary: "make an infinite-zoom video from a prompt",
 		Fields: []Field{req("prompt", String), opt("numberOfIteration", Number)}},
-	{Name: "image/re-imagine", Form: true, Result: Image, Summary: "re-imagine an image (PNG, JPEG or WebP, at most 1024x1024)",
+	{Name: ReImagine, Form: true, Result: Image, Summary: "re-imagine an image (PNG, JPEG or WebP, at most 1024x1024)",
 		Fields: []Field{req("image", File)}},
-	{Name: "audio/split-audio", Form: true, Result: URLs, Summary: "split an audio file into its parts",
+	{Name: SplitAudio, Form: true, Result: URLs, Summary: "split an audio file into its parts",
 		Fields: []Field{req("audio", File)}},
-	{Name: "image/remove-background", Result: Image, Summary: "remove the background of the image at a link",
+	{Name: RemoveBackground, Result: Image, Summary: "remove the background of the image at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: "image/color-image", Result: Image, Summary: "colour the image at a link",
+	{Name: ColorImage, Result: Image, Summary: "colour the image at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: "image/enhance", Result: Image, Summary: "enhance the image at a link",
+	{Name: EnhanceImage, Result: Image, Summary: "enhance the image at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: "video/remove-background", Result: URL, Summary: "remove the background of the video at a link",
+	{Name: RemoveVideoBackground, Result: URL, Summary: "remove the background of the video at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: "audio/text-to-speech", Result: Audio, Summary: "speak a text in one of 20 voices",
+	{Name: TextToSpeech, Result: Audio, Summary: "speak a text in one of 20 voices",
 		Fields: []Field{req("prompt", String), id("voiceId", "voice", true)}},
-	{Name: "image/change-background", Form: true, Result: Image, Summary: "change the background of an image to a prompt",
+	{Name: ChangeBackground, Form: true, Result: Image, Summary: "change the background of an image to a prompt",
 		Fields: []Field{req("image", File), req("prompt", String)}},
 }
 

@@ -103,19 +103,6 @@ func TestFileFromPathFollowsASymbolicLinkToARegularFile(t *testing.T) {
 	assert.Equal(t, [][]byte{content}, rec.completeUploads())
 }
 
-func TestAMissingFileIsAValidationErrorThatUnwrapsToNotExist(t *testing.T) {
-	rt := &requestCounter{}
-	c := newTestClient(t, "https://api.example.com", WithHTTPClient(&http.Client{Transport: rt}))
-	_, err := c.SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromPath(filepath.Join(t.TempDir(), "gone.wav"))})
-	var v *ValidationError
-	require.ErrorAs(t, err, &v)
-	assert.Equal(t, "audio", v.Field)
-	assert.Contains(t, v.Rule, "cannot be read")
-	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.ErrorIs(t, err, ErrInvalidRequest)
-	assert.Equal(t, int64(0), rt.n.Load())
-}
-
 // envUnreadable names the file the child process of
 // TestAnUnreadableFileIsAValidationErrorThatUnwrapsToPermission tries.
 const envUnreadable = "CREATIVE_TEST_UNREADABLE"

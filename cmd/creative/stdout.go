@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/ops"
+)
+
+// stdoutName is the --out that writes the result to stdout instead of a
+// directory, so that it can be piped to a player or an image viewer.
+const stdoutName = "-"
+
+// oneResult refuses, before anything is sent, a call whose result would be
+// several files when --out - can write only one.
+func oneResult(p *params) error {
+	switch {
+	case p.op.Result == ops.URLs:
+		return usagef("--out - writes one result to stdout, and %s makes several files: give --out a directory", p.op.Verb())
+	case p.op.Result == ops.Images && p.num("numberOfResults") > 1:
+		return usagef("--out - writes one result to stdout, and %s %v asks for more: give --out a directory", p.name("numberOfResults"), p.num("numberOfResults"))
+	}
+	return nil
+}
+
+// writeOne writes the one result of a call to w: speech as it streams, an
+// image's bytes, a generated file as it downloads (without the key). A
+// result the service made of several files is an error, after the call.
+func writeOne(ctx context.Context, w io.Writer, c *creative.Client, res any, status *callStatus, opts []creative.Option) error {
+	switch v := res.(type) {
+	case *creative.Audio:
+		defer v.Close()
+		_, err := io.Copy(w, v)
+		return err
+	case creative.Image:
+		_, err := v.WriteTo(w)
+		return err
+	case []creative.Image:
+		if len(v) != 1 {
+			return fmt.Errorf("creative: the service made %d images and --out - writes one: give --out a directory", len(v))
+		}
+		_, err := v[0].WriteTo(w)
+		return err
+	case creative.URL:
+		status.attempt.Store(0) // the attempts of this download
+		_, err := c.Download(ctx, v, w, opts...)
+		return err
+	}
+	return fmt.Errorf("creative: no way to write a %T to stdout", res)
+}
+
+// fakeLinksNote warns, when the links printed came from the built-in fake,
+// that they stop working when the command ends, as the fake does.
+func (a *app) fakeLinksNote() {
+	if a.g.fake {
+		fmt.Fprintln(a.con, "creative: these links are served by the built-in fake service, which stops when this command ends: they will not open afterwards (leave out --no-download to save the files)")
+	}
+}

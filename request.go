@@ -1,0 +1,160 @@
+package creative
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// This file is the request side of a call: what one call sends on every
+// attempt (its URL, its headers, its body) and the rules its headers follow.
+
+const (
+	redacted        = "[redacted]"
+	headerAccessKey = "X-Access-Key"
+)
+
+var jsonValue = []string{"application/json"}
+
+// request is one call as the pipeline sees it.
+type request struct {
+	op     string      // "image/text-to-image"; the path is /image/v1/text-to-image
+	rawURL string      // set for Download: an absolute URL, sent without the key
+	body   requestBody // nil for a request without a body (Download)
+	accept string      // "" is application/json
+}
+
+// A requestBody is what one call sends, on every attempt.
+type requestBody interface {
+	contentType() string
+	size() int64              // the exact length in bytes, or -1 when unknown
+	open() (io.Reader, error) // a fresh reader for each attempt
+	sent() bool               // true once a body that cannot be replayed has gone out
+}
+
+// jsonBody is a request struct encoded as JSON once, before the first
+// attempt; every attempt reads the same bytes.
+type jsonBody struct{ data []byte }
+
+// newJSONBody encodes v, the request struct of op. A value that cannot be
+// encoded is a *ValidationError: nothing is sent.
+func newJSONBody(op string, v any) (*jsonBody, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, &ValidationError{Operation: op, Field: "request", Rule: "cannot be encoded as JSON: " + err.Error()}
+	}
+	return &jsonBody{data: data}, nil
+}
+
+func (b *jsonBody) contentType() string      { return "application/json" }
+func (b *jsonBody) size() int64              { return int64(len(b.data)) }
+func (b *jsonBody) open() (io.Reader, error) { return bytes.NewReader(b.data), nil }
+func (b *jsonBody) sent() bool               { return false }
+
+// readCloser is open as a request's GetBody wants it.
+func (b *jsonBody) readCloser() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(b.data)), nil
+}
+
+// The bodies a call sends: JSON here, multipart in multipart.go.
+var (
+	_ requestBody = (*jsonBody)(nil)
+	_ requestBody = (*multipartBody)(nil)
+)
+
+// newRequest builds the request of every attempt of r: URL, method and
+// headers. The body is not set: the attempts open it, each anew.
+func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Request, error) {
+	target, method := r.rawURL, http.MethodGet
+	if target == "" {
+		u, ok := c.urls[r.op]
+		if !ok {
+			return nil, fmt.Errorf("creative: %s: not an operation of the service", r.op)
+		}
+		target, method = u, http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	if err != nil {
+		return nil, fmt.Errorf("creative: %s: %w", r.op, err)
+	}
+	c.setHeader(req.Header, cl, r)
+	return req, nil
+}
+
+// setHeader fills h, the header of every attempt of r. The values are
+// shared, read-only slices: building it costs the map NewRequest made, not
+// one slice per value.
+func (c *Client) setHeader(h http.Header, cl *call, r *request) {
+	extra := cl.s.header
+	if r.rawURL != "" {
+		// A download goes to another host: only the call's own headers go
+		// with it, never the Client's, which are meant for the service.
+		extra = callOnly(extra, c.set.header)
+	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	if r.rawURL == "" {
+		h[headerAccessKey] = cl.keys
+	}
+	if r.body != nil {
+		if ct := r.body.contentType(); ct == jsonValue[0] {
+			h["Content-Type"] = jsonValue
+		} else {
+			h["Content-Type"] = []string{ct}
+		}
+	}
+	if r.accept == "" {
+		h["Accept"] = jsonValue
+	} else {
+		h["Accept"] = []string{r.accept}
+	}
+	h["User-Agent"] = cl.s.uaValue
+}
+
+// callOnly returns the headers of h that a call's options added to the
+// Client's headers base.
+func callOnly(h, base http.Header) http.Header {
+	var out http.Header
+	for k, vs := range h {
+		if extra := vs[len(base[k]):]; len(extra) > 0 {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[k] = extra
+		}
+	}
+	return out
+}
+
+// reservedHeaders are set by the Client and cannot be set by WithHeader.
+var reservedHeaders = map[string]bool{
+	headerAccessKey: true, "Content-Type": true, "Content-Length": true,
+	"User-Agent": true, "Host": true, "Transfer-Encoding": true, "Accept": true,
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || (c < 0x80 && isSeparator(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSeparator(c byte) bool {
+	for i := 0; i < len(`"(),/:;<=>?@[\]{}`); i++ {
+		if c == `"(),/:;<=>?@[\]{}`[i] {
+			return true
+		}
+	}
+	return false
+}

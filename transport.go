@@ -1,0 +1,280 @@
+package creative
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// This file is how one attempt travels: the Client-wide pause and the rate
+// limiter first, then the middleware, then the network, within the
+// per-attempt timeout; and the redirect rule. Each call has its own
+// http.Client whose transport holds the call itself: what an attempt needs
+// of its call (settings, middleware, headers to drop on a redirect) is a
+// field away, never looked up in the request's context.
+
+// useHTTPClient copies the user's client (or builds a pooled one) as the
+// template of every call's http.Client, and keeps its transport as the one
+// every attempt ends in.
+func (c *Client) useHTTPClient(user *http.Client) {
+	if user != nil {
+		c.hc = *user
+	} else {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 256
+		t.MaxIdleConnsPerHost = 128
+		t.MaxResponseHeaderBytes = maxHeaderBytes
+		c.hc.Transport = t
+	}
+	c.rt = c.hc.Transport
+	if c.rt == nil {
+		c.rt = http.DefaultTransport
+	}
+	c.redir = c.hc.CheckRedirect
+	// Every call sets its own. The call's transport has no
+	// CloseIdleConnections, which go-retryablehttp calls after every call
+	// that gives up: closing the shared pool there would cost every other
+	// goroutine its warm connections.
+	c.hc.Transport, c.hc.CheckRedirect = nil, nil
+}
+
+// transport is the RoundTripper of one call's http.Client. For each attempt
+// (not each redirect) it waits for the Client-wide pause and the rate
+// limiter, runs the middleware, and bounds the wait for the answer's
+// headers; it marks the network's failures as attemptErrors.
+type transport struct {
+	cl       *call
+	next     http.RoundTripper
+	wrote    atomic.Int32 // what httptrace said of the attempt's request: wroteNothing, wroteFailed or wroteWhole
+	bodyRead atomic.Bool  // the transport read an upload's body to its end
+}
+
+// What the transport saw of an attempt's request being written.
+const (
+	wroteNothing = iota // no word yet: not sent
+	wroteFailed         // writing it failed: not sent whole
+	wroteWhole          // written whole: the service may act on it
+)
+
+// wroteRequest is the call's httptrace hook, run when a request (an
+// attempt, or a redirect of it) was written or failed to be. Only the start
+// of an attempt, or of a redirect, clears what it saw; a failure never
+// undoes written whole. So a late word about an earlier attempt can only
+// make the policy more careful, never send twice what may have arrived.
+func (t *transport) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err != nil {
+		t.wrote.CompareAndSwap(wroteNothing, wroteFailed)
+		return
+	}
+	t.wrote.Store(wroteWhole)
+}
+
+// clear forgets what was seen of the last request, as an attempt or a
+// redirect of it starts.
+func (t *transport) clear() {
+	t.wrote.Store(wroteNothing)
+	t.bodyRead.Store(false)
+}
+
+// written reports whether the attempt's request may have reached the
+// service whole: httptrace said so, or, with no word from it yet, the
+// transport read the whole body (over HTTP/2 the word can come after
+// RoundTrip returned).
+func (t *transport) written() bool {
+	switch t.wrote.Load() {
+	case wroteWhole:
+		return true
+	case wroteNothing:
+		return t.bodyRead.Load()
+	}
+	return false
+}
+
+// watch wraps an attempt's body so that the transport knows when it was
+// read to its end. A word about an earlier attempt's body can only make
+// the policy more careful.
+func (t *transport) watch(r io.Reader) io.Reader { return &watchedBody{r: r, t: t} }
+
+type watchedBody struct {
+	r io.Reader
+	t *transport
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.t.bodyRead.Store(true)
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	if c, ok := b.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// An attemptError is a failure of the network during one attempt: the only
+// kind of transport error that is retried.
+type attemptError struct {
+	err      error
+	timedOut bool
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// RoundTrip sends one attempt of the call, or one redirect of it.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Response != nil { // a redirect: the attempt is under way
+		// What counts is whether this request, not the redirected one,
+		// was written whole.
+		t.clear()
+		return t.network(req, 0)
+	}
+	c, l := t.cl.c, t.cl.s.logger
+	if err := c.pause.wait(req.Context(), l, t.cl.op); err != nil {
+		return nil, err
+	}
+	resp, err := t.send(req)
+	c.pause.report(resp, err, l, t.cl.op)
+	return resp, err
+}
+
+// send waits for the rate limiter, then runs the call's middleware around
+// one attempt on the network.
+func (t *transport) send(req *http.Request) (*http.Response, error) {
+	c, s := t.cl.c, t.cl.s
+	if c.limiter != nil {
+		if err := c.limiter.Wait(req.Context()); err != nil {
+			c.pause.report(nil, err, nil, "") // if this attempt was to go first, let another
+			if _, ok := c.limiter.(*rate.Limiter); ok && req.Context().Err() == nil {
+				// The limiter refuses at once a wait its deadline cannot cover.
+				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
+			}
+			return nil, fmt.Errorf("waiting for the rate limit: %w", err)
+		}
+	}
+	if len(s.middleware) == 0 {
+		return t.network(req, s.attemptLimit)
+	}
+	next := func(r *http.Request) (*http.Response, error) { return t.network(r, s.attemptLimit) }
+	for i := len(s.middleware) - 1; i >= 0; i-- {
+		m, inner := s.middleware[i], next
+		next = func(r *http.Request) (*http.Response, error) { return m(r, inner) }
+	}
+	return next(req)
+}
+
+// network sends one request; limit, when positive, bounds the wait for the
+// answer's headers. A redirect to a Location that is not a URL is refused
+// here, where its status is known: net/http would fail with an error that
+// names neither the answer nor its status.
+func (t *transport) network(req *http.Request, limit time.Duration) (*http.Response, error) {
+	resp, err := t.roundTrip(req, limit)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			if _, err := req.URL.Parse(loc); err != nil {
+				_ = resp.Body.Close()
+				return nil, &redirectError{status: resp.StatusCode, to: loc, why: "since it is not a URL"}
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
+	if limit <= 0 {
+		resp, err := t.next.RoundTrip(req)
+		if err != nil {
+			return nil, &attemptError{err: err}
+		}
+		return resp, nil
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	timer := time.AfterFunc(limit, cancel)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if !timer.Stop() {
+		cancel()
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		if req.Context().Err() == nil {
+			return nil, &attemptError{err: fmt.Errorf("no answer within %v (WithRequestTimeout)", limit), timedOut: true}
+		}
+	}
+	if err != nil {
+		cancel()
+		return nil, &attemptError{err: err}
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// A redirectError is a redirect the client refused to follow.
+type redirectError struct {
+	status int
+	to     string
+	why    string
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("the answer redirected (HTTP %d) to %s: not followed, %s", e.status, e.to, e.why)
+}
+
+// checkRedirect follows a redirect only when it keeps the request what it
+// was: the method and body (307, 308, or any redirect of a GET), and https.
+// The key, and the headers of WithHeader, are dropped before a redirect to
+// another origin. The user's own CheckRedirect, if any, runs after.
+func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error {
+	prev := via[len(via)-1]
+	status := 0
+	if req.Response != nil {
+		status = req.Response.StatusCode
+	}
+	switch {
+	case len(via) >= 10:
+		return &redirectError{status: status, to: req.URL.String(), why: "after 10 redirects"}
+	case prev.Method != req.Method:
+		return &redirectError{status: status, to: req.URL.String(), why: "since it would turn the " + prev.Method + " into a " + req.Method}
+	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
+		return &redirectError{status: status, to: req.URL.String(), why: "since it would leave https"}
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return &redirectError{status: status, to: req.URL.String(), why: "since it is not an http(s) URL"}
+	}
+	if !t.cl.c.sameOrigin(req.URL) {
+		// The key and the headers of WithHeader are meant for the service.
+		req.Header.Del(headerAccessKey)
+		for k := range t.cl.s.header {
+			req.Header.Del(k)
+		}
+	}
+	if user := t.cl.c.redir; user != nil {
+		return user(req, via)
+	}
+	return nil
+}
