@@ -73,47 +73,74 @@ func (d *Dir) openTemp() error {
 		return fmt.Errorf("batch: %w", err)
 	}
 	for _, e := range entries {
-		p := tmpDir + "/" + e.Name()
-		if !e.IsDir() {
-			_ = d.root.Remove(p)
-			continue
-		}
-		f, err := d.root.OpenFile(p+"/lock", os.O_RDWR, 0)
-		if err != nil {
-			// Not locked yet: its owner is opening it now, or died before
-			// it locked it a while ago.
-			if info, ierr := e.Info(); errors.Is(err, fs.ErrNotExist) && ierr == nil && time.Since(info.ModTime()) > time.Minute {
-				_ = d.root.RemoveAll(p)
-			}
-			continue
-		}
-		if ok, _ := tryLock(f); ok {
-			_ = d.root.RemoveAll(p)
-		}
-		f.Close()
+		d.removeIfDead(e)
 	}
+	// The folder is made and locked under a staging name, then renamed:
+	// a folder under its final name is always locked while its run lives.
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	d.tmp = tmpDir + "/" + hex.EncodeToString(b[:])
-	if err := d.root.Mkdir(d.tmp, 0o755); err != nil {
-		return fmt.Errorf("batch: %w", err)
+	staging := d.tmp + stagingSuffix
+	err = d.root.Mkdir(staging, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Another run closing removed the empty folder: make it again.
+		if err = d.root.MkdirAll(tmpDir, 0o755); err == nil {
+			err = d.root.Mkdir(staging, 0o755)
+		}
 	}
-	// The lock file is locked before it takes the name "lock" that other
-	// runs look for, so none of them finds it unlocked while this run lives.
-	f, err := d.root.OpenFile(d.tmp+"/lock.new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	if _, err := tryLock(f); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		f.Close()
-		return fmt.Errorf("batch: locking %s: %w", d.tmp, err)
+	f, err := d.root.OpenFile(staging+"/lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		if _, lerr := tryLock(f); lerr != nil && !errors.Is(lerr, errors.ErrUnsupported) {
+			f.Close()
+			err = lerr
+		}
 	}
-	if err := d.root.Rename(d.tmp+"/lock.new", d.tmp+"/lock"); err != nil {
-		f.Close()
-		return fmt.Errorf("batch: %w", err)
+	if err == nil {
+		if err = d.root.Rename(staging, d.tmp); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		_ = d.root.RemoveAll(staging)
+		return fmt.Errorf("batch: temporary files: %w", err)
 	}
 	d.lock = f
 	return nil
+}
+
+// stagingSuffix marks a folder of temporary files being made.
+const stagingSuffix = ".new"
+
+// removeIfDead removes an entry of the temporary files' folder that no
+// live run holds: a folder whose lock can be taken, a folder being made
+// for more than a minute (its run died), a stray file.
+func (d *Dir) removeIfDead(e fs.DirEntry) {
+	p := tmpDir + "/" + e.Name()
+	if !e.IsDir() {
+		_ = d.root.Remove(p)
+		return
+	}
+	if strings.HasSuffix(e.Name(), stagingSuffix) {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
+			_ = d.root.RemoveAll(p)
+		}
+		return
+	}
+	f, err := d.root.OpenFile(p+"/lock", os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		_ = d.root.RemoveAll(p) // a folder is renamed to its name only once locked
+		return
+	}
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if ok, _ := tryLock(f); ok {
+		_ = d.root.RemoveAll(p)
+	}
 }
 
 // checkKey refuses a key that is not a clean relative slash path inside
@@ -261,6 +288,7 @@ func (d *Dir) Close() error {
 	var err error
 	d.once.Do(func() {
 		_ = d.root.RemoveAll(d.tmp)
+		_ = d.root.Remove(tmpDir) // when no other run uses it
 		d.lock.Close()
 		err = d.root.Close()
 	})

@@ -2,9 +2,9 @@ package batch_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +16,36 @@ import (
 	"github.com/creativegen/creative-go/creativetest"
 )
 
-func TestTheIndexShowsEveryJobFromDiskAlone(t *testing.T) {
+// card is what the page embeds of a job (see package page).
+type card struct {
+	Job    string      `json:"j"`
+	ID     string      `json:"i"`
+	Line   int         `json:"l"`
+	Op     string      `json:"o"`
+	State  string      `json:"s"`
+	Fields [][2]string `json:"f"`
+	Files  []struct {
+		Href string `json:"h"`
+		Kind string `json:"k"`
+	} `json:"m"`
+	Text  string `json:"t"`
+	Error string `json:"e"`
+	RID   string `json:"r"`
+}
+
+// cards reads the jobs a page embeds.
+func cards(t *testing.T, html string) []card {
+	t.Helper()
+	_, data, ok := strings.Cut(html, `<script type="application/json" id="jobs">`)
+	require.True(t, ok)
+	data, _, ok = strings.Cut(data, "</script>")
+	require.True(t, ok)
+	var out []card
+	require.NoError(t, json.Unmarshal([]byte(data), &out))
+	return out
+}
+
+func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	f := newFixture(t)
 	f.srv.Fail("image/generate-logo", creativetest.Fault{Status: 400, Message: "prompt: <refused>"})
 	f.write(t,
@@ -36,26 +65,24 @@ func TestTheIndexShowsEveryJobFromDiskAlone(t *testing.T) {
 	require.NoError(t, batch.WriteIndex(context.Background(), store))
 	page, err := os.ReadFile(filepath.Join(f.out, batch.IndexFile))
 	require.NoError(t, err)
-	html := string(page)
-
-	assert.Equal(t, 4, strings.Count(html, "<figure "), "every job is on the page")
-	imgs := regexp.MustCompile(`<img loading="lazy" decoding="async" src="([^"]+)"`).FindAllStringSubmatch(html, -1)
-	require.Len(t, imgs, 2)
-	for _, m := range imgs {
-		assert.FileExists(t, filepath.Join(f.out, m[1]), "every thumbnail names a file beside the page")
+	byLine := map[int]card{}
+	for _, c := range cards(t, string(page)) {
+		byLine[c.Line] = c
 	}
-	assert.Regexp(t, `<audio controls preload="none" src="000004-text-to-speech-[0-9a-f]{6}\.mp3">`, html)
-	assert.Contains(t, html, `data-state="failed" data-op="image/generate-logo"`)
-	assert.Contains(t, html, "prompt: &lt;refused&gt;", "the service's words are escaped")
-	assert.Contains(t, html, "<pre>")
-	assert.Contains(t, html, `<p id="count">4 jobs, 3 done, 1 failed</p>`)
-	assert.Contains(t, html, `<select id="state">`)
-	assert.Contains(t, html, `<option>video/remove-background</option>`)
-	for _, external := range []string{`src="http`, `href="http`, "<link", "@import", "url("} {
-		assert.NotContains(t, html, external, "self-contained")
+	require.Len(t, byLine, 4, "every job is on the page")
+	assert.Equal(t, "fox", byLine[1].ID)
+	assert.Equal(t, "done", byLine[1].State)
+	require.Len(t, byLine[1].Files, 2)
+	for _, file := range byLine[1].Files {
+		assert.Equal(t, "image", file.Kind)
+		assert.FileExists(t, filepath.Join(f.out, file.Href), "every thumbnail names a file beside the page")
 	}
-	noTemp, _ := filepath.Glob(filepath.Join(f.out, ".tmp", "*", "*"))
-	for _, p := range noTemp {
-		assert.Equal(t, "lock", filepath.Base(p), "no temporary page left")
-	}
+	assert.Contains(t, byLine[1].Fields, [2]string{"prompt", "a fox"})
+	assert.Equal(t, "failed", byLine[2].State)
+	assert.Contains(t, byLine[2].Error, "prompt: <refused>")
+	assert.NotEmpty(t, byLine[2].RID)
+	assert.NotEmpty(t, byLine[3].Text)
+	require.Len(t, byLine[4].Files, 1)
+	assert.Equal(t, "audio", byLine[4].Files[0].Kind)
+	assert.NotContains(t, string(page), "prompt: <refused>", "the service's words are never markup")
 }

@@ -76,6 +76,9 @@ type Record struct {
 	// "download" for one that only fetches an earlier answer's files.
 	Kind  string `json:"kind"`
 	State State  `json:"state"`
+	// Fields are the job's fields as sent: ids resolved, files by their
+	// path.
+	Fields map[string]any `json:"fields,omitempty"`
 	// Stem starts the names of the job's files.
 	Stem  string   `json:"stem"`
 	Files []string `json:"files,omitempty"`

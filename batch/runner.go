@@ -37,6 +37,11 @@ type Options struct {
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.
 	RepayLost bool
+	// Shard and Shards, when Shards is above 1, run only the jobs whose
+	// line modulo Shards is Shard, so that several workers can split the
+	// reading of a huge file. Every job is still checked, and identical
+	// jobs are told apart over the whole file.
+	Shard, Shards int
 	// Worker names this worker in the ledger (default: host name and
 	// process id).
 	Worker string
@@ -115,7 +120,7 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 // Stop stops starting jobs: those waiting to send their first request (for
 // a rate limit, a pause) end without sending it, and Run returns once the
 // calls in flight have ended and been recorded. It returns how many calls
-// are in flight.
+// are in flight. A stopped Runner starts no job again.
 func (r *Runner) Stop() int { return r.st.stop() }
 
 // A CheckError lists the jobs that cannot run; nothing was sent.
@@ -152,7 +157,8 @@ func (e *CheckError) add(le *LineError) {
 // A plan is what the check pass learned: the jobs' count per operation,
 // and which identities repeat.
 type plan struct {
-	jobs  int
+	jobs  int // in the whole Source
+	mine  int // in this worker's shard
 	perOp map[string]int
 	seen  *seen
 }
@@ -168,6 +174,9 @@ func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
 			t, err = r.checker.check(ctx, j)
 			if err == nil {
 				p.jobs++
+				if r.inShard(j) {
+					p.mine++
+				}
 				p.perOp[t.op.Name]++
 				if p.seen.add(t.identity()) && j.ID != "" {
 					idRepeats = true
@@ -193,6 +202,11 @@ func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
 		return nil, errors.New("batch: no jobs")
 	}
 	return p, nil
+}
+
+// inShard reports whether j is a job of this worker's shard.
+func (r *Runner) inShard(j Job) bool {
+	return r.o.Shards <= 1 || j.Line%r.o.Shards == r.o.Shard
 }
 
 // repeatedIDs reads the jobs again for the ids that may repeat, and
@@ -230,6 +244,9 @@ func (r *Runner) tasks(ctx context.Context, src Source, p *plan) func(yield func
 			}
 			if err == nil {
 				t.setOccurrence(p.seen.count(t.identity()))
+				if !r.inShard(j) {
+					continue
+				}
 			}
 			if !yield(t, err) {
 				return
@@ -249,7 +266,8 @@ func (t *task) stem() string {
 }
 
 // Checked is a Source whose every job passed the checks, with what the
-// check learned; RunChecked and Plan read the Source again.
+// check learned; RunChecked and Plan read the Source again. One run or plan
+// uses a Checked at a time.
 type Checked struct {
 	src Source
 	p   *plan
@@ -257,6 +275,10 @@ type Checked struct {
 
 // Jobs is how many jobs were checked.
 func (c *Checked) Jobs() int { return c.p.jobs }
+
+// InShard is how many of them this worker's shard holds (see
+// Options.Shard): all of them without shards.
+func (c *Checked) InShard() int { return c.p.mine }
 
 // Calls counts the checked jobs per operation.
 func (c *Checked) Calls() map[string]int { return maps.Clone(c.p.perOp) }
@@ -286,7 +308,7 @@ type Plan struct {
 // would do; it sends nothing and writes nothing. A Runner without a Store
 // plans as for an empty ledger.
 func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
-	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.p.jobs}}
+	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.p.mine}}
 	for t, err := range r.tasks(ctx, c.src, c.p) {
 		if err != nil {
 			return nil, err

@@ -139,7 +139,15 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 	defer dir.Close()
 	store := &failingStore{Dir: dir}
 	store.n.Store(3) // the first job is recorded, then the disk is full
-	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
+	var mu sync.Mutex
+	ended := map[batch.State]int{}
+	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobEnded {
+			mu.Lock()
+			ended[e.Record.State]++
+			mu.Unlock()
+		}
+	}})
 	require.NoError(t, err)
 	sum, err := r.Run(context.Background(), batch.File(f.jobs))
 	var le *batch.LedgerError
@@ -152,6 +160,7 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 	assert.Contains(t, le.Unrecorded[0].URLs[0], "/files/")
 	assert.Equal(t, 1, sum.Done)
 	assert.Equal(t, 18, sum.NotStarted, "%+v", sum)
+	assert.Equal(t, map[batch.State]int{batch.Done: 1, batch.Claimed: 1}, ended, "nothing unrecorded is called done")
 
 	// The rerun with room again: the job whose answer was not recorded
 	// stays claimed (maybe paid), nothing is paid twice, the rest run.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/sniff"
 )
 
 // fileName is the key of file i (from 0) of n of a job's outputs.
@@ -66,7 +67,7 @@ func (ru *run) save(ctx context.Context, rec *Record, res any, start time.Time) 
 	if errors.As(err, &se) {
 		ru.failLedger(err, nil)
 	}
-	ru.finish(ctx, rec, start, nil)
+	ru.finish(ctx, rec, start)
 }
 
 // answered records the links of an answer, durably, then downloads them.
@@ -77,9 +78,9 @@ func (ru *run) answered(ctx context.Context, rec *Record, us []creative.URL, sta
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
 	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
-		paid := *rec
-		ru.failLedger(err, &paid)
-		ru.count(func(s *Summary) { s.Waiting++ })
+		ru.unrecorded(rec, err)
+		ru.count(func(s *Summary) { s.Claimed++ })
+		ru.ended.Add(1)
 		ru.event(JobEnded, rec)
 		return
 	}
@@ -179,13 +180,13 @@ func (ru *run) download(ctx context.Context, rec *Record, start time.Time) {
 				ru.failLedger(err, nil)
 			}
 			rec.State = Answered
-			ru.finish(ctx, rec, start, nil)
+			ru.finish(ctx, rec, start)
 			return
 		}
 		rec.Files = append(rec.Files, key)
 	}
 	rec.State, rec.Error, rec.Lost = Done, "", false
-	ru.finish(ctx, rec, start, nil)
+	ru.finish(ctx, rec, start)
 }
 
 // fetch downloads link i of rec to its file, named by its first bytes.
@@ -296,35 +297,11 @@ func (l *lazyWriter) close() error {
 	return err
 }
 
-// signatures name a file's type by bytes at an offset of its head.
-var signatures = []struct {
-	at    int
-	magic string
-	ext   string
-}{
-	{8, "WAVE", ".wav"}, // after "RIFF" and a size
-	{8, "WEBP", ".webp"},
-	{0, "ID3", ".mp3"},
-	{0, "GIF8", ".gif"},
-	{0, "\x89PNG", ".png"},
-	{0, "\xff\xd8\xff", ".jpg"},
-	{4, "ftyp", ".mp4"},
-	{0, "\x1a\x45\xdf\xa3", ".webm"},
-	{0, "OggS", ".ogg"},
-	{0, "fLaC", ".flac"},
-}
-
 // sniffExt names a downloaded file's extension from its first bytes, else
 // from the link's path.
 func sniffExt(head []byte, link string) string {
-	for _, sig := range signatures {
-		if len(head) >= sig.at+len(sig.magic) && string(head[sig.at:sig.at+len(sig.magic)]) == sig.magic &&
-			(sig.at != 8 || string(head[:4]) == "RIFF") {
-			return sig.ext
-		}
-	}
-	if len(head) >= 2 && head[0] == 0xff && head[1]&0xe0 == 0xe0 {
-		return ".mp3" // an MPEG frame without a tag
+	if ext := sniff.Ext(sniff.Type(head)); ext != "" {
+		return ext
 	}
 	if u, err := url.Parse(link); err == nil && link != "" {
 		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {

@@ -2,6 +2,25 @@
 // list of jobs, paying for each job once: every job is claimed in a ledger
 // before its request is sent, and every paid answer is recorded there before
 // it is forgotten.
+//
+// Jobs come from a JSON Lines file (File, JSONL) or from Go values (Values).
+// A Runner checks every job before it sends anything (Check), then runs them
+// with bounded concurrency (Run, RunChecked), reading the jobs again rather
+// than holding them: its memory does not grow with their number. The ledger
+// and the outputs live in a Store: a local folder (NewDir) or any store that
+// keeps the Store contract (package storetest checks it), so any number of
+// workers sharing one Store share the jobs and pay for each once.
+//
+// A job's identity is its id, or its operation and fields (a file by its
+// content's hash) and its occurrence among identical jobs. Its states are
+// Claimed, then Answered (the answer stored: links, texts, images written)
+// and Done (every file in place), or Failed (the service said no), Refused
+// (not sent, or refused: a rerun sends it) and Unknown (maybe paid: sent
+// again only with Options.ResendUnknown). Each attempt at a job is its own
+// key in the ledger, made by an exclusive create, so two workers never make
+// the same attempt; Classify is the one place that turns a call's error
+// into a state. ReadStatus counts a ledger's jobs by state and WriteIndex
+// writes a page that shows them to a person.
 package batch
 
 import (

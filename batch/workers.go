@@ -67,7 +67,7 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 	}
 	src, p := c.src, c.p
 	ru := &run{Runner: r}
-	ru.sum.Jobs = p.jobs
+	ru.sum.Jobs = p.mine
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
@@ -85,7 +85,7 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
-	ru.sum.NotStarted = p.jobs - int(ru.started.Load())
+	ru.sum.NotStarted = p.mine - int(ru.started.Load())
 	if ru.fatal != nil {
 		return ru.sum, ru.fatal
 	}
@@ -196,7 +196,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 // newRecord starts attempt n of t.
 func (ru *run) newRecord(t *task, n int, kind string) *Record {
 	return &Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, Kind: kind,
-		State: Claimed, Stem: t.stem(), Worker: ru.o.Worker, Time: time.Now().UTC()}
+		State: Claimed, Fields: t.vals, Stem: t.stem(), Worker: ru.o.Worker, Time: time.Now().UTC()}
 }
 
 // claimOrSkip claims rec's attempt; it reports false when the job is not
@@ -247,7 +247,7 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 			rec.State = Refused // nothing went out
 		}
 		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
-		ru.finish(ctx, rec, start, nil)
+		ru.finish(ctx, rec, start)
 		return
 	}
 	ru.save(ctx, rec, res, start)
@@ -255,26 +255,16 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 
 // finish records rec as it ends this run and counts it; paid is what
 // nothing else holds if the record cannot be written.
-func (ru *run) finish(ctx context.Context, rec *Record, start time.Time, paid *Record) {
+func (ru *run) finish(ctx context.Context, rec *Record, start time.Time) {
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
 	// The record is written even when ctx was cancelled: the call ended.
-	recorded := rec.State
 	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
-		if paid == nil && (rec.State == Answered || rec.State == Done) {
-			paid = rec
-		}
-		ru.failLedger(err, paid)
-		// Counted as the ledger has it: answered when its links were
-		// recorded, else claimed, its outcome unknown.
-		recorded = Claimed
-		if len(rec.URLs) > 0 {
-			recorded = Answered
-		}
+		ru.unrecorded(rec, err)
 	}
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
-		switch recorded {
+		switch rec.State {
 		case Done:
 			s.Done++
 		case Failed:
@@ -295,6 +285,25 @@ func (ru *run) finish(ctx context.Context, rec *Record, start time.Time, paid *R
 	})
 	ru.ended.Add(1)
 	ru.event(JobEnded, rec)
+}
+
+// unrecorded stops the run because rec could not be recorded, hands a
+// paid answer to the LedgerError, and leaves rec as the ledger has it:
+// answered when its links were recorded before, else claimed (maybe
+// paid). Nothing unrecorded is called done.
+func (ru *run) unrecorded(rec *Record, err error) {
+	var paid *Record
+	if rec.State == Answered || rec.State == Done {
+		cp := *rec
+		paid = &cp
+	}
+	ru.failLedger(err, paid)
+	state := Claimed
+	if len(rec.URLs) > 0 && rec.State != Answered {
+		state = Answered // the links were recorded before
+	}
+	rec.State, rec.Lost = state, false
+	rec.Error = "not recorded in the ledger (" + err.Error() + "): see the run's error for the answer"
 }
 
 // checkDone checks that a done job's files are in place; when some are

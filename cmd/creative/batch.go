@@ -65,7 +65,9 @@ and the operation: 000003-text-to-image-<mark>.png, fox-text-to-image-1.png.
 --out/results.jsonl logs each job as it ends, with its state: done,
 failed (the service said no; nothing was paid), refused (not sent, or
 429/503), unknown (may have been paid), answered (paid, files not all
-downloaded).
+downloaded). --out/index.html shows every job to a person (thumbnails,
+players, texts, states), opens from disk, and is kept current while the
+run goes.
 
 A rerun sends failed, refused and never-started jobs; downloads again
 what was answered and not downloaded, and what is done but whose files
@@ -146,23 +148,6 @@ func (f *batchFlags) check() (shardI, shardN int, err error) {
 	return parseShard(f.shard)
 }
 
-// shardOf keeps the jobs of one shard.
-func shardOf(src batch.Source, i, n int) batch.Source {
-	if n == 1 {
-		return src
-	}
-	return func(yield func(batch.Job, error) bool) {
-		for j, err := range src {
-			if err == nil && j.Line%n != i {
-				continue
-			}
-			if !yield(j, err) {
-				return
-			}
-		}
-	}
-}
-
 func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	ignoreSIGPIPE(a)
 	shardI, shardN, err := f.check()
@@ -184,7 +169,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	defer closeClient()
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN}
 	jobs := batch.File(path)
 	if isURL(path) {
 		// The jobs file and the files its lines name, from a bucket.
@@ -199,8 +184,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	src := shardOf(jobs, shardI, shardN)
-	checked, err := checker.Check(ctx, src)
+	checked, err := checker.Check(ctx, jobs)
 	if err != nil {
 		return a.checkFailed(path, err)
 	}
@@ -246,7 +230,7 @@ func plural(n int, what string) string {
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
 	var store batch.Store
-	if existsDir(f.out) || isURL(f.out) {
+	if isURL(f.out) || existsDir(filepath.Join(f.out, "ledger")) {
 		d, err := openStore(ctx, f.out)
 		if err != nil {
 			return err
@@ -312,8 +296,8 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	defer log.close()
 	var ended atomic.Int64
 	d := a.startDisplay()
-	bar := d.counter(int64(checked.Jobs()), func() string {
-		return fmt.Sprintf("batch %d/%d", ended.Load(), checked.Jobs())
+	bar := d.counter(int64(checked.InShard()), func() string {
+		return fmt.Sprintf("batch %d/%d", ended.Load(), checked.InShard())
 	})
 	o.OnEvent = func(e batch.Event) {
 		if e.Type == batch.JobStarted {

@@ -351,6 +351,18 @@ func TestBatchShardsCoverTheFileOnce(t *testing.T) {
 	slices.Sort(all)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, all)
 	assert.Len(t, calls.take(), 10)
+
+	// Identical lines are told apart over the whole file, not per shard:
+	// two shards on one --out make every one of them.
+	same := filepath.Join(t.TempDir(), "same.jsonl")
+	require.NoError(t, os.WriteFile(same, []byte(strings.Repeat(`{"op":"image/text-to-image","prompt":"same"}`+"\n", 4)), 0o644))
+	out := t.TempDir()
+	for i := range 2 {
+		code, _, stderr := runCLI(t, env, "batch", same, "--out", out, "--shard", fmt.Sprintf("%d/2", i))
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "creative: batch: 2 done in ")
+	}
+	assert.Len(t, calls.take(), 4)
 }
 
 func TestBatchStatusCountsTheLedgerAndListsTheUnknown(t *testing.T) {
@@ -699,4 +711,16 @@ func TestBatchA429PausesEveryWorker(t *testing.T) {
 	}
 	assert.Equal(t, 1, retried)
 	t.Logf("24 jobs at concurrency 4 with a 429 asking for 1s: %v; %d requests in the paused second", took.Round(time.Millisecond), during)
+}
+
+func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
+	srv, env := fakeEnv(t)
+	path := writeJobs(t, 8)
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(out, "ledger"), []byte("in the way"), 0o644))
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "2")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "creative: batch: the ledger could not be written, so the run stopped")
+	assert.Contains(t, stderr, "not started")
+	assert.Empty(t, srv.Requests(), "no job is sent without its claim")
 }
