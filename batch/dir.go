@@ -65,6 +65,21 @@ func (d *Dir) Path() string { return d.path }
 // openTemp makes this Dir's folder of temporary files, locked, and removes
 // the unlocked ones: their owners are gone.
 func (d *Dir) openTemp() error {
+	// Another run closing removes the shared folder when it empties, and
+	// another run starting makes it again: a step that finds it gone, or
+	// made under its feet, is tried again from the start.
+	var err error
+	for range 8 {
+		err = d.openTempOnce()
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return err
+}
+
+// openTempOnce is one try of openTemp.
+func (d *Dir) openTempOnce() error {
 	if err := d.root.MkdirAll(tmpDir, 0o755); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}

@@ -42,8 +42,11 @@ const (
 )
 
 // Classify says which state a failed call leaves its job in. It is the
-// one place that reads the SDK's errors for the ledger; when in doubt, it
-// says Unknown, since the call may have been paid.
+// one place that reads the SDK's errors for the ledger, and it reads their
+// kinds only: nothing sent or refused by the service (a rerun sends it
+// again), a definitive no from the service (failed), or an outcome that is
+// unknown. When in doubt it says Unknown, since the call may have been
+// paid.
 func Classify(err error) State {
 	var ve *creative.ValidationError
 	var ae *creative.APIError
@@ -51,13 +54,17 @@ func Classify(err error) State {
 	case errors.Is(err, creative.ErrOutcomeUnknown):
 		return Unknown
 	case errors.As(err, &ve):
-		return Failed
-	case errors.Is(err, creative.ErrInvalidRequest):
-		return Failed
-	case errors.Is(err, creative.ErrRateLimited):
+		return Failed // found before anything was sent
+	case errors.Is(err, creative.ErrNotSent), errors.Is(err, creative.ErrRefused), errors.Is(err, creative.ErrRateLimited):
 		return Refused
-	case errors.As(err, &ae) && (ae.StatusCode == http.StatusServiceUnavailable || ae.StatusCode == http.StatusRequestTimeout):
+	case !errors.As(err, &ae) || errors.Is(err, creative.ErrUnexpectedResponse):
+		return Unknown
+	case ae.StatusCode == http.StatusServiceUnavailable || ae.StatusCode == http.StatusRequestTimeout || ae.StatusCode == http.StatusTooManyRequests:
 		return Refused
+	case ae.StatusCode >= 400 && ae.StatusCode <= 499:
+		// 400 is the spec's one failure; 401, 403 and the rest are as
+		// definitive: the service answered that it did not do the work.
+		return Failed
 	}
 	return Unknown
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,8 +188,12 @@ func TestClassifySaysUnknownWhenInDoubt(t *testing.T) {
 		{"a 503", &creative.APIError{StatusCode: 503}, batch.Refused},
 		{"a 408", &creative.APIError{StatusCode: 408}, batch.Refused},
 		{"a 500", &creative.APIError{StatusCode: 500}, batch.Unknown},
-		{"a 401", &creative.APIError{StatusCode: 401}, batch.Unknown},
+		{"a 401", &creative.APIError{StatusCode: 401}, batch.Failed},
+		{"a 404", &creative.APIError{StatusCode: 404}, batch.Failed},
+		{"nothing sent", fmt.Errorf("dial: %w", creative.ErrNotSent), batch.Refused},
+		{"refused after the retries", fmt.Errorf("x: %w", creative.ErrRefused), batch.Refused},
 		{"anything else", errors.New("something"), batch.Unknown},
+		{"a 200 that is not what the operation promises", fmt.Errorf("x: %w", creative.ErrUnexpectedResponse), batch.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,4 +290,46 @@ func TestImagesThatCannotBeWrittenStopTheRunAndAreNeverCalledDone(t *testing.T) 
 	require.NoError(t, err)
 	assert.Equal(t, 10, f.srv.Count("image/text-to-image"))
 	assert.Equal(t, 1, sum.Done)
+}
+
+// Classify reads the errors the SDK gives, not only errors made by hand:
+// each server behaviour leaves its job in the state a rerun can act on.
+func TestClassifyReadsTheSDKsErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, tc := range []struct {
+		name   string
+		status int // 0: no server (a closed port)
+		want   batch.State
+	}{
+		{"a 400 envelope", 400, batch.Failed},
+		{"a 500", 500, batch.Unknown},
+		{"a 502 from a gateway", 502, batch.Unknown},
+		{"a 503, every time", 503, batch.Refused},
+		{"a 429, every time", 429, batch.Refused},
+		{"a closed port", 0, batch.Refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := closed
+			if tc.status != 0 {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Retry-After", "0")
+					w.WriteHeader(tc.status)
+					_, _ = io.WriteString(w, `{"success":false,"message":"no"}`)
+				}))
+				t.Cleanup(srv.Close)
+				base = srv.URL
+			}
+			c, err := creative.New(creative.WithBaseURL(base), creative.WithAccessKey("classify-key"),
+				creative.WithMaxRetries(1), creative.WithRetryWait(time.Millisecond, time.Millisecond))
+			require.NoError(t, err)
+			_, err = c.TextToMusic(context.Background(), creative.TextToMusicRequest{Prompt: "p"})
+			require.Error(t, err)
+			assert.Equal(t, tc.want, batch.Classify(err), "%v", err)
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -169,18 +170,28 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	defer closeClient()
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
 		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN}
+	jobs := batch.File(path)
+	if isURL(path) {
+		// The jobs file and the files its lines name, from a bucket.
+		fsys, name, closeJobs, err := openJobs(ctx, path)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer closeJobs.Close()
+		o.FS, jobs = fsys, batch.JSONL(func() (io.ReadCloser, error) { return fsys.Open(name) })
+	}
 	checker, err := batch.New(c, nil, o)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	checked, err := checker.Check(ctx, batch.File(path))
+	checked, err := checker.Check(ctx, jobs)
 	if err != nil {
 		return a.checkFailed(path, err)
 	}
 	if f.dryRun {
 		return a.dryRunReport(ctx, checked, f, o)
 	}
-	store, err := batch.NewDir(f.out)
+	store, err := openStore(ctx, f.out)
 	if err != nil {
 		return err
 	}
@@ -219,8 +230,8 @@ func plural(n int, what string) string {
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
 	var store batch.Store
-	if existsDir(filepath.Join(f.out, "ledger")) {
-		d, err := batch.NewDir(f.out)
+	if isURL(f.out) || existsDir(filepath.Join(f.out, "ledger")) {
+		d, err := openStore(ctx, f.out)
 		if err != nil {
 			return err
 		}
@@ -278,7 +289,7 @@ func batchHTTPClient(concurrency int) *http.Client {
 // runChecked runs the checked jobs, logging each as it ends, and prints
 // the summary.
 func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.Store, checked *batch.Checked, f *batchFlags, o batch.Options) error {
-	log, err := openResultLog(filepath.Join(f.out, resultsFile))
+	log, err := openLog(ctx, store, f.out)
 	if err != nil {
 		return err
 	}
@@ -426,10 +437,10 @@ they may have been paid for, and are sent again only with
 creative batch --resend-unknown).`,
 		Args: noArgs,
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
-			if !existsDir(filepath.Join(out, "ledger")) {
+			if !isURL(out) && !existsDir(filepath.Join(out, "ledger")) {
 				return usagef("batch status: %s holds no ledger", out)
 			}
-			store, err := batch.NewDir(out)
+			store, err := openStore(cmd.Context(), out)
 			if err != nil {
 				return err
 			}

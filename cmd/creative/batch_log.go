@@ -17,8 +17,8 @@ import (
 type resultLog struct {
 	path string
 	mu   sync.Mutex
-	f    *os.File
-	err  error // the first failed write
+	f    io.WriteCloser // a file under a folder, an object being streamed to a bucket
+	err  error          // the first failed write
 }
 
 func openResultLog(path string) (*resultLog, error) {

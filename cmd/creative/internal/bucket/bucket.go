@@ -1,0 +1,412 @@
+// Package bucket is the place of record of a batch in object storage: a
+// batch.Store over a gocloud.dev/blob bucket (S3 and any S3-compatible
+// service, Google Cloud Storage, Azure Blob Storage, and an in-memory
+// bucket for tests), so that any number of workers on any number of machines
+// share one ledger and one set of outputs.
+//
+// A claim is an object created only if its key is absent, in one atomic step
+// of the service: S3's If-None-Match: *, GCS's ifGenerationMatch=0, Azure's
+// If-None-Match: *, which gocloud.dev's drivers send for
+// blob.WriterOptions.IfNotExist since gocloud.dev v0.42.0. A store that
+// cannot do that atomically is refused when it is opened, rather than let two
+// workers claim one job and pay for it twice: file:// (gocloud.dev's fileblob
+// checks that the file is absent, then renames over it) is refused, and every
+// bucket is probed once at Open with two conditional creates of one key, so a
+// service that ignores the condition is refused too.
+//
+// This package lives in the command line's module so that gocloud.dev and
+// the cloud SDKs it brings never enter the SDK's go.mod.
+package bucket
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"maps"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	_ "gocloud.dev/blob/gcsblob"   // gs://
+	_ "gocloud.dev/blob/memblob"   // mem://
+	_ "gocloud.dev/blob/s3blob"    // s3://
+	"gocloud.dev/gcerrors"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// Schemes are the URL schemes Open accepts: those whose gocloud.dev driver
+// creates an object only if it is absent in one atomic step.
+var Schemes = []string{"s3", "gs", "azblob", "mem"}
+
+// ErrNoConditionalCreate is returned by Open for a store that cannot create
+// an object only if it is absent as one atomic step: two workers could both
+// claim one job there, and pay for it twice.
+var ErrNoConditionalCreate = errors.New("bucket: the store cannot create an object only if it is absent, atomically")
+
+// Chunks of a streamed output: each writer holds at most partSize *
+// partConcurrency bytes of an object in memory, whatever its size.
+const (
+	partSize        = 8 << 20
+	partConcurrency = 2
+)
+
+// listPageSize is the number of keys a listing holds at once (S3's and
+// Azure's largest page).
+const listPageSize = 1000
+
+// Conflicts on a conditional create that S3 reports while another create of
+// the same key is in flight (409 ConditionalRequestConflict) are retried
+// this many times; the retry then sees the winner's object.
+const conflictRetries = 6
+
+// A Store is a batch.Store over a bucket. It is safe for concurrent use by
+// goroutines and by processes that open the same bucket and prefix.
+type Store struct {
+	b        *blob.Bucket
+	url      string // redacted, for messages
+	pageSize int    // keys asked of the service per page of a listing
+}
+
+var _ batch.Store = (*Store)(nil)
+
+// Open opens the bucket named by rawURL as a Store: s3://bucket/prefix,
+// gs://bucket/prefix, azblob://container/prefix or mem://, with the query
+// parameters of gocloud.dev's URL openers (region, endpoint,
+// use_path_style, ...). The path after the bucket, if any, is a prefix under
+// which every key of the Store lives. Credentials come from the
+// environment, as each cloud's SDK reads them. Open refuses file:// and any
+// bucket that does not honour a conditional create, with an error matching
+// ErrNoConditionalCreate that says why.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, prefix, err := parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	shown := redact(u)
+	if u.Scheme == "file" {
+		return nil, fmt.Errorf("%w: %s: gocloud.dev's fileblob checks that a file is absent and then renames over it, so two workers can both claim one job; give the folder as a plain path instead", ErrNoConditionalCreate, shown)
+	}
+	if !supported(u.Scheme) {
+		return nil, fmt.Errorf("bucket: %s: unsupported scheme %q (want one of %s)", shown, u.Scheme, strings.Join(Schemes, ", "))
+	}
+	b, err := blob.OpenBucket(ctx, u.String())
+	if err != nil {
+		return nil, fmt.Errorf("bucket: open %s: %w", shown, err)
+	}
+	if prefix != "" {
+		b = blob.PrefixedBucket(b, prefix)
+	}
+	s := &Store{b: b, url: shown, pageSize: listPageSize}
+	if err := s.probe(ctx); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// parse splits rawURL into the URL gocloud.dev opens and the key prefix
+// taken from its path ("" or ending in "/").
+func parse(rawURL string) (*url.URL, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, "", fmt.Errorf("bucket: %w", err)
+	}
+	if u.Scheme == "" {
+		return nil, "", fmt.Errorf("bucket: %q is not a URL", rawURL)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" && !fs.ValidPath(prefix) {
+		return nil, "", fmt.Errorf("bucket: %s: invalid prefix %q", redact(u), prefix)
+	}
+	if u.Scheme != "file" {
+		u.Path, u.RawPath = "", ""
+	}
+	if prefix != "" {
+		prefix += "/"
+	}
+	return u, prefix, nil
+}
+
+func supported(scheme string) bool {
+	for _, s := range Schemes {
+		if s == scheme {
+			return true
+		}
+	}
+	return false
+}
+
+// redact shows a URL without its user information and query values, which
+// may hold credentials.
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	c.RawQuery = ""
+	return c.String()
+}
+
+// probePrefix holds the objects of Open's probe, which List never shows.
+const probePrefix = ".creative-probe/"
+
+// probe creates one object twice with the condition that it be absent: a
+// store that lets the second create through would let two workers claim one
+// job.
+func (s *Store) probe(ctx context.Context) error {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	key := probePrefix + hex.EncodeToString(r[:])
+	if err := s.Create(ctx, key, []byte("1")); err != nil {
+		return fmt.Errorf("bucket: %s: a conditional create failed: %w", s.url, err)
+	}
+	defer func() { _ = s.b.Delete(context.WithoutCancel(ctx), key) }()
+	err := s.Create(ctx, key, []byte("2"))
+	switch {
+	case errors.Is(err, batch.ErrExist):
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: %s wrote over an object it was told to create only if absent (If-None-Match: *), so two workers could claim one job and pay twice", ErrNoConditionalCreate, s.url)
+	default:
+		return fmt.Errorf("bucket: %s: a conditional create of an existing object: %w", s.url, err)
+	}
+}
+
+// checkKey refuses keys that are not clean slash-separated relative paths
+// (a backslash would be a separator on some drivers' disks).
+func checkKey(key string) error {
+	if key == "" || key == "." || !fs.ValidPath(key) || strings.Contains(key, `\`) {
+		return fmt.Errorf("bucket: invalid key %q", key)
+	}
+	return nil
+}
+
+// Create writes data to key only if key does not exist, as one conditional
+// request; it returns an error matching batch.ErrExist if it does.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.write(ctx, key, data, true)
+		if err == nil {
+			return nil
+		}
+		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+			return fmt.Errorf("bucket: create %s: %w", key, batch.ErrExist)
+		}
+		if !inFlightConflict(err) || attempt == conflictRetries {
+			return fmt.Errorf("bucket: create %s: %w", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bucket: create %s: %w", key, ctx.Err())
+		case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
+		}
+	}
+}
+
+// inFlightConflict reports S3's answer to a conditional create while another
+// create of the same key is in flight: which of them wins is not known yet.
+func inFlightConflict(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ConditionalRequestConflict"
+}
+
+// Put writes data to key, replacing any earlier object in one request.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := s.write(ctx, key, data, false); err != nil {
+		return fmt.Errorf("bucket: put %s: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) write(ctx context.Context, key string, data []byte, ifNotExist bool) error {
+	return s.b.WriteAll(ctx, key, data, &blob.WriterOptions{
+		ContentType: "application/octet-stream",
+		IfNotExist:  ifNotExist,
+	})
+}
+
+// Get reads key, or returns an error matching batch.ErrNotExist.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	data, err := s.b.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("bucket: get %s: %w", key, batch.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket: get %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// List yields the keys under prefix in lexical order, asking the service
+// for one page of keys at a time.
+func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		token := blob.FirstPageToken
+		for len(token) > 0 {
+			page, next, err := s.b.ListPage(ctx, token, s.pageSize, &blob.ListOptions{Prefix: prefix})
+			if err != nil {
+				yield("", fmt.Errorf("bucket: list %s: %w", prefix, err))
+				return
+			}
+			for _, obj := range page {
+				if obj.IsDir || strings.HasPrefix(obj.Key, probePrefix) {
+					continue
+				}
+				if !yield(obj.Key, nil) {
+					return
+				}
+			}
+			token = next
+		}
+	}
+}
+
+// NewWriter streams an object to key, with meta as its metadata. At most a
+// few parts of it are in memory at once. Nothing is visible under key until
+// Close returns nil; a writer whose context is cancelled, or that is closed
+// after a failed Write, leaves nothing.
+func (s *Store) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	// A "content-type" in meta is the object's Content-Type, so that a
+	// bucket served over HTTP shows the page or plays the file; without one
+	// the key's extension names it, or else the driver detects it from the
+	// first bytes.
+	contentType := mediaType(key)
+	if ct, ok := meta["content-type"]; ok {
+		contentType, meta = ct, maps.Clone(meta)
+		delete(meta, "content-type")
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := s.b.NewWriter(wctx, key, &blob.WriterOptions{
+		ContentType:    contentType,
+		Metadata:       meta,
+		BufferSize:     partSize,
+		MaxConcurrency: partConcurrency,
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("bucket: write %s: %w", key, err)
+	}
+	return &writer{w: w, cancel: cancel, key: key}, nil
+}
+
+// mediaTypes are the types of the files the service makes that Go's own
+// table may not know.
+var mediaTypes = map[string]string{".mp3": "audio/mpeg", ".wav": "audio/wav", ".mp4": "video/mp4", ".jsonl": "application/jsonl"}
+
+// mediaType is the media type of a key's extension, "" when unknown.
+func mediaType(key string) string {
+	ext := strings.ToLower(path.Ext(key))
+	if t, ok := mediaTypes[ext]; ok {
+		return t
+	}
+	return mime.TypeByExtension(ext)
+}
+
+// writer aborts the upload at Close when a Write failed, so that a partial
+// object is never committed.
+type writer struct {
+	w      *blob.Writer
+	cancel context.CancelFunc
+	key    string
+	err    error
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.w.Write(p)
+	if err != nil {
+		w.err = fmt.Errorf("bucket: write %s: %w", w.key, err)
+		return n, w.err
+	}
+	return n, nil
+}
+
+func (w *writer) Close() error {
+	defer w.cancel()
+	if w.err != nil {
+		w.cancel() // abort: the upload is not committed
+		_ = w.w.Close()
+		return w.err
+	}
+	if err := w.w.Close(); err != nil {
+		return fmt.Errorf("bucket: write %s: %w", w.key, err)
+	}
+	return nil
+}
+
+// Metadata returns the metadata stored with key's object (for an output,
+// the job, operation, id and request id that made it), and its
+// Content-Type as "content-type".
+func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	attrs, err := s.b.Attributes(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("bucket: metadata %s: %w", key, batch.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket: metadata %s: %w", key, err)
+	}
+	meta := maps.Clone(attrs.Metadata)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta["content-type"] = attrs.ContentType
+	return meta, nil
+}
+
+// Exists reports whether key names an object.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	ok, err := s.b.Exists(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("bucket: exists %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Delete removes key; a key that does not exist is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	err := s.b.Delete(ctx, key)
+	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("bucket: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// Close releases the bucket.
+func (s *Store) Close() error {
+	if err := s.b.Close(); err != nil {
+		return fmt.Errorf("bucket: close: %w", err)
+	}
+	return nil
+}

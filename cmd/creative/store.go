@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
+)
+
+// isURL reports whether --out or a jobs file names a bucket URL
+// (s3://, gs://, azblob://, file://, mem://) rather than a local path.
+func isURL(name string) bool {
+	u, err := url.Parse(name)
+	return err == nil && len(u.Scheme) > 1 && u.Opaque == "" && (u.Host != "" || u.Path != "" || u.Scheme == "mem")
+}
+
+// openStore opens the place of record named by --out: a plain path is the
+// local folder store; file:///path is the same folder store (the folder
+// store's exclusive create works across processes, gocloud.dev's fileblob's
+// does not); any other URL is a bucket through gocloud.dev/blob, refused
+// when it cannot create an object only if it is absent.
+func openStore(ctx context.Context, out string) (batch.Store, error) {
+	if !isURL(out) {
+		return openDir(out)
+	}
+	u, err := url.Parse(out)
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	if u.Scheme == "file" {
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("--out: %s: a file URL names a folder on this machine: file:///path", out)
+		}
+		return openDir(filepath.FromSlash(u.Path))
+	}
+	s, err := bucket.Open(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	return s, nil
+}
+
+// openDir opens the local folder store at path.
+func openDir(path string) (batch.Store, error) {
+	d, err := batch.NewDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	return d, nil
+}
+
+// openJobs opens the folder of a jobs file (a path or a bucket URL such as
+// s3://bucket/batches/jobs.jsonl) as an fs.FS, and returns the jobs file's
+// name in it: the jobs file and the files its lines name are read through
+// it. Close the returned Closer when reading is done.
+func openJobs(ctx context.Context, name string) (fs.FS, string, io.Closer, error) {
+	if isURL(name) {
+		return bucket.OpenFS(ctx, name)
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return os.DirFS(filepath.Dir(abs)), filepath.Base(abs), io.NopCloser(nil), nil
+}
+
+// openLog opens the log of finished jobs for people: results.jsonl in a
+// folder --out; in a bucket, where many workers cannot append to one
+// object, an object of this run's own under results/, which appears when
+// the run ends (the ledger holds every result meanwhile).
+func openLog(ctx context.Context, store batch.Store, out string) (*resultLog, error) {
+	if d, ok := store.(*batch.Dir); ok {
+		return openResultLog(filepath.Join(d.Path(), resultsFile))
+	}
+	host, _ := os.Hostname()
+	key := fmt.Sprintf("results/%s-%s-%d.jsonl", time.Now().UTC().Format("20060102T150405Z"), safeName(host), os.Getpid())
+	w, err := store.NewWriter(ctx, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	shown := out
+	if u, err := url.Parse(out); err == nil {
+		u.RawQuery, u.User = "", nil
+		shown = u.String()
+	}
+	return &resultLog{path: strings.TrimSuffix(shown, "/") + "/" + key, f: w}, nil
+}
+
+// safeName keeps the letters, digits, dots and dashes of a host name, so
+// that it makes a plain key.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
+}
