@@ -5,6 +5,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // args are a checked job's fields, ready for its call: strings (ids
@@ -28,7 +29,7 @@ type caller func(ctx context.Context, c *creative.Client, a args, opts []creativ
 // fields, their types and which are required come from that table; this one
 // only maps them onto the SDK's request structs.
 var calls = map[string]caller{
-	"text/writer-tool": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.WriterTool: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		req := creative.WriterToolRequest{
 			Inputs: a.array("inputs"), Language: creative.Language(a.str("language")), Number: a.whole("number"),
 			UseCase: creative.UseCase(a.str("useCase")), Action: creative.Action(a.str("action")), Tone: creative.Tone(a.str("tone")),
@@ -38,53 +39,53 @@ var calls = map[string]caller{
 		}
 		return c.WriterTool(ctx, req, opts...)
 	},
-	"audio/text-to-music": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.TextToMusic: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: a.str("prompt"), Duration: a.num("duration")}, opts...)
 	},
-	"image/text-to-image": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.TextToImage: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.TextToImage(ctx, creative.TextToImageRequest{
 			Prompt: a.str("prompt"), NumberOfResults: a.whole("numberOfResults"),
 			ImageSizeID: ids.ImageSizeID(a.str("imageSizeId")), StyleID: ids.StyleID(a.str("styleId")),
 			CameraID: ids.CameraID(a.str("cameraId")), ColorID: ids.ColorID(a.str("colorId")), LightingID: ids.LightingID(a.str("lightingId")),
 		}, opts...)
 	},
-	"image/generate-logo": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.GenerateLogo: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.GenerateLogo(ctx, creative.GenerateLogoRequest{Prompt: a.str("prompt"), NumberOfResults: a.whole("numberOfResults")}, opts...)
 	},
-	"image/generate-qr": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.GenerateQR: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.GenerateQR(ctx, creative.GenerateQRRequest{URL: a.str("url"), Prompt: a.str("prompt")}, opts...)
 	},
-	"image/up-scale": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.UpScale: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.UpScale(ctx, creative.UpScaleRequest{URL: a.str("url"), Scale: a.num("scale")}, opts...)
 	},
-	"audio/enhance": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.EnhanceAudio: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: a.file("audio"), TypeID: ids.EnhanceTypeID(a.str("typeId"))}, opts...)
 	},
-	"video/infinite-zoom": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.InfiniteZoom: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.InfiniteZoom(ctx, creative.InfiniteZoomRequest{Prompt: a.str("prompt"), NumberOfIteration: a.whole("numberOfIteration")}, opts...)
 	},
-	"image/re-imagine": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.ReImagine: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.ReImagine(ctx, creative.ReImagineRequest{Image: a.file("image")}, opts...)
 	},
-	"audio/split-audio": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.SplitAudio: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.SplitAudio(ctx, creative.SplitAudioRequest{Audio: a.file("audio")}, opts...)
 	},
-	"image/remove-background": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.RemoveBackground: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.RemoveBackground(ctx, creative.RemoveBackgroundRequest{URL: a.str("url")}, opts...)
 	},
-	"image/color-image": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.ColorImage: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.ColorImage(ctx, creative.ColorImageRequest{URL: a.str("url")}, opts...)
 	},
-	"image/enhance": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.EnhanceImage: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.EnhanceImage(ctx, creative.EnhanceImageRequest{URL: a.str("url")}, opts...)
 	},
-	"video/remove-background": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.RemoveVideoBackground: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: a.str("url")}, opts...)
 	},
-	"audio/text-to-speech": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.TextToSpeech: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: a.str("prompt"), VoiceID: ids.VoiceID(a.str("voiceId"))}, opts...)
 	},
-	"image/change-background": func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
+	ops.ChangeBackground: func(ctx context.Context, c *creative.Client, a args, opts []creative.Option) (any, error) {
 		return c.ChangeBackground(ctx, creative.ChangeBackgroundRequest{Image: a.file("image"), Prompt: a.str("prompt")}, opts...)
 	},
 }

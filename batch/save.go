@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -191,7 +189,7 @@ func (ru *run) download(ctx context.Context, rec *Record, start time.Time) {
 
 // fetch downloads link i of rec to its file, named by its first bytes.
 func (ru *run) fetch(ctx context.Context, rec *Record, i int, link string) (string, error) {
-	lw := &lazyWriter{name: func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniffExt(head, link)) }}
+	lw := &lazyWriter{name: func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head, link)) }}
 	lw.open = func(key string) (io.WriteCloser, error) {
 		return ru.store.NewWriter(lw.ctx, key, meta(rec))
 	}
@@ -295,18 +293,4 @@ func (l *lazyWriter) close() error {
 		l.err = err
 	}
 	return err
-}
-
-// sniffExt names a downloaded file's extension from its first bytes, else
-// from the link's path.
-func sniffExt(head []byte, link string) string {
-	if ext := sniff.Ext(sniff.Type(head)); ext != "" {
-		return ext
-	}
-	if u, err := url.Parse(link); err == nil && link != "" {
-		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {
-			return ext
-		}
-	}
-	return ".bin"
 }

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,7 +67,7 @@ func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err 
 			if ext := v.Ext(); ext != ".bin" {
 				return ext
 			}
-			return sniffExt(head, "")
+			return sniff.FileExt(head, "")
 		}, func(w io.Writer) error {
 			_, err := io.Copy(w, v)
 			return err
@@ -101,7 +99,7 @@ func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *s
 	n := namer{stem: stem, several: len(us) > 1}
 	for _, u := range us {
 		link := string(u)
-		err := s.write(&n, out, func(head []byte) string { return sniffExt(head, link) }, func(w io.Writer) error {
+		err := s.write(&n, out, func(head []byte) string { return sniff.FileExt(head, link) }, func(w io.Writer) error {
 			if s.status != nil {
 				s.status.attempt.Store(0) // the attempts of this download
 			}
@@ -187,18 +185,4 @@ func readHead(name string) ([]byte, error) {
 	head := make([]byte, 16)
 	n, _ := io.ReadFull(f, head)
 	return head[:n], nil
-}
-
-// sniffExt names a downloaded file's extension from its first bytes, else
-// from the URL's path.
-func sniffExt(head []byte, link string) string {
-	if ext := sniff.Ext(sniff.Type(head)); ext != "" {
-		return ext
-	}
-	if u, err := url.Parse(link); err == nil && link != "" {
-		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {
-			return ext
-		}
-	}
-	return ".bin"
 }

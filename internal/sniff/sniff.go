@@ -7,6 +7,8 @@ package sniff
 import (
 	"bytes"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 )
 
@@ -105,4 +107,18 @@ func Ext(ct string) string {
 		}
 	}
 	return ""
+}
+
+// FileExt names a file's extension from its first bytes, else from the path
+// of the link it came from (an extension of at most 6 bytes), else ".bin".
+func FileExt(head []byte, link string) string {
+	if ext := Ext(Type(head)); ext != "" {
+		return ext
+	}
+	if u, err := url.Parse(link); err == nil && link != "" {
+		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {
+			return ext
+		}
+	}
+	return ".bin"
 }

@@ -153,3 +153,21 @@ func FuzzJPEGSize(f *testing.F) {
 		}
 	})
 }
+
+func TestFileExtTrustsTheBytesThenTheLink(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n0000")
+	for _, tc := range []struct {
+		head       []byte
+		link, want string
+	}{
+		{png, "https://f.example/a.mp3", ".png"},
+		{[]byte("not a known type"), "https://f.example/files/a.wav?sig=x", ".wav"},
+		{[]byte("not a known type"), "https://f.example/files/a.toolongext", ".bin"},
+		{[]byte("not a known type"), "", ".bin"},
+		{nil, "https://f.example/dir.x/", ".bin"},
+	} {
+		if got := FileExt(tc.head, tc.link); got != tc.want {
+			t.Errorf("FileExt(%q, %q) = %q, want %q", tc.head, tc.link, got, tc.want)
+		}
+	}
+}
