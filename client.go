@@ -206,6 +206,7 @@ type call struct {
 	retryAfter time.Duration // asked for by the last answer
 
 	redactor // the call's keys and the Client's, removed from every text
+	retrier  // go-retryablehttp's client of this call (retry.go)
 }
 
 // callSettings returns the settings of one call: the Client's, or a copy

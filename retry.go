@@ -29,7 +29,7 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 	if err := cl.setBody(rreq); err != nil {
 		return nil, err
 	}
-	rc := retryablehttp.Client{
+	cl.rc = retryablehttp.Client{
 		HTTPClient:     &cl.hc,
 		RetryWaitMin:   cl.s.waitMin,
 		RetryWaitMax:   cl.s.waitMax,
@@ -40,8 +40,12 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
 	cl.started = time.Now()
-	return rc.Do(rreq)
+	return cl.rc.Do(rreq)
 }
+
+// retrier holds go-retryablehttp's client of one call inside the call, so
+// that it costs no allocation of its own.
+type retrier struct{ rc retryablehttp.Client }
 
 // setBody gives rreq the call's body, opened anew for each attempt. A JSON
 // body's bytes are handed to each attempt by onAttempt, through GetBody, in
