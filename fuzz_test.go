@@ -2,70 +2,12 @@ package creative
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/url"
 	"testing"
 )
-
-// FuzzEnvelope feeds arbitrary bodies to every result decoder: none may
-// panic, and none may return a zero value without an error.
-func FuzzEnvelope(f *testing.F) {
-	for _, seed := range []string{
-		`{"success":true,"message":"ok","data":"https://f.example/a.wav"}`,
-		`{"success":true,"message":"ok","data":["https://f.example/1.wav","https://f.example/2.wav"]}`,
-		`{"success":true,"message":"ok","data":{"base64":"iVBORw0KGgo="}}`,
-		`{"success":true,"message":"ok","data":[{"base64":"iVBORw0KGgo="},{"base64":"iVBO"}]}`,
-		`{"success":true,"message":"ok","data":"iVBORw0KGgo="}`,
-		`{"success":true,"data":{"language":"en","useCase":"CoverLetter","word_count":3,"text":{"choices":[{"text":"a b c","index":0,"word_count":3}]}}}`,
-		`{"success":false,"message":"no"}`,
-		`{"success":true}`,
-		`<html>502</html>`,
-		`{"success":tru`,
-		`{"success":true,"data":null}`,
-		`{"success":true,"data":{"text":{"choices":[{"index":"x"}]}}}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	typed := func(t *testing.T, err error) {
-		if err == nil {
-			return
-		}
-		var ae *APIError
-		if !errors.As(err, &ae) {
-			t.Fatalf("error of type %T", err)
-		}
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		u, err := gate(bytes.Clone(body), dataURLOf)
-		typed(t, err)
-		if err == nil && u == "" {
-			t.Fatal("empty URL without error")
-		}
-		us, err := gate(bytes.Clone(body), dataURLs)
-		typed(t, err)
-		if err == nil && len(us) == 0 {
-			t.Fatal("no URLs without error")
-		}
-		ims, err := gate(bytes.Clone(body), images(10))
-		typed(t, err)
-		if err == nil && len(ims) == 0 {
-			t.Fatal("no images without error")
-		}
-		im, err := gate(bytes.Clone(body), oneImage)
-		typed(t, err)
-		if err == nil && len(im.Data) == 0 {
-			t.Fatal("empty image without error")
-		}
-		w, err := gate(bytes.Clone(body), dataWriter)
-		typed(t, err)
-		if err == nil && (w == nil || len(w.Choices) == 0) {
-			t.Fatal("no choices without error")
-		}
-	})
-}
 
 // FuzzSniff inspects arbitrary uploads: no panic, no huge allocation, and
 // a type and size that agree with the bytes.
