@@ -92,6 +92,7 @@ type APIError struct {
 	paused      bool        // refused, nothing sent, during the client's pause
 	kind        attemptKind // what the last attempt may have cost
 	mayHavePaid int         // attempts whose outcome is unknown
+	resent      bool        // an attempt followed one whose outcome was unknown
 }
 
 // Error reports the operation, the status, the attempts and the message, as
@@ -109,7 +110,7 @@ func (e *APIError) Error() string {
 		b.WriteString(e.Message)
 	}
 	if !e.paused { // its message says already that nothing was sent
-		b.WriteString(costNote(e.kind, e.Attempts, e.mayHavePaid))
+		b.WriteString(costNote(e.kind, e.Attempts, e.mayHavePaid, e.resent))
 	}
 	if e.RequestID != "" {
 		b.WriteString(" (request id ")
@@ -152,7 +153,7 @@ func (o attemptKind) is(target error) bool {
 
 // costNote says, for an error's text, which kind of failure ended the call
 // and what it may have cost.
-func costNote(k attemptKind, attempts, mayHavePaid int) string {
+func costNote(k attemptKind, attempts, mayHavePaid int, resent bool) string {
 	switch {
 	case k == attemptNotSent:
 		return " (not sent: the request did not reach the service whole, so nothing was done)"
@@ -160,10 +161,10 @@ func costNote(k attemptKind, attempts, mayHavePaid int) string {
 		return " (refused: the service did not do the work)"
 	case k != attemptUnknown:
 		return ""
-	case mayHavePaid <= 1:
+	case mayHavePaid <= 1 && !resent:
 		return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it, so it was not sent again, after %s)", plural(attempts, "attempt"))
 	}
-	return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it up to %d times, in %s with WithRetryMayPayAgain)", mayHavePaid, plural(attempts, "attempt"))
+	return fmt.Sprintf(" (outcome unknown: the service may have done the work and charged for it, up to %s, in %s with WithRetryMayPayAgain)", plural(max(mayHavePaid, 1), "time"), plural(attempts, "attempt"))
 }
 
 // plural writes n things, as "1 attempt" or "3 attempts".
@@ -233,12 +234,13 @@ type NetworkError struct {
 
 	kind        attemptKind // what the last attempt may have cost
 	mayHavePaid int         // attempts whose outcome is unknown
+	resent      bool        // an attempt followed one whose outcome was unknown
 }
 
 // Error reports the operation, the attempts and the cause, and when the
 // outcome is unknown, that the work may have been done and paid.
 func (e *NetworkError) Error() string {
-	note := costNote(e.kind, e.Attempts, e.mayHavePaid)
+	note := costNote(e.kind, e.Attempts, e.mayHavePaid, e.resent)
 	if e.Attempts > 1 {
 		return fmt.Sprintf("creative: %s: %d attempts: %v%s", e.Operation, e.Attempts, e.Err, note)
 	}

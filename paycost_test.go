@@ -18,6 +18,7 @@ package creative
 //	a dial to a closed port                        0, ErrNotSent, 3                     the same
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -116,7 +117,7 @@ func unknownWant(status int, has string) func(bool) payWant {
 			has: "the service may have done the work and charged for it, so it was not sent again, after 1 attempt"}
 		if payAgain {
 			w.whole, w.attempts = 3, 3
-			w.has = "charged for it up to 3 times, in 3 attempts with WithRetryMayPayAgain"
+			w.has = "charged for it, up to 3 times, in 3 attempts with WithRetryMayPayAgain"
 		}
 		if status != 0 {
 			w.is = append(w.is, ErrServer)
@@ -362,4 +363,52 @@ func TestWithRequestTimeoutRetriesAnUploadNotWrittenWhole(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), ps.whole.Load(), "requests that arrived whole")
 	assert.Equal(t, int64(2), ps.hits.Load())
+}
+
+// With the opt-in, an attempt whose outcome was unknown may have been paid
+// whatever follows it: a retry that is then refused, or not sent, leaves
+// the call's outcome unknown, never refused, so that nothing (a batch
+// rerun, say) sends it again as if nothing had been done.
+func TestAnUnknownOutcomeIsNotForgottenByARefusalAfterIt(t *testing.T) {
+	ps := &payServer{}
+	ps.testServer = newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		ps.arrived(r)
+		if ps.hits.Load() == 1 {
+			replyJSON(502, `{"success":false,"message":"bad gateway"}`)(w, r)
+			return
+		}
+		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+	})
+	c := newTestClient(t, ps.URL, WithRetryMayPayAgain(), WithMaxRetries(1))
+	err := music(context.Background(), c)
+	assert.ErrorIs(t, err, ErrOutcomeUnknown)
+	assert.NotErrorIs(t, err, ErrRefused)
+	assert.ErrorIs(t, err, ErrServer)
+	assert.ErrorContains(t, err, "HTTP 503 after 2 attempts: busy (outcome unknown: the service may have done the work and charged for it, up to 1 time, in 2 attempts with WithRetryMayPayAgain)")
+	assert.Equal(t, int64(2), ps.whole.Load())
+
+	t.Run("then not sent", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		var hits atomic.Int64
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				if hits.Add(1) == 1 {
+					// The whole request arrives, then the connection ends
+					// with no answer: unknown.
+					_, _ = http.ReadRequest(bufio.NewReader(conn))
+				}
+				_ = conn.Close()
+			}
+		}()
+		t.Cleanup(func() { _ = ln.Close() })
+		c := newTestClient(t, "http://"+ln.Addr().String(), WithRetryMayPayAgain(), WithMaxRetries(1))
+		err = music(context.Background(), c)
+		assert.ErrorIs(t, err, ErrOutcomeUnknown)
+		assert.NotErrorIs(t, err, ErrNotSent)
+	})
 }

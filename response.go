@@ -106,6 +106,7 @@ func (rs *response) apiError() *APIError {
 		RequestID:   requestID(h),
 		kind:        cl.costOf(kindOf(attemptSeen{status: rs.StatusCode})),
 		mayHavePaid: cl.unknowns,
+		resent:      cl.unknowns > 0 && kindOf(attemptSeen{status: rs.StatusCode}) != attemptUnknown,
 	}
 	if d, ok := retryAfter(rs.Response, time.Now()); ok {
 		e.RetryAfter = d
@@ -241,7 +242,7 @@ func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer: %w", err)
 	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
-		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1}
+		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1, resent: cl.unknowns > 0}
 }
 
 // copyTo copies a downloaded body to w, within the call's cap when one was

@@ -352,7 +352,7 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	case errors.As(err, &paused):
 		// The attempt refused by the pause was counted but never sent.
 		return &APIError{Operation: cl.op, StatusCode: paused.status, Attempts: cl.attempts - 1, RetryAfter: time.Until(paused.until),
-			Message: paused.Error(), paused: true, kind: attemptNotSent}
+			Message: paused.Error(), paused: true, kind: cl.costOf(attemptNotSent), mayHavePaid: cl.unknowns, resent: cl.unknowns > 0}
 	case errors.As(err, &redir):
 		return &APIError{Operation: cl.op, StatusCode: redir.status, Attempts: cl.attempts, Message: cl.message(redir.Error()), unexpected: true}
 	}
@@ -366,15 +366,21 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	if kind == attemptAnswered { // no attempt was judged: none was sent
 		kind = attemptNotSent
 	}
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err), kind: cl.costOf(kind), mayHavePaid: cl.unknowns}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err), kind: cl.costOf(kind), mayHavePaid: cl.unknowns, resent: cl.unknowns > 0 && cl.last.kind != attemptUnknown}
 }
 
-// costOf is the kind an error reports for an attempt of kind k: a request
-// without a body (a Download) costs nothing to send again, so its outcome is
+// costOf is the kind the call's error reports when its last attempt was of
+// kind k. Once any attempt's outcome was unknown, the call may have been
+// paid whatever came after (a retry opted in to with WithRetryMayPayAgain,
+// then refused or not sent), so it reports an unknown outcome. A request
+// without a body (a Download) costs nothing to send again: its outcome is
 // never unknown in the sense of ErrOutcomeUnknown.
 func (cl *call) costOf(k attemptKind) attemptKind {
-	if k == attemptUnknown && cl.body == nil {
+	switch {
+	case cl.body == nil && k == attemptUnknown:
 		return attemptAnswered
+	case cl.body != nil && cl.unknowns > 0:
+		return attemptUnknown
 	}
 	return k
 }

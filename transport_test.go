@@ -188,7 +188,7 @@ func TestWithRequestTimeout(t *testing.T) {
 		assert.Equal(t, 2, ss.count())
 		assert.Contains(t, err.Error(), "WithRequestTimeout")
 		assert.ErrorIs(t, err, ErrOutcomeUnknown)
-		assert.Contains(t, err.Error(), "charged for it up to 2 times, in 2 attempts with WithRetryMayPayAgain")
+		assert.Contains(t, err.Error(), "charged for it, up to 2 times, in 2 attempts with WithRetryMayPayAgain")
 	})
 	t.Run("it bounds the wait for the headers, not the body", func(t *testing.T) {
 		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
