@@ -278,7 +278,8 @@ func WithMiddleware(m ...Middleware) Option {
 // WithResponseInto makes *dst the last attempt's response once the call
 // returns: its status and headers, such as a request id. Its body has been
 // read and closed already, except for a speech stream, which is the Audio.
-// *dst stays nil when no answer came.
+// Its header values are redacted like every text from the other end, and
+// its Request carries no access key. *dst stays nil when no answer came.
 func WithResponseInto(dst **http.Response) Option {
 	return func(s *settings) error {
 		if dst == nil {

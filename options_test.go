@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,6 +247,20 @@ func TestWithResponseInto(t *testing.T) {
 		require.NotNil(t, resp)
 		assert.Equal(t, 400, resp.StatusCode)
 		assert.Equal(t, "req-1", resp.Header.Get("X-Request-Id"))
+	})
+	t.Run("headers that echo the key are redacted, and the request carries no key", func(t *testing.T) {
+		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Request-Id", "id-"+r.Header.Get("X-Access-Key"))
+			w.Header().Set("X-Echo", url.QueryEscape(r.Header.Get("X-Access-Key")))
+			replyJSON(200, musicOK)(w, r)
+		})
+		var resp *http.Response
+		require.NoError(t, music(context.Background(), newTestClient(t, ss.URL), WithResponseInto(&resp)))
+		require.NotNil(t, resp)
+		assert.Equal(t, "id-"+redacted, resp.Header.Get("X-Request-Id"))
+		assert.Equal(t, redacted, resp.Header.Get("X-Echo"))
+		require.NotNil(t, resp.Request)
+		assert.Empty(t, resp.Request.Header.Get("X-Access-Key"))
 	})
 	t.Run("nil when no answer came", func(t *testing.T) {
 		var resp *http.Response

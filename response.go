@@ -70,7 +70,30 @@ func (rs *response) handOver(body io.ReadCloser) {
 	rs.handed = true
 	resp := *rs.Response
 	resp.Body = body
+	// Headers come from the other end: redacted like every string the
+	// client keeps, since callers log them and store request ids. The
+	// request keeps its headers but the access key.
+	resp.Header = rs.cl.redactHeader(rs.Header)
+	if resp.Request != nil {
+		req := *resp.Request
+		req.Header = req.Header.Clone()
+		req.Header.Del(headerAccessKey)
+		resp.Request = &req
+	}
 	*dst = &resp
+}
+
+// redactHeader returns a copy of h with every value redacted and bounded.
+func (r *redactor) redactHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		kept := make([]string, len(vs))
+		for i, v := range vs {
+			kept[i] = string(r.keep([]byte(v), maxMessage))
+		}
+		out[k] = kept
+	}
+	return out
 }
 
 // requestIDHeaders are the headers that carry a request id, most specific
@@ -90,14 +113,7 @@ func requestID(h http.Header) string {
 // and request id, redacted.
 func (rs *response) apiError() *APIError {
 	cl := rs.cl
-	h := make(http.Header, len(rs.Header))
-	for k, vs := range rs.Header {
-		out := make([]string, len(vs))
-		for i, v := range vs {
-			out[i] = string(cl.keep([]byte(v), maxMessage))
-		}
-		h[k] = out
-	}
+	h := cl.redactHeader(rs.Header)
 	e := &APIError{
 		Operation:   cl.op,
 		StatusCode:  rs.StatusCode,
