@@ -47,7 +47,7 @@ func (bd *bodyDecoder) skim(body []byte) []byte {
 		}
 		i = end + 1
 		if end-start < skimMin || bytes.HasPrefix(body[start:], []byte("data:")) ||
-			bytes.IndexByte(body[start:end], '\\') >= 0 {
+			bytes.IndexByte(body[start:end], '\\') >= 0 || isName(body[end+1:]) {
 			continue
 		}
 		if bytes.Contains(body[last:start], []byte(placeholder)) {
@@ -68,6 +68,13 @@ func (bd *bodyDecoder) skim(body []byte) []byte {
 	skel = append(skel, body[last:]...)
 	bd.skel = skel
 	return skel
+}
+
+// isName reports whether the string that rest follows is an object's member
+// name: the walk must see names whole, to refuse duplicates.
+func isName(rest []byte) bool {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	return len(rest) > 0 && rest[0] == ':'
 }
 
 // closingQuote returns the index of the quote that closes the string whose
