@@ -246,6 +246,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 	cl.hc.Transport = &cl.tr
 	cl.hc.CheckRedirect = cl.tr.checkRedirect
 	cl.trace.WroteRequest = cl.tr.wroteRequest
+	cl.trace.WroteHeaders = cl.tr.wroteHeaders
 	return cl
 }
 

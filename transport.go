@@ -54,6 +54,7 @@ type transport struct {
 	next     http.RoundTripper
 	wrote    atomic.Int32 // what httptrace said of the attempt's request: wroteNothing, wroteFailed or wroteWhole
 	bodyRead atomic.Bool  // the transport read an upload's body to its end
+	headers  atomic.Bool  // httptrace said the attempt's headers were written
 }
 
 // What the transport saw of an attempt's request being written.
@@ -76,23 +77,30 @@ func (t *transport) wroteRequest(info httptrace.WroteRequestInfo) {
 	t.wrote.Store(wroteWhole)
 }
 
+// wroteHeaders is the call's httptrace hook run when a request's headers
+// were written.
+func (t *transport) wroteHeaders() { t.headers.Store(true) }
+
 // clear forgets what was seen of the last request, as an attempt or a
 // redirect of it starts.
 func (t *transport) clear() {
 	t.wrote.Store(wroteNothing)
 	t.bodyRead.Store(false)
+	t.headers.Store(false)
 }
 
 // written reports whether the attempt's request may have reached the
-// service whole: httptrace said so, or, with no word from it yet, the
-// transport read the whole body (over HTTP/2 the word can come after
-// RoundTrip returned).
+// service whole: httptrace said so or, with no word from it yet (over
+// HTTP/2 the word can come after RoundTrip returned), its headers went out
+// or the transport read the whole body. A request whose headers went out
+// and whose fate is not told is taken as arrived: the doubt costs a retry,
+// never a second payment.
 func (t *transport) written() bool {
 	switch t.wrote.Load() {
 	case wroteWhole:
 		return true
 	case wroteNothing:
-		return t.bodyRead.Load()
+		return t.bodyRead.Load() || t.headers.Load()
 	}
 	return false
 }

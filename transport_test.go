@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,4 +308,52 @@ func TestTheTransportTellsAWrittenRequest(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r)
 		assert.True(t, tr.written())
 	})
+}
+
+// Over HTTP/2 the word that a request was written can come after its round
+// trip failed. A stream reset after the service read the whole JSON body
+// is an unknown outcome, never a retry.
+func TestHTTP2AResetAfterTheWholeBodyIsAnUnknownOutcome(t *testing.T) {
+	var whole, arrived, h2 atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		if r.ProtoMajor == 2 {
+			h2.Add(1)
+		}
+		if _, err := io.Copy(io.Discard, r.Body); err == nil {
+			whole.Add(1)
+		}
+		panic(http.ErrAbortHandler) // resets the stream, with no answer
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c, err := New(WithBaseURL(srv.URL), WithAccessKey(testKey), WithHTTPClient(srv.Client()),
+		WithRetryWait(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	var resp *http.Response
+	err = music(ctx, c, WithResponseInto(&resp))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrOutcomeUnknown, "%v", err)
+	assert.Equal(t, int64(1), arrived.Load(), "not sent again")
+	assert.Equal(t, int64(1), whole.Load())
+	assert.Equal(t, int64(1), h2.Load(), "the request came over HTTP/2")
+}
+
+// What the transport saw of an attempt decides whether it may have arrived:
+// with no word from httptrace yet, headers that went out count as arrived.
+func TestWrittenTakesHeadersThatWentOutAsArrived(t *testing.T) {
+	var tr transport
+	assert.False(t, tr.written(), "nothing seen: not sent")
+	tr.wroteHeaders()
+	assert.True(t, tr.written(), "headers out, no word of the body: maybe arrived")
+	tr.wroteRequest(httptrace.WroteRequestInfo{Err: io.ErrUnexpectedEOF})
+	assert.False(t, tr.written(), "httptrace said the write failed: not sent whole")
+	tr.clear()
+	assert.False(t, tr.written(), "a new attempt starts with nothing seen")
+	tr.wroteRequest(httptrace.WroteRequestInfo{})
+	assert.True(t, tr.written())
 }
