@@ -310,9 +310,11 @@ func TestTheTransportTellsAWrittenRequest(t *testing.T) {
 	})
 }
 
-// Over HTTP/2 the word that a request was written can come after its round
-// trip failed. A stream reset after the service read the whole JSON body
-// is an unknown outcome, never a retry.
+// Over HTTP/2, a stream reset after the service read the whole JSON body is
+// an unknown outcome, never a retry. (When httptrace's word that the
+// request was written comes late, headers that went out decide: that rule
+// is held by TestWrittenTakesHeadersThatWentOutAsArrived, since a loopback
+// server cannot make the word come late on demand.)
 func TestHTTP2AResetAfterTheWholeBodyIsAnUnknownOutcome(t *testing.T) {
 	var whole, arrived, h2 atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
