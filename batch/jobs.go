@@ -169,9 +169,6 @@ func parseLine(raw []byte) (Job, error) {
 			return j, notObject
 		}
 		name := tok.String()
-		if !utf8.ValidString(name) {
-			return j, &fieldError{fmt.Sprintf("%q", name), errors.New("a key holds invalid UTF-8")}
-		}
 		if seen[name] {
 			return j, &fieldError{name, errors.New("given twice (which one was meant?)")}
 		}
@@ -183,6 +180,9 @@ func parseLine(raw []byte) (Job, error) {
 		if !utf8.Valid(val) {
 			return j, &fieldError{name, errors.New("holds invalid UTF-8")}
 		}
+		if !val.IsValid(jsontext.AllowDuplicateNames(true)) {
+			return j, &fieldError{name, errLoneSurrogate}
+		}
 		if err := j.set(name, val); err != nil {
 			return j, &fieldError{name, err}
 		}
@@ -193,8 +193,20 @@ func parseLine(raw []byte) (Job, error) {
 	if _, err := dec.ReadToken(); err != io.EOF {
 		return j, &fieldError{err: errors.New("more than one JSON value on the line")}
 	}
+	// Every value passed; a key can still hold invalid UTF-8 or a bad
+	// escape, which its token read as U+FFFD.
+	if !utf8.Valid(raw) {
+		return j, &fieldError{err: errors.New("a key holds invalid UTF-8")}
+	}
+	if bytes.Contains(raw, []byte(`\u`)) && !jsontext.Value(raw).IsValid(jsontext.AllowDuplicateNames(true)) {
+		return j, &fieldError{err: errors.New("a key " + errLoneSurrogate.Error())}
+	}
 	return j, nil
 }
+
+// errLoneSurrogate refuses an escape such as \ud800 that names half of a
+// UTF-16 pair: no character, so no text the service could be sent.
+var errLoneSurrogate = errors.New(`holds an escape that is no character (a lone UTF-16 surrogate such as \ud800)`)
 
 // set stores one member of a line.
 func (j *Job) set(name string, val jsontext.Value) error {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func lines(t *testing.T, text string) ([]Job, []error) {
@@ -47,6 +49,29 @@ func TestJSONLNamesTheLineAndTheField(t *testing.T) {
 	}
 }
 
+func TestJSONLRefusesAKeyOrValueThatIsNoText(t *testing.T) {
+	_, errs := lines(t, `{"op":"a/b","p":"fox \ud800 snow"}`+"\n"+`{"op":"a/b","\udc00":1}`+"\n"+`{"op":"a/b","p":["\ud83e"]}`+"\n"+`{"op":"a/b","p":"\ud83e\udd8a"}`+"\n"+"{\"op\":\"a/b\",\"\xff\":1}\n")
+	want := []string{
+		`line 1: p: holds an escape that is no character (a lone UTF-16 surrogate such as \ud800)`,
+		`line 2: a key holds an escape that is no character (a lone UTF-16 surrogate such as \ud800)`,
+		`line 3: p: holds an escape that is no character (a lone UTF-16 surrogate such as \ud800)`,
+		"",
+		"line 5: a key holds invalid UTF-8",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("%d lines, want %d", len(errs), len(want))
+	}
+	for i, w := range want {
+		got := ""
+		if errs[i] != nil {
+			got = errs[i].Error()
+		}
+		if got != w {
+			t.Errorf("line %d: %q, want %q", i+1, got, w)
+		}
+	}
+}
+
 func TestJSONLStopsAtALineTooLong(t *testing.T) {
 	_, errs := lines(t, `{"op":"a/b"}`+"\n"+strings.Repeat("x", maxLine+1)+"\n")
 	if len(errs) != 2 || errs[1] == nil || !strings.Contains(errs[1].Error(), "line 2: longer than 4 MiB") {
@@ -62,6 +87,9 @@ func FuzzParseLine(f *testing.F) {
 		j, err := parseLine(raw)
 		if err != nil {
 			return
+		}
+		if !jsontext.Value(raw).IsValid(jsontext.AllowDuplicateNames(true)) {
+			t.Fatalf("a line with a bad escape passed: %q", raw)
 		}
 		if !utf8.ValidString(j.Op) || !utf8.ValidString(j.ID) {
 			t.Fatalf("invalid UTF-8 passed: %q %q", j.Op, j.ID)
