@@ -69,10 +69,14 @@ func Classify(err error) State {
 	return Unknown
 }
 
-// A Record is one attempt at a job, as the ledger keeps it under
-// ledger/<fan>/<job>.<attempt>.json. Each attempt is claimed by an
-// exclusive create, so two workers never make the same attempt, and only
-// its claimer writes it after that.
+// A Record is one attempt at a job, as the ledger keeps it. Each attempt
+// is up to three records under ledger/<fan>/, each made once by an
+// exclusive create and never replaced: the claim (<job>.<attempt>.json),
+// the answer's links and text before anything is downloaded
+// (<job>.<attempt>.answered.json), and how the attempt ended
+// (<job>.<attempt>.end.json). The attempt stands where its last record
+// says. Only the worker whose claim was made writes the later two, so two
+// workers never make the same attempt.
 type Record struct {
 	Job     string `json:"job"`
 	ID      string `json:"id,omitempty"`
@@ -111,14 +115,31 @@ const (
 // ledgerPrefix holds the ledger in a Store.
 const ledgerPrefix = "ledger/"
 
+// The records of an attempt, in the order they are made: a stage names
+// the key of each.
+type stage string
+
+const (
+	stageClaim    stage = ""         // <job>.0001.json: about to be sent
+	stageAnswered stage = "answered" // <job>.0001.answered.json: links and text, before any download
+	stageEnd      stage = "end"      // <job>.0001.end.json: how the attempt ended
+)
+
 // jobPrefix starts the keys of a job's attempts: fanned out by the first
 // three hex digits of its key into 4,096 folders, so that no folder holds
-// more than a few hundred entries at a million jobs, and a job costs no
+// more than a few thousand entries at a million jobs, and a job costs no
 // folder of its own.
 func jobPrefix(key string) string { return ledgerPrefix + key[:3] + "/" + key + "." }
 
-// attemptKey is the key of attempt n (from 1) of a job.
-func attemptKey(key string, n int) string { return fmt.Sprintf("%s%04d.json", jobPrefix(key), n) }
+// recordKey is the key of the record of stage st of attempt n (from 1) of
+// a job. Records are never replaced: a folder store makes each with one
+// exclusive create, and removes no file to make it.
+func recordKey(key string, n int, st stage) string {
+	if st == stageClaim {
+		return fmt.Sprintf("%s%04d.json", jobPrefix(key), n)
+	}
+	return fmt.Sprintf("%s%04d.%s.json", jobPrefix(key), n, st)
+}
 
 // splitAttempt returns the job key and the attempt number of a ledger key.
 func splitAttempt(k string) (job string, n int, ok bool) {
@@ -126,35 +147,56 @@ func splitAttempt(k string) (job string, n int, ok bool) {
 	if !ok || len(job) != 32 {
 		return "", 0, false
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(rest, ".json"))
+	num, st, _ := strings.Cut(strings.TrimSuffix(rest, ".json"), ".")
+	switch stage(st) {
+	case stageClaim, stageAnswered, stageEnd:
+	default:
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(num)
 	return job, n, err == nil && strings.HasSuffix(rest, ".json")
 }
 
-// latest returns the last attempt of the job with key, and its number; a
-// nil record when the job was never claimed. Attempts are numbered without
-// gaps (a worker creates attempt n+1 only after reading attempt n), so the
-// last one is found by asking for 1, 2, ... until one is missing: one
-// question for a new job, two for a job done at its first attempt, and no
-// listing of a folder. An attempt whose record does not parse (being
-// created at this moment) is a claim.
+// latest returns the last attempt of the job with key, as its last record
+// says, and its number; a nil record when the job was never claimed.
+// Attempts are numbered without gaps (a worker claims attempt n+1 only
+// after reading attempt n), so the last one is found by asking for the
+// claims 1, 2, ... until one is missing, then for that attempt's end and
+// answer: one question for a new job, three for a job done at its first
+// attempt, and no listing of a folder. A record that does not parse (being
+// created at this moment, or cut short by a crash) is passed over for the
+// one before it; a claim that does not parse is a claim.
 func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
-	var b []byte
+	var claimed []byte
 	n := 0
 	for {
-		next, err := s.Get(ctx, attemptKey(key, n+1))
+		next, err := s.Get(ctx, recordKey(key, n+1, stageClaim))
 		if errors.Is(err, ErrNotExist) {
 			break
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		b, n = next, n+1
+		claimed, n = next, n+1
 	}
 	if n == 0 {
 		return nil, 0, nil
 	}
+	for _, st := range []stage{stageEnd, stageAnswered} {
+		b, err := s.Get(ctx, recordKey(key, n, st))
+		if errors.Is(err, ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		var r Record
+		if json.Unmarshal(b, &r) == nil {
+			return &r, n, nil
+		}
+	}
 	var r Record
-	if json.Unmarshal(b, &r) != nil {
+	if json.Unmarshal(claimed, &r) != nil {
 		return &Record{Job: key, Attempt: n, State: Claimed, Kind: kindCall}, n, nil
 	}
 	return &r, n, nil
@@ -171,12 +213,13 @@ func marshal(r *Record) []byte {
 // claim creates attempt n of the job as r; ErrExist means another worker
 // has it.
 func claim(ctx context.Context, s Store, r *Record) error {
-	return s.Create(ctx, attemptKey(r.Job, r.Attempt), marshal(r))
+	return s.Create(ctx, recordKey(r.Job, r.Attempt, stageClaim), marshal(r))
 }
 
-// put records r, the claimer's own attempt, durably.
-func put(ctx context.Context, s Store, r *Record) error {
-	return s.Put(ctx, attemptKey(r.Job, r.Attempt), marshal(r))
+// record makes the record of stage st of r, the claimer's own attempt,
+// durably. Each stage is recorded once per attempt.
+func record(ctx context.Context, s Store, r *Record, st stage) error {
+	return s.Create(ctx, recordKey(r.Job, r.Attempt, st), marshal(r))
 }
 
 // An action is what a run does with a job, given its last attempt.

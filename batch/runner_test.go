@@ -116,16 +116,30 @@ func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {
 	t.Logf("worker 0 did %d, worker 1 did %d", sums[0].Done, sums[1].Done)
 }
 
-// failingStore is a Dir whose Puts fail from the nth on, as a full disk
-// would.
+// failingStore is a Dir whose writes of small objects (Create and Put)
+// fail from the nth on, as a full disk would.
 type failingStore struct {
 	*batch.Dir
-	n, puts atomic.Int32
+	n, writes atomic.Int32
+}
+
+func (s *failingStore) full(key string) error {
+	if s.writes.Add(1) >= s.n.Load() {
+		return fmt.Errorf("write %s: %w", key, syscall.ENOSPC)
+	}
+	return nil
+}
+
+func (s *failingStore) Create(ctx context.Context, key string, data []byte) error {
+	if err := s.full(key); err != nil {
+		return err
+	}
+	return s.Dir.Create(ctx, key, data)
 }
 
 func (s *failingStore) Put(ctx context.Context, key string, data []byte) error {
-	if s.puts.Add(1) >= s.n.Load() {
-		return fmt.Errorf("write %s: %w", key, syscall.ENOSPC)
+	if err := s.full(key); err != nil {
+		return err
 	}
 	return s.Dir.Put(ctx, key, data)
 }
@@ -141,7 +155,9 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 	require.NoError(t, err)
 	defer dir.Close()
 	store := &failingStore{Dir: dir}
-	store.n.Store(3) // the first job is recorded, then the disk is full
+	// The first job is claimed, answered and ended, the second claimed and
+	// paid for; then the disk is full.
+	store.n.Store(5)
 	var mu sync.Mutex
 	ended := map[batch.State]int{}
 	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {

@@ -75,7 +75,7 @@ func (ru *run) answered(ctx context.Context, rec *Record, us []creative.URL, sta
 	}
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
-	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
+	if err := record(context.WithoutCancel(ctx), ru.store, rec, stageAnswered); err != nil {
 		ru.unrecorded(rec, err)
 		ru.count(func(s *Summary) { s.Claimed++ })
 		ru.ended.Add(1)

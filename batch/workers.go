@@ -259,7 +259,7 @@ func (ru *run) finish(ctx context.Context, rec *Record, start time.Time) {
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
 	// The record is written even when ctx was cancelled: the call ended.
-	if err := put(context.WithoutCancel(ctx), ru.store, rec); err != nil {
+	if err := record(context.WithoutCancel(ctx), ru.store, rec, stageEnd); err != nil {
 		ru.unrecorded(rec, err)
 	}
 	ru.count(func(s *Summary) {
