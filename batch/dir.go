@@ -34,6 +34,7 @@ type Dir struct {
 	tmp  string   // this Dir's folder of temporary files, relative to root
 	lock *os.File // held while the Dir is open; see lockTemp
 	once sync.Once
+	dirSyncs
 }
 
 // tmpDir is the folder of temporary files under a Dir's root. Its name
@@ -192,16 +193,6 @@ func checkPrefix(prefix string) error {
 		return fmt.Errorf("batch: prefix %q is not a clean relative path", prefix)
 	}
 	return nil
-}
-
-// syncDir makes the entries of the folder dir (relative to root) durable.
-func (d *Dir) syncDir(dir string) error {
-	f, err := d.root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // Create writes key only if it does not exist, durably.
