@@ -12,7 +12,7 @@ import "sync"
 type dirSyncs struct {
 	mu      sync.Mutex
 	folders map[string]*folderSync // folders with a sync running or waiting
-	sync    func(dir string) error     // syncs one folder; nil: syncDirNow
+	sync    func(dir string) error // syncs one folder; nil: syncDirNow
 }
 
 // A folderSync is the state of one folder's syncs.
