@@ -60,7 +60,7 @@ func batchChild(mode string) int {
 		return 1
 	}
 	defer store.Close()
-	r, err := batch.New(c, store, batch.Options{Concurrency: 16, Base: filepath.Dir(jobs)})
+	r, err := batch.New(c, store, batch.Options{Concurrency: batchConcurrency, Base: filepath.Dir(jobs)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -88,6 +88,9 @@ func batchChild(mode string) int {
 	_ = json.NewEncoder(os.Stdout).Encode(res)
 	return 0
 }
+
+// batchConcurrency is the number of jobs a run has in flight.
+const batchConcurrency = 16
 
 // batchLines is the size of the benchmark's jobs file.
 func batchLines() int {
@@ -124,6 +127,9 @@ func BenchmarkBatch(b *testing.B) {
 
 	for i := range b.N {
 		out := filepath.Join(dir, "out-"+strconv.Itoa(i))
+		floor := durableFloor(b, filepath.Join(dir, "floor-"+strconv.Itoa(i)), lines)
+		b.Logf("%d lines, floor: %v (the run's durable writes alone, in plain os calls)", lines, floor.Round(time.Millisecond))
+		b.ReportMetric(floor.Seconds(), "floor-s")
 		for _, phase := range []struct{ name, mode string }{{"dry-run", "dry"}, {"run", "run"}, {"rerun", "run"}} {
 			before := calls.Load()
 			res, took, rss := runChild(b, phase.mode, jobs, out, srv.URL)
@@ -133,9 +139,92 @@ func BenchmarkBatch(b *testing.B) {
 			b.ReportMetric(float64(rss)/(1<<20), phase.name+"-MiB")
 			b.ReportMetric(took.Seconds(), phase.name+"-s")
 			checkPhase(b, phase.name, lines, res, sent)
+			if phase.name == "run" {
+				b.ReportMetric(took.Seconds()/floor.Seconds(), "run/floor")
+			}
 		}
 		os.RemoveAll(out)
 	}
+}
+
+// durableFloor is the least a run of the benchmark's jobs must ask of the
+// disk, done in plain os calls at the run's concurrency: per job, a claim
+// created and synced with its folder, the image written to a temporary
+// file, synced, renamed into the output folder and the folder synced, and
+// the job's end created and synced with its folder. Nothing is removed:
+// removals slow later creates on some file systems.
+func durableFloor(b *testing.B, dir string, lines int) time.Duration {
+	b.Helper()
+	for _, sub := range []string{"ledger", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	record := make([]byte, 400) // about a ledger record
+	image := make([]byte, 70)   // the answer's PNG
+	create := func(path string, data []byte) error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	syncDir := func(path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Sync()
+	}
+	job := func(i int) error {
+		fan := filepath.Join(dir, "ledger", fmt.Sprintf("%03x", i%4096))
+		if err := os.MkdirAll(fan, 0o755); err != nil {
+			return err
+		}
+		key := filepath.Join(fan, fmt.Sprintf("%032x", i))
+		tmp := filepath.Join(dir, "tmp", strconv.Itoa(i))
+		steps := []func() error{
+			func() error { return create(key+".0001.json", record) },
+			func() error { return syncDir(fan) },
+			func() error { return create(tmp, image) },
+			func() error { return os.Rename(tmp, filepath.Join(dir, strconv.Itoa(i)+".png")) },
+			func() error { return syncDir(dir) },
+			func() error { return create(key+".0001.end.json", record) },
+			func() error { return syncDir(fan) },
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	errs := make(chan error, batchConcurrency)
+	start := time.Now()
+	for range batchConcurrency {
+		go func() {
+			var err error
+			for i := int(next.Add(1)); i <= lines && err == nil; i = int(next.Add(1)) {
+				err = job(i)
+			}
+			errs <- err
+		}()
+	}
+	for range batchConcurrency {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
 }
 
 // checkPhase fails the benchmark when a phase did not do what it must.
