@@ -169,6 +169,23 @@ type WriterResult struct {
 	Choices []WriterChoice `json:"choices"`
 }
 
+// Text returns the texts of the choices in order as one text, each set
+// apart from the next by a line holding "---": what a command line shows
+// and a batch records for a writer call.
+func (r *WriterResult) Text() string {
+	var b strings.Builder
+	for i, ch := range r.Choices {
+		if i > 0 {
+			b.WriteString(choiceBreak)
+		}
+		b.WriteString(ch.Text)
+	}
+	return b.String()
+}
+
+// choiceBreak sets two choices of a WriterResult apart in Text.
+const choiceBreak = "\n\n---\n\n"
+
 // A WriterChoice is one text the writer tool wrote.
 type WriterChoice struct {
 	// Text is the written text.

@@ -135,3 +135,23 @@ func TestImageSaveErrorNamesTheTarget(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	assert.Len(t, entries, 1, "a temporary file was left behind")
 }
+
+func TestWriterResultTextSetsChoicesApart(t *testing.T) {
+	tests := []struct {
+		choices []string
+		want    string
+	}{
+		{nil, ""},
+		{[]string{"one"}, "one"},
+		{[]string{"one", "two", "three"}, "one\n\n---\n\ntwo\n\n---\n\nthree"},
+	}
+	for _, tt := range tests {
+		r := &WriterResult{}
+		for i, c := range tt.choices {
+			r.Choices = append(r.Choices, WriterChoice{Text: c, Index: i})
+		}
+		if got := r.Text(); got != tt.want {
+			t.Errorf("Text() of %q = %q, want %q", tt.choices, got, tt.want)
+		}
+	}
+}

@@ -36,11 +36,7 @@ func (ru *run) save(ctx context.Context, rec *Record, res any, start time.Time) 
 	var err error
 	switch v := res.(type) {
 	case *creative.WriterResult:
-		texts := make([]string, len(v.Choices))
-		for i, ch := range v.Choices {
-			texts[i] = ch.Text
-		}
-		rec.Text = strings.Join(texts, "\n\n---\n\n")
+		rec.Text = v.Text()
 	case creative.Image:
 		err = ru.images(ctx, rec, []creative.Image{v})
 	case []creative.Image:

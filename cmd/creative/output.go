@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/atomicfile"
@@ -45,11 +44,7 @@ type saved struct {
 func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err error) {
 	switch v := res.(type) {
 	case *creative.WriterResult:
-		texts := make([]string, len(v.Choices))
-		for i, ch := range v.Choices {
-			texts[i] = ch.Text
-		}
-		out.text = strings.Join(texts, "\n\n---\n\n")
+		out.text = v.Text()
 	case creative.Image:
 		err = s.images(stem, []creative.Image{v}, &out)
 	case []creative.Image:
