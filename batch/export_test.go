@@ -1,0 +1,11 @@
+package batch
+
+import "time"
+
+// SetHeartbeatEvery makes runs write their heartbeats every d (and take
+// those older than three times d as stale) until restore is called.
+func SetHeartbeatEvery(d time.Duration) (restore func()) {
+	old := heartbeatEvery
+	heartbeatEvery = d
+	return func() { heartbeatEvery = old }
+}
