@@ -9,3 +9,7 @@ func SetHeartbeatEvery(d time.Duration) (restore func()) {
 	heartbeatEvery = d
 	return func() { heartbeatEvery = old }
 }
+
+// ThisSystem names the system this process runs on, as heartbeats name
+// it; "" where it cannot be named.
+func ThisSystem() string { return thisSystem() }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // heartbeatEvery, and removed when the run ends. A claim whose run's
 // heartbeat is younger than staleBeats intervals is in flight on a live
 // worker; one whose heartbeat is missing or stale, or that names no run
-// (an older ledger), is of a worker that is gone.
+// (an older ledger), or whose process is seen gone from the system it was
+// written on, is of a worker that is gone.
 
 // runsPrefix holds the heartbeats of the runs under way, beside the
 // attempts of the jobs (whose folders are named by three hex digits).
@@ -36,6 +38,12 @@ type heartbeat struct {
 	Run    string    `json:"run"`
 	Worker string    `json:"worker,omitempty"`
 	Time   time.Time `json:"time"`
+	// System names the system the run's process runs on, where it can be
+	// named (see thisSystem), and PID is that process: a run on the same
+	// system sees at once that a killed worker is gone, without waiting
+	// for its heartbeat to go stale.
+	System string `json:"system,omitempty"`
+	PID    int    `json:"pid,omitempty"`
 }
 
 // heartbeatKey is the key of the heartbeat of the run with token.
@@ -62,8 +70,9 @@ func isRunToken(s string) bool {
 }
 
 // beating reports whether the run with token still goes: its heartbeat is
-// there and younger than staleBeats intervals, by the time written in it.
-// No token (a record of an older ledger), or a heartbeat missing, stale or
+// there and younger than staleBeats intervals, by the time written in it,
+// and, when it was written on this system, its process is still there. No
+// token (a record of an older ledger), or a heartbeat missing, stale or
 // unreadable, is a run that is gone. An error is the Store's.
 func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if !isRunToken(token) {
@@ -79,6 +88,9 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	var hb heartbeat
 	if json.Unmarshal(b, &hb) != nil {
 		return false, nil
+	}
+	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
+		return false, nil // killed, on this system
 	}
 	return time.Since(hb.Time) < staleBeats*heartbeatEvery, nil
 }
@@ -122,7 +134,7 @@ func (r *Runner) reassess(ctx context.Context, key string, last *Record, n int) 
 // claims then look like those of a worker that is gone, as they all did
 // before runs had heartbeats.
 func (ru *run) beat(ctx context.Context) {
-	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC()})
+	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), System: thisSystem(), PID: os.Getpid()})
 	if err == nil {
 		_ = ru.store.Put(ctx, heartbeatKey(ru.token), b)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -66,10 +68,15 @@ func (f *fixture) leaveClaimed(t *testing.T) string {
 }
 
 // putHeartbeat writes the heartbeat of run as a live run writes it, with
-// the time at.
-func (f *fixture) putHeartbeat(t *testing.T, run string, at time.Time) {
+// the time at, and the system and process of the run as key and value
+// pairs in more.
+func (f *fixture) putHeartbeat(t *testing.T, run string, at time.Time, more ...any) {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"run": run, "worker": "peer", "time": at.UTC()})
+	hb := map[string]any{"run": run, "worker": "peer", "time": at.UTC()}
+	for i := 0; i+1 < len(more); i += 2 {
+		hb[more[i].(string)] = more[i+1]
+	}
+	b, err := json.Marshal(hb)
 	require.NoError(t, err)
 	require.NoError(t, f.openOut(t).Put(context.Background(), heartbeatKey(run), b))
 }
@@ -192,6 +199,38 @@ func TestADownloadInFlightOnALiveRunIsNotFetchedAgain(t *testing.T) {
 	assert.Equal(t, 1, f.srv.Count(op), "paid once")
 }
 
+func TestAClaimOfAProcessGoneFromThisMachineIsSentAgainAtOnce(t *testing.T) {
+	const op = "image/text-to-image"
+	system := batch.ThisSystem()
+	if system == "" {
+		t.Skip("this system does not name itself to its processes")
+	}
+	ended := exec.Command(os.Args[0], "-test.run=^$")
+	require.NoError(t, ended.Run())
+	for _, tc := range []struct {
+		name  string
+		pid   int
+		sends int
+	}{
+		{"its process is gone", ended.Process.Pid, 1},
+		{"its process runs", os.Getpid(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(t, imageJobs(1)...)
+			run := f.leaveClaimed(t)
+			f.srv.Reset()
+			f.putHeartbeat(t, run, time.Now(), "system", system, "pid", tc.pid)
+
+			plan, sum, err := f.planAndRun(t, batch.Options{ResendUnknown: true})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sends, f.srv.Count(op), "requests that arrived")
+			assert.Equal(t, tc.sends, plan.Calls[op], "the plan says what the run did: %+v", plan)
+			assert.Equal(t, 1-tc.sends, sum.Elsewhere, "%+v", sum)
+		})
+	}
+}
+
 // beatWatch is a Dir that counts the writes of heartbeats, and holds each
 // claim until the heartbeat was written three times: when the run started,
 // and twice more while it went.
@@ -235,8 +274,11 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 			Run    string    `json:"run"`
 			Worker string    `json:"worker"`
 			Time   time.Time `json:"time"`
+			System string    `json:"system"`
+			PID    int       `json:"pid"`
 		}
-		ok := err == nil && json.Unmarshal(b, &hb) == nil && hb.Run == e.Record.Run && hb.Worker == "w1" && !hb.Time.IsZero()
+		ok := err == nil && json.Unmarshal(b, &hb) == nil && hb.Run == e.Record.Run && hb.Worker == "w1" && !hb.Time.IsZero() &&
+			hb.System == batch.ThisSystem() && hb.PID == os.Getpid()
 		mu.Lock()
 		seen[e.Record.Run] = seen[e.Record.Run] || ok
 		mu.Unlock()

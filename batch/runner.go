@@ -40,7 +40,8 @@ type Options struct {
 	// heartbeat is missing or stale, or that names no run (an older
 	// ledger), is sent again. A run that was killed, rather than stopped,
 	// leaves its heartbeat behind: its jobs are sent again once it is
-	// stale.
+	// stale, or at once by a run on the same machine (on Linux), which
+	// sees that its process is gone.
 	ResendUnknown bool
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.

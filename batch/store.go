@@ -30,7 +30,8 @@
 // Options.ResendUnknown; a download's, always) reads that heartbeat first:
 // fresh (less than three intervals old, by the time written in it, so the
 // fleet's clocks should agree to within a few seconds) means the job is in
-// flight elsewhere, and it is left alone; missing or stale, the worker is
+// flight elsewhere, and it is left alone; missing or stale, or naming a
+// process gone from the machine that reads it (on Linux), the worker is
 // gone. A heartbeat that cannot be written does not stop a run: its claims
 // then look like those of a worker that is gone.
 package batch

@@ -76,8 +76,8 @@ whose outcome is unknown, unless asked: --resend-unknown sends again the
 unknown ones and those claimed by a worker that is gone (this may pay
 twice), not those in flight on a worker still running (its heartbeat is
 under 90s old: the jobs of a killed worker are sent once its heartbeat
-is older); --repay-expired pays again for answered jobs whose links have
-expired.
+is older, or at once from its machine); --repay-expired pays again for
+answered jobs whose links have expired.
 
 --rate bounds the requests sent per second over all workers, retries and
 downloads included; a 429 or 503 answer with Retry-After pauses every
