@@ -104,6 +104,11 @@ type Record struct {
 	Worker    string    `json:"worker,omitempty"`
 	Time      time.Time `json:"time"`
 	Seconds   float64   `json:"seconds,omitempty"`
+	// Run names the run that made the record: a random token drawn by
+	// each Run, whose heartbeat (ledger/runs/<run>.json, kept while the
+	// run goes) says whether a claim it left without an end is in flight
+	// or its worker is gone. Records of older ledgers have none.
+	Run string `json:"run,omitempty"`
 }
 
 // Kinds of attempt.
@@ -226,14 +231,25 @@ func record(ctx context.Context, s Store, r *Record, st stage) error {
 type action int
 
 const (
-	actCall     action = iota // send the request (never claimed, failed, refused, or asked for)
-	actDownload               // fetch the files of an answer
-	actCheck                  // done: check its files are still there
-	actLeave                  // leave it: unknown, claimed, lost
+	actCall      action = iota // send the request (never claimed, failed, refused, or asked for)
+	actDownload                // fetch the files of an answer
+	actCheck                   // done: check its files are still there
+	actLeave                   // leave it: unknown, claimed, lost
+	actElsewhere               // leave it: claimed at this moment by a live worker
 )
 
-// decide says what a run does with a job whose last attempt is r.
-func decide(r *Record, o *Options) action {
+// takesOver reports whether decide takes over r, a claim with no end, when
+// its worker is gone: a download's claim always (downloading costs
+// nothing), a call's with Options.ResendUnknown. Only then does a run read
+// the heartbeat of the claim's run.
+func takesOver(r *Record, o *Options) bool {
+	return r != nil && r.State == Claimed && (r.Kind == kindDownload || o.ResendUnknown)
+}
+
+// decide says what a run does with a job whose last attempt is r. Live
+// says that r is a claim whose run still goes (see beating); it is read,
+// and may be true, only when takesOver(r, o).
+func decide(r *Record, o *Options, live bool) action {
 	if r == nil {
 		return actCall
 	}
@@ -251,6 +267,9 @@ func decide(r *Record, o *Options) action {
 		}
 		return actLeave
 	case Claimed:
+		if live {
+			return actElsewhere
+		}
 		if r.Kind == kindDownload {
 			// A download's claim whose worker died: downloading costs nothing.
 			return actDownload

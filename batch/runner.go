@@ -32,7 +32,16 @@ type Options struct {
 	// paths, "..", symbolic links that leave Base.
 	AllowOutside bool
 	// ResendUnknown sends again the jobs whose outcome is unknown (they may
-	// have been paid for: this may pay twice).
+	// have been paid for: this may pay twice): those that ended unknown,
+	// and those claimed by a worker that is gone. A claim with no end is
+	// taken as in flight on a live worker while the heartbeat of the run
+	// that made it is fresh (written less than 90 s ago): such a job is
+	// left alone and counted in Summary.Elsewhere. A claim whose run's
+	// heartbeat is missing or stale, or that names no run (an older
+	// ledger), is sent again. A run that was killed, rather than stopped,
+	// leaves its heartbeat behind: its jobs are sent again once it is
+	// stale, or at once by a run on the same machine (on Linux), which
+	// sees that its process is gone.
 	ResendUnknown bool
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.
@@ -314,12 +323,13 @@ func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 			return nil, err
 		}
 		var last *Record
+		act := decide(nil, &r.o, false)
 		if r.store != nil {
-			if last, _, err = latest(ctx, r.store, t.key); err != nil {
+			if last, _, act, err = r.assess(ctx, t.key); err != nil {
 				return nil, err
 			}
 		}
-		switch decide(last, &r.o) {
+		switch act {
 		case actCall:
 			out.Calls[t.op.Name]++
 		case actDownload:
@@ -328,6 +338,8 @@ func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 			out.Summary.DoneBefore++
 		case actLeave:
 			out.Summary.countLeft(last)
+		case actElsewhere:
+			out.Summary.Elsewhere++
 		}
 	}
 	return out, nil
@@ -345,7 +357,7 @@ type Summary struct {
 	Waiting    int // answered, files not all downloaded: a rerun downloads them
 	Lost       int // answered, answer no longer fetchable: sent again only with Options.RepayLost
 	Missing    int // done, but files gone with nothing to fetch them from
-	Elsewhere  int // claimed at this moment by another worker
+	Elsewhere  int // claimed at this moment by another worker, whose run's heartbeat is fresh (see Options.ResendUnknown)
 	NotStarted int // not started: the run was stopped
 	Requests   int // requests sent, retries and downloads included
 }

@@ -89,31 +89,38 @@ func TestRunDoesEveryJobOnceAndARerunPaysForNothing(t *testing.T) {
 	assert.Equal(t, 1, f.srv.Count("image/generate-qr"))
 }
 
+// Two runners at once meet each other's claims in flight; with
+// ResendUnknown, each reads the other's heartbeat and leaves them.
 func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {
-	f := newFixture(t)
-	const jobs = 60
-	f.write(t, imageJobs(jobs)...)
-	var sums [2]batch.Summary
-	var errs [2]error
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range 2 {
-		wg.Go(func() {
-			<-start
-			sums[i], errs[i] = f.run(t, batch.Options{Concurrency: 8, Worker: fmt.Sprint("worker-", i)})
+	for _, resend := range []bool{false, true} {
+		t.Run(fmt.Sprint("ResendUnknown ", resend), func(t *testing.T) {
+			f := newFixture(t)
+			const jobs = 60
+			f.write(t, imageJobs(jobs)...)
+			var sums [2]batch.Summary
+			var errs [2]error
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range 2 {
+				wg.Go(func() {
+					<-start
+					sums[i], errs[i] = f.run(t, batch.Options{Concurrency: 8, Worker: fmt.Sprint("worker-", i), ResendUnknown: resend})
+				})
+			}
+			close(start)
+			wg.Wait()
+			require.NoError(t, errs[0])
+			require.NoError(t, errs[1])
+			assert.Equal(t, jobs, f.srv.Count("image/text-to-image"), "every job paid once, none twice")
+			assert.Equal(t, jobs, sums[0].Done+sums[1].Done, "%+v %+v", sums[0], sums[1])
+			for i := range 2 {
+				assert.Equal(t, jobs, sums[i].Done+sums[i].Elsewhere+sums[i].Claimed+sums[i].DoneBefore, "worker %d: %+v", i, sums[i])
+				assert.Zero(t, sums[i].Unknown)
+			}
+			t.Logf("worker 0 did %d, worker 1 did %d; met in flight: %d, %d", sums[0].Done, sums[1].Done,
+				sums[0].Elsewhere+sums[0].Claimed, sums[1].Elsewhere+sums[1].Claimed)
 		})
 	}
-	close(start)
-	wg.Wait()
-	require.NoError(t, errs[0])
-	require.NoError(t, errs[1])
-	assert.Equal(t, jobs, f.srv.Count("image/text-to-image"), "every job paid once, none twice")
-	assert.Equal(t, jobs, sums[0].Done+sums[1].Done, "%+v %+v", sums[0], sums[1])
-	for i := range 2 {
-		assert.Equal(t, jobs, sums[i].Done+sums[i].Elsewhere+sums[i].Claimed+sums[i].DoneBefore, "worker %d: %+v", i, sums[i])
-		assert.Zero(t, sums[i].Unknown)
-	}
-	t.Logf("worker 0 did %d, worker 1 did %d", sums[0].Done, sums[1].Done)
 }
 
 // failingStore is a Dir whose writes of small objects (Create and Put)
@@ -155,9 +162,9 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 	require.NoError(t, err)
 	defer dir.Close()
 	store := &failingStore{Dir: dir}
-	// The first job is claimed, answered and ended, the second claimed and
-	// paid for; then the disk is full.
-	store.n.Store(5)
+	// The run's heartbeat is written, the first job is claimed, answered
+	// and ended, the second claimed and paid for; then the disk is full.
+	store.n.Store(6)
 	var mu sync.Mutex
 	ended := map[batch.State]int{}
 	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {

@@ -21,6 +21,19 @@
 // the same attempt; Classify is the one place that turns a call's error
 // into a state. ReadStatus counts a ledger's jobs by state and WriteIndex
 // writes a page that shows them to a person.
+//
+// A claim with no end is in flight on a live worker, or its worker died
+// (maybe paid). To tell them apart, each run keeps a heartbeat: one small
+// object, ledger/runs/<run>.json, written with Store.Put when the run
+// starts and every 30 s, removed when it ends; each record names its run
+// (Record.Run). A run that would take a claim over (a call's, with
+// Options.ResendUnknown; a download's, always) reads that heartbeat first:
+// fresh (less than three intervals old, by the time written in it, so the
+// fleet's clocks should agree to within a few seconds) means the job is in
+// flight elsewhere, and it is left alone; missing or stale, or naming a
+// process gone from the machine that reads it (on Linux), the worker is
+// gone. A heartbeat that cannot be written does not stop a run: its claims
+// then look like those of a worker that is gone.
 package batch
 
 import (

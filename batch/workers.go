@@ -38,6 +38,7 @@ func (e *LedgerError) Unwrap() error { return e.Err }
 // A run is one Run of a Runner.
 type run struct {
 	*Runner
+	token   string // names the run in its records and its heartbeat
 	mu      sync.Mutex
 	sum     Summary
 	fatal   *LedgerError
@@ -66,8 +67,10 @@ func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
 	}
 	src, p := c.src, c.p
-	ru := &run{Runner: r}
+	ru := &run{Runner: r, token: newRunToken()}
 	ru.sum.Jobs = p.mine
+	stopBeating := ru.keepBeating(ctx)
+	defer stopBeating() // after the workers: every claim has ended
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
@@ -102,25 +105,13 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	if ru.o.IndexEvery <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(ru.o.IndexEvery)
-		defer t.Stop()
-		written := int64(-1)
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			if n := ru.ended.Load(); n != written {
-				written = n
-				_ = WriteIndex(ctx, ru.store)
-			}
+	written := int64(-1)
+	return every(ru.o.IndexEvery, func() {
+		if n := ru.ended.Load(); n != written {
+			written = n
+			_ = WriteIndex(ctx, ru.store)
 		}
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // feed sends the tasks to the workers until they are all sent or the run
@@ -175,12 +166,12 @@ func (ru *run) do(ctx context.Context, t *task) {
 		return
 	}
 	ru.started.Add(1)
-	last, n, err := latest(ctx, ru.store, t.key)
+	last, n, act, err := ru.assess(ctx, t.key)
 	if err != nil {
 		ru.failLedger(err, nil)
 		return
 	}
-	switch decide(last, &ru.o) {
+	switch act {
 	case actCall:
 		ru.call(ctx, t, n+1)
 	case actDownload:
@@ -190,13 +181,22 @@ func (ru *run) do(ctx context.Context, t *task) {
 	case actLeave:
 		ru.count(func(s *Summary) { s.countLeft(last) })
 		ru.event(JobSkipped, last)
+	case actElsewhere:
+		ru.elsewhere(last)
 	}
+}
+
+// elsewhere counts a job that another worker has at this moment; rec is
+// its attempt.
+func (ru *run) elsewhere(rec *Record) {
+	ru.count(func(s *Summary) { s.Elsewhere++ })
+	ru.event(JobSkipped, rec)
 }
 
 // newRecord starts attempt n of t.
 func (ru *run) newRecord(t *task, n int, kind string) *Record {
 	return &Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, Kind: kind,
-		State: Claimed, Fields: t.vals, Stem: t.stem(), Worker: ru.o.Worker, Time: time.Now().UTC()}
+		State: Claimed, Fields: t.vals, Stem: t.stem(), Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}
 }
 
 // claimOrSkip claims rec's attempt; it reports false when the job is not
@@ -204,8 +204,7 @@ func (ru *run) newRecord(t *task, n int, kind string) *Record {
 func (ru *run) claimOrSkip(ctx context.Context, rec *Record) bool {
 	err := claim(ctx, ru.store, rec)
 	if errors.Is(err, ErrExist) {
-		ru.count(func(s *Summary) { s.Elsewhere++ })
-		ru.event(JobSkipped, rec)
+		ru.elsewhere(rec)
 		return false
 	}
 	if err != nil {
@@ -332,7 +331,7 @@ func (ru *run) checkDone(ctx context.Context, last *Record, n int) {
 // redownload claims attempt n of an answered job to fetch its files again.
 func (ru *run) redownload(ctx context.Context, last *Record, n int) {
 	rec := *last
-	rec.Attempt, rec.Kind, rec.State, rec.Worker = n, kindDownload, Claimed, ru.o.Worker
+	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = n, kindDownload, Claimed, ru.o.Worker, ru.token
 	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
 	rec.Time = time.Now().UTC()
 	if !ru.claimOrSkip(ctx, &rec) {

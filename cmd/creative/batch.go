@@ -72,8 +72,11 @@ run goes.
 A rerun sends failed, refused and never-started jobs; downloads again
 what was answered and not downloaded, and what is done but whose files
 are gone (free); never pays again for an answered job, nor sends a job
-whose outcome is unknown, unless asked: --resend-unknown sends the
-unknown ones again (this may pay twice), --repay-expired pays again for
+whose outcome is unknown, unless asked: --resend-unknown sends again the
+unknown ones and those claimed by a worker that is gone (this may pay
+twice), not those in flight on a worker still running (its heartbeat is
+under 90s old: the jobs of a killed worker are sent once its heartbeat
+is older, or at once from its machine); --repay-expired pays again for
 answered jobs whose links have expired.
 
 --rate bounds the requests sent per second over all workers, retries and
@@ -115,7 +118,7 @@ interrupted.`,
 	fs.Float64Var(&f.rate, "rate", 0, "most requests sent per second over all jobs, retries and downloads included (0: no limit)")
 	fs.StringVar(&f.shard, "shard", "", "run only the jobs whose line number modulo N is I, given as I/N")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check every line, and print per operation the calls a run would make and the jobs it would download or leave; send nothing, write nothing")
-	fs.BoolVar(&f.resendUnknown, "resend-unknown", false, "send again the jobs whose outcome is unknown (they may have been paid: this may pay twice)")
+	fs.BoolVar(&f.resendUnknown, "resend-unknown", false, "send again the jobs whose outcome is unknown, and those claimed by a worker that is gone, not those in flight on a running worker (they may have been paid: this may pay twice)")
 	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for answered jobs whose links expired before they were downloaded")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
 	_ = cmd.MarkFlagDirname("out")

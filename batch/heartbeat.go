@@ -1,0 +1,175 @@
+package batch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+// A run's heartbeat tells a claim in flight from the claim of a worker that
+// died. Every run draws a random token, writes it in each record it makes
+// (Record.Run), and keeps one small object, ledger/runs/<token>.json, with
+// the time and its worker's name: written when the run starts, again every
+// heartbeatEvery, and removed when the run ends. A claim whose run's
+// heartbeat is younger than staleBeats intervals is in flight on a live
+// worker; one whose heartbeat is missing or stale, or that names no run
+// (an older ledger), or whose process is seen gone from the system it was
+// written on, is of a worker that is gone.
+
+// runsPrefix holds the heartbeats of the runs under way, beside the
+// attempts of the jobs (whose folders are named by three hex digits).
+const runsPrefix = ledgerPrefix + "runs/"
+
+// heartbeatEvery is how often a run writes its heartbeat again.
+var heartbeatEvery = 30 * time.Second
+
+// staleBeats is how many intervals a heartbeat stays fresh: a run that
+// missed that many is taken as gone.
+const staleBeats = 3
+
+// A heartbeat is the object that says a run goes on.
+type heartbeat struct {
+	Run    string    `json:"run"`
+	Worker string    `json:"worker,omitempty"`
+	Time   time.Time `json:"time"`
+	// System names the system the run's process runs on, where it can be
+	// named (see thisSystem), and PID is that process: a run on the same
+	// system sees at once that a killed worker is gone, without waiting
+	// for its heartbeat to go stale.
+	System string `json:"system,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+}
+
+// heartbeatKey is the key of the heartbeat of the run with token.
+func heartbeatKey(token string) string { return runsPrefix + token + ".json" }
+
+// tokenLen is the length of a run's token: 16 random bytes in hex.
+const tokenLen = 32
+
+// newRunToken draws the token of a run.
+func newRunToken() string {
+	var b [tokenLen / 2]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return hex.EncodeToString(b[:])
+}
+
+// isRunToken reports whether s is a token newRunToken could draw, so that
+// a record read from the Store names no other key.
+func isRunToken(s string) bool {
+	if len(s) != tokenLen {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// beating reports whether the run with token still goes: its heartbeat is
+// there and younger than staleBeats intervals, by the time written in it,
+// and, when it was written on this system, its process is still there. No
+// token (a record of an older ledger), or a heartbeat missing, stale or
+// unreadable, is a run that is gone. An error is the Store's.
+func beating(ctx context.Context, s Store, token string) (bool, error) {
+	if !isRunToken(token) {
+		return false, nil
+	}
+	b, err := s.Get(ctx, heartbeatKey(token))
+	if errors.Is(err, ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var hb heartbeat
+	if json.Unmarshal(b, &hb) != nil {
+		return false, nil
+	}
+	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
+		return false, nil // killed, on this system
+	}
+	return time.Since(hb.Time) < staleBeats*heartbeatEvery, nil
+}
+
+// assess reads the last attempt of the job with key, and says what a run
+// does with it. The heartbeat of a claim's run is read only when decide
+// would take the claim over (see takesOver): never for a job new, ended or
+// answered.
+func (r *Runner) assess(ctx context.Context, key string) (*Record, int, action, error) {
+	last, n, err := latest(ctx, r.store, key)
+	if err != nil || !takesOver(last, &r.o) {
+		return last, n, decide(last, &r.o, false), err
+	}
+	live, err := beating(ctx, r.store, last.Run)
+	if err != nil || live {
+		return last, n, decide(last, &r.o, live), err
+	}
+	return r.reassess(ctx, key, last, n)
+}
+
+// reassess reads again the job whose last attempt, n, is a claim whose run
+// looked gone: that run may have ended the job, then itself, between the
+// two reads, or the claim may have been read while it was being written.
+// The claim is taken over only if it still stands.
+func (r *Runner) reassess(ctx context.Context, key string, last *Record, n int) (*Record, int, action, error) {
+	again, m, err := latest(ctx, r.store, key)
+	if err != nil || m != n {
+		// Attempt n+1 is made: taking it over finds it taken (Elsewhere).
+		return last, n, decide(last, &r.o, false), err
+	}
+	live := false
+	if takesOver(again, &r.o) && again.Run != last.Run {
+		// The claim did not parse at the first read: its run is named now.
+		live, err = beating(ctx, r.store, again.Run)
+	}
+	return again, n, decide(again, &r.o, live), err
+}
+
+// beat writes the run's heartbeat. One that cannot be written is left as
+// it is: the ledger, not the heartbeat, is the record, and the run's
+// claims then look like those of a worker that is gone, as they all did
+// before runs had heartbeats.
+func (ru *run) beat(ctx context.Context) {
+	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), System: thisSystem(), PID: os.Getpid()})
+	if err == nil {
+		_ = ru.store.Put(ctx, heartbeatKey(ru.token), b)
+	}
+}
+
+// keepBeating writes the run's heartbeat now, before any claim, and again
+// every heartbeatEvery until the returned func is called, which removes
+// it: a rerun right after the run ended is not held back by it.
+func (ru *run) keepBeating(ctx context.Context) (stop func()) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ru.beat(bctx)
+	stopTicks := every(heartbeatEvery, func() { ru.beat(bctx) })
+	return func() {
+		cancel() // a write under way gives up
+		stopTicks()
+		_ = ru.store.Delete(context.WithoutCancel(ctx), heartbeatKey(ru.token))
+	}
+}
+
+// every calls fn every d, from a goroutine of its own, until the returned
+// func is called; that func returns once fn is no longer running.
+func every(d time.Duration, fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}

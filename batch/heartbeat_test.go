@@ -1,0 +1,323 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// heartbeatKey is where a run keeps its heartbeat: every worker sharing a
+// Store reads it there.
+func heartbeatKey(run string) string { return "ledger/runs/" + run + ".json" }
+
+// noEnds is a Dir that cannot record how an attempt ended: the attempts it
+// starts stay claimed, as those of a worker killed in flight do.
+type noEnds struct{ *batch.Dir }
+
+func (s noEnds) Create(ctx context.Context, key string, data []byte) error {
+	if strings.HasSuffix(key, ".end.json") {
+		return fmt.Errorf("create %s: %w", key, syscall.ENOSPC)
+	}
+	return s.Dir.Create(ctx, key, data)
+}
+
+// openOut opens the fixture's results folder.
+func (f *fixture) openOut(t *testing.T) *batch.Dir {
+	t.Helper()
+	dir, err := batch.NewDir(f.out)
+	require.NoError(t, err)
+	t.Cleanup(func() { dir.Close() })
+	return dir
+}
+
+// leaveClaimed runs the fixture's one job with a store that records no
+// end, so that its attempt stays claimed, and returns the run's token.
+func (f *fixture) leaveClaimed(t *testing.T) string {
+	t.Helper()
+	var mu sync.Mutex
+	run := ""
+	r, err := batch.New(f.c, noEnds{f.openOut(t)}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobStarted {
+			mu.Lock()
+			run = e.Record.Run
+			mu.Unlock()
+		}
+	}})
+	require.NoError(t, err)
+	_, err = r.Run(context.Background(), batch.File(f.jobs))
+	require.ErrorAs(t, err, new(*batch.LedgerError))
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, run, "the claim names its run")
+	return run
+}
+
+// putHeartbeat writes the heartbeat of run as a live run writes it, with
+// the time at, and the system and process of the run as key and value
+// pairs in more.
+func (f *fixture) putHeartbeat(t *testing.T, run string, at time.Time, more ...any) {
+	t.Helper()
+	hb := map[string]any{"run": run, "worker": "peer", "time": at.UTC()}
+	for i := 0; i+1 < len(more); i += 2 {
+		hb[more[i].(string)] = more[i+1]
+	}
+	b, err := json.Marshal(hb)
+	require.NoError(t, err)
+	require.NoError(t, f.openOut(t).Put(context.Background(), heartbeatKey(run), b))
+}
+
+// planAndRun plans, then runs, the fixture's jobs with one Runner.
+func (f *fixture) planAndRun(t *testing.T, o batch.Options) (*batch.Plan, batch.Summary, error) {
+	t.Helper()
+	o.Base = filepath.Dir(f.jobs)
+	r, err := batch.New(f.c, f.openOut(t), o)
+	require.NoError(t, err)
+	c, err := r.Check(context.Background(), batch.File(f.jobs))
+	require.NoError(t, err)
+	plan, err := r.Plan(context.Background(), c)
+	require.NoError(t, err)
+	sum, err := r.RunChecked(context.Background(), c)
+	return plan, sum, err
+}
+
+func TestResendUnknownLeavesAClaimWhoseRunStillBeats(t *testing.T) {
+	const op = "image/text-to-image"
+	for _, tc := range []struct {
+		name  string
+		beat  time.Duration // how long ago its run last wrote its heartbeat; 0: never
+		sends int
+	}{
+		{"a fresh heartbeat: in flight elsewhere", time.Second, 0},
+		{"a stale heartbeat: its worker is gone", time.Hour, 1},
+		{"no heartbeat: its run is gone", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(t, imageJobs(1)...)
+			run := f.leaveClaimed(t)
+			require.Equal(t, 1, f.srv.Count(op))
+			f.srv.Reset()
+			if tc.beat > 0 {
+				f.putHeartbeat(t, run, time.Now().Add(-tc.beat))
+			}
+
+			plan, sum, err := f.planAndRun(t, batch.Options{ResendUnknown: true})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sends, f.srv.Count(op), "requests that arrived")
+			assert.Equal(t, tc.sends, plan.Calls[op], "the plan says what the run did: %+v", plan)
+			if tc.sends == 0 {
+				assert.Equal(t, 1, sum.Elsewhere, "%+v", sum)
+				assert.Equal(t, 1, plan.Summary.Elsewhere, "%+v", plan.Summary)
+				assert.Zero(t, sum.Done)
+				return
+			}
+			assert.Equal(t, 1, sum.Done, "%+v", sum)
+			assert.Zero(t, sum.Elsewhere+plan.Summary.Elsewhere)
+		})
+	}
+}
+
+func TestAClaimThatNamesNoRunIsSentAgainOnlyWithResendUnknown(t *testing.T) {
+	const op = "image/text-to-image"
+	f := newFixture(t)
+	f.write(t, imageJobs(1)...)
+	run := f.leaveClaimed(t)
+	f.srv.Reset()
+	// The claim as an older version wrote it, without its run; that run's
+	// heartbeat is fresh, and is not the claim's.
+	f.putHeartbeat(t, run, time.Now())
+	dir := f.openOut(t)
+	claims := 0
+	for key, err := range dir.List(context.Background(), "ledger/") {
+		require.NoError(t, err)
+		if strings.HasPrefix(key, "ledger/runs/") || strings.Count(filepath.Base(key), ".") != 2 {
+			continue // a heartbeat, or an answer or an end
+		}
+		claims++
+		b, err := dir.Get(context.Background(), key)
+		require.NoError(t, err)
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(b, &rec))
+		require.Equal(t, run, rec["run"])
+		delete(rec, "run")
+		b, err = json.Marshal(rec)
+		require.NoError(t, err)
+		require.NoError(t, dir.Put(context.Background(), key, b))
+	}
+	require.Equal(t, 1, claims)
+
+	sum, err := f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Zero(t, f.srv.Count(op), "left alone without the flag")
+	assert.Equal(t, 1, sum.Claimed, "%+v", sum)
+
+	sum, err = f.run(t, batch.Options{ResendUnknown: true})
+	require.NoError(t, err)
+	assert.Equal(t, 1, f.srv.Count(op), "its worker is taken as gone")
+	assert.Equal(t, 1, sum.Done, "%+v", sum)
+}
+
+func TestADownloadInFlightOnALiveRunIsNotFetchedAgain(t *testing.T) {
+	const op = "audio/text-to-music"
+	f := newFixture(t)
+	f.write(t, `{"op":"audio/text-to-music","prompt":"tune"}`)
+	f.leaveClaimed(t)             // paid, answered, downloaded, its end not recorded
+	download := f.leaveClaimed(t) // a download of the answer, its end not recorded
+	require.Equal(t, 1, f.srv.Count(op))
+
+	f.putHeartbeat(t, download, time.Now())
+	var started atomic.Int32
+	o := batch.Options{OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobStarted {
+			started.Add(1)
+		}
+	}}
+	sum, err := f.run(t, o)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Elsewhere, "%+v", sum)
+	assert.Zero(t, started.Load(), "nothing fetched")
+
+	f.putHeartbeat(t, download, time.Now().Add(-time.Hour))
+	sum, err = f.run(t, o)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Done, "its worker is gone: fetched again, free: %+v", sum)
+	assert.Equal(t, 1, f.srv.Count(op), "paid once")
+}
+
+func TestAClaimOfAProcessGoneFromThisMachineIsSentAgainAtOnce(t *testing.T) {
+	const op = "image/text-to-image"
+	system := batch.ThisSystem()
+	if system == "" {
+		t.Skip("this system does not name itself to its processes")
+	}
+	ended := exec.Command(os.Args[0], "-test.run=^$")
+	require.NoError(t, ended.Run())
+	for _, tc := range []struct {
+		name  string
+		pid   int
+		sends int
+	}{
+		{"its process is gone", ended.Process.Pid, 1},
+		{"its process runs", os.Getpid(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(t, imageJobs(1)...)
+			run := f.leaveClaimed(t)
+			f.srv.Reset()
+			f.putHeartbeat(t, run, time.Now(), "system", system, "pid", tc.pid)
+
+			plan, sum, err := f.planAndRun(t, batch.Options{ResendUnknown: true})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sends, f.srv.Count(op), "requests that arrived")
+			assert.Equal(t, tc.sends, plan.Calls[op], "the plan says what the run did: %+v", plan)
+			assert.Equal(t, 1-tc.sends, sum.Elsewhere, "%+v", sum)
+		})
+	}
+}
+
+// beatWatch is a Dir that counts the writes of heartbeats, and holds each
+// claim until the heartbeat was written three times: when the run started,
+// and twice more while it went.
+type beatWatch struct {
+	*batch.Dir
+	beats  atomic.Int32
+	beaten chan struct{} // closed at the third heartbeat
+}
+
+func (s *beatWatch) Put(ctx context.Context, key string, data []byte) error {
+	err := s.Dir.Put(ctx, key, data)
+	if strings.HasPrefix(key, "ledger/runs/") && s.beats.Add(1) == 3 {
+		close(s.beaten)
+	}
+	return err
+}
+
+func (s *beatWatch) Create(ctx context.Context, key string, data []byte) error {
+	select {
+	case <-s.beaten:
+	case <-time.After(10 * time.Second):
+		return errors.New("the heartbeat was not written again while the run went")
+	}
+	return s.Dir.Create(ctx, key, data)
+}
+
+func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
+	defer batch.SetHeartbeatEvery(5 * time.Millisecond)()
+	f := newFixture(t)
+	f.write(t, imageJobs(3)...)
+	dir := f.openOut(t)
+	store := &beatWatch{Dir: dir, beaten: make(chan struct{})}
+	var mu sync.Mutex
+	seen := map[string]bool{} // heartbeats found while jobs started, by run
+	r, err := batch.New(f.c, store, batch.Options{Worker: "w1", Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+		if e.Type != batch.JobStarted {
+			return
+		}
+		b, err := dir.Get(context.Background(), heartbeatKey(e.Record.Run))
+		var hb struct {
+			Run    string    `json:"run"`
+			Worker string    `json:"worker"`
+			Time   time.Time `json:"time"`
+			System string    `json:"system"`
+			PID    int       `json:"pid"`
+		}
+		ok := err == nil && json.Unmarshal(b, &hb) == nil && hb.Run == e.Record.Run && hb.Worker == "w1" && !hb.Time.IsZero() &&
+			hb.System == batch.ThisSystem() && hb.PID == os.Getpid()
+		mu.Lock()
+		seen[e.Record.Run] = seen[e.Record.Run] || ok
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 3, sum.Done)
+	require.Len(t, seen, 1, "one run, named in every claim: %v", seen)
+	for run, ok := range seen {
+		assert.True(t, ok, "the heartbeat of the run was there while it went")
+		exists, err := dir.Exists(context.Background(), heartbeatKey(run))
+		require.NoError(t, err)
+		assert.False(t, exists, "the heartbeat is removed when the run ends")
+	}
+	for key, err := range dir.List(context.Background(), "ledger/runs/") {
+		require.NoError(t, err)
+		t.Errorf("left behind: %s", key)
+	}
+}
+
+// noBeats is a Dir that cannot write a heartbeat.
+type noBeats struct{ *batch.Dir }
+
+func (s noBeats) Put(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, "ledger/runs/") {
+		return fmt.Errorf("write %s: %w", key, syscall.EACCES)
+	}
+	return s.Dir.Put(ctx, key, data)
+}
+
+func TestAHeartbeatThatCannotBeWrittenDoesNotStopTheRun(t *testing.T) {
+	defer batch.SetHeartbeatEvery(time.Millisecond)()
+	f := newFixture(t)
+	f.write(t, imageJobs(4)...)
+	r, err := batch.New(f.c, noBeats{f.openOut(t)}, batch.Options{Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 4, sum.Done, "%+v", sum)
+	assert.Equal(t, 4, f.srv.Count("image/text-to-image"))
+}
