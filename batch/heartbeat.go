@@ -97,11 +97,11 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 
 // assess reads the last attempt of the job with key, and says what a run
 // does with it. The heartbeat of a claim's run is read only when decide
-// would take the claim over (see takesOver): never for a job new, ended or
+// meets a claim with no end (see unended): never for a job new, ended or
 // answered.
 func (r *Runner) assess(ctx context.Context, key string) (*Record, int, action, error) {
 	last, n, err := latest(ctx, r.store, key)
-	if err != nil || !takesOver(last, &r.o) {
+	if err != nil || !unended(last) {
 		return last, n, decide(last, &r.o, false), err
 	}
 	live, err := beating(ctx, r.store, last.Run)
@@ -122,7 +122,7 @@ func (r *Runner) reassess(ctx context.Context, key string, last *Record, n int) 
 		return last, n, decide(last, &r.o, false), err
 	}
 	live := false
-	if takesOver(again, &r.o) && again.Run != last.Run {
+	if unended(again) && again.Run != last.Run {
 		// The claim did not parse at the first read: its run is named now.
 		live, err = beating(ctx, r.store, again.Run)
 	}

@@ -95,16 +95,20 @@ func (f *fixture) planAndRun(t *testing.T, o batch.Options) (*batch.Plan, batch.
 	return plan, sum, err
 }
 
-func TestResendUnknownLeavesAClaimWhoseRunStillBeats(t *testing.T) {
+func TestAClaimWhoseRunStillBeatsIsLeftToItsWorker(t *testing.T) {
 	const op = "image/text-to-image"
 	for _, tc := range []struct {
-		name  string
-		beat  time.Duration // how long ago its run last wrote its heartbeat; 0: never
-		sends int
+		name   string
+		beat   time.Duration // how long ago its run last wrote its heartbeat; 0: never
+		resend bool          // Options.ResendUnknown
+		sends  int
+		want   batch.Summary // the counts that leave it alone
 	}{
-		{"a fresh heartbeat: in flight elsewhere", time.Second, 0},
-		{"a stale heartbeat: its worker is gone", time.Hour, 1},
-		{"no heartbeat: its run is gone", 0, 1},
+		{"a fresh heartbeat, with ResendUnknown: in flight elsewhere", time.Second, true, 0, batch.Summary{Elsewhere: 1}},
+		{"a fresh heartbeat: in flight elsewhere, not a claim to report", time.Second, false, 0, batch.Summary{Elsewhere: 1}},
+		{"a stale heartbeat, with ResendUnknown: its worker is gone", time.Hour, true, 1, batch.Summary{}},
+		{"a stale heartbeat: maybe paid, left", time.Hour, false, 0, batch.Summary{Claimed: 1}},
+		{"no heartbeat, with ResendUnknown: its run is gone", 0, true, 1, batch.Summary{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -116,18 +120,15 @@ func TestResendUnknownLeavesAClaimWhoseRunStillBeats(t *testing.T) {
 				f.putHeartbeat(t, run, time.Now().Add(-tc.beat))
 			}
 
-			plan, sum, err := f.planAndRun(t, batch.Options{ResendUnknown: true})
+			plan, sum, err := f.planAndRun(t, batch.Options{ResendUnknown: tc.resend})
 			require.NoError(t, err)
 			assert.Equal(t, tc.sends, f.srv.Count(op), "requests that arrived")
 			assert.Equal(t, tc.sends, plan.Calls[op], "the plan says what the run did: %+v", plan)
-			if tc.sends == 0 {
-				assert.Equal(t, 1, sum.Elsewhere, "%+v", sum)
-				assert.Equal(t, 1, plan.Summary.Elsewhere, "%+v", plan.Summary)
-				assert.Zero(t, sum.Done)
-				return
+			assert.Equal(t, tc.sends, sum.Done, "%+v", sum)
+			for _, got := range []batch.Summary{sum, plan.Summary} {
+				assert.Equal(t, tc.want.Elsewhere, got.Elsewhere, "%+v", got)
+				assert.Equal(t, tc.want.Claimed, got.Claimed, "%+v", got)
 			}
-			assert.Equal(t, 1, sum.Done, "%+v", sum)
-			assert.Zero(t, sum.Elsewhere+plan.Summary.Elsewhere)
 		})
 	}
 }

@@ -238,17 +238,16 @@ const (
 	actElsewhere               // leave it: claimed at this moment by a live worker
 )
 
-// takesOver reports whether decide takes over r, a claim with no end, when
-// its worker is gone: a download's claim always (downloading costs
-// nothing), a call's with Options.ResendUnknown. Only then does a run read
-// the heartbeat of the claim's run.
-func takesOver(r *Record, o *Options) bool {
-	return r != nil && r.State == Claimed && (r.Kind == kindDownload || o.ResendUnknown)
-}
+// unended reports whether r is a claim with no end: in flight on a live
+// worker, or left by a worker that is gone. Only for such a record does a
+// run read the heartbeat of the run that made it.
+func unended(r *Record) bool { return r != nil && r.State == Claimed }
 
 // decide says what a run does with a job whose last attempt is r. Live
 // says that r is a claim whose run still goes (see beating); it is read,
-// and may be true, only when takesOver(r, o).
+// and may be true, only when unended(r). A live claim is left to its
+// worker whatever the options; a claim whose worker is gone is taken over
+// when it costs nothing (a download) or when asked (ResendUnknown).
 func decide(r *Record, o *Options, live bool) action {
 	if r == nil {
 		return actCall

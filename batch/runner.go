@@ -36,7 +36,8 @@ type Options struct {
 	// and those claimed by a worker that is gone. A claim with no end is
 	// taken as in flight on a live worker while the heartbeat of the run
 	// that made it is fresh (written less than 90 s ago): such a job is
-	// left alone and counted in Summary.Elsewhere. A claim whose run's
+	// left alone and counted in Summary.Elsewhere, with or without this
+	// option. A claim whose run's
 	// heartbeat is missing or stale, or that names no run (an older
 	// ledger), is sent again. A run that was killed, rather than stopped,
 	// leaves its heartbeat behind: its jobs are sent again once it is
@@ -353,11 +354,11 @@ type Summary struct {
 	Failed     int // the service said no (400): nothing paid; a rerun sends them again
 	Refused    int // not sent or refused (429, 503, 408): a rerun sends them again
 	Unknown    int // maybe paid: sent again only with Options.ResendUnknown
-	Claimed    int // claimed and not ended: in flight on another worker, or its worker died (maybe paid)
+	Claimed    int // claimed and not ended by a worker that is gone (maybe paid): sent again only with Options.ResendUnknown
 	Waiting    int // answered, files not all downloaded: a rerun downloads them
 	Lost       int // answered, answer no longer fetchable: sent again only with Options.RepayLost
 	Missing    int // done, but files gone with nothing to fetch them from
-	Elsewhere  int // claimed at this moment by another worker, whose run's heartbeat is fresh (see Options.ResendUnknown)
+	Elsewhere  int // claimed at this moment by another worker, whose run's heartbeat is fresh: that worker's to end
 	NotStarted int // not started: the run was stopped
 	Requests   int // requests sent, retries and downloads included
 }

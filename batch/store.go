@@ -26,13 +26,14 @@
 // (maybe paid). To tell them apart, each run keeps a heartbeat: one small
 // object, ledger/runs/<run>.json, written with Store.Put when the run
 // starts and every 30 s, removed when it ends; each record names its run
-// (Record.Run). A run that would take a claim over (a call's, with
-// Options.ResendUnknown; a download's, always) reads that heartbeat first:
+// (Record.Run). A run that meets a claim with no end reads that heartbeat:
 // fresh (less than three intervals old, by the time written in it, so the
 // fleet's clocks should agree to within a few seconds) means the job is in
-// flight elsewhere, and it is left alone; missing or stale, or naming a
-// process gone from the machine that reads it (on Linux), the worker is
-// gone. A heartbeat that cannot be written does not stop a run: its claims
+// flight elsewhere, and it is left alone whatever the options
+// (Summary.Elsewhere); missing or stale, or naming a process gone from the
+// machine that reads it (on Linux), the worker is gone (Summary.Claimed:
+// maybe paid, sent again with Options.ResendUnknown; a download's claim is
+// downloaded again, which costs nothing). A heartbeat that cannot be written does not stop a run: its claims
 // then look like those of a worker that is gone.
 package batch
 

@@ -418,11 +418,11 @@ func summaryText(s batch.Summary) string {
 	add(s.Failed, "failed (the service said no: see results.jsonl; a rerun sends them again, and an unchanged line fails the same way unless its cause changed)")
 	add(s.Refused, "refused or not sent (a rerun sends them again)")
 	add(s.Unknown, "unknown (may have been paid: --resend-unknown to send again)")
-	add(s.Claimed, "claimed and not ended (in flight on another worker, or its worker died: may have been paid; batch status lists them, --resend-unknown sends them again)")
+	add(s.Claimed, "claimed and not ended by a worker that is gone (may have been paid; batch status lists them, --resend-unknown sends them again)")
 	add(s.Waiting, "waiting for a download (a rerun downloads them without paying again)")
 	add(s.Lost, "answered whose links expired (--repay-expired to pay for them again)")
 	add(s.Missing, "done whose files are gone and cannot be fetched again")
-	add(s.Elsewhere, "run by another worker at the same time")
+	add(s.Elsewhere, "in flight on another worker that is still running")
 	add(s.NotStarted, "not started")
 	return strings.Join(parts, ", ")
 }
