@@ -119,6 +119,17 @@ func TestAClaimWhoseRunStillBeatsIsLeftToItsWorker(t *testing.T) {
 			if tc.beat > 0 {
 				f.putHeartbeat(t, run, time.Now().Add(-tc.beat))
 			}
+			listed := 0
+			st, err := batch.ReadStatus(context.Background(), f.openOut(t), func(batch.Record) { listed++ })
+			require.NoError(t, err)
+			assert.Equal(t, 1, st.States[batch.Claimed], "%+v", st)
+			if tc.want.Elsewhere > 0 {
+				assert.Equal(t, 1, st.InFlight, "the status counts it in flight")
+				assert.Zero(t, listed, "and lists it not as maybe paid")
+			} else {
+				assert.Zero(t, st.InFlight)
+				assert.Equal(t, 1, listed, "the status lists it as maybe paid")
+			}
 
 			plan, sum, err := f.planAndRun(t, batch.Options{ResendUnknown: tc.resend})
 			require.NoError(t, err)

@@ -14,16 +14,31 @@ type Status struct {
 	States map[State]int
 	// Lost counts the answered jobs whose answer can no longer be fetched.
 	Lost int
+	// InFlight counts the claimed jobs whose run's heartbeat is fresh: in
+	// flight on a live worker, not maybe paid. They are counted under
+	// Claimed too.
+	InFlight int
 }
 
 // ReadStatus reads the ledger in store, one job at a time, and counts the
 // jobs by state. Each job whose outcome is unknown (unknown, or claimed and
-// not ended: in flight, or its worker died) is given to unknown, when not
-// nil, as its last attempt.
+// not ended by a worker that is gone: see Options.ResendUnknown) is given
+// to unknown, when not nil, as its last attempt; a claim in flight on a
+// live worker is counted in InFlight instead.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
 	err := eachJob(ctx, store, func(rec *Record) error {
 		st.add(rec)
+		if rec.State == Claimed {
+			live, err := beating(ctx, store, rec.Run)
+			if err != nil {
+				return err
+			}
+			if live {
+				st.InFlight++
+				return nil
+			}
+		}
 		if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
 			unknown(*rec)
 		}

@@ -435,9 +435,10 @@ func (a *app) batchStatusCommand() *cobra.Command {
 		Short: "Count the jobs of a batch's ledger by state and list the unknown ones",
 		Long: `Read the ledger under --out, one job at a time, and print how many jobs
 are in each state, for every run and worker that shared the folder; then
-list the jobs whose outcome is unknown (sent, with no answer recorded:
-they may have been paid for, and are sent again only with
-creative batch --resend-unknown).`,
+list the jobs whose outcome is unknown (sent, with no answer recorded,
+by a worker that is gone: they may have been paid for, and are sent
+again only with creative batch --resend-unknown). Jobs in flight on a
+worker still running are counted, not listed.`,
 		Args: noArgs,
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
 			if !isURL(out) && !existsDir(filepath.Join(out, "ledger")) {
@@ -474,6 +475,9 @@ func (a *app) printStatus(ctx context.Context, store batch.Store) error {
 		if c := st.States[s]; c > 0 {
 			fmt.Fprintf(a.stdout, "%-9s %d\n", s, c)
 		}
+	}
+	if st.InFlight > 0 {
+		fmt.Fprintf(a.stdout, "(%d claimed in flight on a worker still running)\n", st.InFlight)
 	}
 	if st.Lost > 0 {
 		fmt.Fprintf(a.stdout, "(%d answered whose links expired: --repay-expired pays for them again)\n", st.Lost)
