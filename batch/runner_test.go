@@ -356,3 +356,49 @@ func TestClassifyReadsTheSDKsErrors(t *testing.T) {
 		})
 	}
 }
+
+// countingStore is a Dir that counts the small objects put over others
+// under the ledger's attempts.
+type countingStore struct {
+	*batch.Dir
+	replaced atomic.Int32
+}
+
+func (s *countingStore) Put(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, "ledger/") && !strings.HasPrefix(key, "ledger/runs/") {
+		s.replaced.Add(1)
+	}
+	return s.Dir.Put(ctx, key, data)
+}
+
+// A record put over another costs a folder store a file removed; removed
+// files slow the creates that follow on some file systems, so a ledger
+// that replaced records grew slower with its own length.
+func TestTheLedgerCreatesEachRecordOnceAndReplacesNone(t *testing.T) {
+	f := newFixture(t)
+	// Images (claim, end) and links (claim, answer, end).
+	f.write(t, append(imageJobs(4), `{"op":"audio/text-to-music","prompt":"a"}`, `{"op":"audio/text-to-music","prompt":"b"}`)...)
+	dir, err := batch.NewDir(f.out)
+	require.NoError(t, err)
+	defer dir.Close()
+	store := &countingStore{Dir: dir}
+	r, err := batch.New(f.c, store, batch.Options{Concurrency: 2, Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	require.NoError(t, err)
+	require.Equal(t, 6, sum.Done, "%+v", sum)
+	assert.Zero(t, store.replaced.Load(), "ledger records put over others")
+	var claims, answers, ends int
+	for key, err := range dir.List(context.Background(), "ledger/") {
+		require.NoError(t, err)
+		switch {
+		case strings.HasSuffix(key, ".answered.json"):
+			answers++
+		case strings.HasSuffix(key, ".end.json"):
+			ends++
+		case strings.HasSuffix(key, ".json") && !strings.HasPrefix(key, "ledger/runs/"):
+			claims++
+		}
+	}
+	assert.Equal(t, [3]int{6, 2, 6}, [3]int{claims, answers, ends}, "claims, answers (links only), ends")
+}
