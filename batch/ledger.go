@@ -166,28 +166,30 @@ func splitAttempt(k string) (job string, n int, ok bool) {
 // says, and its number; a nil record when the job was never claimed.
 // Attempts are numbered without gaps (a worker claims attempt n+1 only
 // after reading attempt n), so the last one is found by asking for the
-// claims 1, 2, ... until one is missing, then for that attempt's end and
-// answer: one question for a new job, three for a job done at its first
-// attempt, and no listing of a folder. A record that does not parse (being
-// created at this moment, or cut short by a crash) is passed over for the
-// one before it; a claim that does not parse is a claim.
+// claims 1, 2, ... until one is missing, then reading that attempt's end,
+// answer or claim, the first there: one question for a new job, three (one
+// read) for a job done at its first attempt, and no listing of a folder. A
+// record that does not parse (being created at this moment, or cut short
+// by a crash) is passed over for the one before it; a claim that does not
+// parse is a claim.
 func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
-	var claimed []byte
 	n := 0
 	for {
-		next, err := s.Get(ctx, recordKey(key, n+1, stageClaim))
-		if errors.Is(err, ErrNotExist) {
-			break
-		}
+		ok, err := s.Exists(ctx, recordKey(key, n+1, stageClaim))
 		if err != nil {
 			return nil, 0, err
 		}
-		claimed, n = next, n+1
+		if !ok {
+			break
+		}
+		n++
 	}
 	if n == 0 {
 		return nil, 0, nil
 	}
-	for _, st := range []stage{stageEnd, stageAnswered} {
+	// The last record made is read, and only it: a claim's bytes are read
+	// only when its attempt has no later record.
+	for _, st := range []stage{stageEnd, stageAnswered, stageClaim} {
 		b, err := s.Get(ctx, recordKey(key, n, st))
 		if errors.Is(err, ErrNotExist) {
 			continue
@@ -200,11 +202,8 @@ func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
 			return &r, n, nil
 		}
 	}
-	var r Record
-	if json.Unmarshal(claimed, &r) != nil {
-		return &Record{Job: key, Attempt: n, State: Claimed, Kind: kindCall}, n, nil
-	}
-	return &r, n, nil
+	// A claim being made at this moment, or cut short by a crash.
+	return &Record{Job: key, Attempt: n, State: Claimed, Kind: kindCall}, n, nil
 }
 
 func marshal(r *Record) []byte {
