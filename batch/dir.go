@@ -21,8 +21,9 @@ import (
 // folder, opened through an os.Root so that no key, and no symbolic link met
 // on the way, reaches outside it.
 //
-// Create is an exclusive create (O_EXCL) followed by an fsync of the file
-// and of its folder; Put writes a temporary file, syncs it and renames it
+// Create writes and syncs a temporary file, links it to the key (which
+// fails if the key exists: an exclusive create whose object appears whole)
+// and syncs the key's folder; Put writes a temporary file, syncs it and renames it
 // over the key, then syncs the folder; NewWriter writes a temporary file that
 // is renamed to its key only by a successful Close. Temporary files live in
 // the folder's ".tmp" subfolder, one subfolder per open Dir, held by a lock:
@@ -200,18 +201,11 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	dir := path.Dir(key)
-	f, err := d.root.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Its folder is new: make it, then try again.
-		if err := d.root.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("batch: %w", err)
-		}
-		f, err = d.root.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	}
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("batch: %s: %w", key, ErrExist)
-	}
+	// The bytes are written and synced under a temporary name, then linked
+	// to key, which fails if key exists: a reader sees no key or the whole
+	// object, never a claim half written.
+	tmp := d.tempName()
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
@@ -222,10 +216,26 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = d.syncDir(dir)
+	if err != nil {
+		_ = d.root.Remove(tmp)
+		return fmt.Errorf("batch: %s: %w", key, err)
+	}
+	dir := path.Dir(key)
+	err = d.root.Link(tmp, key)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Its folder is new: make it, then try again.
+		if err = d.root.MkdirAll(dir, 0o755); err == nil {
+			err = d.root.Link(tmp, key)
+		}
+	}
+	_ = d.root.Remove(tmp) // key, if linked, keeps the file
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("batch: %s: %w", key, ErrExist)
 	}
 	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if err := d.syncDir(dir); err != nil {
 		// Nothing may rely on a claim that is not durable: give the key
 		// back.
 		_ = d.root.Remove(key)
@@ -405,14 +415,20 @@ func (d *Dir) NewWriter(ctx context.Context, key string, _ map[string]string) (i
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	tmp := d.tmp + "/" + hex.EncodeToString(b[:])
+	tmp := d.tempName()
 	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
 	return &dirWriter{ctx: ctx, d: d, key: key, tmp: tmp, f: f}, nil
+}
+
+// tempName is a new name for a temporary file in this Dir's own folder of
+// them.
+func (d *Dir) tempName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return d.tmp + "/" + hex.EncodeToString(b[:])
 }
 
 // A dirWriter is a temporary file that becomes key when closed whole.

@@ -64,7 +64,8 @@ var ErrNotExist = errors.New("batch: does not exist")
 type Store interface {
 	// Create writes a small object only if key does not exist yet, as one
 	// atomic step: of two concurrent Creates of one key, exactly one
-	// succeeds and the other returns an error matching ErrExist. The object
+	// succeeds and the other returns an error matching ErrExist, and a
+	// reader sees no object or the whole of it, never a part. The object
 	// is durable when Create returns nil.
 	Create(ctx context.Context, key string, data []byte) error
 	// Put writes a small object, replacing any earlier one, atomically (a
