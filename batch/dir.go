@@ -21,19 +21,26 @@ import (
 // folder, opened through an os.Root so that no key, and no symbolic link met
 // on the way, reaches outside it.
 //
-// Create writes and syncs a temporary file, links it to the key (which
-// fails if the key exists: an exclusive create whose object appears whole)
-// and syncs the key's folder; Put writes a temporary file, syncs it and renames it
-// over the key, then syncs the folder; NewWriter writes a temporary file that
-// is renamed to its key only by a successful Close. Temporary files live in
-// the folder's ".tmp" subfolder, one subfolder per open Dir, held by a lock:
-// NewDir removes those of earlier runs that were killed, and never those of
-// a Dir open in another process.
+// Create writes a temporary file and links it to the key (which fails if
+// the key exists: an exclusive create whose object appears whole); Put
+// and NewWriter write a temporary file that is renamed over the key only
+// by a successful Close. Temporary files live in the folder's ".tmp"
+// subfolder, one subfolder per open Dir, held by a lock: NewDir removes
+// those of earlier runs that were killed, and never those of a Dir open in
+// another process.
+//
+// A write is durable when it returns. On Linux, a Create and a write of
+// up to 64 KiB are made durable by the Dir's journal (the folder's
+// ".journal" subfolder): one log per open Dir, whose appends the writers
+// of one moment share a sync of, and which the next NewDir after a crash
+// of the machine replays. Larger writes, and every write elsewhere, sync
+// the file and its folder.
 type Dir struct {
 	path string
 	root *os.Root
 	tmp  string   // this Dir's folder of temporary files, relative to root
 	lock *os.File // held while the Dir is open; see lockTemp
+	j    *journal // nil: every write syncs its file and its folder
 	once sync.Once
 	dirSyncs
 }
@@ -42,9 +49,10 @@ type Dir struct {
 // starts with a dot, and keys may not, so no key names it.
 const tmpDir = ".tmp"
 
-// NewDir opens the folder at path as a Store, creating it if needed, and
-// removes the temporary files that runs killed before they finished left
-// behind.
+// NewDir opens the folder at path as a Store, creating it if needed. It
+// first makes durable what the journals of runs that ended without
+// closing hold (restoring files a crash of the machine lost), and removes
+// the temporary files such runs left behind.
 func NewDir(dirPath string) (*Dir, error) {
 	if err := os.MkdirAll(dirPath, 0o755); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
@@ -53,8 +61,16 @@ func NewDir(dirPath string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	d := &Dir{path: dirPath, root: root}
+	j, err := openJournal(root)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("batch: %s: %w", dirPath, err)
+	}
+	d := &Dir{path: dirPath, root: root, j: j}
 	if err := d.openTemp(); err != nil {
+		if j != nil {
+			j.close()
+		}
 		root.Close()
 		return nil, err
 	}
@@ -201,16 +217,36 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	// The bytes are written and synced under a temporary name, then linked
-	// to key, which fails if key exists: a reader sees no key or the whole
-	// object, never a claim half written.
+	journaled := d.j != nil && len(data) <= journalMaxEntry
+	if err := d.link(key, data, !journaled); err != nil {
+		return err
+	}
+	var err error
+	if journaled {
+		err = d.j.commit(entryPut, key, data)
+	} else {
+		err = d.syncDir(path.Dir(key))
+	}
+	if err != nil {
+		// Nothing may rely on a claim that is not durable: give the key
+		// back.
+		_ = d.root.Remove(key)
+		return fmt.Errorf("batch: %s: %w", key, err)
+	}
+	return nil
+}
+
+// link writes data under a temporary name, synced when sync is set, then
+// links it to key, which fails if key exists: a reader sees no key or the
+// whole object, never a claim half written.
+func (d *Dir) link(key string, data []byte, sync bool) error {
 	tmp := d.tempName()
 	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -220,11 +256,10 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 		_ = d.root.Remove(tmp)
 		return fmt.Errorf("batch: %s: %w", key, err)
 	}
-	dir := path.Dir(key)
 	err = d.root.Link(tmp, key)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Its folder is new: make it, then try again.
-		if err = d.root.MkdirAll(dir, 0o755); err == nil {
+		if err = d.root.MkdirAll(path.Dir(key), 0o755); err == nil {
 			err = d.root.Link(tmp, key)
 		}
 	}
@@ -234,12 +269,6 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
-	}
-	if err := d.syncDir(dir); err != nil {
-		// Nothing may rely on a claim that is not durable: give the key
-		// back.
-		_ = d.root.Remove(key)
-		return fmt.Errorf("batch: %s: %w", key, err)
 	}
 	return nil
 }
@@ -296,16 +325,24 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("batch: %w", err)
 	}
+	if d.j != nil && err == nil {
+		// So that a replay after a crash does not bring it back.
+		return d.j.commit(entryDelete, key, nil)
+	}
 	return nil
 }
 
-// Close releases the lock on this Dir's temporary files and removes them.
+// Close makes every write durable in its file and removes the Dir's
+// journal, then releases the lock on its temporary files and removes them.
 func (d *Dir) Close() error {
 	var err error
 	d.once.Do(func() {
 		_ = d.root.RemoveAll(d.tmp)
 		_ = d.root.Remove(tmpDir) // when no other run uses it
 		d.lock.Close()
+		if d.j != nil {
+			d.j.close()
+		}
 		err = d.root.Close()
 	})
 	return err
@@ -420,7 +457,11 @@ func (d *Dir) NewWriter(ctx context.Context, key string, _ map[string]string) (i
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	return &dirWriter{ctx: ctx, d: d, key: key, tmp: tmp, f: f}, nil
+	w := &dirWriter{ctx: ctx, d: d, key: key, tmp: tmp, f: f}
+	if d.j != nil {
+		w.small = []byte{}
+	}
+	return w, nil
 }
 
 // tempName is a new name for a temporary file in this Dir's own folder of
@@ -440,6 +481,9 @@ type dirWriter struct {
 	f      *os.File
 	err    error // the first failed Write
 	closed bool
+	// small holds the bytes written while they fit in journalSmall and
+	// the Dir keeps a journal; nil otherwise.
+	small []byte
 }
 
 func (w *dirWriter) Write(p []byte) (int, error) {
@@ -453,6 +497,13 @@ func (w *dirWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	if err != nil {
 		w.err = fmt.Errorf("batch: %w", err)
+	}
+	if w.small != nil {
+		if len(w.small)+n <= journalSmall {
+			w.small = append(w.small, p[:n]...)
+		} else {
+			w.small = nil // synced on its own
+		}
 	}
 	return n, w.err
 }
@@ -481,7 +532,10 @@ func (w *dirWriter) Close() error {
 		return err
 	}
 	w.closed = true
-	err = w.f.Sync()
+	journaled := w.small != nil
+	if !journaled {
+		err = w.f.Sync()
+	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
@@ -496,7 +550,13 @@ func (w *dirWriter) Close() error {
 		}
 	}
 	if err == nil {
-		err = w.d.syncDir(dir)
+		if journaled {
+			if err = w.d.j.commit(entryPut, w.key, w.small); err != nil {
+				_ = w.d.root.Remove(w.key) // not durable: not there
+			}
+		} else {
+			err = w.d.syncDir(dir)
+		}
 	}
 	if err != nil {
 		_ = w.d.root.Remove(w.tmp)

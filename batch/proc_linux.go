@@ -5,7 +5,6 @@ package batch
 import (
 	"errors"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -15,15 +14,12 @@ import (
 // names a process this one can look for. It is "" where either cannot be
 // read.
 var thisSystem = sync.OnceValue(func() string {
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
+	boot := bootID()
 	ns, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
+	if boot == "" || err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(boot)) + "/" + ns
+	return boot + "/" + ns
 })
 
 // processGone reports whether no process with id pid exists on this

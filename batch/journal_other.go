@@ -1,0 +1,17 @@
+//go:build !linux
+
+package batch
+
+import (
+	"errors"
+	"os"
+)
+
+// bootID cannot name the boot on this system: a Dir keeps no journal and
+// syncs every write on its own, so the three below are never called.
+func bootID() string { return "" }
+
+func syncFS(*os.File) error   { return errors.ErrUnsupported }
+func waitLock(*os.File) error { return errors.ErrUnsupported }
+
+var datasync = (*os.File).Sync

@@ -1,0 +1,213 @@
+//go:build linux
+
+package batch
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// abandon leaves d as a process killed at this moment leaves it: its
+// journal and its temporary files stay, and their locks are released.
+func abandon(t *testing.T, d *Dir) {
+	t.Helper()
+	require.NotNil(t, d.j, "a Dir on Linux keeps a journal")
+	d.j.f.Close()
+	d.j.folder.Close()
+	d.lock.Close()
+	d.root.Close()
+}
+
+// logs lists the journal's logs under dir.
+func logs(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, journalDir, "*.log"))
+	require.NoError(t, err)
+	return names
+}
+
+// writeSome makes what a run makes: claims, an output, a heartbeat put
+// and then deleted.
+func writeSome(t *testing.T, d *Dir) {
+	t.Helper()
+	ctx := t.Context()
+	require.NoError(t, d.Create(ctx, "ledger/abc/claim.json", []byte(`{"state":"claimed"}`)))
+	require.NoError(t, d.Create(ctx, "ledger/abc/end.json", []byte(`{"state":"done"}`)))
+	w, err := d.NewWriter(ctx, "image.png", nil)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("\x89PNG paid bytes"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, d.Put(ctx, "ledger/runs/r.json", []byte(`{"run":"r"}`)))
+	require.NoError(t, d.Delete(ctx, "ledger/runs/r.json"))
+}
+
+// TestDirJournalRestoresWhatAMachineCrashLost abandons a Dir as a crash
+// of the machine leaves it (the kernel's cache lost: files missing, cut
+// short or holding other bytes, a delete undone, an entry torn in the
+// middle of its append), then opens the folder as after a restart: every
+// durable write is back byte for byte, the torn entry is not, and the log
+// is gone.
+func TestDirJournalRestoresWhatAMachineCrashLost(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewDir(dir)
+	require.NoError(t, err)
+	writeSome(t, d)
+	abandon(t, d)
+	names := logs(t, dir)
+	require.Len(t, names, 1)
+
+	// What the disk may hold after the crash.
+	require.NoError(t, os.Remove(filepath.Join(dir, "ledger/abc/claim.json")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ledger/abc/end.json"), []byte(`{"sta`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "image.png"), make([]byte, 15), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ledger/runs/r.json"), []byte(`{"run":"r"}`), 0o644))
+	// The log as a restart finds it: written in another boot, its last
+	// append torn.
+	b, err := os.ReadFile(names[0])
+	require.NoError(t, err)
+	b = bytes.Replace(b, []byte(bootID()), []byte(strings.Repeat("0", len(bootID()))), 1)
+	// A torn append: its length made it to the disk, its last bytes did
+	// not.
+	torn := appendEntry(nil, entryPut, "ghost.json", []byte("never acknowledged"))
+	clear(torn[len(torn)-3:])
+	b = append(b, torn...)
+	require.NoError(t, os.WriteFile(names[0], b, 0o644))
+
+	again, err := NewDir(dir)
+	require.NoError(t, err)
+	defer again.Close()
+	for key, want := range map[string]string{
+		"ledger/abc/claim.json": `{"state":"claimed"}`,
+		"ledger/abc/end.json":   `{"state":"done"}`,
+		"image.png":             "\x89PNG paid bytes",
+	} {
+		got, err := again.Get(t.Context(), key)
+		require.NoError(t, err, key)
+		assert.Equal(t, want, string(got), key)
+	}
+	for _, key := range []string{"ledger/runs/r.json", "ghost.json"} {
+		ok, err := again.Exists(t.Context(), key)
+		require.NoError(t, err)
+		assert.False(t, ok, "%s: deleted, or never acknowledged", key)
+	}
+	assert.NotContains(t, logs(t, dir), names[0], "the dead log is removed once its files are durable")
+}
+
+// TestDirJournalOfThisBootIsNotReplayed: a run killed on a machine that
+// kept running lost nothing (its files are in the kernel's cache), so the
+// next NewDir syncs them and removes its log, and undoes nothing done
+// since: a file a person removed after the kill stays removed.
+func TestDirJournalOfThisBootIsNotReplayed(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewDir(dir)
+	require.NoError(t, err)
+	writeSome(t, d)
+	abandon(t, d)
+	require.NoError(t, os.Remove(filepath.Join(dir, "image.png")))
+
+	again, err := NewDir(dir)
+	require.NoError(t, err)
+	defer again.Close()
+	assert.Len(t, logs(t, dir), 1, "only the new Dir's own log")
+	ok, err := again.Exists(t.Context(), "image.png")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got, err := again.Get(t.Context(), "ledger/abc/claim.json")
+	require.NoError(t, err)
+	assert.Equal(t, `{"state":"claimed"}`, string(got))
+}
+
+// TestDirJournalOfALiveDirIsLeftAlone: opening a folder that another Dir
+// has open neither replays nor removes its log, and both go on writing.
+func TestDirJournalOfALiveDirIsLeftAlone(t *testing.T) {
+	dir := t.TempDir()
+	live, err := NewDir(dir)
+	require.NoError(t, err)
+	writeSome(t, live)
+	other, err := NewDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, logs(t, dir), 2)
+	require.NoError(t, live.Create(t.Context(), "a.json", []byte("a")))
+	require.NoError(t, other.Create(t.Context(), "b.json", []byte("b")))
+	assert.ErrorIs(t, other.Create(t.Context(), "a.json", []byte("x")), ErrExist)
+	require.NoError(t, live.Close())
+	require.NoError(t, other.Close())
+	assert.Empty(t, logs(t, dir), "each Dir removes its own log as it closes")
+}
+
+// slowSyncs makes each journal sync take d and counts them, until the
+// test ends.
+func slowSyncs(t *testing.T, d time.Duration, fail error) *atomic.Int64 {
+	var n atomic.Int64
+	old := datasync
+	datasync = func(f *os.File) error {
+		n.Add(1)
+		time.Sleep(d)
+		if fail != nil {
+			return fail
+		}
+		return old(f)
+	}
+	t.Cleanup(func() { datasync = old })
+	return &n
+}
+
+// TestDirJournalSharesOneSyncAmongWritersOfOneMoment: sixteen writers
+// making 20 claims each pay far fewer syncs than claims, and every claim
+// is there.
+func TestDirJournalSharesOneSyncAmongWritersOfOneMoment(t *testing.T) {
+	syncs := slowSyncs(t, 2*time.Millisecond, nil)
+	d, err := NewDir(t.TempDir())
+	require.NoError(t, err)
+	defer d.Close()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 20 {
+				assert.NoError(t, d.Create(t.Context(), "ledger/"+string(rune('a'+w))+"/"+string(rune('a'+i))+".json", []byte("c")))
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for k, err := range d.List(t.Context(), "ledger/") {
+		require.NoError(t, err, k)
+		n++
+	}
+	assert.Equal(t, 320, n)
+	assert.Less(t, syncs.Load(), int64(160), "320 claims share their syncs")
+}
+
+// TestDirJournalThatCannotBeWrittenGivesTheClaimBack: when the log's sync
+// fails (a full disk), Create fails, the key is not left for anyone to
+// take as a claim, and every later write fails too.
+func TestDirJournalThatCannotBeWrittenGivesTheClaimBack(t *testing.T) {
+	full := errors.New("no space left on device")
+	d, err := NewDir(t.TempDir())
+	require.NoError(t, err)
+	defer d.Close()
+	slowSyncs(t, 0, full)
+	err = d.Create(t.Context(), "ledger/abc/claim.json", []byte("c"))
+	require.ErrorIs(t, err, full)
+	ok, err := d.Exists(t.Context(), "ledger/abc/claim.json")
+	require.NoError(t, err)
+	assert.False(t, ok, "a claim that is not durable is given back")
+	w, err := d.NewWriter(t.Context(), "image.png", nil)
+	require.NoError(t, err)
+	_, _ = w.Write([]byte("png"))
+	assert.ErrorIs(t, w.Close(), full)
+	ok, err = d.Exists(t.Context(), "image.png")
+	require.NoError(t, err)
+	assert.False(t, ok, "an output that is not durable is not left")
+}
