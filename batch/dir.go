@@ -517,9 +517,21 @@ func (w *dirWriter) abort() {
 	}
 }
 
-// Close makes the object visible under its key, unless a Write failed or
-// the context ended: then it leaves nothing and returns why.
-func (w *dirWriter) Close() error {
+// Close makes the object visible under its key, durably, unless a Write
+// failed or the context ended: then it leaves nothing and returns why.
+func (w *dirWriter) Close() error { return w.close(true) }
+
+// closeOrdered is Close, except that an object the journal holds is made
+// durable by the next write of the Dir that waits for its own (a Create,
+// a Put, a Close), rather than before it returns: the journal keeps the
+// order of its entries. A run writes a job's images this way, then its
+// end record, and so waits for one sync where it would wait for two. A
+// crash of the machine in between loses both, and with them the claim to
+// be done.
+func (w *dirWriter) closeOrdered() error { return w.close(false) }
+
+// close is Close; wait says whether a journaled object is waited for.
+func (w *dirWriter) close(wait bool) error {
 	if w.closed {
 		return fmt.Errorf("batch: %s: writer already closed", w.key)
 	}
@@ -551,7 +563,7 @@ func (w *dirWriter) Close() error {
 	}
 	if err == nil {
 		if journaled {
-			if err = w.d.j.commit(entryPut, w.key, w.small); err != nil {
+			if err = w.d.j.enqueue(entryPut, w.key, w.small, wait); err != nil {
 				_ = w.d.root.Remove(w.key) // not durable: not there
 			}
 		} else {

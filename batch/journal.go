@@ -319,10 +319,18 @@ func restore(root *os.Root, key string, data []byte) error {
 
 // commit appends one entry to the log and returns once it is durable.
 func (j *journal) commit(kind byte, key string, data []byte) error {
+	return j.enqueue(kind, key, data, true)
+}
+
+// enqueue appends one entry to the log; when wait is set it returns once
+// the entry is durable, else at once. An entry not waited for is written
+// with the next one that is, and is durable once any entry enqueued after
+// it is: the log keeps their order.
+func (j *journal) enqueue(kind byte, key string, data []byte, wait bool) error {
 	if len(key) >= 1<<16 {
 		return fmt.Errorf("batch: key of %d bytes is too long", len(key))
 	}
-	done := make(chan error, 1)
+	var done chan error
 	j.mu.Lock()
 	if j.err != nil {
 		err := j.err
@@ -330,7 +338,14 @@ func (j *journal) commit(kind byte, key string, data []byte) error {
 		return err
 	}
 	j.buf = appendEntry(j.buf, kind, key, data)
-	j.waiters = append(j.waiters, done)
+	if wait {
+		done = make(chan error, 1)
+		j.waiters = append(j.waiters, done)
+	}
+	if !wait {
+		j.mu.Unlock()
+		return nil
+	}
 	if !j.flushing {
 		j.flushing = true
 		j.flushers.Go(j.flush)

@@ -43,11 +43,13 @@ func writeSome(t *testing.T, d *Dir) {
 	ctx := t.Context()
 	require.NoError(t, d.Create(ctx, "ledger/abc/claim.json", []byte(`{"state":"claimed"}`)))
 	require.NoError(t, d.Create(ctx, "ledger/abc/end.json", []byte(`{"state":"done"}`)))
+	// An image closed in order, as a run closes one: the next write
+	// waited for makes it durable.
 	w, err := d.NewWriter(ctx, "image.png", nil)
 	require.NoError(t, err)
 	_, err = w.Write([]byte("\x89PNG paid bytes"))
 	require.NoError(t, err)
-	require.NoError(t, w.Close())
+	require.NoError(t, closeOrdered(w))
 	require.NoError(t, d.Put(ctx, "ledger/runs/r.json", []byte(`{"run":"r"}`)))
 	require.NoError(t, d.Delete(ctx, "ledger/runs/r.json"))
 }
@@ -210,4 +212,20 @@ func TestDirJournalThatCannotBeWrittenGivesTheClaimBack(t *testing.T) {
 	ok, err = d.Exists(t.Context(), "image.png")
 	require.NoError(t, err)
 	assert.False(t, ok, "an output that is not durable is not left")
+}
+
+// TestDirOutputClosedInOrderSharesTheSyncOfTheRecordAfterIt: a run's
+// image and the end record after it cost one sync of the journal, not two.
+func TestDirOutputClosedInOrderSharesTheSyncOfTheRecordAfterIt(t *testing.T) {
+	d, err := NewDir(t.TempDir())
+	require.NoError(t, err)
+	defer d.Close()
+	syncs := slowSyncs(t, 0, nil)
+	w, err := d.NewWriter(t.Context(), "image.png", nil)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("png"))
+	require.NoError(t, err)
+	require.NoError(t, closeOrdered(w))
+	require.NoError(t, d.Create(t.Context(), "ledger/abc/end.json", []byte("end")))
+	assert.Equal(t, int64(1), syncs.Load())
 }
