@@ -41,6 +41,7 @@ type Dir struct {
 	tmp  string   // this Dir's folder of temporary files, relative to root
 	lock *os.File // held while the Dir is open; see lockTemp
 	j    *journal // nil: every write syncs its file and its folder
+	temps
 	once sync.Once
 	dirSyncs
 }
@@ -141,6 +142,11 @@ func (d *Dir) openTempOnce() error {
 		return fmt.Errorf("batch: temporary files: %w", err)
 	}
 	d.lock = f
+	if err := d.openTemps(); err != nil {
+		f.Close()
+		_ = d.root.RemoveAll(d.tmp)
+		return fmt.Errorf("batch: temporary files: %w", err)
+	}
 	return nil
 }
 
@@ -240,8 +246,7 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 // links it to key, which fails if key exists: a reader sees no key or the
 // whole object, never a claim half written.
 func (d *Dir) link(key string, data []byte, sync bool) error {
-	tmp := d.tempName()
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, tmp, err := d.createTemp()
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
@@ -252,23 +257,15 @@ func (d *Dir) link(key string, data []byte, sync bool) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		_ = d.root.Remove(tmp)
-		return fmt.Errorf("batch: %s: %w", key, err)
+	if err == nil {
+		err = d.placeTemp(tmp, key, false)
 	}
-	err = d.root.Link(tmp, key)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Its folder is new: make it, then try again.
-		if err = d.root.MkdirAll(path.Dir(key), 0o755); err == nil {
-			err = d.root.Link(tmp, key)
-		}
-	}
-	_ = d.root.Remove(tmp) // key, if linked, keeps the file
+	d.removeTemp(tmp) // key, if linked, keeps the file
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("batch: %s: %w", key, ErrExist)
 	}
 	if err != nil {
-		return fmt.Errorf("batch: %w", err)
+		return fmt.Errorf("batch: %s: %w", key, err)
 	}
 	return nil
 }
@@ -337,6 +334,7 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 func (d *Dir) Close() error {
 	var err error
 	d.once.Do(func() {
+		d.closeTemps()
 		_ = d.root.RemoveAll(d.tmp)
 		_ = d.root.Remove(tmpDir) // when no other run uses it
 		d.lock.Close()
@@ -452,8 +450,7 @@ func (d *Dir) NewWriter(ctx context.Context, key string, _ map[string]string) (i
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	tmp := d.tempName()
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, tmp, err := d.createTemp()
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
@@ -464,12 +461,11 @@ func (d *Dir) NewWriter(ctx context.Context, key string, _ map[string]string) (i
 	return w, nil
 }
 
-// tempName is a new name for a temporary file in this Dir's own folder of
-// them.
-func (d *Dir) tempName() string {
+// randomName is a new name for a temporary file.
+func randomName() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return d.tmp + "/" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // A dirWriter is a temporary file that becomes key when closed whole.
@@ -513,7 +509,7 @@ func (w *dirWriter) abort() {
 	if !w.closed {
 		w.closed = true
 		w.f.Close()
-		_ = w.d.root.Remove(w.tmp)
+		w.d.removeTemp(w.tmp)
 	}
 }
 
@@ -551,15 +547,8 @@ func (w *dirWriter) close(wait bool) error {
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
-	dir := path.Dir(w.key)
 	if err == nil {
-		err = w.d.root.Rename(w.tmp, w.key)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Its folder is new: make it, then try again.
-			if err = w.d.root.MkdirAll(dir, 0o755); err == nil {
-				err = w.d.root.Rename(w.tmp, w.key)
-			}
-		}
+		err = w.d.placeTemp(w.tmp, w.key, true)
 	}
 	if err == nil {
 		if journaled {
@@ -567,11 +556,11 @@ func (w *dirWriter) close(wait bool) error {
 				_ = w.d.root.Remove(w.key) // not durable: not there
 			}
 		} else {
-			err = w.d.syncDir(dir)
+			err = w.d.syncDir(path.Dir(w.key))
 		}
 	}
 	if err != nil {
-		_ = w.d.root.Remove(w.tmp)
+		w.d.removeTemp(w.tmp)
 		return fmt.Errorf("batch: %s: %w", w.key, err)
 	}
 	return nil
