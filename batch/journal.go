@@ -57,9 +57,10 @@ const (
 	// journalMaxEntry is the largest object Create journals, and the
 	// largest entry a log is read for.
 	journalMaxEntry = 16 << 20
-	// journalCheckpoint is the size past which a log is cut back.
-	journalCheckpoint = 64 << 20
 )
+
+// journalCheckpoint is the size past which a log is cut back.
+var journalCheckpoint int64 = 64 << 20
 
 // Kinds of entry.
 const (
