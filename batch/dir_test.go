@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,10 +70,17 @@ func TestDirRemovesTheTemporaryFilesOfAKilledRun(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	require.Equal(t, 4, countFiles(t, filepath.Join(dir, ".tmp")), "two locks and two temporary files")
+	journaled := runtime.GOOS == "linux"
+	if journaled {
+		require.Len(t, journalLogs(t, dir), 2, "a log for each Dir")
+	}
 
 	again, err := batch.NewDir(dir)
 	require.NoError(t, err)
 	assert.Equal(t, 3, countFiles(t, filepath.Join(dir, ".tmp")), "the killed run's folder is gone; the live one and the new one stay")
+	if journaled {
+		assert.Len(t, journalLogs(t, dir), 2, "the killed run's log is gone; the live one and the new one stay")
+	}
 	require.NoError(t, w.Close(), "the live writer was not disturbed")
 	ok, err := again.Exists(t.Context(), "live.bin")
 	require.NoError(t, err)
@@ -80,6 +88,14 @@ func TestDirRemovesTheTemporaryFilesOfAKilledRun(t *testing.T) {
 	require.NoError(t, again.Close())
 	require.NoError(t, live.Close())
 	assert.NoDirExists(t, filepath.Join(dir, ".tmp"), "Close removes its own, and the folder once empty")
+}
+
+// journalLogs lists the logs of the journal of the folder dir.
+func journalLogs(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, ".journal", "*.log"))
+	require.NoError(t, err)
+	return names
 }
 
 // countFiles counts the regular files under dir.
