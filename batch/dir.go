@@ -35,6 +35,10 @@ import (
 // of one moment share a sync of, and which the next NewDir after a crash
 // of the machine replays. Larger writes, and every write elsewhere, sync
 // the file and its folder.
+//
+// A Dir is shared by the processes of one machine, which its locks and
+// its journal's boot id are made for; workers on several machines share a
+// bucket instead.
 type Dir struct {
 	path string
 	root *os.Root

@@ -37,6 +37,26 @@ func logs(t *testing.T, dir string) []string {
 	return names
 }
 
+// abandoned returns a folder whose Dir wrote some and was abandoned.
+func abandoned(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := NewDir(dir)
+	require.NoError(t, err)
+	writeSome(t, d)
+	abandon(t, d)
+	return dir
+}
+
+// fromAnotherBoot returns the bytes of the log at name as a machine that
+// restarted since finds them: written in another boot.
+func fromAnotherBoot(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return bytes.Replace(b, []byte(bootID()), []byte(strings.Repeat("0", len(bootID()))), 1)
+}
+
 // writeSome makes what a run makes: claims, an output, a heartbeat put
 // and then deleted.
 func writeSome(t *testing.T, d *Dir) {
@@ -62,11 +82,7 @@ func writeSome(t *testing.T, d *Dir) {
 // durable write is back byte for byte, the torn entry is not, and the log
 // is gone.
 func TestDirJournalRestoresWhatAMachineCrashLost(t *testing.T) {
-	dir := t.TempDir()
-	d, err := NewDir(dir)
-	require.NoError(t, err)
-	writeSome(t, d)
-	abandon(t, d)
+	dir := abandoned(t)
 	names := logs(t, dir)
 	require.Len(t, names, 1)
 
@@ -77,9 +93,7 @@ func TestDirJournalRestoresWhatAMachineCrashLost(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ledger/runs/r.json"), []byte(`{"run":"r"}`), 0o644))
 	// The log as a restart finds it: written in another boot, its last
 	// append torn.
-	b, err := os.ReadFile(names[0])
-	require.NoError(t, err)
-	b = bytes.Replace(b, []byte(bootID()), []byte(strings.Repeat("0", len(bootID()))), 1)
+	b := fromAnotherBoot(t, names[0])
 	// A torn append: its length made it to the disk, its last bytes did
 	// not.
 	torn := appendEntry(nil, entryPut, "ghost.json", []byte("never acknowledged"))
@@ -112,11 +126,7 @@ func TestDirJournalRestoresWhatAMachineCrashLost(t *testing.T) {
 // next NewDir syncs them and removes its log, and undoes nothing done
 // since: a file a person removed after the kill stays removed.
 func TestDirJournalOfThisBootIsNotReplayed(t *testing.T) {
-	dir := t.TempDir()
-	d, err := NewDir(dir)
-	require.NoError(t, err)
-	writeSome(t, d)
-	abandon(t, d)
+	dir := abandoned(t)
 	require.NoError(t, os.Remove(filepath.Join(dir, "image.png")))
 
 	again, err := NewDir(dir)
@@ -262,10 +272,7 @@ func TestDirJournalStaysSmall(t *testing.T) {
 	}
 	require.NotEmpty(t, last)
 	abandon(t, d)
-	b, err := os.ReadFile(names[0])
-	require.NoError(t, err)
-	b = bytes.Replace(b, []byte(bootID()), []byte(strings.Repeat("0", len(bootID()))), 1)
-	require.NoError(t, os.WriteFile(names[0], b, 0o644))
+	require.NoError(t, os.WriteFile(names[0], fromAnotherBoot(t, names[0]), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(dir, last)))
 	again, err := NewDir(dir)
 	require.NoError(t, err)
