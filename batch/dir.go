@@ -235,13 +235,26 @@ func (d *Dir) Create(_ context.Context, key string, data []byte) error {
 	if journaled {
 		err = d.j.commit(entryPut, key, data)
 	} else {
-		err = d.syncDir(path.Dir(key))
+		err = d.syncOwn(key)
 	}
 	if err != nil {
 		// Nothing may rely on a claim that is not durable: give the key
 		// back.
 		_ = d.root.Remove(key)
 		return fmt.Errorf("batch: %s: %w", key, err)
+	}
+	return nil
+}
+
+// syncOwn makes durable a write synced on its own: its folder is synced,
+// then a journal marks that what it held of key before is old, so that no
+// replay brings back older bytes.
+func (d *Dir) syncOwn(key string) error {
+	if err := d.syncDir(path.Dir(key)); err != nil {
+		return err
+	}
+	if d.j != nil {
+		return d.j.commit(entrySynced, key, nil)
 	}
 	return nil
 }
@@ -555,12 +568,12 @@ func (w *dirWriter) close(wait bool) error {
 		err = w.d.placeTemp(w.tmp, w.key, true)
 	}
 	if err == nil {
+		// A write that could not be made durable stays in place, as the
+		// kernel has it: the object it replaced is gone either way.
 		if journaled {
-			if err = w.d.j.enqueue(entryPut, w.key, w.small, wait); err != nil {
-				_ = w.d.root.Remove(w.key) // not durable: not there
-			}
+			err = w.d.j.enqueue(entryPut, w.key, w.small, wait)
 		} else {
-			err = w.d.syncDir(path.Dir(w.key))
+			err = w.d.syncOwn(w.key)
 		}
 	}
 	if err != nil {

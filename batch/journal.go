@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 )
 
 // The journal of a Dir makes its small writes durable without a sync of
@@ -26,29 +25,35 @@ import (
 // durable by one fdatasync that every writer waiting at that moment shares
 // (a group commit). The call returns once its entry is durable. So a run
 // with sixteen workers pays about one sync for a round of sixteen records,
-// where syncing each file and its folder costs three.
+// where syncing each file and its folder costs three. A write synced on
+// its own (a large one) appends a mark that what the log held of its key
+// before is old.
 //
 // The files themselves reach the disk when the kernel writes them back,
 // and the log holds their bytes until then. The log is cut back to its
 // header after a syncfs(2) of the folder's file system, which makes every
 // file written before it durable: when it grows past journalCheckpoint,
 // and when the Dir closes (then it is removed). A log whose Dir is gone
-// without closing (its lock can be taken) is seen to by the next NewDir:
-// when the machine has not restarted since the log was written, the files
-// are in the kernel's cache, and a syncfs makes them durable; when it has,
-// each entry is written again where the file lost it, in the order the
-// logs were written. A torn entry at a log's end (a crash during the
-// append) is one whose call never returned, and is passed over.
+// without closing (its lock can be taken) is dead. After such a syncfs, a
+// Dir removes the dead logs of this boot, whose writes were all made
+// before it, and the next NewDir sees to any left: when the machine has
+// not restarted since they were written, their files are in the kernel's
+// cache, and a syncfs makes them durable; when it has, the entries of all
+// the dead logs are merged by the time each was made (a clock of that
+// boot), and each key is brought back to its last entry where the crash
+// lost it. A torn entry at a log's end (a crash during the append) is one
+// whose call never returned, and the log is read no further.
 //
-// The journal is used where the boot of the machine can be told apart
-// (Linux); elsewhere every write is synced on its own.
+// The journal is used on Linux 5.8 and later (syncfs reports the errors of
+// writeback) and on the file systems whose syncfs is known to sync: ext4,
+// xfs, btrfs and tmpfs. Elsewhere every write is synced on its own.
 
 // journalDir is the folder of logs under a Dir's root. Its name starts
 // with a dot, so no key names it.
 const journalDir = ".journal"
 
 // journalMagic starts every log, followed by the boot id and a newline.
-const journalMagic = "creative-batch-journal 1 "
+const journalMagic = "creative-batch-journal 2 "
 
 const (
 	// journalSmall is the largest output a writer journals; larger ones
@@ -66,19 +71,33 @@ var journalCheckpoint int64 = 64 << 20
 const (
 	entryPut    byte = 'p' // the key holds these bytes
 	entryDelete byte = 'd' // the key is gone
+	entrySynced byte = 's' // the key was written and synced on its own
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// appendEntry appends one entry to b: its length, its CRC-32C, then the
-// kind, the key's length, the key and the bytes.
-func appendEntry(b []byte, kind byte, key string, data []byte) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(1+2+len(key)+len(data)))
+// entryHead is the length of an entry's body before its key: the kind,
+// the time it was made, the key's length.
+const entryHead = 1 + 8 + 2
+
+// An entry is one write in a log.
+type entry struct {
+	kind  byte
+	stamp int64 // when it was made, by a clock of the boot (monotonicNow)
+	key   string
+	data  []byte
+}
+
+// appendEntry appends one entry to b: its body's length and CRC-32C, then
+// the body: kind, time, key length, key, bytes.
+func appendEntry(b []byte, e entry) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(entryHead+len(e.key)+len(e.data)))
 	at := len(b)
-	b = append(b, 0, 0, 0, 0, kind)
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(key)))
-	b = append(b, key...)
-	b = append(b, data...)
+	b = append(b, 0, 0, 0, 0, e.kind)
+	b = binary.LittleEndian.AppendUint64(b, uint64(e.stamp))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(e.key)))
+	b = append(b, e.key...)
+	b = append(b, e.data...)
 	binary.LittleEndian.PutUint32(b[at:], crc32.Checksum(b[at+4:], castagnoli))
 	return b
 }
@@ -86,7 +105,7 @@ func appendEntry(b []byte, kind byte, key string, data []byte) []byte {
 // readEntries yields the entries of a log after its header, stopping
 // silently at the first that is short or whose CRC does not match: a
 // torn end. It holds one entry in memory at a time.
-func readEntries(r *bufio.Reader, yield func(kind byte, key string, data []byte) error) error {
+func readEntries(r io.Reader, yield func(entry) error) error {
 	var head [8]byte
 	var body []byte
 	for {
@@ -94,7 +113,7 @@ func readEntries(r *bufio.Reader, yield func(kind byte, key string, data []byte)
 			return nil
 		}
 		n := binary.LittleEndian.Uint32(head[:4])
-		if n < 3 || n > journalMaxEntry+3+1<<16 {
+		if n < entryHead || n > journalMaxEntry+entryHead+1<<16 {
 			return nil
 		}
 		body = slices.Grow(body[:0], int(n))[:n]
@@ -104,11 +123,13 @@ func readEntries(r *bufio.Reader, yield func(kind byte, key string, data []byte)
 		if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(head[4:]) {
 			return nil
 		}
-		kl := int(binary.LittleEndian.Uint16(body[1:3]))
-		if 3+kl > len(body) {
+		kl := int(binary.LittleEndian.Uint16(body[9:entryHead]))
+		if entryHead+kl > len(body) {
 			return nil
 		}
-		if err := yield(body[0], string(body[3:3+kl]), body[3+kl:]); err != nil {
+		e := entry{kind: body[0], stamp: int64(binary.LittleEndian.Uint64(body[1:9])),
+			key: string(body[entryHead : entryHead+kl]), data: body[entryHead+kl:]}
+		if err := yield(e); err != nil {
 			return err
 		}
 	}
@@ -118,6 +139,7 @@ func readEntries(r *bufio.Reader, yield func(kind byte, key string, data []byte)
 type journal struct {
 	root   *os.Root
 	folder *os.File // the root folder, for syncfs
+	boot   string   // this boot's id
 	f      *os.File // the log, locked while the Dir is open
 	name   string   // the log's path under root
 	header int64    // the header's length
@@ -128,6 +150,7 @@ type journal struct {
 	flushing bool         // a flusher goroutine runs
 	flushers sync.WaitGroup
 	size     int64 // the log's length
+	cutAt    int64 // the size past which it is cut back: journalCheckpoint
 	err      error // a failed write or sync: every later commit fails
 }
 
@@ -135,52 +158,87 @@ type journal struct {
 var errJournalClosed = errors.New("batch: the folder's journal is closed")
 
 // openJournal sees to the logs that Dirs gone without closing left, then
-// starts this Dir's own. It returns nil, nil where the machine's boot
-// cannot be told (no journal: every write is synced on its own).
+// starts this Dir's own. It returns nil, nil where the journal cannot be
+// trusted (see above): every write is then synced on its own.
 func openJournal(root *os.Root) (*journal, error) {
 	boot := bootID()
 	if boot == "" {
 		return nil, nil
 	}
-	if err := root.MkdirAll(journalDir, 0o755); err != nil {
-		return nil, err
-	}
-	// One opener at a time sees to the logs of the dead, and starts its own
-	// log locked, so no opener takes a live log for a dead one.
-	gate, err := root.OpenFile(journalDir+"/lock", os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer gate.Close()
-	if err := waitLock(gate); err != nil {
-		return nil, err
-	}
 	folder, err := root.Open(".")
 	if err != nil {
 		return nil, err
 	}
-	if err := recoverLogs(root, folder, boot); err != nil {
+	j := &journal{root: root, folder: folder, boot: boot, cutAt: journalCheckpoint}
+	if !journalFits(folder) {
 		folder.Close()
-		return nil, fmt.Errorf("the journal of a run that did not close: %w", err)
+		return nil, nil
 	}
-	j, err := startLog(root, folder, boot)
-	if err != nil {
+	if err := j.open(); err != nil {
 		folder.Close()
 		return nil, err
 	}
 	return j, nil
 }
 
-// startLog makes this Dir's log, locked, with its header, durably.
-func startLog(root *os.Root, folder *os.File, boot string) (*journal, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := journalDir + "/" + hex.EncodeToString(b[:]) + ".log"
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+// open sees to the dead logs and starts this Dir's log, holding the gate.
+func (j *journal) open() error {
+	if err := j.root.MkdirAll(journalDir, 0o755); err != nil {
+		return err
+	}
+	if err := syncDirOf(j.root, "."); err != nil {
+		return err
+	}
+	gate, err := j.gate(true)
+	if err != nil {
+		return err
+	}
+	defer gate.Close()
+	dead, err := deadLogs(j.root)
+	defer closeAll(dead)
+	if err != nil {
+		return fmt.Errorf("the journal of a run that did not close: %w", err)
+	}
+	if err := j.recover(dead); err != nil {
+		return fmt.Errorf("the journal of a run that did not close: %w", err)
+	}
+	return j.startLog()
+}
+
+// gate takes the lock that one Dir at a time holds to see to the logs of
+// the dead and to start its own, so that none takes a live log for a dead
+// one. Without wait it returns nil, nil when another holds it.
+func (j *journal) gate(wait bool) (*os.File, error) {
+	f, err := j.root.OpenFile(journalDir+"/lock", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	header := journalMagic + boot + "\n"
+	if wait {
+		err = waitLock(f)
+	} else {
+		var ok bool
+		if ok, err = tryLock(f); err == nil && !ok {
+			f.Close()
+			return nil, nil
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// startLog makes this Dir's log, locked, with its header, durably.
+func (j *journal) startLog() error {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := journalDir + "/" + hex.EncodeToString(b[:]) + ".log"
+	f, err := j.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	header := journalMagic + j.boot + "\n"
 	ok, err := tryLock(f)
 	if err == nil && !ok {
 		err = errors.New("a new log is locked by another process")
@@ -192,14 +250,15 @@ func startLog(root *os.Root, folder *os.File, boot string) (*journal, error) {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = syncDirOf(root, journalDir)
+		err = syncDirOf(j.root, journalDir)
 	}
 	if err != nil {
 		f.Close()
-		_ = root.Remove(name)
-		return nil, err
+		_ = j.root.Remove(name)
+		return err
 	}
-	return &journal{root: root, folder: folder, f: f, name: name, header: int64(len(header)), size: int64(len(header))}, nil
+	j.f, j.name, j.header, j.size = f, name, int64(len(header)), int64(len(header))
+	return nil
 }
 
 // syncDirOf syncs the folder dir under root.
@@ -212,95 +271,150 @@ func syncDirOf(root *os.Root, dir string) error {
 	return f.Sync()
 }
 
-// A deadLog is a log whose Dir is gone, locked by the opener that sees to
-// it.
+// A deadLog is a log whose Dir is gone, locked by the Dir that sees to it.
 type deadLog struct {
 	name string
 	f    *os.File
-	mod  time.Time
+	boot string // "" when its header was never made durable
 }
 
-// recoverLogs makes durable what the logs of Dirs gone without closing
-// hold, then removes them. Logs locked by a live Dir are left alone.
-func recoverLogs(root *os.Root, folder *os.File, boot string) error {
+func closeAll(logs []deadLog) {
+	for _, d := range logs {
+		d.f.Close()
+	}
+}
+
+// deadLogs locks and returns the logs under the journal folder that no
+// live Dir holds. The caller holds the gate, and closes them.
+func deadLogs(root *os.Root) ([]deadLog, error) {
 	entries, err := fs.ReadDir(root.FS(), journalDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var dead []deadLog
-	defer func() {
-		for _, d := range dead {
-			d.f.Close()
-		}
-	}()
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".log") {
 			continue
 		}
 		name := journalDir + "/" + e.Name()
 		f, err := root.OpenFile(name, os.O_RDONLY, 0)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed by its Dir as it closed
+		}
+		if err != nil {
+			return dead, err
 		}
 		if ok, _ := tryLock(f); !ok {
 			f.Close() // a live Dir's
 			continue
 		}
-		info, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		boot, _ := strings.CutPrefix(strings.TrimSuffix(line, "\n"), journalMagic)
+		if !strings.HasPrefix(line, journalMagic) || !strings.HasSuffix(line, "\n") {
+			boot = ""
 		}
-		dead = append(dead, deadLog{name: name, f: f, mod: info.ModTime()})
+		dead = append(dead, deadLog{name: name, f: f, boot: boot})
 	}
+	return dead, nil
+}
+
+// recover makes durable what the dead logs hold, then removes them: the
+// logs of earlier boots are replayed, those of this boot need only the
+// syncfs.
+func (j *journal) recover(dead []deadLog) error {
 	if len(dead) == 0 {
 		return nil
 	}
-	// Later logs win where two wrote one key.
-	slices.SortFunc(dead, func(a, b deadLog) int { return a.mod.Compare(b.mod) })
+	var earlier []deadLog
 	for _, d := range dead {
-		if err := replayLog(root, d.f, boot); err != nil {
-			return fmt.Errorf("%s: %w", d.name, err)
+		if d.boot != "" && d.boot != j.boot {
+			earlier = append(earlier, d)
 		}
 	}
-	if err := syncFS(folder); err != nil {
+	if err := replayLogs(j.root, earlier); err != nil {
+		return err
+	}
+	return j.syncAndRemove(dead)
+}
+
+// syncAndRemove syncs the file system, then removes the dead logs, whose
+// writes were all made before.
+func (j *journal) syncAndRemove(dead []deadLog) error {
+	if err := syncFS(j.folder); err != nil {
 		return err
 	}
 	for _, d := range dead {
 		// A log removed since it was listed was closed by its Dir, whose
 		// lock was released just after.
-		if err := root.Remove(d.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := j.root.Remove(d.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	return syncDirOf(root, journalDir)
+	return syncDirOf(j.root, journalDir)
 }
 
-// replayLog writes again the entries of a log written before the machine
-// last started; a log of this boot needs only the syncfs that follows.
-func replayLog(root *os.Root, f *os.File, boot string) error {
-	r := bufio.NewReader(f)
-	line, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, journalMagic) {
-		return nil // its header was never made durable: no entry was
-	}
-	if strings.TrimSuffix(strings.TrimPrefix(line, journalMagic), "\n") == boot {
+// An entryRef names the last entry of a key among the dead logs: its
+// time, its log and its place in that log.
+type entryRef struct {
+	stamp  int64
+	log, n int
+}
+
+// replayLogs brings each key of the logs of an earlier boot back to its
+// last entry among them, by the time each entry was made: a pass to find
+// the last entry of each key (held in memory: one small record a key of
+// the dead logs, which checkpoints keep small), and a pass to write them.
+func replayLogs(root *os.Root, logs []deadLog) error {
+	if len(logs) == 0 {
 		return nil
 	}
-	return readEntries(r, func(kind byte, key string, data []byte) error {
-		if checkKey(key) != nil {
-			return nil // not written by a Dir
-		}
-		switch kind {
-		case entryPut:
-			return restore(root, key, data)
-		case entryDelete:
-			if err := root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
+	last := map[string]entryRef{}
+	err := eachEntry(logs, func(i, n int, e entry) error {
+		if r, ok := last[e.key]; !ok || e.stamp >= r.stamp {
+			last[e.key] = entryRef{e.stamp, i, n}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return eachEntry(logs, func(i, n int, e entry) error {
+		if r := last[e.key]; r.log != i || r.n != n || checkKey(e.key) != nil {
+			return nil // an older entry, or not a Dir's key
+		}
+		switch e.kind {
+		case entryPut:
+			return restore(root, e.key, e.data)
+		case entryDelete:
+			if err := root.Remove(e.key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil // entrySynced: the file is durable as it is
+	})
+}
+
+// eachEntry yields the entries of the logs, each with its log's index and
+// its place in it.
+func eachEntry(logs []deadLog, yield func(i, n int, e entry) error) error {
+	for i, d := range logs {
+		if _, err := d.f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		r := bufio.NewReader(d.f)
+		if _, err := r.ReadString('\n'); err != nil {
+			continue
+		}
+		n := 0
+		err := readEntries(r, func(e entry) error {
+			n++
+			return yield(i, n, e)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.name, err)
+		}
+	}
+	return nil
 }
 
 // restore makes key hold data, unless it does already.
@@ -338,15 +452,15 @@ func (j *journal) enqueue(kind byte, key string, data []byte, wait bool) error {
 		j.mu.Unlock()
 		return err
 	}
-	j.buf = appendEntry(j.buf, kind, key, data)
-	if wait {
-		done = make(chan error, 1)
-		j.waiters = append(j.waiters, done)
-	}
+	// The time is read after the file was placed, and under the lock, so
+	// that the log's order and its times agree.
+	j.buf = appendEntry(j.buf, entry{kind: kind, stamp: monotonicNow(), key: key, data: data})
 	if !wait {
 		j.mu.Unlock()
 		return nil
 	}
+	done = make(chan error, 1)
+	j.waiters = append(j.waiters, done)
 	if !j.flushing {
 		j.flushing = true
 		j.flushers.Go(j.flush)
@@ -372,48 +486,82 @@ func (j *journal) flush() {
 		if err == nil {
 			err = j.write(buf)
 			if err != nil {
-				err = fmt.Errorf("batch: the folder's journal: %w", err)
-				j.mu.Lock()
-				j.err = err
-				j.mu.Unlock()
+				err = j.fail(fmt.Errorf("batch: the folder's journal: %w", err))
 			}
 		}
 		for _, w := range waiters {
 			w <- err
 		}
 		spare = buf
+		if err == nil && j.size >= j.cutAt {
+			j.checkpoint()
+		}
 	}
 }
 
-// write appends buf to the log durably, and cuts the log back once it
-// is past journalCheckpoint.
+// fail stops the journal with err, unless it stopped already, and returns
+// the error that stopped it.
+func (j *journal) fail(err error) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = err
+	}
+	return j.err
+}
+
+// write appends buf to the log durably.
 func (j *journal) write(buf []byte) error {
 	n, err := j.f.Write(buf)
 	j.size += int64(n)
 	if err != nil {
 		return err
 	}
-	if err := datasync(j.f); err != nil {
-		return err
-	}
-	if j.size < journalCheckpoint {
-		return nil
-	}
-	// Every entry's file was written before its entry: once the file
-	// system is synced, the log holds nothing the disk lacks.
-	if err := syncFS(j.folder); err != nil {
-		return err
-	}
-	if err := j.f.Truncate(j.header); err != nil {
-		return err
-	}
-	j.size = j.header
 	return datasync(j.f)
 }
 
+// checkpoint cuts the log back once every entry in it is durable in its
+// file, and removes the dead logs of this boot on the way. It is tried
+// again at the next write when it cannot be done now: its entries were
+// durable already.
+func (j *journal) checkpoint() {
+	gate, _ := j.gate(false)
+	var dead []deadLog
+	if gate != nil {
+		defer gate.Close()
+		all, _ := deadLogs(j.root)
+		defer closeAll(all)
+		dead = j.ofThisBoot(all)
+	}
+	// Every entry's file was placed before its entry was written: once the
+	// file system is synced, the log holds nothing the disk lacks.
+	if err := j.syncAndRemove(dead); err != nil {
+		return
+	}
+	if err := j.f.Truncate(j.header); err != nil {
+		return
+	}
+	j.size = j.header
+	if err := datasync(j.f); err != nil {
+		j.fail(fmt.Errorf("batch: the folder's journal: %w", err))
+	}
+}
+
+// ofThisBoot returns the dead logs written in this boot (or holding
+// nothing): a syncfs makes what they hold durable.
+func (j *journal) ofThisBoot(dead []deadLog) []deadLog {
+	var out []deadLog
+	for _, d := range dead {
+		if d.boot == j.boot || d.boot == "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // close syncs the file system, so that every entry is durable in its
-// file, and removes the log. A log that cannot be removed is left for the
-// next NewDir.
+// file, and removes the log, with the dead logs of this boot. A log that
+// cannot be removed is left for the next NewDir.
 func (j *journal) close() {
 	j.mu.Lock()
 	if j.err == nil {
@@ -423,8 +571,12 @@ func (j *journal) close() {
 	}
 	j.mu.Unlock()
 	j.flushers.Wait()
-	if syncFS(j.folder) == nil {
-		_ = j.root.Remove(j.name)
+	if gate, err := j.gate(true); err == nil {
+		all, _ := deadLogs(j.root)
+		own := deadLog{name: j.name, f: j.f, boot: j.boot}
+		_ = j.syncAndRemove(append(j.ofThisBoot(all), own))
+		closeAll(all)
+		gate.Close()
 	}
 	j.f.Close()
 	j.folder.Close()

@@ -11,7 +11,9 @@ import (
 // syncs every write on its own, so the three below are never called.
 func bootID() string { return "" }
 
-func syncFS(*os.File) error   { return errors.ErrUnsupported }
-func waitLock(*os.File) error { return errors.ErrUnsupported }
+func syncFS(*os.File) error     { return errors.ErrUnsupported }
+func journalFits(*os.File) bool { return false }
+func monotonicNow() int64       { return 0 }
+func waitLock(*os.File) error   { return errors.ErrUnsupported }
 
 var datasync = (*os.File).Sync

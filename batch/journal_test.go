@@ -96,7 +96,7 @@ func TestDirJournalRestoresWhatAMachineCrashLost(t *testing.T) {
 	b := fromAnotherBoot(t, names[0])
 	// A torn append: its length made it to the disk, its last bytes did
 	// not.
-	torn := appendEntry(nil, entryPut, "ghost.json", []byte("never acknowledged"))
+	torn := appendEntry(nil, entry{kind: entryPut, stamp: monotonicNow(), key: "ghost.json", data: []byte("never acknowledged")})
 	clear(torn[len(torn)-3:])
 	b = append(b, torn...)
 	require.NoError(t, os.WriteFile(names[0], b, 0o644))
@@ -219,10 +219,8 @@ func TestDirJournalThatCannotBeWrittenGivesTheClaimBack(t *testing.T) {
 	w, err := d.NewWriter(t.Context(), "image.png", nil)
 	require.NoError(t, err)
 	_, _ = w.Write([]byte("png"))
-	assert.ErrorIs(t, w.Close(), full)
-	ok, err = d.Exists(t.Context(), "image.png")
-	require.NoError(t, err)
-	assert.False(t, ok, "an output that is not durable is not left")
+	assert.ErrorIs(t, w.Close(), full, "an output that could not be made durable says so")
+	assert.ErrorIs(t, d.Create(t.Context(), "ledger/abc/other.json", []byte("c")), full, "and every write after")
 }
 
 // TestDirOutputClosedInOrderSharesTheSyncOfTheRecordAfterIt: a run's
@@ -280,4 +278,89 @@ func TestDirJournalStaysSmall(t *testing.T) {
 	got, err := again.Get(t.Context(), last)
 	require.NoError(t, err)
 	assert.Equal(t, record, got)
+}
+
+// TestDirJournalReplayKeepsAWriteSyncedOnItsOwn: a small output in the
+// log, then a large one over it (synced on its own, past the journal),
+// then a crash of the machine: the replay leaves the large one.
+func TestDirJournalReplayKeepsAWriteSyncedOnItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewDir(dir)
+	require.NoError(t, err)
+	large := bytes.Repeat([]byte("L"), journalSmall+1)
+	require.NoError(t, d.Put(t.Context(), "index.html", []byte("small")))
+	require.NoError(t, d.Put(t.Context(), "index.html", large))
+	abandon(t, d)
+	name := logs(t, dir)[0]
+	require.NoError(t, os.WriteFile(name, fromAnotherBoot(t, name), 0o644))
+
+	again, err := NewDir(dir)
+	require.NoError(t, err)
+	defer again.Close()
+	got, err := again.Get(t.Context(), "index.html")
+	require.NoError(t, err)
+	assert.Equal(t, large, got)
+}
+
+// TestDirJournalMergesDeadLogsByTheTimeOfEachWrite: two Dirs write one
+// key in turn and the machine crashes: the last write wins, whichever log
+// was touched last.
+func TestDirJournalMergesDeadLogsByTheTimeOfEachWrite(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewDir(dir)
+	require.NoError(t, err)
+	b, err := NewDir(dir)
+	require.NoError(t, err)
+	require.NoError(t, a.Put(t.Context(), "image.png", []byte("first")))
+	require.NoError(t, b.Put(t.Context(), "image.png", []byte("second")))
+	require.NoError(t, a.Put(t.Context(), "other.png", []byte("a's last write")))
+	abandon(t, a)
+	abandon(t, b)
+	// a's log is read last, and was written last.
+	for _, name := range logs(t, dir) {
+		b := fromAnotherBoot(t, name)
+		to := "b.log"
+		if bytes.Contains(b, []byte("a's last write")) {
+			to = "z.log"
+		}
+		require.NoError(t, os.Remove(name))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, journalDir, to), b, 0o644))
+	}
+	require.NoError(t, os.Remove(filepath.Join(dir, "image.png")))
+
+	again, err := NewDir(dir)
+	require.NoError(t, err)
+	defer again.Close()
+	got, err := again.Get(t.Context(), "image.png")
+	require.NoError(t, err)
+	assert.Equal(t, "second", string(got))
+}
+
+// TestDirCloseRemovesTheLogsOfDirsKilledBeforeIt: a Dir killed while
+// another runs leaves its log; the live one's Close syncs the file system
+// after it and removes that log too, so that a crash of the machine later
+// replays nothing older than what was written since.
+func TestDirCloseRemovesTheLogsOfDirsKilledBeforeIt(t *testing.T) {
+	dir := t.TempDir()
+	live, err := NewDir(dir)
+	require.NoError(t, err)
+	killed, err := NewDir(dir)
+	require.NoError(t, err)
+	require.NoError(t, killed.Put(t.Context(), "image.png", []byte("old")))
+	require.NoError(t, killed.Create(t.Context(), "gone.json", []byte("x")))
+	abandon(t, killed)
+	require.NoError(t, live.Put(t.Context(), "image.png", []byte("new")))
+	require.NoError(t, live.Delete(t.Context(), "gone.json"))
+	require.Len(t, logs(t, dir), 2)
+	require.NoError(t, live.Close())
+	assert.Empty(t, logs(t, dir))
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	for release, want := range map[string]bool{
+		"6.1.0-18-amd64": true, "5.8.0": true, "5.10": true, "5.7.19": false,
+		"4.19.0": false, "5.8-rc1": true, "10.0": true, "": false, "x.y": false,
+	} {
+		assert.Equal(t, want, kernelAtLeast(release, 5, 8), release)
+	}
 }
