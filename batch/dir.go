@@ -29,12 +29,12 @@ import (
 // those of earlier runs that were killed, and never those of a Dir open in
 // another process.
 //
-// A write is durable when it returns. On Linux, a Create and a write of
-// up to 64 KiB are made durable by the Dir's journal (the folder's
-// ".journal" subfolder): one log per open Dir, whose appends the writers
-// of one moment share a sync of, and which the next NewDir after a crash
-// of the machine replays. Larger writes, and every write elsewhere, sync
-// the file and its folder.
+// A write is durable when it returns. On Linux 5.8 or later, on ext4,
+// xfs, btrfs or tmpfs, a Create and a write of up to 64 KiB are made
+// durable by the Dir's journal (the folder's ".journal" subfolder): one
+// log per open Dir, whose appends the writers of one moment share a sync
+// of, and which the next NewDir after a crash of the machine replays.
+// Larger writes, and every write elsewhere, sync the file and its folder.
 //
 // A Dir is shared by the processes of one machine, which its locks and
 // its journal's boot id are made for; workers on several machines share a
