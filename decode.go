@@ -18,7 +18,9 @@ import (
 // answer is audio.
 
 // dataURL decodes a URL string and checks that it is an absolute http(s)
-// URL.
+// URL that holds none of the call's access keys, in any form the redactor
+// finds: a caller stores, logs and fetches the URLs it gets, and the file's
+// host may be another's.
 func dataURL(d *bodyDecoder, where string) (URL, error) {
 	if k := d.PeekKind(); k != '"' {
 		return "", fmt.Errorf("%s is %s, want a non-empty URL string", where, kindName(k))
@@ -32,6 +34,10 @@ func dataURL(d *bodyDecoder, where string) (URL, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		// Not cut here: the message is bounded once redacted.
 		return "", fmt.Errorf("%s is %q, not an absolute http(s) URL", where, s)
+	}
+	if d.keys.holds(s) {
+		return "", fmt.Errorf("%s is %q, a URL that holds the access key: refused so that the key goes no further (the service answered, so the work was done)",
+			where, d.keys.redact(s))
 	}
 	return URL(s), nil
 }
@@ -330,7 +336,7 @@ func (rs *response) notAudio(ct string, head []byte) error {
 		return rs.unexpected(body, "an empty body where audio was promised")
 	}
 	var ee *envelopeError
-	switch err := envelope(body, false, func(d *bodyDecoder) error { return d.SkipValue() }); {
+	switch err := envelope(body, false, &rs.cl.redactor, func(d *bodyDecoder) error { return d.SkipValue() }); {
 	case errors.As(err, &ee) && ee.failed:
 		return rs.serviceFailure(body, ee.msg)
 	case err != nil:

@@ -14,7 +14,9 @@ import (
 // Download streams the file at u, a URL returned by the service, into w and
 // returns the number of bytes written. The access key is never sent: the
 // file may live on another host. Only http and https URLs are accepted, and
-// an answer other than 2xx is an *APIError. The file is not bounded unless
+// a URL that holds the access key (the call's or the Client's, as it is or
+// escaped) is refused with a *ValidationError before anything is sent. An
+// answer other than 2xx is an *APIError. The file is not bounded unless
 // WithMaxResponseBytes is given (to New or to this call).
 func (c *Client) Download(ctx context.Context, u URL, w io.Writer, opts ...Option) (int64, error) {
 	rs, err := c.download(ctx, u, opts)
@@ -40,15 +42,22 @@ func (c *Client) DownloadFile(ctx context.Context, u URL, path string, opts ...O
 
 func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response, error) {
 	const op = "download"
+	// The keys are the call's and the Client's; a bad option is do's to
+	// report.
+	_, key, _ := c.callSettings(op, opts)
+	keys := newRedactor(key, c.key())
+	var rule string
 	pu, err := url.Parse(string(u))
-	if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+	switch {
+	case err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https"):
+		rule = "must be an http or https URL"
+	case keys.holds(string(u)) || keys.holds(pu.String()):
+		// The request line would carry the key to the file's host.
+		rule = "must not hold the access key"
+	}
+	if rule != "" {
 		// The URL is quoted back, without the keys it may hold.
-		value := strconv.Quote(string(u))
-		if _, key, err := c.callSettings(op, opts); err == nil {
-			r := newRedactor(key, c.key())
-			value = r.redact(value)
-		}
-		return nil, &ValidationError{Operation: op, Field: "url", Rule: "must be an http or https URL", Value: value}
+		return nil, &ValidationError{Operation: op, Field: "url", Rule: rule, Value: keys.redact(strconv.Quote(string(u)))}
 	}
 	return c.do(ctx, &request{op: op, rawURL: pu.String(), accept: "*/*"}, opts)
 }

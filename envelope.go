@@ -33,6 +33,7 @@ type bodyDecoder struct {
 	skel  []byte       // the skeleton, reused
 	long  []longString // the strings the skeleton leaves out
 	taken int          // how many of them a decoder has read
+	keys  *redactor    // the call's: data that holds a key is refused
 }
 
 // An envelopeError is a body that is not the envelope, or an envelope that
@@ -49,13 +50,15 @@ func (e *envelopeError) Error() string { return e.msg }
 // the body is not one JSON object with a boolean success that is true and a
 // data that is not null. With skim, long strings are read by the data
 // decoder from the body, unscanned by the walk (see skim.go): it is for
-// image answers, whose base64 is almost the whole body.
-func envelope(body []byte, skim bool, data func(d *bodyDecoder) error) error {
+// image answers, whose base64 is almost the whole body. keys is the call's
+// redactor, which data decoders reach as d.keys.
+func envelope(body []byte, skim bool, keys *redactor, data func(d *bodyDecoder) error) error {
 	bd := decoders.Get().(*bodyDecoder)
+	bd.keys = keys
 	defer func() {
 		bd.buf = bytes.Buffer{}
 		bd.Reset(&bd.buf)
-		bd.body, bd.long, bd.taken = nil, bd.long[:0], 0
+		bd.body, bd.long, bd.taken, bd.keys = nil, bd.long[:0], 0, nil
 		if cap(bd.skel) > 64<<10 {
 			bd.skel = nil
 		}
@@ -252,7 +255,7 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 		// error's Body.
 		head = rs.cl.keep(body, 1<<10) // a redacted copy, cut after redaction
 	}
-	err = envelope(body, inPlace, data)
+	err = envelope(body, inPlace, &rs.cl.redactor, data)
 	if err == nil {
 		return nil
 	}

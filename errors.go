@@ -30,8 +30,9 @@ var (
 	ErrInvalidRequest = errors.New("creative: invalid request")
 	// ErrUnexpectedResponse matches an answer that is not what the interface
 	// promises: a 2xx whose body is not the JSON envelope, an envelope without
-	// data, or data of a shape the operation does not return; a 1xx or a 3xx
-	// the client does not follow; a status outside 100 to 599.
+	// data, or data of a shape the operation does not return (a URL result
+	// that holds the access key among them); a 1xx or a 3xx the client does
+	// not follow; a status outside 100 to 599.
 	ErrUnexpectedResponse = errors.New("creative: unexpected response")
 	// ErrOutcomeUnknown matches a failure after the request reached the
 	// service whole, when no definitive answer came back: a reset, an EOF or

@@ -139,15 +139,19 @@ func keyCases() []keyCase {
 				_, err := c.TextToSpeech(ctx, TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceFemale1}, opts...)
 				return err
 			}},
-		{"a Download URL holding the key, answered with a 404 that echoes it",
+		{"a 200 whose data is an https URL holding the key, plainly and escaped",
+			reply(200, "application/json", func(k string) string {
+				return envelopeOf(jsonString("https://cdn.example/" + url.PathEscape(k) + "/a.wav?k=" + url.QueryEscape(k) + "&raw=" + k))
+			}), musicWith},
+		{"a Download answered with a 404 that echoes the key",
 			func(k string) http.HandlerFunc {
 				return func(w http.ResponseWriter, r *http.Request) {
-					w.Header().Set("X-Echo", r.RequestURI)
-					http.Error(w, "no file at "+r.RequestURI+" ("+r.URL.Path+")", 404)
+					w.Header().Set("X-Echo", "/files/"+esc(k))
+					http.Error(w, "no file at /files/"+esc(k)+" ("+k+")", 404)
 				}
 			},
 			func(ctx context.Context, c *Client, base string, opts []Option) error {
-				_, err := c.Download(ctx, URL(base+"/files/"+esc(keyOf(opts))), io.Discard, opts...)
+				_, err := c.Download(ctx, URL(base+"/files/a.bin"), io.Discard, opts...)
 				return err
 			}},
 		{"a Download redirected in a loop through URLs holding the key",
@@ -157,14 +161,6 @@ func keyCases() []keyCase {
 				return err
 			}},
 	}
-}
-
-// keyOf is the key a call with opts sends.
-func keyOf(opts []Option) string {
-	if len(opts) > 0 {
-		return ownKey
-	}
-	return testKey
 }
 
 func jsonString(s string) string {
@@ -219,15 +215,27 @@ func TestHostileServersNeverLeakTheKey(t *testing.T) {
 					check(t, kc.call(ctx, c, ts.URL, m.opts))
 				})
 			}
-			t.Run("a Download URL holding the key, to a port that refuses connections", func(t *testing.T) {
-				c := newTestClient(t, refused, WithLogger(logger), WithMaxRetries(1))
-				_, err := c.Download(context.Background(), URL(refused+"/files/"+url.PathEscape(m.keys[0])+"?k="+url.QueryEscape(m.keys[0])), io.Discard, m.opts...)
+			t.Run("a Download redirected to a URL holding the key, on a port that refuses connections", func(t *testing.T) {
+				ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+					http.Redirect(w, r, refused+"/files/"+url.PathEscape(m.keys[0])+"?k="+url.QueryEscape(m.keys[0]), http.StatusTemporaryRedirect)
+				})
+				c := newTestClient(t, ts.URL, WithLogger(logger), WithMaxRetries(1))
+				_, err := c.Download(context.Background(), URL(ts.URL+"/files/a.bin"), io.Discard, m.opts...)
 				check(t, err)
 				assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the causes are still there")
 				var ue *url.Error
 				if assert.ErrorAs(t, err, &ue) {
 					assert.Contains(t, ue.URL, "/files/[redacted]?k=[redacted]")
 				}
+			})
+			t.Run("a Download URL holding the key, refused before it is sent", func(t *testing.T) {
+				ts := newTestServer(t, answer(200, "audio/wav", "RIFF")(nil))
+				c := newTestClient(t, ts.URL, WithLogger(logger))
+				_, err := c.Download(context.Background(), URL(ts.URL+"/files/"+url.PathEscape(m.keys[0])+"?k="+url.QueryEscape(m.keys[0])), io.Discard, m.opts...)
+				check(t, err)
+				var ve *ValidationError
+				assert.ErrorAs(t, err, &ve)
+				assert.Zero(t, ts.hits.Load(), "requests sent")
 			})
 			t.Run("a Download URL that is not http(s), holding the key", func(t *testing.T) {
 				c := newTestClient(t, refused, WithLogger(logger))

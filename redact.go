@@ -58,6 +58,10 @@ func (r *redactor) redact(s string) string {
 	return s
 }
 
+// holds reports whether s holds one of the access keys, in any form redact
+// removes.
+func (r *redactor) holds(s string) bool { return r.redact(s) != s }
+
 // secrets are the texts redact removes: each key as it is and in the forms
 // an echo gives it, escaped for a URL's query or path (with upper- or
 // lower-case hex, as servers write either), quoted in Go or JSON (%q, \/)
@@ -301,7 +305,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 func (r *redactor) redactErr(err error) error {
 	holds := false
 	for e := err; e != nil && !holds; e = errors.Unwrap(e) {
-		holds = r.redact(e.Error()) != e.Error()
+		holds = r.holds(e.Error())
 	}
 	if !holds {
 		return err

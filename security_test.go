@@ -8,7 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -216,4 +220,169 @@ func TestHeadersOfWithHeaderStayWithTheService(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, other.Get("X-Gateway-Secret"), "a download never carries the Client's headers")
 	assert.Equal(t, "all", other.Get("X-Range-Hint"), "but does carry the call's own")
+}
+
+// escapeEach writes every byte of s as an escape: "%%%02x" for a URL's
+// percent-encoding, `\u%04x` for a JSON or JavaScript \u escape.
+func escapeEach(s, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, format, s[i])
+	}
+	return b.String()
+}
+
+// A keyURL is a URL under base holding the key k, as it is or escaped.
+type keyURL struct {
+	name string
+	url  func(base, k string) string
+}
+
+// keyURLs are URLs a service might return, or a caller might download,
+// with a key in them.
+var keyURLs = []keyURL{
+	{"plain in the query", func(base, k string) string { return base + "/img.png?k=" + k }},
+	{"query-escaped", func(base, k string) string { return base + "/img.png?k=" + url.QueryEscape(k) }},
+	{"every byte percent-encoded, in the path", func(base, k string) string { return base + "/" + escapeEach(k, "%%%02x") + "/img.png" }},
+	{`\u-escaped in the query`, func(base, k string) string { return base + "/img.png?k=" + escapeEach(k, `\u%04x`) }},
+	{"as the password of the user info", func(base, k string) string {
+		u, _ := url.Parse(base + "/img.png")
+		u.User = url.UserPassword("u", k)
+		return u.String()
+	}},
+}
+
+// keyModes are the keys of a call, and the key its URL holds: the call's
+// own, or the Client's, which a server knows from earlier calls.
+var keyModes = []struct {
+	name string
+	opts []Option
+	key  string
+}{
+	{"the Client's key", nil, testKey},
+	{"a call's own key", []Option{WithAccessKey(ownKey)}, ownKey},
+	{"the Client's key in a call with its own", []Option{WithAccessKey(ownKey)}, testKey},
+}
+
+// keyFree are URL paths with no key, and with pieces of k but not all of
+// it.
+func keyFree(k string) []string {
+	return []string{"/a.wav", "/" + k[:len(k)-1] + ".wav?k=" + k[1:]}
+}
+
+func TestURLResultsHoldingTheKeyAreRefused(t *testing.T) {
+	ops := []struct {
+		name string
+		data func(u string) string // the answer's data, holding u
+		call func(c *Client, opts []Option) (any, error)
+	}{
+		{"TextToMusic", jsonString, func(c *Client, opts []Option) (any, error) {
+			return c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, opts...)
+		}},
+		{"InfiniteZoom", jsonString, func(c *Client, opts []Option) (any, error) {
+			return c.InfiniteZoom(context.Background(), InfiniteZoomRequest{Prompt: "p"}, opts...)
+		}},
+		{"SplitAudio, the second URL",
+			func(u string) string { return `["https://cdn.example/vocals.wav",` + jsonString(u) + `]` },
+			func(c *Client, opts []Option) (any, error) {
+				return c.SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromBytes("a.wav", wavBytes)}, opts...)
+			}},
+	}
+	forms := append(slices.Clip(keyURLs), keyURL{"in the fragment", func(base, k string) string { return base + "/img.png#" + k }})
+	for _, op := range ops {
+		for _, m := range keyModes {
+			for _, f := range forms {
+				t.Run(op.name+"/"+m.name+"/"+f.name, func(t *testing.T) {
+					ts := newTestServer(t, replyJSON(200, envelopeOf(op.data(f.url("https://cdn.example", m.key)))))
+					got, err := op.call(newTestClient(t, ts.URL), m.opts)
+					assert.Empty(t, got, "no result")
+					require.Error(t, err)
+					assert.ErrorIs(t, err, ErrUnexpectedResponse)
+					var ae *APIError
+					require.ErrorAs(t, err, &ae)
+					assert.Equal(t, 200, ae.StatusCode)
+					assert.Contains(t, ae.Message, "holds the access key")
+					assert.Contains(t, ae.Message, "[redacted]")
+					assert.Contains(t, ae.Message, "the work was done")
+					for where, text := range errorTexts(err) {
+						assert.Empty(t, leak(text, testKey, ownKey), "%s: %q", where, text)
+					}
+					assert.Equal(t, int64(1), ts.hits.Load(), "an answered call is not sent again")
+				})
+			}
+		}
+	}
+	for _, m := range keyModes {
+		for i, path := range keyFree(m.key) {
+			t.Run(fmt.Sprintf("kept/%s/%d", m.name, i), func(t *testing.T) {
+				u := "https://cdn.example" + path
+				ts := newTestServer(t, replyJSON(200, envelopeOf(jsonString(u))))
+				got, err := newTestClient(t, ts.URL).TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, m.opts...)
+				require.NoError(t, err)
+				assert.Equal(t, URL(u), got)
+			})
+		}
+	}
+}
+
+func TestDownloadRefusesAURLHoldingTheKey(t *testing.T) {
+	var withKey atomic.Int64
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(headerAccessKey) != "" {
+			withKey.Add(1)
+		}
+		_, _ = io.WriteString(w, "RIFF-file-bytes")
+	})
+	downloads := []struct {
+		name string
+		do   func(t *testing.T, c *Client, u URL, opts []Option) (int64, error)
+	}{
+		{"Download", func(_ *testing.T, c *Client, u URL, opts []Option) (int64, error) {
+			return c.Download(context.Background(), u, io.Discard, opts...)
+		}},
+		{"DownloadFile", func(t *testing.T, c *Client, u URL, opts []Option) (int64, error) {
+			dir := t.TempDir()
+			n, err := c.DownloadFile(context.Background(), u, filepath.Join(dir, "a.wav"), opts...)
+			if err != nil {
+				assert.Empty(t, entries(t, dir), "nothing left behind")
+			}
+			return n, err
+		}},
+	}
+	for _, d := range downloads {
+		for _, m := range keyModes {
+			for _, f := range keyURLs {
+				t.Run(d.name+"/"+m.name+"/"+f.name, func(t *testing.T) {
+					c := newTestClient(t, ts.URL)
+					hits, conns := ts.hits.Load(), ts.conns.Load()
+					n, err := d.do(t, c, URL(f.url(ts.URL, m.key)), m.opts)
+					assert.Zero(t, n)
+					var ve *ValidationError
+					require.ErrorAs(t, err, &ve)
+					assert.ErrorIs(t, err, ErrInvalidRequest)
+					assert.Equal(t, "url", ve.Field)
+					assert.Contains(t, ve.Value, "[redacted]")
+					for where, text := range errorTexts(err) {
+						assert.Empty(t, leak(text, testKey, ownKey), "%s: %q", where, text)
+					}
+					assert.Equal(t, hits, ts.hits.Load(), "requests sent")
+					assert.Equal(t, conns, ts.conns.Load(), "connections opened")
+				})
+			}
+		}
+	}
+	for _, m := range keyModes {
+		for i, path := range keyFree(m.key) {
+			t.Run(fmt.Sprintf("downloaded/%s/%d", m.name, i), func(t *testing.T) {
+				hits := ts.hits.Load()
+				var b bytes.Buffer
+				n, err := newTestClient(t, ts.URL).Download(context.Background(), URL(ts.URL+path), &b, m.opts...)
+				require.NoError(t, err)
+				assert.Equal(t, int64(15), n)
+				assert.Equal(t, "RIFF-file-bytes", b.String())
+				assert.Equal(t, hits+1, ts.hits.Load(), "requests sent")
+			})
+		}
+	}
+	assert.Zero(t, withKey.Load(), "requests that carried the key")
 }
