@@ -67,7 +67,9 @@ failed (the service said no; nothing was paid), refused (not sent, or
 429/503), unknown (may have been paid), answered (paid, files not all
 downloaded). --out/index.html shows every job to a person (thumbnails,
 players, texts, states), opens from disk, and is kept current while the
-run goes.
+run goes. The hidden folders --out/.journal and --out/.tmp are the runs'
+own: the next run makes whole from them what a killed run, or a crash of
+the machine, left.
 
 A rerun sends failed, refused and never-started jobs; downloads again
 what was answered and not downloaded, and what is done but whose files
