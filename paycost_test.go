@@ -356,8 +356,10 @@ func TestWithRequestTimeoutRetriesAnUploadNotWrittenWhole(t *testing.T) {
 		}
 		uploadResetOnce(ps, 2, w, r)
 	})
-	// Long enough for the retry to send its 32 MiB under the race detector.
-	c := newTestClient(t, ps.URL, WithRequestTimeout(2*time.Second))
+	// Long enough for the retry to send its 32 MiB under the race detector
+	// on a loaded machine (2 s was not), and shorter than the 10 s the
+	// first attempt's handler holds.
+	c := newTestClient(t, ps.URL, WithRequestTimeout(5*time.Second))
 	err := enhanceUpload(t, ps, c)
 	close(release)
 	require.NoError(t, err)
