@@ -57,6 +57,29 @@ func fromAnotherBoot(t *testing.T, name string) []byte {
 	return bytes.Replace(b, []byte(bootID()), []byte(strings.Repeat("0", len(bootID()))), 1)
 }
 
+// twoDirs opens one new folder twice, as two processes do.
+func twoDirs(t *testing.T) (dir string, a, b *Dir) {
+	t.Helper()
+	dir = t.TempDir()
+	a, err := NewDir(dir)
+	require.NoError(t, err)
+	b, err = NewDir(dir)
+	require.NoError(t, err)
+	return dir, a, b
+}
+
+// reopened opens the folder dir again, as the next run does, and returns
+// what key holds then.
+func reopened(t *testing.T, dir, key string) []byte {
+	t.Helper()
+	d, err := NewDir(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	got, err := d.Get(t.Context(), key)
+	require.NoError(t, err)
+	return got
+}
+
 // writeSome makes what a run makes: claims, an output, a heartbeat put
 // and then deleted.
 func writeSome(t *testing.T, d *Dir) {
@@ -272,12 +295,7 @@ func TestDirJournalStaysSmall(t *testing.T) {
 	abandon(t, d)
 	require.NoError(t, os.WriteFile(names[0], fromAnotherBoot(t, names[0]), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(dir, last)))
-	again, err := NewDir(dir)
-	require.NoError(t, err)
-	defer again.Close()
-	got, err := again.Get(t.Context(), last)
-	require.NoError(t, err)
-	assert.Equal(t, record, got)
+	assert.Equal(t, record, reopened(t, dir, last))
 }
 
 // TestDirJournalReplayKeepsAWriteSyncedOnItsOwn: a small output in the
@@ -294,23 +312,14 @@ func TestDirJournalReplayKeepsAWriteSyncedOnItsOwn(t *testing.T) {
 	name := logs(t, dir)[0]
 	require.NoError(t, os.WriteFile(name, fromAnotherBoot(t, name), 0o644))
 
-	again, err := NewDir(dir)
-	require.NoError(t, err)
-	defer again.Close()
-	got, err := again.Get(t.Context(), "index.html")
-	require.NoError(t, err)
-	assert.Equal(t, large, got)
+	assert.Equal(t, large, reopened(t, dir, "index.html"))
 }
 
 // TestDirJournalMergesDeadLogsByTheTimeOfEachWrite: two Dirs write one
 // key in turn and the machine crashes: the last write wins, whichever log
 // was touched last.
 func TestDirJournalMergesDeadLogsByTheTimeOfEachWrite(t *testing.T) {
-	dir := t.TempDir()
-	a, err := NewDir(dir)
-	require.NoError(t, err)
-	b, err := NewDir(dir)
-	require.NoError(t, err)
+	dir, a, b := twoDirs(t)
 	require.NoError(t, a.Put(t.Context(), "image.png", []byte("first")))
 	require.NoError(t, b.Put(t.Context(), "image.png", []byte("second")))
 	require.NoError(t, a.Put(t.Context(), "other.png", []byte("a's last write")))
@@ -318,22 +327,17 @@ func TestDirJournalMergesDeadLogsByTheTimeOfEachWrite(t *testing.T) {
 	abandon(t, b)
 	// a's log is read last, and was written last.
 	for _, name := range logs(t, dir) {
-		b := fromAnotherBoot(t, name)
+		bs := fromAnotherBoot(t, name)
 		to := "b.log"
-		if bytes.Contains(b, []byte("a's last write")) {
+		if bytes.Contains(bs, []byte("a's last write")) {
 			to = "z.log"
 		}
 		require.NoError(t, os.Remove(name))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, journalDir, to), b, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, journalDir, to), bs, 0o644))
 	}
 	require.NoError(t, os.Remove(filepath.Join(dir, "image.png")))
 
-	again, err := NewDir(dir)
-	require.NoError(t, err)
-	defer again.Close()
-	got, err := again.Get(t.Context(), "image.png")
-	require.NoError(t, err)
-	assert.Equal(t, "second", string(got))
+	assert.Equal(t, "second", string(reopened(t, dir, "image.png")))
 }
 
 // TestDirCloseRemovesTheLogsOfDirsKilledBeforeIt: a Dir killed while
@@ -341,11 +345,7 @@ func TestDirJournalMergesDeadLogsByTheTimeOfEachWrite(t *testing.T) {
 // after it and removes that log too, so that a crash of the machine later
 // replays nothing older than what was written since.
 func TestDirCloseRemovesTheLogsOfDirsKilledBeforeIt(t *testing.T) {
-	dir := t.TempDir()
-	live, err := NewDir(dir)
-	require.NoError(t, err)
-	killed, err := NewDir(dir)
-	require.NoError(t, err)
+	dir, live, killed := twoDirs(t)
 	require.NoError(t, killed.Put(t.Context(), "image.png", []byte("old")))
 	require.NoError(t, killed.Create(t.Context(), "gone.json", []byte("x")))
 	abandon(t, killed)
