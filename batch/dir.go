@@ -115,9 +115,7 @@ func (d *Dir) openTempOnce() error {
 	}
 	// The folder is made and locked under a staging name, then renamed:
 	// a folder under its final name is always locked while its run lives.
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	d.tmp = tmpDir + "/" + hex.EncodeToString(b[:])
+	d.tmp = tmpDir + "/" + randomName()
 	staging := d.tmp + stagingSuffix
 	err = d.root.Mkdir(staging, 0o755)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -478,7 +476,8 @@ func (d *Dir) NewWriter(ctx context.Context, key string, _ map[string]string) (i
 	return w, nil
 }
 
-// randomName is a new name for a temporary file.
+// randomName is a new random name: for a temporary file, a folder of
+// them, a journal's log.
 func randomName() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])

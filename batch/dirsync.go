@@ -74,11 +74,4 @@ func (d *Dir) syncDir(dir string) error {
 }
 
 // syncDirNow syncs the folder dir itself.
-func (d *Dir) syncDirNow(dir string) error {
-	f, err := d.root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
+func (d *Dir) syncDirNow(dir string) error { return syncDirOf(d.root, dir) }

@@ -3,9 +3,7 @@ package batch
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -231,9 +229,7 @@ func (j *journal) gate(wait bool) (*os.File, error) {
 
 // startLog makes this Dir's log, locked, with its header, durably.
 func (j *journal) startLog() error {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := journalDir + "/" + hex.EncodeToString(b[:]) + ".log"
+	name := journalDir + "/" + randomName() + ".log"
 	f, err := j.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -419,8 +415,11 @@ func eachEntry(logs []deadLog, yield func(i, n int, e entry) error) error {
 
 // restore makes key hold data, unless it does already.
 func restore(root *os.Root, key string, data []byte) error {
-	if have, err := root.ReadFile(key); err == nil && bytes.Equal(have, data) {
-		return nil
+	// A file of another size is written again unread.
+	if st, err := root.Stat(key); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(data)) {
+		if have, err := root.ReadFile(key); err == nil && bytes.Equal(have, data) {
+			return nil
+		}
 	}
 	if err := root.MkdirAll(path.Dir(key), 0o755); err != nil {
 		return err
