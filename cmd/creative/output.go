@@ -132,34 +132,39 @@ func (n *namer) next() string {
 // says of its first bytes and the first free name from n, and records it.
 // The temporary file is removed whatever happens, also when ctx ends.
 func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill func(io.Writer) error) error {
-	tmp, err := atomicfile.CreateTemp(s.dir, tempPrefix[1:])
+	root, err := os.OpenRoot(s.dir)
 	if err != nil {
 		return fmt.Errorf("creative: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer root.Close()
+	tmp, err := atomicfile.CreateTemp(root, ".", tempPrefix[1:])
+	if err != nil {
+		return fmt.Errorf("creative: %w", err)
+	}
+	defer tmp.Remove()
 	err = fill(tmp)
-	if cerr := atomicfile.Close(tmp); err == nil {
-		err = cerr
+	if ferr := tmp.Flush(); err == nil {
+		err = ferr
 	}
 	if err != nil {
 		return err
 	}
-	head, err := readHead(tmp.Name())
+	head, err := readHead(root, tmp.Name())
 	if err != nil {
 		return err
 	}
 	e := ext(head)
 	for {
-		name := filepath.Join(s.dir, n.next()+e)
-		err := atomicfile.Link(tmp.Name(), name)
+		base := n.next() + e
+		err := tmp.Link(base)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(s.dir, name)
-		out.files = append(out.files, filepath.ToSlash(rel))
+		name := filepath.Join(s.dir, base)
+		out.files = append(out.files, base)
 		if s.saved != nil {
 			s.saved(name)
 		}
@@ -171,8 +176,8 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 // never left behind.
 const tempPrefix = ".creative-"
 
-func readHead(name string) ([]byte, error) {
-	f, err := os.Open(name)
+func readHead(root *os.Root, name string) ([]byte, error) {
+	f, err := root.Open(name)
 	if err != nil {
 		return nil, err
 	}

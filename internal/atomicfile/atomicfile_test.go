@@ -111,34 +111,42 @@ func TestWriteErrorsNameTarget(t *testing.T) {
 // and the file there is untouched.
 func TestLinkNeverReplaces(t *testing.T) {
 	dir := t.TempDir()
-	tmp, err := CreateTemp(dir, "creative-")
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(filepath.Base(tmp.Name()), ".creative-") || !strings.HasSuffix(tmp.Name(), ".tmp") {
+	defer root.Close()
+	tmp, err := CreateTemp(root, ".", "creative-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Remove()
+	if !strings.HasPrefix(tmp.Name(), ".creative-") || !strings.HasSuffix(tmp.Name(), ".tmp") {
 		t.Fatalf("temporary name %s", tmp.Name())
 	}
 	if _, err := io.WriteString(tmp, "result"); err != nil {
 		t.Fatal(err)
 	}
-	if err := Close(tmp); err != nil {
+	if err := tmp.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join(dir, "a.png")
-	if err := os.WriteFile(name, []byte("mine"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "a.png"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Link(tmp.Name(), name); !errors.Is(err, fs.ErrExist) {
+	if err := tmp.Link("a.png"); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("Link onto a taken name: %v, want fs.ErrExist", err)
 	}
-	if got, _ := os.ReadFile(name); string(got) != "mine" {
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.png")); string(got) != "mine" {
 		t.Fatalf("the taken file became %q", got)
 	}
-	other := filepath.Join(dir, "a-1.png")
-	if err := Link(tmp.Name(), other); err != nil {
+	if err := tmp.Link("a-1.png"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(other); string(got) != "result" {
+	tmp.Remove()
+	if got, _ := os.ReadFile(filepath.Join(dir, "a-1.png")); string(got) != "result" {
 		t.Fatalf("linked file holds %q", got)
+	}
+	if names := entries(t, dir); len(names) != 2 {
+		t.Fatalf("left behind: %v", names)
 	}
 }
