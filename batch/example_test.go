@@ -3,28 +3,20 @@ package batch_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/storetest"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
-// A batch from Go values, recorded in a local folder: the second run finds
-// every job done and pays for none.
+// A batch from Go values, recorded in a Store (here in memory; a program
+// keeps it in a local folder with package sqlitestore, or in a bucket): the
+// second run finds every job done and pays for none.
 func Example() {
 	srv := creativetest.NewServer()
 	defer srv.Close()
-	out, err := os.MkdirTemp("", "batch")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(out)
-	store, err := batch.NewDir(out)
-	if err != nil {
-		panic(err)
-	}
-	defer store.Close()
+	store := storetest.NewMemory()
 	r, err := batch.New(srv.Client(), store, batch.Options{Concurrency: 2})
 	if err != nil {
 		panic(err)

@@ -25,25 +25,19 @@ import (
 // Store reads it there.
 func heartbeatKey(run string) string { return "ledger/runs/" + run + ".json" }
 
-// noEnds is a Dir that cannot record how an attempt ended: the attempts it
+// noEnds is a Store that cannot record how an attempt ended: the attempts it
 // starts stay claimed, as those of a worker killed in flight do.
-type noEnds struct{ *batch.Dir }
+type noEnds struct{ batch.Store }
 
 func (s noEnds) Create(ctx context.Context, key string, data []byte) error {
 	if strings.HasSuffix(key, ".end.json") {
 		return fmt.Errorf("create %s: %w", key, syscall.ENOSPC)
 	}
-	return s.Dir.Create(ctx, key, data)
+	return s.Store.Create(ctx, key, data)
 }
 
-// openOut opens the fixture's results folder.
-func (f *fixture) openOut(t *testing.T) *batch.Dir {
-	t.Helper()
-	dir, err := batch.NewDir(f.out)
-	require.NoError(t, err)
-	t.Cleanup(func() { dir.Close() })
-	return dir
-}
+// openOut returns the fixture's store.
+func (f *fixture) openOut(*testing.T) batch.Store { return f.store }
 
 // leaveClaimed runs the fixture's one job with a store that records no
 // end, so that its attempt stays claimed, and returns the run's token.
@@ -243,17 +237,17 @@ func TestAClaimOfAProcessGoneFromThisMachineIsSentAgainAtOnce(t *testing.T) {
 	}
 }
 
-// beatWatch is a Dir that counts the writes of heartbeats, and holds each
+// beatWatch is a Store that counts the writes of heartbeats, and holds each
 // claim until the heartbeat was written three times: when the run started,
 // and twice more while it went.
 type beatWatch struct {
-	*batch.Dir
+	batch.Store
 	beats  atomic.Int32
 	beaten chan struct{} // closed at the third heartbeat
 }
 
 func (s *beatWatch) Put(ctx context.Context, key string, data []byte) error {
-	err := s.Dir.Put(ctx, key, data)
+	err := s.Store.Put(ctx, key, data)
 	if strings.HasPrefix(key, "ledger/runs/") && s.beats.Add(1) == 3 {
 		close(s.beaten)
 	}
@@ -266,7 +260,7 @@ func (s *beatWatch) Create(ctx context.Context, key string, data []byte) error {
 	case <-time.After(10 * time.Second):
 		return errors.New("the heartbeat was not written again while the run went")
 	}
-	return s.Dir.Create(ctx, key, data)
+	return s.Store.Create(ctx, key, data)
 }
 
 func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
@@ -274,7 +268,7 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, imageJobs(3)...)
 	dir := f.openOut(t)
-	store := &beatWatch{Dir: dir, beaten: make(chan struct{})}
+	store := &beatWatch{Store: dir, beaten: make(chan struct{})}
 	var mu sync.Mutex
 	seen := map[string]bool{} // heartbeats found while jobs started, by run
 	r, err := batch.New(f.c, store, batch.Options{Worker: "w1", Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
@@ -312,14 +306,14 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 	}
 }
 
-// noBeats is a Dir that cannot write a heartbeat.
-type noBeats struct{ *batch.Dir }
+// noBeats is a Store that cannot write a heartbeat.
+type noBeats struct{ batch.Store }
 
 func (s noBeats) Put(ctx context.Context, key string, data []byte) error {
 	if strings.HasPrefix(key, "ledger/runs/") {
 		return fmt.Errorf("write %s: %w", key, syscall.EACCES)
 	}
-	return s.Dir.Put(ctx, key, data)
+	return s.Store.Put(ctx, key, data)
 }
 
 func TestAHeartbeatThatCannotBeWrittenDoesNotStopTheRun(t *testing.T) {

@@ -3,8 +3,6 @@ package batch_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +54,12 @@ func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	)
 	_, err := f.run(t, batch.Options{IndexEvery: time.Millisecond})
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(f.out, batch.IndexFile))
-	require.NoError(t, err, "kept current during the run")
-
-	store, err := batch.NewDir(f.out)
+	ok, err := f.store.Exists(context.Background(), batch.IndexFile)
 	require.NoError(t, err)
-	defer store.Close()
-	require.NoError(t, batch.WriteIndex(context.Background(), store))
-	page, err := os.ReadFile(filepath.Join(f.out, batch.IndexFile))
+	require.True(t, ok, "kept current during the run")
+
+	require.NoError(t, batch.WriteIndex(context.Background(), f.store))
+	page, err := f.store.Get(context.Background(), batch.IndexFile)
 	require.NoError(t, err)
 	byLine := map[int]card{}
 	for _, c := range cards(t, string(page)) {
@@ -75,7 +71,9 @@ func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	require.Len(t, byLine[1].Files, 2)
 	for _, file := range byLine[1].Files {
 		assert.Equal(t, "image", file.Kind)
-		assert.FileExists(t, filepath.Join(f.out, file.Href), "every thumbnail names a file beside the page")
+		ok, err := f.store.Exists(context.Background(), strings.TrimPrefix(file.Href, "./"))
+		require.NoError(t, err)
+		assert.True(t, ok, "every thumbnail names a file beside the page: %s", file.Href)
 	}
 	assert.Contains(t, byLine[1].Fields, [2]string{"prompt", "a fox"})
 	assert.Equal(t, "failed", byLine[2].State)

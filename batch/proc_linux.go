@@ -5,6 +5,7 @@ package batch
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -14,12 +15,15 @@ import (
 // names a process this one can look for. It is "" where either cannot be
 // read.
 var thisSystem = sync.OnceValue(func() string {
-	boot := bootID()
-	ns, err := os.Readlink("/proc/self/ns/pid")
-	if boot == "" || err != nil {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
 		return ""
 	}
-	return boot + "/" + ns
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(boot)) + "/" + ns
 })
 
 // processGone reports whether no process with id pid exists on this

@@ -24,16 +24,17 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/storetest"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
 // fixture is a fake service, a folder for the jobs file and one for the
 // results.
 type fixture struct {
-	srv  *creativetest.Server
-	c    *creative.Client
-	jobs string // the jobs file's path
-	out  string
+	srv   *creativetest.Server
+	c     *creative.Client
+	jobs  string // the jobs file's path
+	store *storetest.Memory
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -43,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
 	require.NoError(t, err)
 	dir := t.TempDir()
-	return &fixture{srv: srv, c: c, jobs: filepath.Join(dir, "jobs.jsonl"), out: filepath.Join(t.TempDir(), "out")}
+	return &fixture{srv: srv, c: c, jobs: filepath.Join(dir, "jobs.jsonl"), store: storetest.NewMemory()}
 }
 
 func (f *fixture) write(t *testing.T, lines ...string) {
@@ -54,11 +55,8 @@ func (f *fixture) write(t *testing.T, lines ...string) {
 // run runs the jobs file once with a Runner of its own.
 func (f *fixture) run(t *testing.T, o batch.Options) (batch.Summary, error) {
 	t.Helper()
-	store, err := batch.NewDir(f.out)
-	require.NoError(t, err)
-	defer store.Close()
 	o.Base = filepath.Dir(f.jobs)
-	r, err := batch.New(f.c, store, o)
+	r, err := batch.New(f.c, f.store, o)
 	require.NoError(t, err)
 	return r.Run(context.Background(), batch.File(f.jobs))
 }
@@ -123,10 +121,10 @@ func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {
 	}
 }
 
-// failingStore is a Dir whose writes of small objects (Create and Put)
+// failingStore is a Store whose writes of small objects (Create and Put)
 // fail from the nth on, as a full disk would.
 type failingStore struct {
-	*batch.Dir
+	batch.Store
 	n, writes atomic.Int32
 }
 
@@ -141,14 +139,14 @@ func (s *failingStore) Create(ctx context.Context, key string, data []byte) erro
 	if err := s.full(key); err != nil {
 		return err
 	}
-	return s.Dir.Create(ctx, key, data)
+	return s.Store.Create(ctx, key, data)
 }
 
 func (s *failingStore) Put(ctx context.Context, key string, data []byte) error {
 	if err := s.full(key); err != nil {
 		return err
 	}
-	return s.Dir.Put(ctx, key, data)
+	return s.Store.Put(ctx, key, data)
 }
 
 func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T) {
@@ -158,10 +156,7 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 		lines = append(lines, fmt.Sprintf(`{"op":"audio/text-to-music","prompt":"tune %d"}`, i))
 	}
 	f.write(t, lines...)
-	dir, err := batch.NewDir(f.out)
-	require.NoError(t, err)
-	defer dir.Close()
-	store := &failingStore{Dir: dir}
+	store := &failingStore{Store: f.store}
 	// The run's heartbeat is written, the first job is claimed, answered
 	// and ended, the second claimed and paid for; then the disk is full.
 	store.n.Store(6)
@@ -230,9 +225,7 @@ func TestJobsFromGoValuesAndFilesFromAnFS(t *testing.T) {
 	png, err := os.ReadFile(pngPath(t))
 	require.NoError(t, err)
 	fsys := fstest.MapFS{"in/cat.png": {Data: png}}
-	store, err := batch.NewDir(f.out)
-	require.NoError(t, err)
-	defer store.Close()
+	store := f.store
 	var events atomic.Int32
 	r, err := batch.New(f.c, store, batch.Options{FS: fsys, OnEvent: func(e batch.Event) {
 		if e.Type == batch.JobEnded {
@@ -282,8 +275,8 @@ func pngPath(t *testing.T) string {
 	return p
 }
 
-// fullDisk is a Dir whose output writers fail, as a full disk would.
-type fullDisk struct{ *batch.Dir }
+// fullDisk is a Store whose output writers fail, as a full disk would.
+type fullDisk struct{ batch.Store }
 
 func (s fullDisk) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
 	return nil, fmt.Errorf("create %s: %w", key, syscall.ENOSPC)
@@ -292,10 +285,7 @@ func (s fullDisk) NewWriter(ctx context.Context, key string, meta map[string]str
 func TestImagesThatCannotBeWrittenStopTheRunAndAreNeverCalledDone(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, imageJobs(10)...)
-	dir, err := batch.NewDir(f.out)
-	require.NoError(t, err)
-	defer dir.Close()
-	r, err := batch.New(f.c, fullDisk{dir}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
+	r, err := batch.New(f.c, fullDisk{f.store}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
 	sum, err := r.Run(context.Background(), batch.File(f.jobs))
 	require.ErrorIs(t, err, syscall.ENOSPC)
@@ -357,10 +347,10 @@ func TestClassifyReadsTheSDKsErrors(t *testing.T) {
 	}
 }
 
-// countingStore is a Dir that counts the small objects put over others
+// countingStore is a Store that counts the small objects put over others
 // under the ledger's attempts.
 type countingStore struct {
-	*batch.Dir
+	batch.Store
 	replaced atomic.Int32
 }
 
@@ -368,7 +358,7 @@ func (s *countingStore) Put(ctx context.Context, key string, data []byte) error 
 	if strings.HasPrefix(key, "ledger/") && !strings.HasPrefix(key, "ledger/runs/") {
 		s.replaced.Add(1)
 	}
-	return s.Dir.Put(ctx, key, data)
+	return s.Store.Put(ctx, key, data)
 }
 
 // A record put over another costs a folder store a file removed; removed
@@ -378,10 +368,8 @@ func TestTheLedgerCreatesEachRecordOnceAndReplacesNone(t *testing.T) {
 	f := newFixture(t)
 	// Images (claim, end) and links (claim, answer, end).
 	f.write(t, append(imageJobs(4), `{"op":"audio/text-to-music","prompt":"a"}`, `{"op":"audio/text-to-music","prompt":"b"}`)...)
-	dir, err := batch.NewDir(f.out)
-	require.NoError(t, err)
-	defer dir.Close()
-	store := &countingStore{Dir: dir}
+	dir := f.store
+	store := &countingStore{Store: dir}
 	r, err := batch.New(f.c, store, batch.Options{Concurrency: 2, Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
 	sum, err := r.Run(context.Background(), batch.File(f.jobs))

@@ -135,20 +135,10 @@ func (ru *run) write(ctx context.Context, key string, rec *Record, fill func(io.
 		}
 		return err
 	}
-	if err := closeOrdered(w); err != nil {
+	if err := w.Close(); err != nil {
 		return &storeError{err}
 	}
 	return nil
-}
-
-// closeOrdered closes an output whose job's end record follows it: a
-// writer of a Dir lets that record's sync make both durable (see
-// dirWriter.closeOrdered); any other is closed as it is.
-func closeOrdered(w io.WriteCloser) error {
-	if o, ok := w.(interface{ closeOrdered() error }); ok {
-		return o.closeOrdered()
-	}
-	return w.Close()
 }
 
 // An errWriter remembers its writer's error, to tell a store's failure from

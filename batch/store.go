@@ -40,8 +40,11 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"iter"
+	"strings"
 )
 
 // ErrExist is returned by Store.Create when the key already exists: someone
@@ -88,4 +91,15 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// Close releases what the store holds open.
 	Close() error
+}
+
+// CheckKey is the check every Store makes of a key before it touches
+// anything: a key is a clean slash-separated relative path, neither empty
+// nor absolute, with no "." or ".." segment, no empty segment and no
+// backslash (a separator on some systems' disks).
+func CheckKey(key string) error {
+	if key == "" || key == "." || !fs.ValidPath(key) || strings.Contains(key, `\`) {
+		return fmt.Errorf("batch: key %q is not a clean relative path", key)
+	}
+	return nil
 }

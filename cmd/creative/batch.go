@@ -33,7 +33,7 @@ type batchFlags struct {
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
-// ledger under --out/ledger is the record the runs read.
+// ledger, --out/ledger.db, is the record the runs read.
 const resultsFile = "results.jsonl"
 
 func (a *app) batchCommand() *cobra.Command {
@@ -56,9 +56,11 @@ created under --out.
 A job is its "id", or its content (operation, fields, the content of its
 files) and its occurrence among identical lines: inserting, deleting or
 reordering lines never pays for a job again; an edited line is a new job.
-Each job is claimed in the ledger under --out/ledger before its request is
-sent, so runs sharing --out (at once or in turn) pay for each job once,
-and its answer is recorded there before anything is downloaded.
+Each job is claimed in the ledger, the SQLite database --out/ledger.db,
+before its request is sent, so runs sharing --out (at once or in turn, on
+this machine) pay for each job once, and its answer is recorded there
+before anything is downloaded. A folder on a network file system is
+refused: workers on several machines share a bucket URL.
 
 Outputs go under --out, named by the id (or the zero-padded line number)
 and the operation: 000003-text-to-image-<mark>.png, fox-text-to-image-1.png.
@@ -67,9 +69,7 @@ failed (the service said no; nothing was paid), refused (not sent, or
 429/503), unknown (may have been paid), answered (paid, files not all
 downloaded). --out/index.html shows every job to a person (thumbnails,
 players, texts, states), opens from disk, and is kept current while the
-run goes. The hidden folders --out/.journal and --out/.tmp are the runs'
-own: the next run makes whole from them what a killed run, or a crash of
-the machine, left.
+run goes. sqlite3 reads the ledger: see creative batch status --help.
 
 A rerun sends failed, refused and never-started jobs; downloads again
 what was answered and not downloaded, and what is done but whose files
@@ -235,7 +235,7 @@ func plural(n int, what string) string {
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
 	var store batch.Store
-	if isURL(f.out) || existsDir(filepath.Join(f.out, "ledger")) {
+	if hasLedger(f.out) {
 		d, err := openStore(ctx, f.out)
 		if err != nil {
 			return err
@@ -443,7 +443,7 @@ again only with creative batch --resend-unknown). Jobs in flight on a
 worker still running are counted, not listed.`,
 		Args: noArgs,
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
-			if !isURL(out) && !existsDir(filepath.Join(out, "ledger")) {
+			if !hasLedger(out) {
 				return usagef("batch status: %s holds no ledger", out)
 			}
 			store, err := openStore(cmd.Context(), out)

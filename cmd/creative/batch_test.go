@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -713,14 +714,17 @@ func TestBatchA429PausesEveryWorker(t *testing.T) {
 	t.Logf("24 jobs at concurrency 4 with a 429 asking for 1s: %v; %d requests in the paused second", took.Round(time.Millisecond), during)
 }
 
+// A ledger that cannot be opened stops the run before any job: the run
+// that fails while it goes is in package sqlitestore's tests.
 func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
 	srv, env := fakeEnv(t)
 	path := writeJobs(t, 8)
 	out := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(out, "ledger"), []byte("in the way"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(out, "ledger.db", "in the way"), 0o755))
 	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "2")
 	assert.Equal(t, 1, code, stderr)
-	assert.Contains(t, stderr, "creative: batch: the ledger could not be written, so the run stopped")
-	assert.Contains(t, stderr, "not started")
+	assert.Contains(t, stderr, "ledger.db")
 	assert.Empty(t, srv.Requests(), "no job is sent without its claim")
+	_, err := os.Stat(filepath.Join(out, "results.jsonl"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing is created")
 }

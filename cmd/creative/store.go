@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/sqlitestore"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 )
 
@@ -23,9 +24,9 @@ func isURL(name string) bool {
 }
 
 // openStore opens the place of record named by --out: a plain path is the
-// local folder store; file:///path is the same folder store (the folder
-// store's exclusive create works across processes, gocloud.dev's fileblob's
-// does not); any other URL is a bucket through gocloud.dev/blob, refused
+// local folder store (package sqlitestore); file:///path is the same folder
+// store (its exclusive create works across processes, gocloud.dev's
+// fileblob's does not); any other URL is a bucket through gocloud.dev/blob, refused
 // when it cannot create an object only if it is absent.
 func openStore(ctx context.Context, out string) (batch.Store, error) {
 	if !isURL(out) {
@@ -50,7 +51,7 @@ func openStore(ctx context.Context, out string) (batch.Store, error) {
 
 // openDir opens the local folder store at path.
 func openDir(path string) (batch.Store, error) {
-	d, err := batch.NewDir(path)
+	d, err := sqlitestore.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
@@ -77,7 +78,7 @@ func openJobs(ctx context.Context, name string) (fs.FS, string, io.Closer, error
 // object, an object of this run's own under results/, which appears when
 // the run ends (the ledger holds every result meanwhile).
 func openLog(ctx context.Context, store batch.Store, out string) (*resultLog, error) {
-	if d, ok := store.(*batch.Dir); ok {
+	if d, ok := store.(*sqlitestore.Store); ok {
 		return openResultLog(filepath.Join(d.Path(), resultsFile))
 	}
 	host, _ := os.Hostname()
@@ -103,4 +104,17 @@ func safeName(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// hasLedger reports whether --out names a ledger to read: a bucket, or a
+// folder holding the database, or an earlier version's ledger folder that
+// opening imports.
+func hasLedger(out string) bool {
+	if isURL(out) {
+		return true
+	}
+	if st, err := os.Stat(filepath.Join(out, sqlitestore.DBFile)); err == nil && st.Mode().IsRegular() {
+		return true
+	}
+	return existsDir(filepath.Join(out, "ledger"))
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/sqlitestore"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 )
 
@@ -44,7 +44,7 @@ func TestOpenStoreBucketURLs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("openStore(%s): %v", out, err)
 		}
-		if d, ok := s.(*batch.Dir); !ok || d.Path() != dir {
+		if d, ok := s.(*sqlitestore.Store); !ok || d.Path() != dir {
 			t.Errorf("openStore(%s) = %T, want the folder store on %s", out, s, dir)
 		}
 		_ = s.Close()

@@ -1,0 +1,153 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// schemaVersion is the PRAGMA user_version of the schema below.
+const schemaVersion = 1
+
+// schema is the database's tables and views. Every object of the ledger is
+// a row of objects, its bytes as the Store was given them (a record is a
+// JSON object); the views read them for people and scripts.
+const schema = `
+CREATE TABLE objects (
+	key  TEXT PRIMARY KEY,
+	data BLOB NOT NULL
+);
+
+-- Every record of every attempt at a job: its claim, its answer (links and
+-- text, before any download) and its end.
+CREATE VIEW records AS
+SELECT key,
+	json_extract(j, '$.job') AS job,
+	json_extract(j, '$.attempt') AS attempt,
+	CASE WHEN key GLOB '*.end.json' THEN 'end' WHEN key GLOB '*.answered.json' THEN 'answered' ELSE 'claim' END AS stage,
+	json_extract(j, '$.line') AS line,
+	json_extract(j, '$.id') AS id,
+	json_extract(j, '$.op') AS op,
+	json_extract(j, '$.kind') AS kind,
+	json_extract(j, '$.state') AS state,
+	json_extract(j, '$.lost') AS lost,
+	json_extract(j, '$.requests') AS requests,
+	json_extract(j, '$.requestId') AS request_id,
+	json_extract(j, '$.error') AS error,
+	json_extract(j, '$.worker') AS worker,
+	json_extract(j, '$.run') AS run,
+	json_extract(j, '$.time') AS time,
+	j AS record
+FROM (SELECT key, CAST(data AS TEXT) AS j FROM objects
+	WHERE key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' AND json_valid(CAST(data AS TEXT)));
+
+-- Each job as its last record says: where it stands.
+CREATE VIEW jobs AS
+SELECT job, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time, record
+FROM (SELECT *, row_number() OVER (PARTITION BY job ORDER BY attempt DESC,
+		CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 ELSE 0 END DESC) AS n
+	FROM records)
+WHERE n = 1;
+
+-- The heartbeats of the runs under way, or killed before they ended.
+CREATE VIEW runs AS
+SELECT json_extract(j, '$.run') AS run,
+	json_extract(j, '$.worker') AS worker,
+	json_extract(j, '$.time') AS time,
+	json_extract(j, '$.pid') AS pid
+FROM (SELECT CAST(data AS TEXT) AS j FROM objects WHERE key GLOB 'ledger/runs/*.json' AND json_valid(CAST(data AS TEXT)));
+`
+
+// migrate brings the database to schemaVersion: it creates the schema in a
+// new database, importing the ledger folder an earlier version left, in one
+// transaction, and refuses a database of a newer version.
+func migrate(conn *sql.Conn, root *os.Root) error {
+	ctx := context.Background()
+	v, err := userVersion(ctx, conn)
+	if err != nil || v == schemaVersion {
+		return err
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("the ledger's schema is version %d, written by a newer version of creative-go; this one reads version %d", v, schemaVersion)
+	}
+	if err := refuseUnclosed(root); err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil) // IMMEDIATE: another process may be at it too
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var again int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&again); err != nil {
+		return err
+	}
+	if again == 0 {
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return err
+		}
+		if err := importFolder(ctx, tx, root); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func userVersion(ctx context.Context, conn *sql.Conn) (int, error) {
+	var v int
+	err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	return v, err
+}
+
+// refuseUnclosed refuses a folder whose earlier ledger is not whole in its
+// files: an earlier version kept a journal (.journal/) whose logs a run
+// removed when it closed, and replayed after a crash of the machine.
+func refuseUnclosed(root *os.Root) error {
+	logs, _ := fs.Glob(root.FS(), ".journal/*.log")
+	if len(logs) == 0 {
+		return nil
+	}
+	return errors.New("the ledger/ folder of an earlier version of creative-go is in use, or its last run did not close " +
+		"(.journal/ holds its log): let that run end, or rerun it once with that version, then open the folder again; " +
+		"if no run is going and the machine did not crash since, removing .journal/ is safe")
+}
+
+// oldLedger is the folder of JSON records an earlier version kept.
+const oldLedger = "ledger"
+
+// importFolder copies the records and heartbeats of an earlier version's
+// ledger folder into objects, under the same keys. The files stay as they
+// are; the database is the record from now on.
+func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	err = fs.WalkDir(root.FS(), oldLedger, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasPrefix(p, oldLedger+"/") || strings.HasPrefix(path.Base(p), ".") || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := root.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, err = stmt.ExecContext(ctx, p, data)
+		return err
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("importing the ledger/ folder of an earlier version: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// The kinds of write.
+const (
+	opCreate = iota
+	opPut
+	opDelete
+)
+
+// A write is one change to the database, waiting for its commit.
+type write struct {
+	kind int
+	key  string
+	data []byte
+	err  error      // its own outcome within the transaction (ErrExist)
+	done chan error // told once the transaction that holds it ended
+}
+
+// maxBatch bounds the writes one transaction commits.
+const maxBatch = 512
+
+// A writer is the one goroutine that writes to the database: it takes
+// every write waiting when it is free and commits them in one transaction,
+// so that the writers of one moment share one sync of the WAL.
+type writer struct {
+	conn   *sql.Conn
+	queue  chan *write
+	mu     sync.RWMutex // held to send on queue; Lock to close it
+	closed bool
+	ended  chan struct{}
+	// commits counts the transactions committed.
+	commits atomic.Int64
+	stmts   [len(statements)]*sql.Stmt
+}
+
+func newWriter(conn *sql.Conn) (*writer, error) {
+	w := &writer{conn: conn, queue: make(chan *write, maxBatch), ended: make(chan struct{})}
+	for kind, q := range statements {
+		stmt, err := conn.PrepareContext(context.Background(), q)
+		if err != nil {
+			return nil, err
+		}
+		w.stmts[kind] = stmt
+	}
+	go w.loop()
+	return w, nil
+}
+
+// do commits one write and returns its outcome. Once queued, a write is
+// waited for whatever becomes of ctx: it may be committed.
+func (w *writer) do(ctx context.Context, kind int, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wr := &write{kind: kind, key: key, data: data, done: make(chan error, 1)}
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return fmt.Errorf("sqlitestore: %s: the store is closed", key)
+	}
+	w.queue <- wr
+	w.mu.RUnlock()
+	if err := <-wr.done; err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", key, err)
+	}
+	return nil
+}
+
+// close ends the writer once every queued write is committed; it reports
+// false when the writer was closed before.
+func (w *writer) close() bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	w.closed = true
+	close(w.queue)
+	w.mu.Unlock()
+	<-w.ended
+	return true
+}
+
+func (w *writer) loop() {
+	defer close(w.ended)
+	for first := range w.queue {
+		ws := []*write{first}
+	more:
+		for len(ws) < maxBatch {
+			select {
+			case wr, ok := <-w.queue:
+				if !ok {
+					break more
+				}
+				ws = append(ws, wr)
+			default:
+				break more
+			}
+		}
+		w.commit(ws)
+	}
+}
+
+// commit commits the writes and tells each its outcome. Writes whose
+// transaction fails are tried again one at a time, so that one bad write
+// fails alone.
+func (w *writer) commit(ws []*write) {
+	err := w.apply(ws)
+	if err != nil && len(ws) > 1 {
+		for _, wr := range ws {
+			w.commit([]*write{wr})
+		}
+		return
+	}
+	for _, wr := range ws {
+		if err != nil {
+			wr.done <- err
+		} else {
+			wr.done <- wr.err
+		}
+	}
+}
+
+// The statements of each kind of write.
+var statements = [...]string{
+	opCreate: `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+	opPut:    `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data`,
+	opDelete: `DELETE FROM objects WHERE key = ?`,
+}
+
+// apply runs the writes in one transaction, begun IMMEDIATE (see dsn), and
+// commits it. A create whose key exists is no failure of the transaction:
+// that write alone fails, with batch.ErrExist.
+func (w *writer) apply(ws []*write) error {
+	ctx := context.Background()
+	tx, err := w.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, wr := range ws {
+		args := []any{wr.key, wr.data}
+		if wr.kind == opDelete {
+			args = args[:1]
+		}
+		if wr.data == nil && wr.kind != opDelete {
+			args[1] = []byte{}
+		}
+		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, args...)
+		if err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		wr.err = nil
+		if n, _ := res.RowsAffected(); wr.kind == opCreate && n == 0 {
+			wr.err = batch.ErrExist
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	w.commits.Add(1)
+	return nil
+}
