@@ -1,7 +1,8 @@
 // Package ids holds the typed ids of the Creative Generation Service: image
 // sizes, styles, cameras, colors, lighting, voices and audio enhancement
-// types, generated from ids.json (the lists of the service's interface
-// specification) by `go generate ./ids/...`.
+// types, generated from ids.json by `go generate ./ids/...`. The lists are
+// those of the service's interface specification, with the ten further
+// image sizes (4:3 to 4:5) that the service's public docs list.
 //
 // Each kind is its own string type, so a color id cannot be passed where a
 // style id is wanted (two color ids share their last four characters with two

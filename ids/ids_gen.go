@@ -6,7 +6,7 @@ package ids
 // ImageSizeID identifies an image size (an aspect ratio) for text-to-image.
 type ImageSizeID string
 
-// The image size ids of the specification.
+// The image size ids of the specification and of the service's public docs.
 const (
 	// Size2x3 is "2:3".
 	Size2x3 ImageSizeID = "6644b0c5ec3658a8e38d951b"
@@ -14,12 +14,42 @@ const (
 	Size1x1 ImageSizeID = "6644b0c5ec3658a8e38d951c"
 	// Size3x2 is "3:2".
 	Size3x2 ImageSizeID = "6644b0c5ec3658a8e38d951d"
+	// Size4x3 is "4:3", listed by the service's public docs, not by the specification.
+	Size4x3 ImageSizeID = "6644b0c5ec3658a8e38d951e"
+	// Size3x4 is "3:4", listed by the service's public docs, not by the specification.
+	Size3x4 ImageSizeID = "6644b0c5ec3658a8e38d951f"
+	// Size16x9 is "16:9", listed by the service's public docs, not by the specification.
+	Size16x9 ImageSizeID = "6644b0c5ec3658a8e38d9520"
+	// Size9x16 is "9:16", listed by the service's public docs, not by the specification.
+	Size9x16 ImageSizeID = "6644b0c5ec3658a8e38d9521"
+	// Size20x9 is "20:9", listed by the service's public docs, not by the specification.
+	Size20x9 ImageSizeID = "6644b0c5ec3658a8e38d9522"
+	// Size9x20 is "9:20", listed by the service's public docs, not by the specification.
+	Size9x20 ImageSizeID = "6644b0c5ec3658a8e38d9523"
+	// Size2x1 is "2:1", listed by the service's public docs, not by the specification.
+	Size2x1 ImageSizeID = "6644b0c5ec3658a8e38d9524"
+	// Size1x2 is "1:2", listed by the service's public docs, not by the specification.
+	Size1x2 ImageSizeID = "6644b0c5ec3658a8e38d9525"
+	// Size5x4 is "5:4", listed by the service's public docs, not by the specification.
+	Size5x4 ImageSizeID = "6644b0c5ec3658a8e38d9526"
+	// Size4x5 is "4:5", listed by the service's public docs, not by the specification.
+	Size4x5 ImageSizeID = "6644b0c5ec3658a8e38d9527"
 )
 
 var imageSizes = table{kind: "image-size", noun: "image size", prefix: "Size", entries: []entry{
 	{id: "6644b0c5ec3658a8e38d951b", label: "2:3", name: "Size2x3"},
 	{id: "6644b0c5ec3658a8e38d951c", label: "1:1", name: "Size1x1"},
 	{id: "6644b0c5ec3658a8e38d951d", label: "3:2", name: "Size3x2"},
+	{id: "6644b0c5ec3658a8e38d951e", label: "4:3", name: "Size4x3"},
+	{id: "6644b0c5ec3658a8e38d951f", label: "3:4", name: "Size3x4"},
+	{id: "6644b0c5ec3658a8e38d9520", label: "16:9", name: "Size16x9"},
+	{id: "6644b0c5ec3658a8e38d9521", label: "9:16", name: "Size9x16"},
+	{id: "6644b0c5ec3658a8e38d9522", label: "20:9", name: "Size20x9"},
+	{id: "6644b0c5ec3658a8e38d9523", label: "9:20", name: "Size9x20"},
+	{id: "6644b0c5ec3658a8e38d9524", label: "2:1", name: "Size2x1"},
+	{id: "6644b0c5ec3658a8e38d9525", label: "1:2", name: "Size1x2"},
+	{id: "6644b0c5ec3658a8e38d9526", label: "5:4", name: "Size5x4"},
+	{id: "6644b0c5ec3658a8e38d9527", label: "4:5", name: "Size4x5"},
 }}
 
 // String returns the id as sent to the service, so that fmt and form encoders
@@ -38,7 +68,7 @@ func ParseImageSize(s string) (ImageSizeID, error) {
 	return ImageSizeID(id), err
 }
 
-// ImageSizes lists the image size ids in the order of the specification.
+// ImageSizes lists the image size ids in the order of the specification and of the service's public docs.
 func ImageSizes() []ImageSizeID { return list[ImageSizeID](&imageSizes) }
 
 // StyleID identifies an image style for text-to-image. Styles and colors share two ids' suffixes: keep them apart by type.

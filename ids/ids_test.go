@@ -29,15 +29,15 @@ func TestTheGeneratorRefusesWhatIsIDRefuses(t *testing.T) {
 	assert.True(t, IsID(string(Size2x3)))
 }
 
-func TestCountsMatchTheSpecification(t *testing.T) {
-	want := map[string]int{"image-size": 3, "style": 24, "camera": 11, "color": 17, "lighting": 11, "voice": 20, "enhance-type": 9}
+func TestCountsMatchTheSpecificationAndTheDocs(t *testing.T) {
+	want := map[string]int{"image-size": 13, "style": 24, "camera": 11, "color": 17, "lighting": 11, "voice": 20, "enhance-type": 9}
 	assert.Len(t, Kinds(), len(want))
 	for _, kind := range Kinds() {
 		es, err := Entries(kind)
 		require.NoError(t, err)
 		assert.Len(t, es, want[kind], kind)
 	}
-	assert.Len(t, ImageSizes(), 3)
+	assert.Len(t, ImageSizes(), 13)
 	assert.Len(t, Styles(), 24)
 	assert.Len(t, Cameras(), 11)
 	assert.Len(t, Colors(), 17)
@@ -159,6 +159,56 @@ func TestStyleAndColorKeepSharedSuffixesApart(t *testing.T) {
 	sepia, _ := ColorSepia.Label()
 	assert.Equal(t, "fantasy", fantasy)
 	assert.Equal(t, "sepia", sepia)
+}
+
+func TestEverySizeParsesAndHasItsAspect(t *testing.T) {
+	const prefix = "6644b0c5ec3658a8e38d"
+	tests := []struct {
+		label  string
+		suffix string
+		id     ImageSizeID
+		w, h   int
+	}{
+		{"2:3", "951b", Size2x3, 2, 3},
+		{"1:1", "951c", Size1x1, 1, 1},
+		{"3:2", "951d", Size3x2, 3, 2},
+		{"4:3", "951e", Size4x3, 4, 3},
+		{"3:4", "951f", Size3x4, 3, 4},
+		{"16:9", "9520", Size16x9, 16, 9},
+		{"9:16", "9521", Size9x16, 9, 16},
+		{"20:9", "9522", Size20x9, 20, 9},
+		{"9:20", "9523", Size9x20, 9, 20},
+		{"2:1", "9524", Size2x1, 2, 1},
+		{"1:2", "9525", Size1x2, 1, 2},
+		{"5:4", "9526", Size5x4, 5, 4},
+		{"4:5", "9527", Size4x5, 4, 5},
+	}
+	require.Len(t, ImageSizes(), len(tests))
+	for i, tt := range tests {
+		t.Run("size "+tt.label, func(t *testing.T) {
+			assert.Equal(t, ImageSizeID(prefix+tt.suffix), tt.id)
+			assert.Equal(t, tt.id, ImageSizes()[i], "listed in the order of the docs")
+			x := strings.Replace(tt.label, ":", "x", 1)
+			for _, s := range []string{tt.label, " " + tt.label + " ", x, "Size" + x, "size" + x, prefix + tt.suffix} {
+				got, err := ParseImageSize(s)
+				if assert.NoError(t, err, s) {
+					assert.Equal(t, tt.id, got, s)
+				}
+			}
+			label, ok := tt.id.Label()
+			assert.True(t, ok)
+			assert.Equal(t, tt.label, label)
+			w, h, ok := tt.id.Aspect()
+			assert.True(t, ok)
+			assert.Equal(t, [2]int{tt.w, tt.h}, [2]int{w, h})
+		})
+	}
+	_, err := ParseImageSize("21:9")
+	assert.ErrorContains(t, err, `unknown image size "21:9"`)
+	assert.ErrorContains(t, err, "2:3, 1:1, 3:2, 4:3, 3:4, 16:9, 9:16, 20:9, 9:20, 2:1, 1:2, 5:4, 4:5")
+	got, err := ParseImageSize("6644b0c5ec3658a8e38d9528")
+	require.NoError(t, err, "an id in no list still parses")
+	assert.Equal(t, ImageSizeID("6644b0c5ec3658a8e38d9528"), got)
 }
 
 func TestAspectAndGender(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/format"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -43,10 +44,14 @@ var Kinds = []Kind{
 		"identifies the kind of recording for audio enhancement."},
 }
 
+// An item is one id in ids.json. Most come from the service's interface
+// specification; DocsOnly marks one that only the service's public docs
+// list (text-to-image's sizes after 3:2).
 type item struct {
-	ID     string `json:"id"`
-	Label  string `json:"label"`
-	Gender string `json:"gender"`
+	ID       string `json:"id"`
+	Label    string `json:"label"`
+	Gender   string `json:"gender"`
+	DocsOnly bool   `json:"docsOnly"`
 }
 
 // Generate returns the gofmt'ed Go source of ids_gen.go for the JSON data
@@ -78,7 +83,11 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 	seenID, seenName := map[string]bool{}, map[string]bool{}
 	counts := map[string]int{}
 	fmt.Fprintf(b, "\n// %s %s\ntype %s string\n\n", k.Type, k.Doc, k.Type)
-	fmt.Fprintf(b, "// The %s ids of the specification.\nconst (\n", k.Noun)
+	source := "the specification"
+	if slices.ContainsFunc(items, func(it item) bool { return it.DocsOnly }) {
+		source += " and of the service's public docs"
+	}
+	fmt.Fprintf(b, "// The %s ids of %s.\nconst (\n", k.Noun, source)
 	type row struct{ id, label, name, gender string }
 	var rows []row
 	for _, it := range items {
@@ -99,7 +108,11 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 		}
 		seenID[it.ID], seenName[name] = true, true
 		rows = append(rows, row{it.ID, label, name, it.Gender})
-		fmt.Fprintf(b, "\t// %s is %q.\n\t%s %s = %q\n", name, label, name, k.Type, it.ID)
+		fmt.Fprintf(b, "\t// %s is %q", name, label)
+		if it.DocsOnly {
+			b.WriteString(", listed by the service's public docs, not by the specification")
+		}
+		fmt.Fprintf(b, ".\n\t%s %s = %q\n", name, k.Type, it.ID)
 	}
 	b.WriteString(")\n\n")
 	fmt.Fprintf(b, "var %s = table{kind: %q, noun: %q, prefix: %q, entries: []entry{\n", k.Var, k.Kind, k.Noun, k.Prefix)
@@ -115,7 +128,7 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 	fmt.Fprintf(b, "// Label returns the id's label (the name the specification gives it) and\n// whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
 	fmt.Fprintf(b, "// %s returns the %s id named by s: a label in any case, with spaces, hyphens\n// and underscores alike; a constant's name with or without its prefix; or a\n// full id, listed or not. An unknown name is an error that lists the labels.\n", k.Parse, k.Noun)
 	fmt.Fprintf(b, "func %s(s string) (%s, error) {\n\tid, err := %s.parse(s)\n\treturn %s(id), err\n}\n\n", k.Parse, k.Type, k.Var, k.Type)
-	fmt.Fprintf(b, "// %s lists the %s ids in the order of the specification.\nfunc %s() []%s { return list[%s](&%s) }\n", k.List, k.Noun, k.List, k.Type, k.Type, k.Var)
+	fmt.Fprintf(b, "// %s lists the %s ids in the order of %s.\nfunc %s() []%s { return list[%s](&%s) }\n", k.List, k.Noun, source, k.List, k.Type, k.Type, k.Var)
 	return nil
 }
 
