@@ -3,6 +3,7 @@ package ids
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,16 @@ func TestGeneratedFileIsCurrent(t *testing.T) {
 	got, err := os.ReadFile("ids_gen.go")
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "ids_gen.go is stale: run go generate ./ids/...")
+}
+
+func TestTheGeneratorRefusesADocsLabelThatAddsNothing(t *testing.T) {
+	for _, data := range []string{
+		`{"imageSize":[{"id":"6644b0c5ec3658a8e38d951b","label":"2:3"}],"style":[{"id":"6644b0c5ec3658a8e38d94ec","label":"photograph","docsLabel":"Photograph"}]}`,
+		`{"imageSize":[{"id":"6644b0c5ec3658a8e38d9520","label":"16:9","docsOnly":true,"docsLabel":"wide"}]}`,
+	} {
+		_, err := gen.Generate([]byte(data))
+		assert.ErrorContains(t, err, "a docsLabel is for a label the docs give besides the specification's", data)
+	}
 }
 
 func TestTheGeneratorRefusesWhatIsIDRefuses(t *testing.T) {
@@ -66,7 +77,11 @@ func TestEveryEntryParsesBackFromItsLabelNameAndID(t *testing.T) {
 		es, err := Entries(kind)
 		require.NoError(t, err)
 		for _, e := range es {
-			for _, s := range []string{e.Label, strings.ToUpper(e.Label), strings.ReplaceAll(e.Label, " ", "-"), strings.ReplaceAll(e.Label, " ", "_"), e.Name, e.ID, strings.ToUpper(e.ID)} {
+			forms := []string{e.Label, strings.ToUpper(e.Label), strings.ReplaceAll(e.Label, " ", "-"), strings.ReplaceAll(e.Label, " ", "_"), e.Name, e.ID, strings.ToUpper(e.ID)}
+			if e.DocsLabel != "" {
+				forms = append(forms, e.DocsLabel, strings.ToLower(e.DocsLabel), strings.ReplaceAll(e.DocsLabel, " ", "-"))
+			}
+			for _, s := range forms {
 				id, err := Parse(kind, s)
 				if assert.NoError(t, err, "%s %q", kind, s) {
 					assert.Equal(t, e.ID, id, "%s %q", kind, s)
@@ -132,6 +147,74 @@ func TestParseAcceptsTheFormsPeopleType(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
+	}
+}
+
+func TestTheDocsLabelsNameTheSameIDsAsTheSpecifications(t *testing.T) {
+	const prefix = "6644b0c5ec3658a8e38d"
+	tests := []struct {
+		kind, docs, spec, suffix string
+	}{
+		{"style", "Photo", "photograph", "94ec"},
+		{"style", "Low Poly", "low detail", "94f0"},
+		{"style", "Vintage", "classic", "94f5"},
+		{"style", "Mockup", "simulation", "94fb"},
+		{"style", "70s Vibe", "1970s stamp", "94fd"},
+		{"camera", "Mid Shot", "medium shot", "9532"},
+		{"camera", "Fish Eye", "fisheye lens", "9534"},
+		{"camera", "First Person", "first-person view", "9535"},
+	}
+	docsLabels := 0
+	for _, kind := range Kinds() {
+		es, err := Entries(kind)
+		require.NoError(t, err)
+		for _, e := range es {
+			if e.DocsLabel != "" {
+				docsLabels++
+			}
+		}
+	}
+	require.Equal(t, len(tests), docsLabels, "every docs label has a row")
+	for _, tt := range tests {
+		t.Run(tt.kind+" "+tt.docs, func(t *testing.T) {
+			want := prefix + tt.suffix
+			for _, s := range []string{tt.docs, strings.ToLower(tt.docs), strings.ToUpper(tt.docs), strings.ReplaceAll(tt.docs, " ", "-"), strings.ReplaceAll(strings.ToLower(tt.docs), " ", "_"), strings.ReplaceAll(tt.docs, " ", ""), tt.spec} {
+				got, err := Parse(tt.kind, s)
+				if assert.NoError(t, err, s) {
+					assert.Equal(t, want, got, s)
+				}
+			}
+			es, err := Entries(tt.kind)
+			require.NoError(t, err)
+			i := slices.IndexFunc(es, func(e Entry) bool { return e.ID == want })
+			require.GreaterOrEqual(t, i, 0)
+			assert.Equal(t, tt.spec, es[i].Label, "the specification's label stays the one shown")
+			assert.Equal(t, tt.docs, es[i].DocsLabel)
+		})
+	}
+	got, err := ParseStyle("photo")
+	require.NoError(t, err)
+	label, _ := got.Label()
+	assert.Equal(t, StylePhotograph, got)
+	assert.Equal(t, "photograph", label)
+	cam, err := ParseCamera("fish-eye")
+	require.NoError(t, err)
+	assert.Equal(t, CameraFisheyeLens, cam)
+	_, err = ParseColor("Photo")
+	assert.ErrorContains(t, err, `unknown color "Photo"`, "a style's docs label is not a color's")
+}
+
+func TestNoTwoEntriesOfAKindAnswerToTheSameWord(t *testing.T) {
+	for _, tb := range tables {
+		owner := map[string]string{}
+		for _, e := range tb.entries {
+			for _, w := range tb.words(e) {
+				if id, ok := owner[w]; ok && id != e.id {
+					t.Errorf("%s: %q names both %s and %s", tb.kind, w, id, e.id)
+				}
+				owner[w] = e.id
+			}
+		}
 	}
 }
 
