@@ -87,6 +87,25 @@ func TestRunDoesEveryJobOnceAndARerunPaysForNothing(t *testing.T) {
 	assert.Equal(t, 1, f.srv.Count("image/generate-qr"))
 }
 
+// A job's id fields take the docs' labels and sizes as the spec's; the
+// job is what they name, so rewriting its labels pays for nothing.
+func TestAJobNamedWithTheDocsLabelsIsTheSameJobWithTheSpecs(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, `{"op":"image/text-to-image","prompt":"owl","imageSizeId":"16:9","styleId":"Photo","cameraId":"Fish Eye"}`)
+	sum, err := f.run(t, batch.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Done, "%+v", sum)
+	reqs := f.srv.Requests()
+	require.Len(t, reqs, 1)
+	assert.JSONEq(t, `{"prompt":"owl","numberOfResults":1,"imageSizeId":"6644b0c5ec3658a8e38d9520","dimensionsId":"6644b0c5ec3658a8e38d9520","styleId":"6644b0c5ec3658a8e38d94ec","cameraId":"6644b0c5ec3658a8e38d9534"}`, string(reqs[0].JSON))
+
+	f.write(t, `{"op":"image/text-to-image","prompt":"owl","imageSizeId":"6644b0c5ec3658a8e38d9520","styleId":"photograph","cameraId":"fisheye-lens"}`)
+	sum, err = f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.DoneBefore, "%+v", sum)
+	assert.Equal(t, 1, f.srv.Count("image/text-to-image"), "not paid twice")
+}
+
 // Two runners at once meet each other's claims in flight; with
 // ResendUnknown, each reads the other's heartbeat and leaves them.
 func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	"image/gif"
+	"image/png"
 	"io"
 	"testing"
 
@@ -43,22 +44,54 @@ func download(t *testing.T, c *creative.Client, u creative.URL) []byte {
 
 func TestTextToImageDrawsTheRequestedAspect(t *testing.T) {
 	_, c := fake(t)
-	for size, want := range map[ids.ImageSizeID]image.Point{"": {512, 512}, ids.Size2x3: {341, 512}, ids.Size1x1: {512, 512}, ids.Size3x2: {512, 341}} {
-		name, _ := size.Label()
+	// The longer side is 512 pixels; the shorter is the nearest whole
+	// number to 512 times the aspect (20:9 is 230.4, 5:4 is 409.6).
+	tests := []struct {
+		size ids.ImageSizeID
+		w, h int // the aspect, as the service's docs write it
+		want image.Point
+	}{
+		{"", 1, 1, image.Pt(512, 512)},
+		{ids.Size2x3, 2, 3, image.Pt(341, 512)},
+		{ids.Size1x1, 1, 1, image.Pt(512, 512)},
+		{ids.Size3x2, 3, 2, image.Pt(512, 341)},
+		{ids.Size4x3, 4, 3, image.Pt(512, 384)},
+		{ids.Size3x4, 3, 4, image.Pt(384, 512)},
+		{ids.Size16x9, 16, 9, image.Pt(512, 288)},
+		{ids.Size9x16, 9, 16, image.Pt(288, 512)},
+		{ids.Size20x9, 20, 9, image.Pt(512, 230)},
+		{ids.Size9x20, 9, 20, image.Pt(230, 512)},
+		{ids.Size2x1, 2, 1, image.Pt(512, 256)},
+		{ids.Size1x2, 1, 2, image.Pt(256, 512)},
+		{ids.Size5x4, 5, 4, image.Pt(512, 410)},
+		{ids.Size4x5, 4, 5, image.Pt(410, 512)},
+	}
+	require.Len(t, tests, 1+len(ids.ImageSizes()), "every listed size has a row")
+	for _, tt := range tests {
+		name, ok := tt.size.Label()
+		if !ok {
+			name = "none given"
+		}
 		t.Run("size "+name, func(t *testing.T) {
-			ims, err := c.TextToImage(context.Background(), creative.TextToImageRequest{Prompt: "a fox", NumberOfResults: 2, ImageSizeID: size, StyleID: ids.StyleAnime, ColorID: ids.ColorVibrant})
+			ims, err := c.TextToImage(context.Background(), creative.TextToImageRequest{Prompt: "a fox", NumberOfResults: 2, ImageSizeID: tt.size, StyleID: ids.StyleAnime, ColorID: ids.ColorVibrant})
 			require.NoError(t, err)
 			require.Len(t, ims, 2)
 			for _, im := range ims {
-				img, err := im.Decode()
+				require.Equal(t, "image/png", im.ContentType())
+				img, err := png.Decode(bytes.NewReader(im.Data))
 				require.NoError(t, err)
-				assert.Equal(t, want, img.Bounds().Size())
+				got := img.Bounds().Size()
+				assert.Equal(t, tt.want, got)
+				// Off by at most half a pixel on the shorter side.
+				assert.LessOrEqual(t, 2*abs(got.X*tt.h-got.Y*tt.w), max(tt.w, tt.h), "%v is not %d:%d", got, tt.w, tt.h)
 				assert.Greater(t, distinctColors(img), 3, "not blank or flat")
 			}
 			assert.NotEqual(t, ims[0].Data, ims[1].Data)
 		})
 	}
 }
+
+func abs(n int) int { return max(n, -n) }
 
 func distinctColors(img image.Image) int {
 	seen := map[[4]uint32]bool{}

@@ -1,7 +1,10 @@
 // Package ids holds the typed ids of the Creative Generation Service: image
 // sizes, styles, cameras, colors, lighting, voices and audio enhancement
-// types, generated from ids.json (the lists of the service's interface
-// specification) by `go generate ./ids/...`.
+// types, generated from ids.json by `go generate ./ids/...`. The lists are
+// those of the service's interface specification, with what the service's
+// public docs add: ten further image sizes (4:3 to 4:5), and their own
+// labels for some styles and cameras ("Photo" for "photograph", "Fish Eye"
+// for "fisheye lens"), which parsers accept beside the specification's.
 //
 // Each kind is its own string type, so a color id cannot be passed where a
 // style id is wanted (two color ids share their last four characters with two
@@ -22,9 +25,11 @@
 // the list.
 //
 // For people typing ids, each kind has a parser (ParseStyle, ...) that takes
-// a label in any case with spaces, hyphens and underscores alike ("golden
-// hour", "Golden-Hour"), a constant's name ("GoldenHour", "LightingGoldenHour")
-// or a full id.
+// a label, the specification's or the docs', in any case with spaces,
+// hyphens and underscores alike ("golden hour", "Golden-Hour", "fish eye"),
+// a constant's name ("GoldenHour", "LightingGoldenHour") or a full id. Label
+// and error messages show the specification's label, the one the constants
+// are named after.
 package ids
 
 //go:generate go run ./internal/gen/cmd/genids -in ids.json -out ids_gen.go
@@ -54,14 +59,19 @@ type Entry struct {
 	// ID is the 24-character id sent to the service.
 	ID string
 	// Label is the name the specification gives ("digital art"; for voices
-	// "female 1").
+	// "female 1"; for an image size only the service's public docs list,
+	// theirs).
 	Label string
+	// DocsLabel is the name the service's public docs give where it is not
+	// Label ("Photo" for "photograph"), or "". Parsers accept it too.
+	DocsLabel string
 	// Name is the Go constant's name ("StyleDigitalArt").
 	Name string
 }
 
 type entry struct {
 	id, label, name string
+	docsLabel       string // the public docs' label where it is not label
 	gender          Gender
 }
 
@@ -71,9 +81,23 @@ type table struct {
 	noun    string // "image size", for error messages
 	prefix  string // constant prefix, "Size"
 	entries []entry
+	index   map[string]string // every word of words to its entry's id
 }
 
 var tables = []*table{&imageSizes, &styles, &cameras, &colors, &lightings, &voices, &enhanceTypes}
+
+func init() {
+	for _, t := range tables {
+		t.index = map[string]string{}
+		for _, e := range t.entries {
+			for _, w := range t.words(e) {
+				if _, taken := t.index[w]; !taken && w != "" { // the first entry keeps a word; a test sees that none is shared
+					t.index[w] = e.id
+				}
+			}
+		}
+	}
+}
 
 // Kinds returns the names of the kinds of id, in this order: "image-size",
 // "style", "camera", "color", "lighting", "voice", "enhance-type".
@@ -104,7 +128,7 @@ func Entries(kind string) ([]Entry, error) {
 	}
 	out := make([]Entry, len(t.entries))
 	for i, e := range t.entries {
-		out[i] = Entry{Kind: t.kind, ID: e.id, Label: e.label, Name: e.name}
+		out[i] = Entry{Kind: t.kind, ID: e.id, Label: e.label, DocsLabel: e.docsLabel, Name: e.name}
 	}
 	return out, nil
 }
@@ -155,27 +179,33 @@ func (t *table) label(id string) (string, bool) {
 	return e.label, ok
 }
 
-// parse accepts a label, a constant's name with or without its prefix, or a
-// full id (known or not; upper-case hex is lower-cased).
+// parse accepts a label (the specification's or the docs'), a constant's
+// name with or without its prefix, or a full id (known or not; upper-case
+// hex is lower-cased). Every kind's parser, and through Parse the command
+// line's id flags and the batch's id fields, match names here and only here.
 func (t *table) parse(s string) (string, error) {
 	if lower := strings.ToLower(strings.TrimSpace(s)); IsID(lower) {
 		return lower, nil
 	}
-	n := normalize(s)
-	if n != "" {
-		p := normalize(t.prefix)
-		for _, e := range t.entries {
-			name := normalize(e.name)
-			if normalize(e.label) == n || name == n || strings.TrimPrefix(name, p) == n {
-				return e.id, nil
-			}
-		}
+	if id, ok := t.index[normalize(s)]; ok {
+		return id, nil
 	}
 	labels := make([]string, len(t.entries))
 	for i, e := range t.entries {
 		labels[i] = e.label
 	}
 	return "", fmt.Errorf("ids: unknown %s %q (want one of: %s; or a 24-character hex id)", t.noun, s, strings.Join(labels, ", "))
+}
+
+// words are the normalized names that parse takes for e: its labels and its
+// constant's name with and without the kind's prefix.
+func (t *table) words(e entry) []string {
+	name := normalize(e.name)
+	w := []string{normalize(e.label), name, strings.TrimPrefix(name, normalize(t.prefix))}
+	if e.docsLabel != "" {
+		w = append(w, normalize(e.docsLabel))
+	}
+	return w
 }
 
 func list[T ~string](t *table) []T {

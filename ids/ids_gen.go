@@ -6,7 +6,7 @@ package ids
 // ImageSizeID identifies an image size (an aspect ratio) for text-to-image.
 type ImageSizeID string
 
-// The image size ids of the specification.
+// The image size ids of the specification and of the service's public docs.
 const (
 	// Size2x3 is "2:3".
 	Size2x3 ImageSizeID = "6644b0c5ec3658a8e38d951b"
@@ -14,31 +14,62 @@ const (
 	Size1x1 ImageSizeID = "6644b0c5ec3658a8e38d951c"
 	// Size3x2 is "3:2".
 	Size3x2 ImageSizeID = "6644b0c5ec3658a8e38d951d"
+	// Size4x3 is "4:3", listed by the service's public docs, not by the specification.
+	Size4x3 ImageSizeID = "6644b0c5ec3658a8e38d951e"
+	// Size3x4 is "3:4", listed by the service's public docs, not by the specification.
+	Size3x4 ImageSizeID = "6644b0c5ec3658a8e38d951f"
+	// Size16x9 is "16:9", listed by the service's public docs, not by the specification.
+	Size16x9 ImageSizeID = "6644b0c5ec3658a8e38d9520"
+	// Size9x16 is "9:16", listed by the service's public docs, not by the specification.
+	Size9x16 ImageSizeID = "6644b0c5ec3658a8e38d9521"
+	// Size20x9 is "20:9", listed by the service's public docs, not by the specification.
+	Size20x9 ImageSizeID = "6644b0c5ec3658a8e38d9522"
+	// Size9x20 is "9:20", listed by the service's public docs, not by the specification.
+	Size9x20 ImageSizeID = "6644b0c5ec3658a8e38d9523"
+	// Size2x1 is "2:1", listed by the service's public docs, not by the specification.
+	Size2x1 ImageSizeID = "6644b0c5ec3658a8e38d9524"
+	// Size1x2 is "1:2", listed by the service's public docs, not by the specification.
+	Size1x2 ImageSizeID = "6644b0c5ec3658a8e38d9525"
+	// Size5x4 is "5:4", listed by the service's public docs, not by the specification.
+	Size5x4 ImageSizeID = "6644b0c5ec3658a8e38d9526"
+	// Size4x5 is "4:5", listed by the service's public docs, not by the specification.
+	Size4x5 ImageSizeID = "6644b0c5ec3658a8e38d9527"
 )
 
 var imageSizes = table{kind: "image-size", noun: "image size", prefix: "Size", entries: []entry{
 	{id: "6644b0c5ec3658a8e38d951b", label: "2:3", name: "Size2x3"},
 	{id: "6644b0c5ec3658a8e38d951c", label: "1:1", name: "Size1x1"},
 	{id: "6644b0c5ec3658a8e38d951d", label: "3:2", name: "Size3x2"},
+	{id: "6644b0c5ec3658a8e38d951e", label: "4:3", name: "Size4x3"},
+	{id: "6644b0c5ec3658a8e38d951f", label: "3:4", name: "Size3x4"},
+	{id: "6644b0c5ec3658a8e38d9520", label: "16:9", name: "Size16x9"},
+	{id: "6644b0c5ec3658a8e38d9521", label: "9:16", name: "Size9x16"},
+	{id: "6644b0c5ec3658a8e38d9522", label: "20:9", name: "Size20x9"},
+	{id: "6644b0c5ec3658a8e38d9523", label: "9:20", name: "Size9x20"},
+	{id: "6644b0c5ec3658a8e38d9524", label: "2:1", name: "Size2x1"},
+	{id: "6644b0c5ec3658a8e38d9525", label: "1:2", name: "Size1x2"},
+	{id: "6644b0c5ec3658a8e38d9526", label: "5:4", name: "Size5x4"},
+	{id: "6644b0c5ec3658a8e38d9527", label: "4:5", name: "Size4x5"},
 }}
 
 // String returns the id as sent to the service, so that fmt and form encoders
 // print what goes on the wire; Label gives the human name.
 func (id ImageSizeID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id ImageSizeID) Label() (string, bool) { return imageSizes.label(string(id)) }
 
-// ParseImageSize returns the image size id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseImageSize returns the image size id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseImageSize(s string) (ImageSizeID, error) {
 	id, err := imageSizes.parse(s)
 	return ImageSizeID(id), err
 }
 
-// ImageSizes lists the image size ids in the order of the specification.
+// ImageSizes lists the image size ids in the order of the specification and of the service's public docs.
 func ImageSizes() []ImageSizeID { return list[ImageSizeID](&imageSizes) }
 
 // StyleID identifies an image style for text-to-image. Styles and colors share two ids' suffixes: keep them apart by type.
@@ -46,7 +77,7 @@ type StyleID string
 
 // The style ids of the specification.
 const (
-	// StylePhotograph is "photograph".
+	// StylePhotograph is "photograph"; the service's public docs call it "Photo".
 	StylePhotograph StyleID = "6644b0c5ec3658a8e38d94ec"
 	// StyleDigitalArt is "digital art".
 	StyleDigitalArt StyleID = "6644b0c5ec3658a8e38d94ed"
@@ -54,7 +85,7 @@ const (
 	Style3D StyleID = "6644b0c5ec3658a8e38d94ee"
 	// StylePainting is "painting".
 	StylePainting StyleID = "6644b0c5ec3658a8e38d94ef"
-	// StyleLowDetail is "low detail".
+	// StyleLowDetail is "low detail"; the service's public docs call it "Low Poly".
 	StyleLowDetail StyleID = "6644b0c5ec3658a8e38d94f0"
 	// StylePixelArt is "pixel art".
 	StylePixelArt StyleID = "6644b0c5ec3658a8e38d94f1"
@@ -64,7 +95,7 @@ const (
 	StyleCyberpunk StyleID = "6644b0c5ec3658a8e38d94f3"
 	// StyleComic is "comic".
 	StyleComic StyleID = "6644b0c5ec3658a8e38d94f4"
-	// StyleClassic is "classic".
+	// StyleClassic is "classic"; the service's public docs call it "Vintage".
 	StyleClassic StyleID = "6644b0c5ec3658a8e38d94f5"
 	// StyleCartoon is "cartoon".
 	StyleCartoon StyleID = "6644b0c5ec3658a8e38d94f6"
@@ -76,11 +107,11 @@ const (
 	StyleDark StyleID = "6644b0c5ec3658a8e38d94f9"
 	// StyleSketch is "sketch".
 	StyleSketch StyleID = "6644b0c5ec3658a8e38d94fa"
-	// StyleSimulation is "simulation".
+	// StyleSimulation is "simulation"; the service's public docs call it "Mockup".
 	StyleSimulation StyleID = "6644b0c5ec3658a8e38d94fb"
 	// Style2000sPhone is "2000s phone".
 	Style2000sPhone StyleID = "6644b0c5ec3658a8e38d94fc"
-	// Style1970sStamp is "1970s stamp".
+	// Style1970sStamp is "1970s stamp"; the service's public docs call it "70s Vibe".
 	Style1970sStamp StyleID = "6644b0c5ec3658a8e38d94fd"
 	// StyleWatercolor is "watercolor".
 	StyleWatercolor StyleID = "6644b0c5ec3658a8e38d94fe"
@@ -97,24 +128,24 @@ const (
 )
 
 var styles = table{kind: "style", noun: "style", prefix: "Style", entries: []entry{
-	{id: "6644b0c5ec3658a8e38d94ec", label: "photograph", name: "StylePhotograph"},
+	{id: "6644b0c5ec3658a8e38d94ec", label: "photograph", name: "StylePhotograph", docsLabel: "Photo"},
 	{id: "6644b0c5ec3658a8e38d94ed", label: "digital art", name: "StyleDigitalArt"},
 	{id: "6644b0c5ec3658a8e38d94ee", label: "3D", name: "Style3D"},
 	{id: "6644b0c5ec3658a8e38d94ef", label: "painting", name: "StylePainting"},
-	{id: "6644b0c5ec3658a8e38d94f0", label: "low detail", name: "StyleLowDetail"},
+	{id: "6644b0c5ec3658a8e38d94f0", label: "low detail", name: "StyleLowDetail", docsLabel: "Low Poly"},
 	{id: "6644b0c5ec3658a8e38d94f1", label: "pixel art", name: "StylePixelArt"},
 	{id: "6644b0c5ec3658a8e38d94f2", label: "anime", name: "StyleAnime"},
 	{id: "6644b0c5ec3658a8e38d94f3", label: "cyberpunk", name: "StyleCyberpunk"},
 	{id: "6644b0c5ec3658a8e38d94f4", label: "comic", name: "StyleComic"},
-	{id: "6644b0c5ec3658a8e38d94f5", label: "classic", name: "StyleClassic"},
+	{id: "6644b0c5ec3658a8e38d94f5", label: "classic", name: "StyleClassic", docsLabel: "Vintage"},
 	{id: "6644b0c5ec3658a8e38d94f6", label: "cartoon", name: "StyleCartoon"},
 	{id: "6644b0c5ec3658a8e38d94f7", label: "vector", name: "StyleVector"},
 	{id: "6644b0c5ec3658a8e38d94f8", label: "studio shot", name: "StyleStudioShot"},
 	{id: "6644b0c5ec3658a8e38d94f9", label: "dark", name: "StyleDark"},
 	{id: "6644b0c5ec3658a8e38d94fa", label: "sketch", name: "StyleSketch"},
-	{id: "6644b0c5ec3658a8e38d94fb", label: "simulation", name: "StyleSimulation"},
+	{id: "6644b0c5ec3658a8e38d94fb", label: "simulation", name: "StyleSimulation", docsLabel: "Mockup"},
 	{id: "6644b0c5ec3658a8e38d94fc", label: "2000s phone", name: "Style2000sPhone"},
-	{id: "6644b0c5ec3658a8e38d94fd", label: "1970s stamp", name: "Style1970sStamp"},
+	{id: "6644b0c5ec3658a8e38d94fd", label: "1970s stamp", name: "Style1970sStamp", docsLabel: "70s Vibe"},
 	{id: "6644b0c5ec3658a8e38d94fe", label: "watercolor", name: "StyleWatercolor"},
 	{id: "6644b0c5ec3658a8e38d94ff", label: "art nouveau", name: "StyleArtNouveau"},
 	{id: "6644b0c5ec3658a8e38d9500", label: "origami", name: "StyleOrigami"},
@@ -127,12 +158,13 @@ var styles = table{kind: "style", noun: "style", prefix: "Style", entries: []ent
 // print what goes on the wire; Label gives the human name.
 func (id StyleID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id StyleID) Label() (string, bool) { return styles.label(string(id)) }
 
-// ParseStyle returns the style id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseStyle returns the style id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseStyle(s string) (StyleID, error) {
 	id, err := styles.parse(s)
@@ -159,13 +191,13 @@ const (
 	CameraLowAngle CameraID = "6644b0c5ec3658a8e38d9530"
 	// CameraSymmetry is "symmetry".
 	CameraSymmetry CameraID = "6644b0c5ec3658a8e38d9531"
-	// CameraMediumShot is "medium shot".
+	// CameraMediumShot is "medium shot"; the service's public docs call it "Mid Shot".
 	CameraMediumShot CameraID = "6644b0c5ec3658a8e38d9532"
 	// CameraFullBody is "full body".
 	CameraFullBody CameraID = "6644b0c5ec3658a8e38d9533"
-	// CameraFisheyeLens is "fisheye lens".
+	// CameraFisheyeLens is "fisheye lens"; the service's public docs call it "Fish Eye".
 	CameraFisheyeLens CameraID = "6644b0c5ec3658a8e38d9534"
-	// CameraFirstPersonView is "first-person view".
+	// CameraFirstPersonView is "first-person view"; the service's public docs call it "First Person".
 	CameraFirstPersonView CameraID = "6644b0c5ec3658a8e38d9535"
 	// CameraHighAngle is "high angle".
 	CameraHighAngle CameraID = "6644b0c5ec3658a8e38d9536"
@@ -178,10 +210,10 @@ var cameras = table{kind: "camera", noun: "camera", prefix: "Camera", entries: [
 	{id: "6644b0c5ec3658a8e38d952f", label: "panoramic", name: "CameraPanoramic"},
 	{id: "6644b0c5ec3658a8e38d9530", label: "low angle", name: "CameraLowAngle"},
 	{id: "6644b0c5ec3658a8e38d9531", label: "symmetry", name: "CameraSymmetry"},
-	{id: "6644b0c5ec3658a8e38d9532", label: "medium shot", name: "CameraMediumShot"},
+	{id: "6644b0c5ec3658a8e38d9532", label: "medium shot", name: "CameraMediumShot", docsLabel: "Mid Shot"},
 	{id: "6644b0c5ec3658a8e38d9533", label: "full body", name: "CameraFullBody"},
-	{id: "6644b0c5ec3658a8e38d9534", label: "fisheye lens", name: "CameraFisheyeLens"},
-	{id: "6644b0c5ec3658a8e38d9535", label: "first-person view", name: "CameraFirstPersonView"},
+	{id: "6644b0c5ec3658a8e38d9534", label: "fisheye lens", name: "CameraFisheyeLens", docsLabel: "Fish Eye"},
+	{id: "6644b0c5ec3658a8e38d9535", label: "first-person view", name: "CameraFirstPersonView", docsLabel: "First Person"},
 	{id: "6644b0c5ec3658a8e38d9536", label: "high angle", name: "CameraHighAngle"},
 }}
 
@@ -189,12 +221,13 @@ var cameras = table{kind: "camera", noun: "camera", prefix: "Camera", entries: [
 // print what goes on the wire; Label gives the human name.
 func (id CameraID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id CameraID) Label() (string, bool) { return cameras.label(string(id)) }
 
-// ParseCamera returns the camera id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseCamera returns the camera id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseCamera(s string) (CameraID, error) {
 	id, err := cameras.parse(s)
@@ -269,12 +302,13 @@ var colors = table{kind: "color", noun: "color", prefix: "Color", entries: []ent
 // print what goes on the wire; Label gives the human name.
 func (id ColorID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id ColorID) Label() (string, bool) { return colors.label(string(id)) }
 
-// ParseColor returns the color id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseColor returns the color id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseColor(s string) (ColorID, error) {
 	id, err := colors.parse(s)
@@ -331,12 +365,13 @@ var lightings = table{kind: "lighting", noun: "lighting", prefix: "Lighting", en
 // print what goes on the wire; Label gives the human name.
 func (id LightingID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id LightingID) Label() (string, bool) { return lightings.label(string(id)) }
 
-// ParseLighting returns the lighting id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseLighting returns the lighting id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseLighting(s string) (LightingID, error) {
 	id, err := lightings.parse(s)
@@ -394,38 +429,39 @@ const (
 )
 
 var voices = table{kind: "voice", noun: "voice", prefix: "Voice", entries: []entry{
-	{"52f254abbd463029dd655422", "female 1", "VoiceFemale1", "female"},
-	{"e1fb08ee7177e52425b96a49", "male 1", "VoiceMale1", "male"},
-	{"3695e87db7f5059a13c3ec9e", "male 2", "VoiceMale2", "male"},
-	{"b054b7a4a1dbabba96a691dd", "female 2", "VoiceFemale2", "female"},
-	{"127de703d939930eb0a85420", "female 3", "VoiceFemale3", "female"},
-	{"68e53488394f7e26aa66a57f", "male 3", "VoiceMale3", "male"},
-	{"b38d58df9133fc82798fa8b5", "male 4", "VoiceMale4", "male"},
-	{"55b829b051ad61983f8e3579", "female 4", "VoiceFemale4", "female"},
-	{"dfc9b361cb98b238cf816ab3", "male 5", "VoiceMale5", "male"},
-	{"e09406111fbb6c20e4cc5ebc", "female 5", "VoiceFemale5", "female"},
-	{"de84f730320dea1fc5e139b4", "male 6", "VoiceMale6", "male"},
-	{"21c1658c7c9290b069a30b75", "female 6", "VoiceFemale6", "female"},
-	{"65b53fb9492bb30ef542b16d", "male 7", "VoiceMale7", "male"},
-	{"4681e2025560678d8a344cbe", "male 8", "VoiceMale8", "male"},
-	{"620f8886ee8a435c1aa66010", "male 9", "VoiceMale9", "male"},
-	{"8015b0357f6da0e72043cf6f", "female 7", "VoiceFemale7", "female"},
-	{"753b5470f2294f7eedb9a5af", "male 10", "VoiceMale10", "male"},
-	{"73108b4aaaf6e8bf118cae48", "female 8", "VoiceFemale8", "female"},
-	{"700eebf16fe75784f3c45f9a", "male 11", "VoiceMale11", "male"},
-	{"e387eee06b3892c72c69d5a2", "male 12", "VoiceMale12", "male"},
+	{id: "52f254abbd463029dd655422", label: "female 1", name: "VoiceFemale1", gender: "female"},
+	{id: "e1fb08ee7177e52425b96a49", label: "male 1", name: "VoiceMale1", gender: "male"},
+	{id: "3695e87db7f5059a13c3ec9e", label: "male 2", name: "VoiceMale2", gender: "male"},
+	{id: "b054b7a4a1dbabba96a691dd", label: "female 2", name: "VoiceFemale2", gender: "female"},
+	{id: "127de703d939930eb0a85420", label: "female 3", name: "VoiceFemale3", gender: "female"},
+	{id: "68e53488394f7e26aa66a57f", label: "male 3", name: "VoiceMale3", gender: "male"},
+	{id: "b38d58df9133fc82798fa8b5", label: "male 4", name: "VoiceMale4", gender: "male"},
+	{id: "55b829b051ad61983f8e3579", label: "female 4", name: "VoiceFemale4", gender: "female"},
+	{id: "dfc9b361cb98b238cf816ab3", label: "male 5", name: "VoiceMale5", gender: "male"},
+	{id: "e09406111fbb6c20e4cc5ebc", label: "female 5", name: "VoiceFemale5", gender: "female"},
+	{id: "de84f730320dea1fc5e139b4", label: "male 6", name: "VoiceMale6", gender: "male"},
+	{id: "21c1658c7c9290b069a30b75", label: "female 6", name: "VoiceFemale6", gender: "female"},
+	{id: "65b53fb9492bb30ef542b16d", label: "male 7", name: "VoiceMale7", gender: "male"},
+	{id: "4681e2025560678d8a344cbe", label: "male 8", name: "VoiceMale8", gender: "male"},
+	{id: "620f8886ee8a435c1aa66010", label: "male 9", name: "VoiceMale9", gender: "male"},
+	{id: "8015b0357f6da0e72043cf6f", label: "female 7", name: "VoiceFemale7", gender: "female"},
+	{id: "753b5470f2294f7eedb9a5af", label: "male 10", name: "VoiceMale10", gender: "male"},
+	{id: "73108b4aaaf6e8bf118cae48", label: "female 8", name: "VoiceFemale8", gender: "female"},
+	{id: "700eebf16fe75784f3c45f9a", label: "male 11", name: "VoiceMale11", gender: "male"},
+	{id: "e387eee06b3892c72c69d5a2", label: "male 12", name: "VoiceMale12", gender: "male"},
 }}
 
 // String returns the id as sent to the service, so that fmt and form encoders
 // print what goes on the wire; Label gives the human name.
 func (id VoiceID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id VoiceID) Label() (string, bool) { return voices.label(string(id)) }
 
-// ParseVoice returns the voice id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseVoice returns the voice id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseVoice(s string) (VoiceID, error) {
 	id, err := voices.parse(s)
@@ -476,12 +512,13 @@ var enhanceTypes = table{kind: "enhance-type", noun: "enhancement type", prefix:
 // print what goes on the wire; Label gives the human name.
 func (id EnhanceTypeID) String() string { return string(id) }
 
-// Label returns the id's label (the name the specification gives it) and
-// whether the id is in the list.
+// Label returns the id's label (the name the specification gives it, or
+// the docs' for an id only they list) and whether the id is in the list.
 func (id EnhanceTypeID) Label() (string, bool) { return enhanceTypes.label(string(id)) }
 
-// ParseEnhanceType returns the enhancement type id named by s: a label in any case, with spaces, hyphens
-// and underscores alike; a constant's name with or without its prefix; or a
+// ParseEnhanceType returns the enhancement type id named by s: a label, the specification's or
+// the service's public docs', in any case, with spaces, hyphens and
+// underscores alike; a constant's name with or without its prefix; or a
 // full id, listed or not. An unknown name is an error that lists the labels.
 func ParseEnhanceType(s string) (EnhanceTypeID, error) {
 	id, err := enhanceTypes.parse(s)

@@ -451,7 +451,7 @@ func (a *app) idsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:       "ids [kind]",
 		Short:     "List the ids and labels that id flags accept",
-		Long:      "List the ids of one kind (" + strings.Join(ids.Kinds(), ", ") + ") or of all kinds, as: kind, id, label. Id flags take the id or its label.",
+		Long:      "List the ids of one kind (" + strings.Join(ids.Kinds(), ", ") + ") or of all kinds, as: kind, id, label, and where the service's public docs label an id otherwise, their label. Id flags take the id or either label.",
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: ids.Kinds(),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
@@ -465,7 +465,11 @@ func (a *app) idsCommand() *cobra.Command {
 			for _, k := range kinds {
 				es, _ := ids.Entries(k)
 				for _, e := range es {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\n", e.Kind, e.ID, e.Label)
+					line := e.Kind + "\t" + e.ID + "\t" + e.Label
+					if e.DocsLabel != "" {
+						line += "\t" + e.DocsLabel
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), line)
 				}
 			}
 			return nil

@@ -202,6 +202,9 @@ func TestCompletion(t *testing.T) {
 		assert.Equal(t, []string{"golden-hour\t6644b0c5ec3658a8e38d953c"}, complete(t, "image", "text-to-image", "--prompt", "x", "--lighting-id", "gold"))
 		assert.Len(t, complete(t, "audio", "text-to-speech", "--voice-id", "female"), 8)
 		assert.Contains(t, complete(t, "audio", "enhance", "--type-id", ""), "podcast\t664f30c0ba9c162a962f75b6")
+		assert.Equal(t, []string{"fisheye-lens\t6644b0c5ec3658a8e38d9534", "Fish-Eye\t6644b0c5ec3658a8e38d9534", "first-person-view\t6644b0c5ec3658a8e38d9535", "First-Person\t6644b0c5ec3658a8e38d9535"},
+			complete(t, "image", "text-to-image", "--camera-id", "fi"), "the docs' labels too")
+		assert.Equal(t, []string{"16:9\t6644b0c5ec3658a8e38d9520"}, complete(t, "image", "text-to-image", "--image-size-id", "16"))
 	})
 	t.Run("words complete commands", func(t *testing.T) {
 		got := complete(t, "image", "text-to")

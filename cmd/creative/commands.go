@@ -342,17 +342,20 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 	return cmd
 }
 
-// completeIDs completes an id flag with the labels of its kind, spaces
-// written as hyphens (which the parser reads alike), each with its id.
+// completeIDs completes an id flag with the labels of its kind, the
+// specification's and the service's public docs', spaces written as hyphens
+// (which the parser reads alike), each with its id.
 func completeIDs(kind string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		entries, _ := ids.Entries(kind)
 		var out []cobra.Completion
 		prefix := strings.ToLower(toComplete)
 		for _, e := range entries {
-			label := strings.ReplaceAll(e.Label, " ", "-")
-			if strings.HasPrefix(strings.ToLower(label), prefix) {
-				out = append(out, cobra.CompletionWithDesc(label, e.ID))
+			for _, label := range []string{e.Label, e.DocsLabel} {
+				label = strings.ReplaceAll(label, " ", "-")
+				if label != "" && strings.HasPrefix(strings.ToLower(label), prefix) {
+					out = append(out, cobra.CompletionWithDesc(label, e.ID))
+				}
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp

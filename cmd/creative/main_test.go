@@ -139,6 +139,8 @@ func TestEveryCommandSendsItsRequest(t *testing.T) {
 		{[]string{"audio", "split-audio", "--audio", wavPath, "--no-download"}, "/audio/v1/split-audio", "", map[string]string{"audio": "talk.wav"}},
 		{[]string{"image", "text-to-image", "--prompt", "fox", "--number-of-results", "2", "--image-size-id", "2:3", "--style-id", "anime", "--camera-id", "Close-Up", "--color-id", "pastel colors", "--lighting-id", "golden-hour"}, "/image/v1/text-to-image",
 			`{"prompt":"fox","numberOfResults":2,"imageSizeId":"6644b0c5ec3658a8e38d951b","dimensionsId":"6644b0c5ec3658a8e38d951b","styleId":"6644b0c5ec3658a8e38d94f2","cameraId":"6644b0c5ec3658a8e38d952d","colorId":"6644b0c5ec3658a8e38d9507","lightingId":"6644b0c5ec3658a8e38d953c"}`, nil},
+		{[]string{"image", "text-to-image", "--prompt", "owl", "--image-size-id", "16:9", "--style-id", "Photo", "--camera-id", "Fish Eye"}, "/image/v1/text-to-image",
+			`{"prompt":"owl","numberOfResults":1,"imageSizeId":"6644b0c5ec3658a8e38d9520","dimensionsId":"6644b0c5ec3658a8e38d9520","styleId":"6644b0c5ec3658a8e38d94ec","cameraId":"6644b0c5ec3658a8e38d9534"}`, nil},
 		{[]string{"image", "generate-logo", "--prompt", "bakery"}, "/image/v1/generate-logo", `{"prompt":"bakery"}`, nil},
 		{[]string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, "/image/v1/generate-qr", `{"url":"https://example.com","prompt":"flowers"}`, nil},
 		{[]string{"image", "up-scale", "--url", "https://i.example/a.png", "--scale", "2"}, "/image/v1/up-scale", `{"url":"https://i.example/a.png","scale":2}`, nil},
@@ -356,9 +358,14 @@ func TestHelpIDsAndVersion(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Equal(t, 24, strings.Count(stdout, "\n"))
 	assert.Contains(t, stdout, "style\t6644b0c5ec3658a8e38d94f2\tanime\n")
+	assert.Contains(t, stdout, "style\t6644b0c5ec3658a8e38d94ec\tphotograph\tPhoto\n", "the docs' label after the spec's")
+	code, stdout, _ = runCLI(t, nil, "ids", "image-size")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 13, strings.Count(stdout, "\n"))
+	assert.Contains(t, stdout, "image-size\t6644b0c5ec3658a8e38d9520\t16:9\n")
 	code, stdout, _ = runCLI(t, nil, "ids")
 	assert.Equal(t, 0, code)
-	assert.Equal(t, 3+24+11+17+11+20+9, strings.Count(stdout, "\n"))
+	assert.Equal(t, 13+24+11+17+11+20+9, strings.Count(stdout, "\n"))
 	code, _, _ = runCLI(t, nil, "ids", "flavour")
 	assert.Equal(t, 2, code)
 

@@ -89,14 +89,16 @@ const LongSide = 512
 
 // TextToImage draws p.N PNG images of the requested aspect: a gradient sky
 // and shapes whose palette comes from the prompt and color id, and whose
-// composition comes from the style, camera and lighting ids.
+// composition comes from the style, camera and lighting ids. The longer side
+// is LongSide pixels and the shorter the nearest whole number of pixels to
+// the aspect (5:4 is 512x410, not 512x409).
 func TextToImage(p ImageParams) [][]byte {
 	w, h := LongSide, LongSide
 	if p.AspectW > 0 && p.AspectH > 0 {
 		if p.AspectW > p.AspectH {
-			h = LongSide * p.AspectH / p.AspectW
+			h = (2*LongSide*p.AspectH + p.AspectW) / (2 * p.AspectW)
 		} else {
-			w = LongSide * p.AspectW / p.AspectH
+			w = (2*LongSide*p.AspectW + p.AspectH) / (2 * p.AspectH)
 		}
 	}
 	out := make([][]byte, p.N)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/format"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -43,10 +44,17 @@ var Kinds = []Kind{
 		"identifies the kind of recording for audio enhancement."},
 }
 
+// An item is one id in ids.json. Most come from the service's interface
+// specification; DocsOnly marks one that only the service's public docs
+// list (text-to-image's sizes after 3:2), and DocsLabel is the label those
+// docs give an id where it is not the specification's ("Photo" for
+// "photograph"). Parsers accept both labels; Label stays the one shown.
 type item struct {
-	ID     string `json:"id"`
-	Label  string `json:"label"`
-	Gender string `json:"gender"`
+	ID        string `json:"id"`
+	Label     string `json:"label"`
+	Gender    string `json:"gender"`
+	DocsOnly  bool   `json:"docsOnly"`
+	DocsLabel string `json:"docsLabel"`
 }
 
 // Generate returns the gofmt'ed Go source of ids_gen.go for the JSON data
@@ -78,8 +86,12 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 	seenID, seenName := map[string]bool{}, map[string]bool{}
 	counts := map[string]int{}
 	fmt.Fprintf(b, "\n// %s %s\ntype %s string\n\n", k.Type, k.Doc, k.Type)
-	fmt.Fprintf(b, "// The %s ids of the specification.\nconst (\n", k.Noun)
-	type row struct{ id, label, name, gender string }
+	source := "the specification"
+	if slices.ContainsFunc(items, func(it item) bool { return it.DocsOnly }) {
+		source += " and of the service's public docs"
+	}
+	fmt.Fprintf(b, "// The %s ids of %s.\nconst (\n", k.Noun, source)
+	type row struct{ id, label, docsLabel, name, gender string }
 	var rows []row
 	for _, it := range items {
 		label := it.Label
@@ -97,25 +109,38 @@ func writeKind(b *bytes.Buffer, k Kind, items []item) error {
 		if seenID[it.ID] || seenName[name] {
 			return fmt.Errorf("gen: %s: %s (%s) is listed twice", k.Key, it.ID, name)
 		}
+		if it.DocsLabel != "" && (strings.EqualFold(it.DocsLabel, label) || it.DocsOnly) {
+			return fmt.Errorf("gen: %s %s: a docsLabel is for a label the docs give besides the specification's, got %q", k.Key, it.ID, it.DocsLabel)
+		}
 		seenID[it.ID], seenName[name] = true, true
-		rows = append(rows, row{it.ID, label, name, it.Gender})
-		fmt.Fprintf(b, "\t// %s is %q.\n\t%s %s = %q\n", name, label, name, k.Type, it.ID)
+		rows = append(rows, row{it.ID, label, it.DocsLabel, name, it.Gender})
+		fmt.Fprintf(b, "\t// %s is %q", name, label)
+		switch {
+		case it.DocsOnly:
+			b.WriteString(", listed by the service's public docs, not by the specification")
+		case it.DocsLabel != "":
+			fmt.Fprintf(b, "; the service's public docs call it %q", it.DocsLabel)
+		}
+		fmt.Fprintf(b, ".\n\t%s %s = %q\n", name, k.Type, it.ID)
 	}
 	b.WriteString(")\n\n")
 	fmt.Fprintf(b, "var %s = table{kind: %q, noun: %q, prefix: %q, entries: []entry{\n", k.Var, k.Kind, k.Noun, k.Prefix)
 	for _, r := range rows {
-		if r.gender != "" {
-			fmt.Fprintf(b, "\t{%q, %q, %q, %q},\n", r.id, r.label, r.name, r.gender)
-		} else {
-			fmt.Fprintf(b, "\t{id: %q, label: %q, name: %q},\n", r.id, r.label, r.name)
+		fmt.Fprintf(b, "\t{id: %q, label: %q, name: %q", r.id, r.label, r.name)
+		if r.docsLabel != "" {
+			fmt.Fprintf(b, ", docsLabel: %q", r.docsLabel)
 		}
+		if r.gender != "" {
+			fmt.Fprintf(b, ", gender: %q", r.gender)
+		}
+		b.WriteString("},\n")
 	}
 	b.WriteString("}}\n\n")
 	fmt.Fprintf(b, "// String returns the id as sent to the service, so that fmt and form encoders\n// print what goes on the wire; Label gives the human name.\nfunc (id %s) String() string { return string(id) }\n\n", k.Type)
-	fmt.Fprintf(b, "// Label returns the id's label (the name the specification gives it) and\n// whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
-	fmt.Fprintf(b, "// %s returns the %s id named by s: a label in any case, with spaces, hyphens\n// and underscores alike; a constant's name with or without its prefix; or a\n// full id, listed or not. An unknown name is an error that lists the labels.\n", k.Parse, k.Noun)
+	fmt.Fprintf(b, "// Label returns the id's label (the name the specification gives it, or\n// the docs' for an id only they list) and whether the id is in the list.\nfunc (id %s) Label() (string, bool) { return %s.label(string(id)) }\n\n", k.Type, k.Var)
+	fmt.Fprintf(b, "// %s returns the %s id named by s: a label, the specification's or\n// the service's public docs', in any case, with spaces, hyphens and\n// underscores alike; a constant's name with or without its prefix; or a\n// full id, listed or not. An unknown name is an error that lists the labels.\n", k.Parse, k.Noun)
 	fmt.Fprintf(b, "func %s(s string) (%s, error) {\n\tid, err := %s.parse(s)\n\treturn %s(id), err\n}\n\n", k.Parse, k.Type, k.Var, k.Type)
-	fmt.Fprintf(b, "// %s lists the %s ids in the order of the specification.\nfunc %s() []%s { return list[%s](&%s) }\n", k.List, k.Noun, k.List, k.Type, k.Type, k.Var)
+	fmt.Fprintf(b, "// %s lists the %s ids in the order of %s.\nfunc %s() []%s { return list[%s](&%s) }\n", k.List, k.Noun, source, k.List, k.Type, k.Type, k.Var)
 	return nil
 }
 
