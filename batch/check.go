@@ -315,18 +315,51 @@ func (f *files) check(p string) (string, error) {
 	return clean, nil
 }
 
-// openFile opens a checked path.
+// stat describes the file at a checked path, without opening it.
+func (f *files) stat(p string) (fs.FileInfo, error) {
+	if f.outside && f.base != "" {
+		return os.Stat(p)
+	}
+	st, err := fs.Stat(f.fsys, p)
+	if err != nil {
+		return nil, f.leaves(p, err)
+	}
+	return st, nil
+}
+
+// errNotRegular refuses a file field that names no regular file.
+var errNotRegular = errors.New("is not a regular file")
+
+// openFile opens a checked path, once it is seen to be a regular file:
+// opening a named pipe (a FIFO) for reading waits for a writer, which may
+// never come.
 func (f *files) openFile(p string) (fs.File, error) {
+	st, err := f.stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %w", p, errNotRegular)
+	}
 	if f.outside && f.base != "" {
 		return os.Open(p)
 	}
 	file, err := f.fsys.Open(p)
-	if err != nil && f.base != "" && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
+		return nil, f.leaves(p, err)
+	}
+	return file, nil
+}
+
+// leaves names a failure to reach p that a symbolic link leaving the
+// jobs file's folder caused; any other it returns as it is.
+func (f *files) leaves(p string, err error) error {
+	if f.base != "" && !errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(filepath.Join(f.base, p)); serr == nil {
-			return nil, fmt.Errorf("%s leads outside the jobs file's folder (through a symbolic link)", p)
+			return fmt.Errorf("%s leads outside the jobs file's folder (through a symbolic link)", p)
 		}
 	}
-	return file, err
+	return err
 }
 
 // open makes the task's args, its files opened as uploads; closeFiles
@@ -372,6 +405,9 @@ func uploadReader(f fs.File) io.Reader {
 
 // cannotRead words a failure to open a file field.
 func cannotRead(err error) error {
+	if errors.Is(err, errNotRegular) {
+		return err
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("cannot be read: %s: %v", pe.Path, pe.Err)
@@ -400,9 +436,6 @@ func (h *hashCache) hash(f *files, p string) (string, error) {
 	st, err := file.Stat()
 	if err != nil {
 		return "", cannotRead(err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", p)
 	}
 	k := p + "\x00" + strconv.FormatInt(st.Size(), 10) + "\x00" + st.ModTime().String()
 	h.mu.Lock()
