@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -432,6 +434,7 @@ func summaryText(s batch.Summary) string {
 // batchStatusCommand reports the ledger of an --out folder.
 func (a *app) batchStatusCommand() *cobra.Command {
 	var out string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status --out DIR",
 		Short: "Count the jobs of a batch's ledger by state and list the unknown ones",
@@ -440,7 +443,20 @@ are in each state, for every run and worker that shared the folder; then
 list the jobs whose outcome is unknown (sent, with no answer recorded,
 by a worker that is gone: they may have been paid for, and are sent
 again only with creative batch --resend-unknown). Jobs in flight on a
-worker still running are counted, not listed.`,
+worker still running are counted, not listed.
+
+--json prints one JSON object for scripts: "jobs", "states" (jobs by
+state), "inFlight", "lost" and "review", every job to review before
+--resend-unknown with its job key, line, id, op, state, worker, time,
+requestId and error.
+
+In a folder the ledger is the SQLite database DIR/ledger.db, which the
+sqlite3 shell reads too:
+
+  sqlite3 DIR/ledger.db "SELECT state, count(*) FROM jobs GROUP BY state"
+
+Its tables and views, and more queries, are in the README of package
+github.com/creativegen/creative-go/batch/sqlitestore.`,
 		Args: noArgs,
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
 			if !hasLedger(out) {
@@ -451,10 +467,14 @@ worker still running are counted, not listed.`,
 				return err
 			}
 			defer store.Close()
+			if asJSON {
+				return a.printStatusJSON(cmd.Context(), store)
+			}
 			return a.printStatus(cmd.Context(), store)
 		}),
 	}
-	cmd.Flags().StringVar(&out, "out", ".", "folder of the batch")
+	cmd.Flags().StringVar(&out, "out", ".", "folder (or bucket URL) of the batch")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts and every job to review as one JSON object")
 	_ = cmd.MarkFlagDirname("out")
 	return cmd
 }
@@ -498,4 +518,45 @@ func (a *app) printStatus(ctx context.Context, store batch.Store) error {
 		}
 	}
 	return nil
+}
+
+// reviewJob is a job to review before --resend-unknown, as batch status
+// --json gives it.
+type reviewJob struct {
+	Job       string    `json:"job"`
+	Line      int       `json:"line"`
+	ID        string    `json:"id,omitempty"`
+	Op        string    `json:"op"`
+	State     string    `json:"state"`
+	Worker    string    `json:"worker,omitempty"`
+	Time      time.Time `json:"time"`
+	RequestID string    `json:"requestId,omitempty"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// printStatusJSON prints the status as one JSON object, the jobs to review
+// written as they are read: however many there are, none is held.
+func (a *app) printStatusJSON(ctx context.Context, store batch.Store) error {
+	w := bufio.NewWriter(a.stdout)
+	_, _ = io.WriteString(w, `{"review":[`)
+	n := 0
+	st, err := batch.ReadStatus(ctx, store, func(r batch.Record) {
+		if n > 0 {
+			_ = w.WriteByte(',')
+		}
+		n++
+		b, _ := json.Marshal(reviewJob{r.Job, r.Line, r.ID, r.Op, string(r.State), r.Worker, r.Time, r.RequestID, r.Error})
+		_, _ = w.Write(b)
+	})
+	if err != nil {
+		return err
+	}
+	rest, _ := json.Marshal(struct {
+		Jobs     int                 `json:"jobs"`
+		States   map[batch.State]int `json:"states"`
+		InFlight int                 `json:"inFlight"`
+		Lost     int                 `json:"lost"`
+	}{st.Jobs, st.States, st.InFlight, st.Lost})
+	_, _ = fmt.Fprintf(w, "],%s\n", rest[1:])
+	return w.Flush()
 }

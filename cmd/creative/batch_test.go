@@ -381,6 +381,24 @@ func TestBatchStatusCountsTheLedgerAndListsTheUnknown(t *testing.T) {
 	assert.Contains(t, stdout, "6 jobs in the ledger\ndone      4\nfailed    1\nunknown   1\n")
 	assert.Regexp(t, `\n1 job may have been paid \(unknown, or claimed and never ended\):\n[0-9a-f]{32}\tline 2\timage/text-to-image\tunknown\t`, stdout)
 
+	code, stdout, stderr = runCLI(t, env, "batch", "status", "--out", out, "--json")
+	require.Equal(t, 0, code, stderr)
+	var st struct {
+		Jobs   int            `json:"jobs"`
+		States map[string]int `json:"states"`
+		Review []struct {
+			Job, Op, State string
+			Line           int
+		} `json:"review"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &st), stdout)
+	assert.Equal(t, 6, st.Jobs)
+	assert.Equal(t, map[string]int{"done": 4, "failed": 1, "unknown": 1}, st.States)
+	require.Len(t, st.Review, 1)
+	assert.Equal(t, 2, st.Review[0].Line)
+	assert.Equal(t, "unknown", st.Review[0].State)
+	assert.Regexp(t, `^[0-9a-f]{32}$`, st.Review[0].Job)
+
 	// A rerun sends the failed job, not the unknown one; the flag sends it.
 	calls := watchPrompts(srv)
 	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
