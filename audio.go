@@ -16,16 +16,21 @@ type TextToMusicRequest struct {
 	Duration float64 `json:"duration,omitempty"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r TextToMusicRequest) Validate() error {
+	v := checker{op: ops.TextToMusic}
+	v.text("prompt", r.Prompt)
+	v.positive("duration", r.Duration)
+	return v.err()
+}
+
 // TextToMusic makes music from a text and returns the URL of the file.
 func (c *Client) TextToMusic(ctx context.Context, req TextToMusicRequest, opts ...Option) (URL, error) {
-	const op = ops.TextToMusic
-	v := checker{op: op}
-	v.text("prompt", req.Prompt)
-	v.positive("duration", req.Duration)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return "", err
 	}
-	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, ops.TextToMusic, req, opts, dataURLOf)
 }
 
 // TextToSpeechRequest asks for a text spoken by a voice
@@ -37,15 +42,21 @@ type TextToSpeechRequest struct {
 	VoiceID ids.VoiceID `json:"voiceId"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r TextToSpeechRequest) Validate() error {
+	v := checker{op: ops.TextToSpeech}
+	v.text("prompt", r.Prompt)
+	v.id("voiceId", string(r.VoiceID), true)
+	return v.err()
+}
+
 // TextToSpeech speaks a text and returns the audio as a stream (usually
 // audio/mpeg). The caller must Close it; nothing is buffered whole. A JSON
 // or text answer with status 200 is not audio: it is an *APIError.
 func (c *Client) TextToSpeech(ctx context.Context, req TextToSpeechRequest, opts ...Option) (*Audio, error) {
 	const op = ops.TextToSpeech
-	v := checker{op: op}
-	v.text("prompt", req.Prompt)
-	v.id("voiceId", string(req.VoiceID), true)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	body, err := newJSONBody(op, req)
@@ -74,13 +85,22 @@ type EnhanceAudioRequest struct {
 	TypeID ids.EnhanceTypeID `url:"typeId"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r EnhanceAudioRequest) Validate() error { _, err := r.check(); return err }
+
+func (r EnhanceAudioRequest) check() (checkedFile, error) {
+	v := checker{op: ops.EnhanceAudio}
+	audio := v.upload("audio", r.Audio)
+	v.id("typeId", string(r.TypeID), true)
+	return audio, v.err()
+}
+
 // EnhanceAudio enhances an audio file and returns the URL of the result.
 func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts ...Option) (URL, error) {
 	const op = ops.EnhanceAudio
-	v := checker{op: op}
-	audio := v.upload("audio", req.Audio)
-	v.id("typeId", string(req.TypeID), true)
-	if err := v.err(); err != nil {
+	audio, err := req.check()
+	if err != nil {
 		return "", err
 	}
 	// The form is built from a plain string: go-querystring would print the
@@ -99,12 +119,21 @@ type SplitAudioRequest struct {
 	Audio File `url:"-"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r SplitAudioRequest) Validate() error { _, err := r.check(); return err }
+
+func (r SplitAudioRequest) check() (checkedFile, error) {
+	v := checker{op: ops.SplitAudio}
+	audio := v.upload("audio", r.Audio)
+	return audio, v.err()
+}
+
 // SplitAudio splits an audio file and returns the URLs of the parts.
 func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest, opts ...Option) ([]URL, error) {
 	const op = ops.SplitAudio
-	v := checker{op: op}
-	audio := v.upload("audio", req.Audio)
-	if err := v.err(); err != nil {
+	audio, err := req.check()
+	if err != nil {
 		return nil, err
 	}
 	body, err := form(op, req, audio)

@@ -152,7 +152,11 @@ func TestEveryOperationOfTheTableIsChecked(t *testing.T) {
 				if a, ok := got.(*Audio); ok && a != nil {
 					a.Close()
 				}
-				if f.Required {
+				// A count left out is its default (ops.Field.Default), and a
+				// cover letter's action is filled in: neither is required of
+				// the caller.
+				filled := f.Default != 0 || o.Name == ops.WriterTool && f.Name == "action"
+				if f.Required && !filled {
 					var ve *ValidationError
 					require.ErrorAs(t, err, &ve, "%s left out", f.Name)
 					assert.Equal(t, f.Name, ve.Field)

@@ -22,7 +22,7 @@ const (
 type TextToImageRequest struct {
 	// Prompt is the text to turn into images (required).
 	Prompt string `json:"prompt"`
-	// NumberOfResults is how many images to make, 1 to 10 (required).
+	// NumberOfResults is how many images to make, 1 to 10; 0 means 1.
 	NumberOfResults int `json:"numberOfResults"`
 	// ImageSizeID is the aspect ratio, such as ids.Size3x2. It is sent as
 	// both imageSizeId and dimensionsId, since the spec names both.
@@ -49,27 +49,34 @@ type textToImageWire struct {
 	LightingID      string `json:"lightingId,omitempty"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r TextToImageRequest) Validate() error {
+	v := checker{op: ops.TextToImage}
+	v.text("prompt", r.Prompt)
+	v.count("numberOfResults", r.NumberOfResults, 1, MaxImages)
+	v.id("imageSizeId", string(r.ImageSizeID), false)
+	v.id("styleId", string(r.StyleID), false)
+	v.id("cameraId", string(r.CameraID), false)
+	v.id("colorId", string(r.ColorID), false)
+	v.id("lightingId", string(r.LightingID), false)
+	return v.err()
+}
+
 // TextToImage makes 1 to 10 images from a text.
 func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest, opts ...Option) ([]Image, error) {
 	const op = ops.TextToImage
-	v := checker{op: op}
-	v.text("prompt", req.Prompt)
-	v.count("numberOfResults", req.NumberOfResults, 1, MaxImages, false)
-	v.id("imageSizeId", string(req.ImageSizeID), false)
-	v.id("styleId", string(req.StyleID), false)
-	v.id("cameraId", string(req.CameraID), false)
-	v.id("colorId", string(req.ColorID), false)
-	v.id("lightingId", string(req.LightingID), false)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	n := orDefault(op, "numberOfResults", req.NumberOfResults)
 	wire := textToImageWire{
-		Prompt: req.Prompt, NumberOfResults: req.NumberOfResults,
+		Prompt: req.Prompt, NumberOfResults: n,
 		ImageSizeID: string(req.ImageSizeID), DimensionsID: string(req.ImageSizeID),
 		StyleID: string(req.StyleID), CameraID: string(req.CameraID),
 		ColorID: string(req.ColorID), LightingID: string(req.LightingID),
 	}
-	return invokeJSON(ctx, c, op, wire, opts, images(req.NumberOfResults))
+	return invokeJSON(ctx, c, op, wire, opts, images(n))
 }
 
 // GenerateLogoRequest asks for logos made from a text
@@ -82,17 +89,23 @@ type GenerateLogoRequest struct {
 	NumberOfResults int `json:"numberOfResults,omitempty"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r GenerateLogoRequest) Validate() error {
+	v := checker{op: ops.GenerateLogo}
+	v.text("prompt", r.Prompt)
+	v.count("numberOfResults", r.NumberOfResults, 1, MaxLogos)
+	return v.err()
+}
+
 // GenerateLogo makes 1 to 4 logos. It returns a list whatever the count,
 // since the spec does not show whether data is a list for one logo.
 func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest, opts ...Option) ([]Image, error) {
 	const op = ops.GenerateLogo
-	v := checker{op: op}
-	v.text("prompt", req.Prompt)
-	v.count("numberOfResults", req.NumberOfResults, 1, MaxLogos, true)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	return invokeJSON(ctx, c, op, req, opts, images(max(req.NumberOfResults, 1)))
+	return invokeJSON(ctx, c, op, req, opts, images(orDefault(op, "numberOfResults", req.NumberOfResults)))
 }
 
 // GenerateQRRequest asks for a QR code that links to a site, styled by a
@@ -104,16 +117,21 @@ type GenerateQRRequest struct {
 	Prompt string `json:"prompt"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r GenerateQRRequest) Validate() error {
+	v := checker{op: ops.GenerateQR}
+	v.link("url", r.URL)
+	v.text("prompt", r.Prompt)
+	return v.err()
+}
+
 // GenerateQR makes a QR code image.
 func (c *Client) GenerateQR(ctx context.Context, req GenerateQRRequest, opts ...Option) (Image, error) {
-	const op = ops.GenerateQR
-	v := checker{op: op}
-	v.link("url", req.URL)
-	v.text("prompt", req.Prompt)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return Image{}, err
 	}
-	return invokeJSON(ctx, c, op, req, opts, oneImage)
+	return invokeJSON(ctx, c, ops.GenerateQR, req, opts, oneImage)
 }
 
 // UpScaleRequest asks for an image to be enlarged (POST /image/v1/up-scale).
@@ -125,16 +143,21 @@ type UpScaleRequest struct {
 	Scale float64 `json:"scale,omitempty"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r UpScaleRequest) Validate() error {
+	v := checker{op: ops.UpScale}
+	v.link("url", r.URL)
+	v.positive("scale", r.Scale)
+	return v.err()
+}
+
 // UpScale enlarges the image at a URL.
 func (c *Client) UpScale(ctx context.Context, req UpScaleRequest, opts ...Option) (Image, error) {
-	const op = ops.UpScale
-	v := checker{op: op}
-	v.link("url", req.URL)
-	v.positive("scale", req.Scale)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return Image{}, err
 	}
-	return invokeJSON(ctx, c, op, req, opts, oneImage)
+	return invokeJSON(ctx, c, ops.UpScale, req, opts, oneImage)
 }
 
 // ReImagineRequest asks for an uploaded image to be re-imagined
@@ -144,13 +167,23 @@ type ReImagineRequest struct {
 	Image File `url:"-"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+// The image's format and size are read from its header.
+func (r ReImagineRequest) Validate() error { _, err := r.check(); return err }
+
+func (r ReImagineRequest) check() (checkedFile, error) {
+	v := checker{op: ops.ReImagine}
+	img := v.image("image", r.Image, MaxReImagineSide)
+	return img, v.err()
+}
+
 // ReImagine makes a new take on an uploaded image. The format and size are
 // read from the image's header before anything is sent.
 func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest, opts ...Option) (Image, error) {
 	const op = ops.ReImagine
-	v := checker{op: op}
-	img := v.image("image", req.Image, MaxReImagineSide)
-	if err := v.err(); err != nil {
+	img, err := req.check()
+	if err != nil {
 		return Image{}, err
 	}
 	body, err := form(op, req, img)
@@ -172,6 +205,10 @@ func (c *Client) RemoveBackground(ctx context.Context, req RemoveBackgroundReque
 	return c.urlToImage(ctx, ops.RemoveBackground, req.URL, req, opts)
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r RemoveBackgroundRequest) Validate() error { return checkLink(ops.RemoveBackground, r.URL) }
+
 // ColorImageRequest asks for an image to be colorized
 // (POST /image/v1/color-image).
 type ColorImageRequest struct {
@@ -183,6 +220,10 @@ type ColorImageRequest struct {
 func (c *Client) ColorImage(ctx context.Context, req ColorImageRequest, opts ...Option) (Image, error) {
 	return c.urlToImage(ctx, ops.ColorImage, req.URL, req, opts)
 }
+
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r ColorImageRequest) Validate() error { return checkLink(ops.ColorImage, r.URL) }
 
 // EnhanceImageRequest asks for an image to be enhanced
 // (POST /image/v1/enhance).
@@ -196,15 +237,24 @@ func (c *Client) EnhanceImage(ctx context.Context, req EnhanceImageRequest, opts
 	return c.urlToImage(ctx, ops.EnhanceImage, req.URL, req, opts)
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r EnhanceImageRequest) Validate() error { return checkLink(ops.EnhanceImage, r.URL) }
+
 // urlToImage is the shape of the operations that take an image link and
 // return one image.
 func (c *Client) urlToImage(ctx context.Context, op, link string, req any, opts []Option) (Image, error) {
-	v := checker{op: op}
-	v.link("url", link)
-	if err := v.err(); err != nil {
+	if err := checkLink(op, link); err != nil {
 		return Image{}, err
 	}
 	return invokeJSON(ctx, c, op, req, opts, oneImage)
+}
+
+// checkLink is the validation of a request whose one field is a link.
+func checkLink(op, link string) error {
+	v := checker{op: op}
+	v.link("url", link)
+	return v.err()
 }
 
 // ChangeBackgroundRequest asks for the background of an uploaded image to be
@@ -216,13 +266,23 @@ type ChangeBackgroundRequest struct {
 	Prompt string `url:"prompt"`
 }
 
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+// The image's format is read from its header.
+func (r ChangeBackgroundRequest) Validate() error { _, err := r.check(); return err }
+
+func (r ChangeBackgroundRequest) check() (checkedFile, error) {
+	v := checker{op: ops.ChangeBackground}
+	img := v.image("image", r.Image, 0)
+	v.text("prompt", r.Prompt)
+	return img, v.err()
+}
+
 // ChangeBackground replaces the background of an uploaded image.
 func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundRequest, opts ...Option) (Image, error) {
 	const op = ops.ChangeBackground
-	v := checker{op: op}
-	img := v.image("image", req.Image, 0)
-	v.text("prompt", req.Prompt)
-	if err := v.err(); err != nil {
+	img, err := req.check()
+	if err != nil {
 		return Image{}, err
 	}
 	body, err := form(op, req, img)

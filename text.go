@@ -29,18 +29,20 @@ type Tone string
 type Language string
 
 // WriterToolRequest asks the writer tool (POST /text/v1/writer-tool) for
-// Number texts. Every field is required.
+// Number texts. Every field is required but Number, and Action for a cover
+// letter.
 type WriterToolRequest struct {
 	// Inputs are the use case's inputs; for UseCaseCoverLetter each is a
 	// CoverLetterInput.
 	Inputs []any `json:"inputs"`
 	// Language is the language to write in.
 	Language Language `json:"language"`
-	// Number is how many texts to write, at least 1.
+	// Number is how many texts to write, at least 1; 0 means 1.
 	Number int `json:"number"`
 	// UseCase is what to write.
 	UseCase UseCase `json:"useCase"`
-	// Action is what to do; ActionGenerateWriteNow for cover letters.
+	// Action is what to do; left empty for UseCaseCoverLetter, it is
+	// ActionGenerateWriteNow.
 	Action Action `json:"action"`
 	// Tone is the tone of the text.
 	Tone Tone `json:"tone"`
@@ -69,36 +71,55 @@ type CoverLetterRequest struct {
 	Number int
 }
 
+// writer is the writer tool's request for these cover letters.
+func (r CoverLetterRequest) writer() WriterToolRequest {
+	return WriterToolRequest{
+		Inputs:   []any{CoverLetterInput{JobRole: r.JobRole, JobSkills: r.JobSkills}},
+		Language: r.Language,
+		Number:   r.Number,
+		UseCase:  UseCaseCoverLetter,
+		Tone:     r.Tone,
+	}
+}
+
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r CoverLetterRequest) Validate() error { return r.writer().Validate() }
+
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r WriterToolRequest) Validate() error {
+	r = r.filled()
+	v := checker{op: ops.WriterTool}
+	v.writerInputs(r.UseCase, r.Inputs)
+	v.text("language", string(r.Language))
+	v.count("number", r.Number, 1, maxInt)
+	v.text("useCase", string(r.UseCase))
+	v.text("action", string(r.Action))
+	v.text("tone", string(r.Tone))
+	return v.err()
+}
+
+// filled is r with its defaults: one text, and a cover letter's action.
+func (r WriterToolRequest) filled() WriterToolRequest {
+	r.Number = orDefault(ops.WriterTool, "number", r.Number)
+	if r.UseCase == UseCaseCoverLetter && r.Action == "" {
+		r.Action = ActionGenerateWriteNow
+	}
+	return r
+}
+
 // WriterTool calls the writer tool: POST /text/v1/writer-tool.
 func (c *Client) WriterTool(ctx context.Context, req WriterToolRequest, opts ...Option) (*WriterResult, error) {
-	const op = ops.WriterTool
-	v := checker{op: op}
-	v.writerInputs(req.UseCase, req.Inputs)
-	v.text("language", string(req.Language))
-	v.count("number", req.Number, 1, maxInt, false)
-	v.text("useCase", string(req.UseCase))
-	v.text("action", string(req.Action))
-	v.text("tone", string(req.Tone))
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	return invokeJSON(ctx, c, op, req, opts, dataWriter)
+	return invokeJSON(ctx, c, ops.WriterTool, req.filled(), opts, dataWriter)
 }
 
 // CoverLetter writes cover letters through the writer tool, with useCase
 // CoverLetter, action generate_writenow and one input built from the job
 // role and skills.
 func (c *Client) CoverLetter(ctx context.Context, req CoverLetterRequest, opts ...Option) (*WriterResult, error) {
-	n := req.Number
-	if n == 0 {
-		n = 1
-	}
-	return c.WriterTool(ctx, WriterToolRequest{
-		Inputs:   []any{CoverLetterInput{JobRole: req.JobRole, JobSkills: req.JobSkills}},
-		Language: req.Language,
-		Number:   n,
-		UseCase:  UseCaseCoverLetter,
-		Action:   ActionGenerateWriteNow,
-		Tone:     req.Tone,
-	}, opts...)
+	return c.WriterTool(ctx, req.writer(), opts...)
 }

@@ -31,7 +31,8 @@ func TestBadInputFailsBeforeAByteIsSent(t *testing.T) {
 		rule  string
 	}{
 		{"writer-tool without inputs", WriterToolRequest{Language: "en", Number: 1, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "t"}, "inputs", "must hold at least one input"},
-		{"writer-tool with number 0", WriterToolRequest{Inputs: []any{CoverLetterInput{"a", "b"}}, Language: "en", UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "t"}, "number", "must be at least 1"},
+		{"writer-tool with number -1", WriterToolRequest{Inputs: []any{CoverLetterInput{"a", "b"}}, Number: -1, Language: "en", UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "t"}, "number", "must be at least 1"},
+		{"writer-tool without an action for another use case", WriterToolRequest{Inputs: []any{map[string]string{"topic": "t"}}, Language: "en", UseCase: "Essay", Tone: "t"}, "action", "is required"},
 		{"writer-tool without a language", WriterToolRequest{Inputs: []any{CoverLetterInput{"a", "b"}}, Number: 1, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "t"}, "language", "is required"},
 		{"writer-tool without a tone", WriterToolRequest{Inputs: []any{CoverLetterInput{"a", "b"}}, Language: "en", Number: 1, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow}, "tone", "is required"},
 		{"a cover letter input without a job role", CoverLetterRequest{JobSkills: "Go", Language: "en", Tone: "t"}, "inputs[0].jobRole", "is required"},
@@ -45,7 +46,7 @@ func TestBadInputFailsBeforeAByteIsSent(t *testing.T) {
 		{"enhance with empty audio", EnhanceAudioRequest{Audio: FileFromBytes("a.wav", []byte{}), TypeID: ids.EnhancePodcast}, "audio", "is empty"},
 		{"enhance without a type", EnhanceAudioRequest{Audio: FileFromBytes("a.wav", wavBytes)}, "typeId", "is required"},
 		{"split-audio with a missing file", SplitAudioRequest{Audio: FileFromPath(missing)}, "audio", "cannot be read"},
-		{"text-to-image with 0 results", TextToImageRequest{Prompt: "p"}, "numberOfResults", "must be between 1 and 10"},
+		{"text-to-image with -1 results", TextToImageRequest{Prompt: "p", NumberOfResults: -1}, "numberOfResults", "must be between 1 and 10"},
 		{"text-to-image with 11 results", TextToImageRequest{Prompt: "p", NumberOfResults: 11}, "numberOfResults", "must be between 1 and 10"},
 		{"text-to-image with a 23-character style", TextToImageRequest{Prompt: "p", NumberOfResults: 1, StyleID: "6644b0c5ec3658a8e38d94f"}, "styleId", "must be an id of 24 lower-case hexadecimal characters"},
 		{"text-to-image with a non-hex color", TextToImageRequest{Prompt: "p", NumberOfResults: 1, ColorID: "6644b0c5ec3658a8e38d95zz"}, "colorId", "must be an id of 24 lower-case hexadecimal characters"},
@@ -82,6 +83,7 @@ func TestBadInputFailsBeforeAByteIsSent(t *testing.T) {
 			assert.NotEmpty(t, v.Operation)
 			assert.True(t, errors.Is(err, ErrInvalidRequest))
 			assert.Equal(t, int64(0), rt.n.Load(), "nothing is sent")
+			assert.Equal(t, err, tt.req.(interface{ Validate() error }).Validate(), "Validate says what the call says")
 		})
 	}
 }

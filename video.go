@@ -11,21 +11,26 @@ import (
 type InfiniteZoomRequest struct {
 	// Prompt is the text to turn into an image to zoom into (required).
 	Prompt string `json:"prompt"`
-	// NumberOfIteration is the number of zoom steps; 0 leaves the service's
-	// default (2).
+	// NumberOfIteration is the number of zoom steps, at least 1; 0 leaves
+	// the service's default (2).
 	NumberOfIteration int `json:"numberOfIteration,omitempty"`
+}
+
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r InfiniteZoomRequest) Validate() error {
+	v := checker{op: ops.InfiniteZoom}
+	v.text("prompt", r.Prompt)
+	v.count("numberOfIteration", r.NumberOfIteration, 1, maxInt)
+	return v.err()
 }
 
 // InfiniteZoom makes an infinite-zoom video and returns its URL.
 func (c *Client) InfiniteZoom(ctx context.Context, req InfiniteZoomRequest, opts ...Option) (URL, error) {
-	const op = ops.InfiniteZoom
-	v := checker{op: op}
-	v.text("prompt", req.Prompt)
-	v.count("numberOfIteration", req.NumberOfIteration, 1, maxInt, true)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return "", err
 	}
-	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, ops.InfiniteZoom, req, opts, dataURLOf)
 }
 
 // RemoveVideoBackgroundRequest asks for the background of a video to be
@@ -38,11 +43,14 @@ type RemoveVideoBackgroundRequest struct {
 // RemoveVideoBackground removes a video's background and returns the URL of
 // the result.
 func (c *Client) RemoveVideoBackground(ctx context.Context, req RemoveVideoBackgroundRequest, opts ...Option) (URL, error) {
-	const op = ops.RemoveVideoBackground
-	v := checker{op: op}
-	v.link("url", req.URL)
-	if err := v.err(); err != nil {
+	if err := req.Validate(); err != nil {
 		return "", err
 	}
-	return invokeJSON(ctx, c, op, req, opts, dataURLOf)
+	return invokeJSON(ctx, c, ops.RemoveVideoBackground, req, opts, dataURLOf)
+}
+
+// Validate reports the first problem that would make the call fail
+// before anything is sent: the *ValidationError the call would return.
+func (r RemoveVideoBackgroundRequest) Validate() error {
+	return checkLink(ops.RemoveVideoBackground, r.URL)
 }

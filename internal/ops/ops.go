@@ -38,12 +38,20 @@ type Field struct {
 	Type     Type
 	Required bool
 	IDKind   string // for ID fields: the kind's name in package ids ("style")
+	// Default is what a number left at 0 (or out of a job or a command
+	// line) means. For a required field the SDK sends it; for an optional
+	// one it sends nothing, and the service applies the default the spec
+	// names. 0: no default.
+	Default float64
 }
 
 // An Op is one operation of the service.
 type Op struct {
-	Name    string // "image/text-to-image": the path without the version
-	Form    bool   // multipart/form-data instead of JSON
+	Name string // "image/text-to-image": the path without the version
+	// Method is the name of the Client's method that calls it, whose
+	// request type names the fields as Fields does.
+	Method  string
+	Form    bool // multipart/form-data instead of JSON
 	Result  Result
 	Fields  []Field
 	Summary string // one line, for help texts
@@ -70,6 +78,11 @@ func (o Op) Field(name string) (Field, bool) {
 
 func req(name string, t Type) Field { return Field{Name: name, Type: t, Required: true} }
 func opt(name string, t Type) Field { return Field{Name: name, Type: t} }
+
+// num is a number field whose 0 means def.
+func num(name string, required bool, def float64) Field {
+	return Field{Name: name, Type: Number, Required: required, Default: def}
+}
 func id(name, kind string, required bool) Field {
 	return Field{Name: name, Type: ID, Required: required, IDKind: kind}
 }
@@ -96,38 +109,38 @@ const (
 
 // All is the sixteen operations in the specification's order (section 4).
 var All = []Op{
-	{Name: WriterTool, Result: Writer, Summary: "write texts for a use case (cover letters and others)",
-		Fields: []Field{req("inputs", Array), req("language", String), req("number", Number), req("useCase", String), req("action", String), req("tone", String)}},
-	{Name: TextToMusic, Result: URL, Summary: "make music from a prompt",
-		Fields: []Field{req("prompt", String), opt("duration", Number)}},
-	{Name: TextToImage, Result: Images, Summary: "make 1 to 10 images from a prompt",
-		Fields: []Field{req("prompt", String), req("numberOfResults", Number), id("imageSizeId", "image-size", false),
+	{Name: WriterTool, Method: "WriterTool", Result: Writer, Summary: "write texts for a use case (cover letters and others)",
+		Fields: []Field{req("inputs", Array), req("language", String), num("number", true, 1), req("useCase", String), req("action", String), req("tone", String)}},
+	{Name: TextToMusic, Method: "TextToMusic", Result: URL, Summary: "make music from a prompt",
+		Fields: []Field{req("prompt", String), num("duration", false, 8)}},
+	{Name: TextToImage, Method: "TextToImage", Result: Images, Summary: "make 1 to 10 images from a prompt",
+		Fields: []Field{req("prompt", String), num("numberOfResults", true, 1), id("imageSizeId", "image-size", false),
 			id("styleId", "style", false), id("cameraId", "camera", false), id("colorId", "color", false), id("lightingId", "lighting", false)}},
-	{Name: GenerateLogo, Result: Images, Summary: "make 1 to 4 logos from a prompt",
-		Fields: []Field{req("prompt", String), opt("numberOfResults", Number)}},
-	{Name: GenerateQR, Result: Image, Summary: "make a QR code image for a link",
+	{Name: GenerateLogo, Method: "GenerateLogo", Result: Images, Summary: "make 1 to 4 logos from a prompt",
+		Fields: []Field{req("prompt", String), num("numberOfResults", false, 1)}},
+	{Name: GenerateQR, Method: "GenerateQR", Result: Image, Summary: "make a QR code image for a link",
 		Fields: []Field{req("url", Link), req("prompt", String)}},
-	{Name: UpScale, Result: Image, Summary: "up-scale the image at a link",
+	{Name: UpScale, Method: "UpScale", Result: Image, Summary: "up-scale the image at a link",
 		Fields: []Field{req("url", Link), opt("scale", Number)}},
-	{Name: EnhanceAudio, Form: true, Result: URL, Summary: "enhance an audio file",
+	{Name: EnhanceAudio, Method: "EnhanceAudio", Form: true, Result: URL, Summary: "enhance an audio file",
 		Fields: []Field{req("audio", File), id("typeId", "enhance-type", true)}},
-	{Name: InfiniteZoom, Result: URL, Summary: "make an infinite-zoom video from a prompt",
-		Fields: []Field{req("prompt", String), opt("numberOfIteration", Number)}},
-	{Name: ReImagine, Form: true, Result: Image, Summary: "re-imagine an image (PNG, JPEG or WebP, at most 1024x1024)",
+	{Name: InfiniteZoom, Method: "InfiniteZoom", Result: URL, Summary: "make an infinite-zoom video from a prompt",
+		Fields: []Field{req("prompt", String), num("numberOfIteration", false, 2)}},
+	{Name: ReImagine, Method: "ReImagine", Form: true, Result: Image, Summary: "re-imagine an image (PNG, JPEG or WebP, at most 1024x1024)",
 		Fields: []Field{req("image", File)}},
-	{Name: SplitAudio, Form: true, Result: URLs, Summary: "split an audio file into its parts",
+	{Name: SplitAudio, Method: "SplitAudio", Form: true, Result: URLs, Summary: "split an audio file into its parts",
 		Fields: []Field{req("audio", File)}},
-	{Name: RemoveBackground, Result: Image, Summary: "remove the background of the image at a link",
+	{Name: RemoveBackground, Method: "RemoveBackground", Result: Image, Summary: "remove the background of the image at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: ColorImage, Result: Image, Summary: "colour the image at a link",
+	{Name: ColorImage, Method: "ColorImage", Result: Image, Summary: "colour the image at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: EnhanceImage, Result: Image, Summary: "enhance the image at a link",
+	{Name: EnhanceImage, Method: "EnhanceImage", Result: Image, Summary: "enhance the image at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: RemoveVideoBackground, Result: URL, Summary: "remove the background of the video at a link",
+	{Name: RemoveVideoBackground, Method: "RemoveVideoBackground", Result: URL, Summary: "remove the background of the video at a link",
 		Fields: []Field{req("url", Link)}},
-	{Name: TextToSpeech, Result: Audio, Summary: "speak a text in one of 20 voices",
+	{Name: TextToSpeech, Method: "TextToSpeech", Result: Audio, Summary: "speak a text in one of 20 voices",
 		Fields: []Field{req("prompt", String), id("voiceId", "voice", true)}},
-	{Name: ChangeBackground, Form: true, Result: Image, Summary: "change the background of an image to a prompt",
+	{Name: ChangeBackground, Method: "ChangeBackground", Form: true, Result: Image, Summary: "change the background of an image to a prompt",
 		Fields: []Field{req("image", File), req("prompt", String)}},
 }
 
@@ -139,4 +152,12 @@ func Lookup(name string) (Op, bool) {
 		}
 	}
 	return Op{}, false
+}
+
+// Default is what field name of op means when left at 0, or 0 when it has
+// no default.
+func Default(op, name string) float64 {
+	o, _ := Lookup(op)
+	f, _ := o.Field(name)
+	return f.Default
 }
