@@ -1,15 +1,14 @@
 package batch
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
@@ -40,33 +40,21 @@ type task struct {
 // idPattern is what a job's id may be: it names files.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// filled are required fields of the wire a job need not give: the SDK
-// fills them in (the writer's action for a cover letter) or reports them.
-var filled = map[string][]string{"text/writer-tool": {"inputs", "useCase", "action"}}
-
-// A checker turns jobs into tasks: it checks every field as the SDK would,
-// sending nothing, and computes the job's identity. It is safe for
-// concurrent use.
+// A checker turns jobs into tasks: it checks every field as the SDK does
+// before a call, sending nothing, and computes the job's identity. It is
+// safe for concurrent use.
 type checker struct {
 	files  *files
-	dry    *creative.Client
 	hashes *hashCache
 }
 
-func newChecker(f *files) (*checker, error) {
-	dry, err := creative.New(creative.WithBaseURL("http://127.0.0.1/"), creative.WithAccessKey("dry-run"),
-		creative.WithMaxRetries(0))
-	if err != nil {
-		return nil, err
-	}
-	return &checker{files: f, dry: dry, hashes: newHashCache(256)}, nil
-}
+func newChecker(f *files) *checker { return &checker{files: f, hashes: newHashCache(256)} }
 
 // check turns j into a task, or returns a *LineError.
-func (c *checker) check(ctx context.Context, j Job) (*task, error) {
+func (c *checker) check(j Job) (*task, error) {
 	t, err := c.resolve(j)
 	if err == nil {
-		err = c.validate(ctx, t)
+		err = c.validate(t)
 	}
 	if err != nil {
 		var le *LineError
@@ -96,8 +84,12 @@ func (c *checker) resolve(j Job) (*task, error) {
 		return nil, lineErr(j, "id", `must be letters, digits, ".", "_" or "-", starting with a letter or digit and not digits only (it names files), got %q`, j.ID)
 	}
 	t := &task{job: j, op: op, vals: map[string]any{}, paths: map[string]string{}}
-	for name, v := range defaults[op.Name] {
-		t.vals[name] = v
+	for _, f := range op.Fields {
+		if f.Required && f.Default != 0 {
+			// What the SDK sends for it, so that leaving it out and giving
+			// the default are one job.
+			t.vals[f.Name] = f.Default
+		}
 	}
 	names := slices.Sorted(mapKeys(j.Fields))
 	for _, name := range names {
@@ -107,11 +99,6 @@ func (c *checker) resolve(j Job) (*task, error) {
 		}
 		if err := c.set(t, f, j.Fields[name]); err != nil {
 			return nil, &LineError{Line: j.Line, Field: name, Err: err}
-		}
-	}
-	for _, f := range op.Fields {
-		if _, ok := t.vals[f.Name]; !ok && f.Required && !slices.Contains(filled[op.Name], f.Name) {
-			return nil, lineErr(j, f.Name, "is required by %s", op.Name)
 		}
 	}
 	return t, nil
@@ -170,14 +157,15 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 	return nil
 }
 
-// setNumber checks a number: a number of any Go type, finite, whole where
-// the request holds an int, and neither 0 nor null where the spec gives a
-// default (that would silently be the default).
+// setNumber checks a number: a number of any Go type, finite, and neither
+// 0 nor null where the spec gives a default the service applies (that
+// would silently be the default). The SDK's request says whether it must
+// be whole.
 func setNumber(t *task, f ops.Field, v any) error {
-	def, hasDef := specDefaults[t.op.Name][f.Name]
+	specDefault := !f.Required && f.Default != 0
 	if v == nil {
-		if hasDef {
-			return fmt.Errorf("is null: leave it out for the service's default (%v)", def)
+		if specDefault {
+			return fmt.Errorf("is null: leave it out for the service's default (%v)", f.Default)
 		}
 		return errors.New("must be a number, not null")
 	}
@@ -185,11 +173,8 @@ func setNumber(t *task, f ops.Field, v any) error {
 	if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
 		return errors.New("must be a number")
 	}
-	if n == 0 && hasDef {
-		return fmt.Errorf("is 0: leave it out for the service's default (%v)", def)
-	}
-	if wholeFields[f.Name] && (n != math.Trunc(n) || math.Abs(n) > 1<<31) {
-		return fmt.Errorf("must be a whole number, got %s", strconv.FormatFloat(n, 'g', -1, 64))
+	if n == 0 && specDefault {
+		return fmt.Errorf("is 0: leave it out for the service's default (%v)", f.Default)
 	}
 	t.vals[f.Name] = n
 	return nil
@@ -217,35 +202,41 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// errDry stops a check's request before it is sent.
-var errDry = errors.New("batch: dry run: not sent")
-
-// dryRun is the middleware of checks: it sends nothing. The SDK does not
-// retry a middleware's error.
-func dryRun(req *http.Request, _ creative.MiddlewareNext) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
+// validate makes the task's request and runs the SDK's own checks on it
+// (its Validate), then computes its identity from its fields and its
+// files' contents.
+func (c *checker) validate(t *task) error {
+	req, closeFiles, err := c.files.request(t)
+	if err == nil {
+		err = req.Validate()
+		closeFiles()
 	}
-	return nil, errDry
-}
-
-// validate runs the SDK's own checks on the task, stopped before anything
-// is sent, and computes its identity from its fields and its files'
-// contents.
-func (c *checker) validate(ctx context.Context, t *task) error {
-	a, closeFiles, err := c.files.open(t)
 	if err != nil {
-		return err
-	}
-	_, err = calls[t.op.Name](ctx, c.dry, a, []creative.Option{creative.WithMiddleware(dryRun)})
-	closeFiles()
-	if !errors.Is(err, errDry) {
-		if err == nil {
-			err = errors.New("the check sent nothing yet got an answer")
-		}
-		return &LineError{Line: t.job.Line, Err: errors.New(strings.TrimPrefix(err.Error(), "creative: "))}
+		return lineError(t.job.Line, err)
 	}
 	return c.identify(t)
+}
+
+// lineError is err, a failure to make or validate a job's request, as the
+// *LineError of its line: the field at fault and why.
+func lineError(line int, err error) *LineError {
+	var le *LineError
+	if errors.As(err, &le) {
+		return le
+	}
+	var ve *creative.ValidationError
+	if errors.As(err, &ve) {
+		why := ve.Rule
+		if ve.Value != "" {
+			why += ", got " + ve.Value
+		}
+		return &LineError{Line: line, Field: ve.Field, Err: errors.New(why)}
+	}
+	field, why, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		return &LineError{Line: line, Err: err}
+	}
+	return &LineError{Line: line, Field: field, Err: errors.New(why)}
 }
 
 // identify computes the task's canonical content: its operation and
@@ -362,10 +353,10 @@ func (f *files) leaves(p string, err error) error {
 	return err
 }
 
-// open makes the task's args, its files opened as uploads; closeFiles
-// closes them.
-func (f *files) open(t *task) (a args, closeFiles func(), err error) {
-	a = args{v: t.vals, files: map[string]creative.File{}}
+// request makes the task's request, its files opened as uploads;
+// closeFiles closes them.
+func (f *files) request(t *task) (req opcall.Request, closeFiles func(), err error) {
+	fields := maps.Clone(t.vals)
 	var opened []io.Closer
 	closeFiles = func() {
 		for _, c := range opened {
@@ -376,12 +367,16 @@ func (f *files) open(t *task) (a args, closeFiles func(), err error) {
 		file, err := f.openFile(p)
 		if err != nil {
 			closeFiles()
-			return a, func() {}, &LineError{Line: t.job.Line, Field: field, Err: cannotRead(err)}
+			return nil, nil, &LineError{Line: t.job.Line, Field: field, Err: cannotRead(err)}
 		}
 		opened = append(opened, file)
-		a.files[field] = creative.FileFromReader(path.Base(filepath.ToSlash(p)), uploadReader(file))
+		fields[field] = creative.FileFromReader(path.Base(filepath.ToSlash(p)), uploadReader(file))
 	}
-	return a, closeFiles, nil
+	if req, err = opcall.Build(t.op, fields); err != nil {
+		closeFiles()
+		return nil, nil, err
+	}
+	return req, closeFiles, nil
 }
 
 // uploadReader is what an upload reads of an opened file: a file on disk

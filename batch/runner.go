@@ -120,11 +120,7 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 		}
 		f.fsys, f.base, f.outside = root.FS(), base, o.AllowOutside
 	}
-	ch, err := newChecker(f)
-	if err != nil {
-		return nil, err
-	}
-	return &Runner{c: c, store: store, o: o, files: f, checker: ch, st: newStarter()}, nil
+	return &Runner{c: c, store: store, o: o, files: f, checker: newChecker(f), st: newStarter()}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
@@ -181,7 +177,7 @@ func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
 	for j, err := range src {
 		if err == nil {
 			var t *task
-			t, err = r.checker.check(ctx, j)
+			t, err = r.checker.check(j)
 			if err == nil {
 				p.jobs++
 				if r.inShard(j) {
@@ -250,7 +246,7 @@ func (r *Runner) tasks(ctx context.Context, src Source, p *plan) func(yield func
 		for j, err := range src {
 			var t *task
 			if err == nil {
-				t, err = r.checker.check(ctx, j)
+				t, err = r.checker.check(j)
 			}
 			if err == nil {
 				t.setOccurrence(p.seen.count(t.identity()))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/opcall"
 )
 
 // A LedgerError reports a ledger that could not be written: the run
@@ -228,12 +229,12 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 		return
 	}
 	start := time.Now()
-	a, closeFiles, err := ru.files.open(t)
+	req, closeFiles, err := ru.files.request(t)
 	var res any
 	var resp *http.Response
 	if err == nil {
 		opts := append([]creative.Option{creative.WithMiddleware(ru.st.gate(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
-		res, err = calls[t.op.Name](ctx, ru.c, a, opts)
+		res, err = opcall.Call(ctx, ru.c, t.op, req, opts...)
 		closeFiles()
 	}
 	rec.Requests = int(jr.requests.Load())

@@ -197,12 +197,12 @@ func TestBatchChecksEveryLineBeforeSendingOrCreatingAnything(t *testing.T) {
 		assert.Empty(t, stdout)
 		for _, want := range []string{
 			":2: op: unknown operation \"image/text-to-imag\"; did you mean \"image/text-to-image\"?",
-			":3: image/text-to-image: numberOfResults must be between 1 and 10, got 11",
+			":3: numberOfResults: must be between 1 and 10, got 11",
 			":4: colour: image/text-to-image takes no such field",
 			":5: image: cannot be read",
 			":6: voiceId: ids: unknown voice \"robot\"",
-			":7: image/generate-qr: url must be an absolute http or https URL",
-			":8: prompt: is required by image/generate-qr",
+			":7: url: must be an absolute http or https URL",
+			":8: prompt: is required",
 			":9: numberOfResults: must be a number",
 			":10: id: must be letters",
 			":12: id: \"a\" is also the id of line 11",

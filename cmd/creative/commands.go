@@ -14,38 +14,31 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // A binding is what the command line adds to an operation of the table in
-// internal/ops: how its fields become the SDK's request, an example, and
-// help words where the field's name says too little. Names, fields, types
-// and which fields are required come from the table.
+// internal/ops: an example, and help words where the field's name says too
+// little. Names, fields, types, defaults and which fields are required come
+// from the table; the request is built from the SDK's request type (see
+// internal/opcall).
 type binding struct {
 	example string
 	help    map[string]string // field -> flag help
-	// defaults are values the command line and batch files use when a
-	// field is not given (as typed on the command line); such a field is
-	// not required of the user.
-	defaults map[string]string
-	// filled are fields the wire requires that call fills in when it can
-	// (from shorthand flags or other fields); the SDK reports them when it
-	// cannot.
+	// filled are fields the wire requires that shorthand flags, or the SDK,
+	// fill in when they can; the SDK reports them when they cannot.
 	filled []string
-	// extra registers flags beyond the operation's fields.
-	extra func(fs *pflag.FlagSet, p *params)
-	// call builds the request from p and calls the SDK.
-	call func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error)
+	// extra registers flags beyond the operation's fields, and prepare
+	// puts what they say into the fields.
+	extra   func(fs *pflag.FlagSet, p *params)
+	prepare func(p *params, fields map[string]any) error
 }
 
 // required reports whether the user must give field f.
 func (b binding) required(f ops.Field) bool {
-	_, def := b.defaults[f.Name]
-	return f.Required && !def && !slices.Contains(b.filled, f.Name)
+	return f.Required && f.Default == 0 && !slices.Contains(b.filled, f.Name)
 }
-
-// checked returns p's first problem, or nil.
-func checked(p *params) error { return p.bad }
 
 // bindings holds one binding per operation of ops.All, by name.
 var bindings = map[string]binding{
@@ -57,156 +50,84 @@ var bindings = map[string]binding{
 			"action":  "action (default generate_writenow for CoverLetter)",
 			"number":  "number of texts",
 		},
-		defaults: map[string]string{"number": "1"},
-		filled:   []string{"inputs", "useCase", "action"},
+		filled: []string{"inputs", "useCase", "action"},
 		extra: func(fs *pflag.FlagSet, p *params) {
 			fs.StringVar(&p.jobRole, "job-role", "", "CoverLetter shorthand: the job role")
 			fs.StringVar(&p.jobSkills, "job-skills", "", "CoverLetter shorthand: the job skills")
 		},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			req := creative.WriterToolRequest{
-				Inputs: p.array("inputs"), Language: creative.Language(p.str("language")), Number: p.whole("number"),
-				UseCase: creative.UseCase(p.str("useCase")), Action: creative.Action(p.str("action")), Tone: creative.Tone(p.str("tone")),
-			}
+		prepare: func(p *params, fields map[string]any) error {
 			if p.jobRole != "" || p.jobSkills != "" {
-				req.Inputs = append(req.Inputs, creative.CoverLetterInput{JobRole: p.jobRole, JobSkills: p.jobSkills})
-				if req.UseCase == "" {
-					req.UseCase = creative.UseCaseCoverLetter
+				inputs, _ := fields["inputs"].([]any)
+				fields["inputs"] = append(inputs, creative.CoverLetterInput{JobRole: p.jobRole, JobSkills: p.jobSkills})
+				if fields["useCase"] == nil {
+					fields["useCase"] = string(creative.UseCaseCoverLetter)
 				}
 			}
-			if req.UseCase == creative.UseCaseCoverLetter && req.Action == "" {
-				req.Action = creative.ActionGenerateWriteNow
+			if fields["inputs"] == nil {
+				return usagef("no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array")
 			}
-			if len(req.Inputs) == 0 && p.bad == nil && p.name("inputs") == "--inputs" {
-				p.bad = usagef("no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array")
-			}
-			if err := checked(p); err != nil {
-				return nil, err
-			}
-			return c.WriterTool(ctx, req, opts...)
+			return nil
 		},
 	},
 	"audio/text-to-music": {
 		example: `creative audio text-to-music --prompt "calm piano by the sea" --duration 12`,
-		help:    map[string]string{"prompt": "text to turn into music", "duration": "length in seconds (default: the service's, 8)"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.TextToMusic(ctx, creative.TextToMusicRequest{Prompt: p.str("prompt"), Duration: p.num("duration")}, opts...)
-		},
+		help:    map[string]string{"prompt": "text to turn into music", "duration": "length in seconds"},
 	},
 	"image/text-to-image": {
-		example:  `creative image text-to-image --prompt "a fox in the snow" --number-of-results 2 --image-size-id 3:2 --style-id anime`,
-		help:     map[string]string{"prompt": "text to turn into images", "numberOfResults": "number of images, 1 to 10"},
-		defaults: map[string]string{"numberOfResults": "1"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			req := creative.TextToImageRequest{
-				Prompt: p.str("prompt"), NumberOfResults: p.whole("numberOfResults"),
-				ImageSizeID: ids.ImageSizeID(p.str("imageSizeId")), StyleID: ids.StyleID(p.str("styleId")),
-				CameraID: ids.CameraID(p.str("cameraId")), ColorID: ids.ColorID(p.str("colorId")), LightingID: ids.LightingID(p.str("lightingId")),
-			}
-			if err := checked(p); err != nil {
-				return nil, err
-			}
-			return c.TextToImage(ctx, req, opts...)
-		},
+		example: `creative image text-to-image --prompt "a fox in the snow" --number-of-results 2 --image-size-id 16:9 --style-id anime`,
+		help:    map[string]string{"prompt": "text to turn into images", "numberOfResults": "number of images, 1 to 10"},
 	},
 	"image/generate-logo": {
 		example: `creative image generate-logo --prompt "a coffee shop called Bean There" --number-of-results 2`,
-		help:    map[string]string{"prompt": "text to turn into logos", "numberOfResults": "number of logos, 1 to 4 (default: the service's, 1)"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			req := creative.GenerateLogoRequest{Prompt: p.str("prompt"), NumberOfResults: p.whole("numberOfResults")}
-			if err := checked(p); err != nil {
-				return nil, err
-			}
-			return c.GenerateLogo(ctx, req, opts...)
-		},
+		help:    map[string]string{"prompt": "text to turn into logos", "numberOfResults": "number of logos, 1 to 4"},
 	},
 	"image/generate-qr": {
 		example: `creative image generate-qr --url https://example.com --prompt "spring flowers"`,
 		help:    map[string]string{"url": "link the code encodes", "prompt": "text that styles the code"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.GenerateQR(ctx, creative.GenerateQRRequest{URL: p.str("url"), Prompt: p.str("prompt")}, opts...)
-		},
 	},
 	"image/up-scale": {
 		example: `creative image up-scale --url https://example.com/cat.png --scale 2`,
 		help:    map[string]string{"url": "link of the image", "scale": "size factor (default: the service's)"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.UpScale(ctx, creative.UpScaleRequest{URL: p.str("url"), Scale: p.num("scale")}, opts...)
-		},
 	},
 	"audio/enhance": {
 		example: `creative audio enhance --audio talk.wav --type-id podcast`,
 		help:    map[string]string{"audio": "audio file to enhance", "typeId": "kind of recording"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.EnhanceAudio(ctx, creative.EnhanceAudioRequest{Audio: p.file("audio"), TypeID: ids.EnhanceTypeID(p.str("typeId"))}, opts...)
-		},
 	},
 	"video/infinite-zoom": {
 		example: `creative video infinite-zoom --prompt "a spiral galaxy" --number-of-iteration 3`,
-		help:    map[string]string{"prompt": "text to turn into an image to zoom into", "numberOfIteration": "zoom steps (default: the service's, 2)"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			req := creative.InfiniteZoomRequest{Prompt: p.str("prompt"), NumberOfIteration: p.whole("numberOfIteration")}
-			if err := checked(p); err != nil {
-				return nil, err
-			}
-			return c.InfiniteZoom(ctx, req, opts...)
-		},
+		help:    map[string]string{"prompt": "text to turn into an image to zoom into", "numberOfIteration": "zoom steps"},
 	},
 	"image/re-imagine": {
 		example: `creative image re-imagine --image cat.png`,
 		help:    map[string]string{"image": "image file: PNG, JPEG or WebP, at most 1024x1024"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.ReImagine(ctx, creative.ReImagineRequest{Image: p.file("image")}, opts...)
-		},
 	},
 	"audio/split-audio": {
 		example: `creative audio split-audio --audio song.wav`,
 		help:    map[string]string{"audio": "audio file to split"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.SplitAudio(ctx, creative.SplitAudioRequest{Audio: p.file("audio")}, opts...)
-		},
 	},
 	"image/remove-background": {
 		example: `creative image remove-background --url https://example.com/in.png`,
 		help:    map[string]string{"url": "link of the image"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.RemoveBackground(ctx, creative.RemoveBackgroundRequest{URL: p.str("url")}, opts...)
-		},
 	},
 	"image/color-image": {
 		example: `creative image color-image --url https://example.com/in.png`,
 		help:    map[string]string{"url": "link of the image"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.ColorImage(ctx, creative.ColorImageRequest{URL: p.str("url")}, opts...)
-		},
 	},
 	"image/enhance": {
 		example: `creative image enhance --url https://example.com/in.png`,
 		help:    map[string]string{"url": "link of the image"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.EnhanceImage(ctx, creative.EnhanceImageRequest{URL: p.str("url")}, opts...)
-		},
 	},
 	"video/remove-background": {
 		example: `creative video remove-background --url https://example.com/in.mp4`,
 		help:    map[string]string{"url": "link of the video"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: p.str("url")}, opts...)
-		},
 	},
 	"audio/text-to-speech": {
 		example: `creative audio text-to-speech --prompt "Hello there" --voice-id female-1`,
 		help:    map[string]string{"prompt": "text to speak"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: p.str("prompt"), VoiceID: ids.VoiceID(p.str("voiceId"))}, opts...)
-		},
 	},
 	"image/change-background": {
 		example: `creative image change-background --image cat.png --prompt "a beach at sunset"`,
 		help:    map[string]string{"image": "image file: PNG, JPEG or WebP", "prompt": "the new background"},
-		call: func(ctx context.Context, c *creative.Client, p *params, opts ...creative.Option) (any, error) {
-			return c.ChangeBackground(ctx, creative.ChangeBackgroundRequest{Image: p.file("image"), Prompt: p.str("prompt")}, opts...)
-		},
 	},
 }
 
@@ -228,6 +149,12 @@ func fieldHelp(b binding, f ops.Field) string {
 	}
 	if f.Type == ops.ID {
 		h += " (an id or its label; see creative ids " + f.IDKind + ")"
+	}
+	switch {
+	case f.Default != 0 && f.Required:
+		h += fmt.Sprintf(" (default %v)", f.Default)
+	case f.Default != 0:
+		h += fmt.Sprintf(" (default: the service's, %v)", f.Default)
 	}
 	if b.required(f) {
 		h += " (required)"
@@ -309,11 +236,6 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	for _, f := range op.Fields {
-		if d, ok := b.defaults[f.Name]; ok {
-			if err := p.setText(f, d); err != nil {
-				panic(fmt.Sprintf("%s: default of %s: %v", op.Name, f.Name, err))
-			}
-		}
 		name := kebab(f.Name)
 		fs.Var(&fieldValue{p, f}, name, fieldHelp(b, f))
 		if b.required(f) {
@@ -409,7 +331,11 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 
 func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
 	opts := status.track(a.logHandler())
-	res, err := b.call(ctx, c, p, opts...)
+	req, err := p.request(b)
+	if err != nil {
+		return err
+	}
+	res, err := opcall.Call(ctx, c, p.op, req, opts...)
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,12 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // params are the fields of one call, named as on the wire, as a command
-// line or a line of a batch file gave them. Per-operation code (see
-// bindings) reads them into the SDK's request struct.
+// line gave them; request makes the SDK's request of them.
 type params struct {
 	op   ops.Op
 	vals map[string]any // string (text, links, resolved ids, file paths), float64, []any
@@ -37,41 +37,31 @@ func (p *params) failf(field, format string, args ...any) {
 	}
 }
 
-// str returns a text, link, id or file path ("" when not given).
-func (p *params) str(field string) string {
-	s, _ := p.vals[field].(string)
-	return s
-}
-
-// num returns a number (0 when not given, which the SDK reads as unset).
-func (p *params) num(field string) float64 {
-	f, _ := p.vals[field].(float64)
-	return f
-}
-
-// whole returns a number that must be a whole one.
-func (p *params) whole(field string) int {
-	f := p.num(field)
-	if f != math.Trunc(f) || math.Abs(f) > 1<<31 {
-		p.failf(field, "must be a whole number, got %s", strconv.FormatFloat(f, 'g', -1, 64))
-		return 0
+// request builds the SDK's request from the fields given, files opened by
+// their paths; a value the request cannot hold is a usage error naming its
+// flag.
+func (p *params) request(b binding) (opcall.Request, error) {
+	if p.bad != nil {
+		return nil, p.bad
 	}
-	return int(f)
-}
-
-// array returns a JSON array (nil when not given).
-func (p *params) array(field string) []any {
-	a, _ := p.vals[field].([]any)
-	return a
-}
-
-// file returns an upload of the file at the field's path; the SDK reports
-// a file it cannot read before sending anything.
-func (p *params) file(field string) creative.File {
-	if path := p.str(field); path != "" {
-		return creative.FileFromPath(path)
+	fields := make(map[string]any, len(p.vals))
+	for name, v := range p.vals {
+		if f, _ := p.op.Field(name); f.Type == ops.File {
+			v = creative.FileFromPath(v.(string))
+		}
+		fields[name] = v
 	}
-	return creative.File{}
+	if b.prepare != nil {
+		if err := b.prepare(p, fields); err != nil {
+			return nil, err
+		}
+	}
+	req, err := opcall.Build(p.op, fields)
+	if err != nil {
+		field, why, _ := strings.Cut(err.Error(), ": ")
+		return nil, usagef("%s %s", p.name(field), why)
+	}
+	return req, nil
 }
 
 // setText sets a field of any type from a command-line word.

@@ -16,11 +16,12 @@ const stdoutName = "-"
 // oneResult refuses, before anything is sent, a call whose result would be
 // several files when --out - can write only one.
 func oneResult(p *params) error {
+	n, _ := p.vals["numberOfResults"].(float64)
 	switch {
 	case p.op.Result == ops.URLs:
 		return usagef("--out - writes one result to stdout, and %s makes several files: give --out a directory", p.op.Verb())
-	case p.op.Result == ops.Images && p.num("numberOfResults") > 1:
-		return usagef("--out - writes one result to stdout, and %s %v asks for more: give --out a directory", p.name("numberOfResults"), p.num("numberOfResults"))
+	case p.op.Result == ops.Images && n > 1:
+		return usagef("--out - writes one result to stdout, and %s %v asks for more: give --out a directory", p.name("numberOfResults"), n)
 	}
 	return nil
 }
