@@ -351,7 +351,7 @@ func TestWithMaxRetries(t *testing.T) {
 		for _, retries := range []int{0, 3} {
 			t.Run(fmt.Sprintf("%s, %d retries", p.name, retries), func(t *testing.T) {
 				ss := newStampServer(t, replies(503))
-				c, call := p.put(t, ss.URL, WithMaxRetries(retries))
+				c, call := p.put(t, ss.testServer, WithMaxRetries(retries))
 				err := music(context.Background(), c, call...)
 				assert.ErrorIs(t, err, ErrServer)
 				assert.Equal(t, retries+1, ss.count(), "requests sent")
@@ -376,7 +376,7 @@ func TestWithRetryWait(t *testing.T) {
 	for _, p := range placements {
 		t.Run(p.name, func(t *testing.T) {
 			ss := newStampServer(t, replies(503, 503, 503, 503, 200))
-			c, call := p.put(t, ss.URL, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
+			c, call := p.put(t, ss.testServer, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
 			require.NoError(t, music(context.Background(), c, call...))
 			stamps := ss.stamps()
 			require.Len(t, stamps, 5)

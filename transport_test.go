@@ -156,7 +156,7 @@ func TestWithRequestTimeout(t *testing.T) {
 				}
 				replyJSON(200, musicOK)(w, r)
 			})
-			c, call := p.put(t, ss.URL, WithRequestTimeout(250*time.Millisecond))
+			c, call := p.put(t, ss.testServer, WithRequestTimeout(250*time.Millisecond))
 			err := music(context.Background(), c, call...)
 			assert.ErrorIs(t, err, ErrOutcomeUnknown)
 			var netErr *NetworkError
@@ -174,7 +174,7 @@ func TestWithRequestTimeout(t *testing.T) {
 				}
 				replyJSON(200, musicOK)(w, r)
 			})
-			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond), WithRetryMayPayAgain())
+			c, call := p.put(t, ss.testServer, WithRequestTimeout(100*time.Millisecond), WithRetryMayPayAgain())
 			start := time.Now()
 			require.NoError(t, music(context.Background(), c, call...))
 			assert.Less(t, time.Since(start), 2*time.Second)
@@ -213,7 +213,7 @@ func TestWithMiddleware(t *testing.T) {
 		t.Run(p.name+": runs once per attempt, retries included", func(t *testing.T) {
 			ss := newStampServer(t, replies(503, 200))
 			tr := &tracer{}
-			c, call := p.put(t, ss.URL, WithMiddleware(tr.mw("a")))
+			c, call := p.put(t, ss.testServer, WithMiddleware(tr.mw("a")))
 			require.NoError(t, music(context.Background(), c, call...))
 			assert.Equal(t, []string{"a>", "<a 503", "a>", "<a 200"}, tr.steps)
 			assert.Equal(t, 2, ss.count())
