@@ -194,19 +194,3 @@ func refusedAddr(t *testing.T) string {
 	require.NoError(t, err)
 	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
-
-// soonAfter runs measure up to three times and returns the shortest delay
-// it reports: a timing bound then fails only when the code is slow every
-// time, not when the machine was busy once.
-func soonAfter(measure func() time.Duration) time.Duration {
-	best := time.Duration(1<<63 - 1)
-	for range 3 {
-		if d := measure(); d < best {
-			best = d
-		}
-		if best < 10*time.Millisecond {
-			break
-		}
-	}
-	return best
-}
