@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -61,27 +62,33 @@ func stall(r *http.Request) {
 	}
 }
 
+// WithTimeout's deadline is a timer: the cases run in a synctest bubble,
+// their server in memory.
 func TestWithTimeout(t *testing.T) {
 	for _, p := range placements {
 		t.Run(p.name, func(t *testing.T) {
-			ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
-			c, call := p.put(t, ss.testServer, WithTimeout(100*time.Millisecond))
-			start := time.Now()
-			err := music(context.Background(), c, call...)
-			assert.Less(t, time.Since(start), 2*time.Second)
-			assert.ErrorIs(t, err, context.DeadlineExceeded)
-			var netErr *NetworkError
-			assert.ErrorAs(t, err, &netErr)
-			assert.Equal(t, 1, ss.count(), "a stalled attempt is not retried past the call's timeout")
+			synctest.Test(t, func(t *testing.T) {
+				ss := newMemStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
+				c, call := p.put(t, ss.testServer, WithTimeout(100*time.Millisecond))
+				start := time.Now()
+				err := music(context.Background(), c, call...)
+				assert.Equal(t, 100*time.Millisecond, time.Since(start), "the call ended at its timeout")
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				var netErr *NetworkError
+				assert.ErrorAs(t, err, &netErr)
+				assert.Equal(t, 1, ss.count(), "a stalled attempt is not retried past the call's timeout")
+			})
 		})
 	}
 	t.Run("a call's longer timeout overrides the client's", func(t *testing.T) {
-		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			time.Sleep(150 * time.Millisecond)
-			replyJSON(200, musicOK)(w, r)
+		synctest.Test(t, func(t *testing.T) {
+			ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+				time.Sleep(150 * time.Millisecond) // longer than the client's 50 ms
+				replyJSON(200, musicOK)(w, r)
+			})
+			c := ss.client(t, WithTimeout(50*time.Millisecond))
+			require.NoError(t, music(context.Background(), c, WithTimeout(5*time.Second)))
 		})
-		c := newTestClient(t, ss.URL, WithTimeout(50*time.Millisecond))
-		require.NoError(t, music(context.Background(), c, WithTimeout(5*time.Second)))
 	})
 }
 
