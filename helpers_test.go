@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,19 @@ func (ts *testServer) dial() []Option {
 func (ts *testServer) client(t *testing.T, opts ...Option) *Client {
 	t.Helper()
 	return newTestClient(t, ts.URL, append(ts.dial(), opts...)...)
+}
+
+// bubbleIf runs f in a synctest bubble when bubble is set, and as it is
+// otherwise: for the rows of a table whose outcome waits on a timer, when
+// the other rows need what only a real socket does (a reset, a refused
+// port, TLS).
+func bubbleIf(t *testing.T, bubble bool, f func(t *testing.T)) {
+	t.Helper()
+	if bubble {
+		synctest.Test(t, f)
+		return
+	}
+	f(t)
 }
 
 // newTestClient returns a client of the server at baseURL with the test key
