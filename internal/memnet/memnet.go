@@ -21,8 +21,9 @@ import (
 	"syscall"
 )
 
-// ports numbers the Listeners, so that each has an address of its own.
-var ports atomic.Int32
+// ports numbers the Listeners, so that each has an address of its own
+// (among the last 50,000: a Transport dials only its own Listener anyway).
+var ports atomic.Uint32
 
 // A Listener is a net.Listener whose connections come from its Dial.
 type Listener struct {
@@ -37,7 +38,7 @@ type Listener struct {
 // bubble: its channels belong to the bubble that made them.
 func Listen() *Listener {
 	return &Listener{
-		addr:   &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 10000 + int(ports.Add(1))},
+		addr:   &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 10000 + int(ports.Add(1)%50000)},
 		conns:  make(chan net.Conn),
 		closed: make(chan struct{}),
 	}
