@@ -188,8 +188,8 @@ func TestOneClientServes64GoroutinesMaking2000Calls(t *testing.T) {
 	assert.LessOrEqual(t, ts.conns.Load(), int64(4*workers), "the pool is reused")
 }
 
-// stampServer is a test server that records when each request arrived and
-// its header.
+// stampServer is a test server that records when each request arrived
+// whole (once its body is read) and its header.
 type stampServer struct {
 	*testServer
 	mu       sync.Mutex
@@ -199,8 +199,19 @@ type stampServer struct {
 
 func newStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request)) *stampServer {
 	t.Helper()
+	return startStampServer(t, h, false)
+}
+
+// newMemStampServer is newStampServer in memory (newMemServer), for a test
+// in a synctest bubble, where the stamps are the bubble's exact time.
+func newMemStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request)) *stampServer {
+	t.Helper()
+	return startStampServer(t, h, true)
+}
+
+func startStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request), mem bool) *stampServer {
 	ss := &stampServer{}
-	ss.testServer = newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+	ss.testServer = startTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		ss.mu.Lock()
 		ss.arrivals = append(ss.arrivals, time.Now())
@@ -208,7 +219,7 @@ func newStampServer(t *testing.T, h func(n int, w http.ResponseWriter, r *http.R
 		n := len(ss.arrivals)
 		ss.mu.Unlock()
 		h(n, w, r)
-	})
+	}, mem)
 	return ss
 }
 

@@ -18,46 +18,103 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/internal/memnet"
 )
 
 // testKey is distinctive so that a leak is easy to find in any text.
 const testKey = "tk-7f3a91c2-LEAKCHECK-e5d0"
 
-// testServer is an httptest server on 127.0.0.1 whose handler a test sets,
-// counting the requests it receives and the connections opened to it.
+// testServer is an httptest server on 127.0.0.1 (or in memory) whose
+// handler a test sets, counting the requests it receives and the
+// connections opened to it.
 type testServer struct {
 	*httptest.Server
 	hits    atomic.Int64
 	conns   atomic.Int64
 	mu      sync.Mutex
 	handler http.HandlerFunc
+	mem     bool // in memory: clients reach it only through ts.Client()
 }
 
 func newTestServer(t *testing.T, h http.HandlerFunc) *testServer {
 	t.Helper()
-	ts := &testServer{handler: h}
-	ts.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return startTestServer(t, h, false)
+}
+
+// newMemServer is newTestServer on an in-memory network (internal/memnet)
+// instead of 127.0.0.1, for a test in a synctest bubble, where a goroutine
+// blocked on a real socket would stop the clock. It must be started inside
+// the bubble, and its clients made with ts.client.
+func newMemServer(t *testing.T, h http.HandlerFunc) *testServer {
+	t.Helper()
+	return startTestServer(t, h, true)
+}
+
+func startTestServer(t *testing.T, h http.HandlerFunc, mem bool) *testServer {
+	ts := &testServer{handler: h, mem: mem}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ts.hits.Add(1)
 		ts.mu.Lock()
 		h := ts.handler
 		ts.mu.Unlock()
 		h(w, r)
-	}))
+	})
+	var ln *memnet.Listener
+	if mem {
+		ln = memnet.Listen()
+		ts.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: handler}}
+	} else {
+		ts.Server = httptest.NewUnstartedServer(handler)
+	}
 	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			ts.conns.Add(1)
 		}
 	}
 	ts.Start()
+	if mem {
+		// Close closes the idle connections of its own client.
+		ts.Client().Transport = ln.Transport()
+	}
 	t.Cleanup(ts.Close)
 	return ts
 }
 
-// newTestClient returns a client of ts with the test key and waits of a
-// millisecond, plus opts.
+// dial is the options a client needs to reach ts: none on 127.0.0.1, where
+// the Client's own pooled transport does; ts.Client() in memory.
+func (ts *testServer) dial() []Option {
+	if ts.mem {
+		return []Option{WithHTTPClient(ts.Client())}
+	}
+	return nil
+}
+
+// client returns a client of ts (newTestClient), plus opts.
+func (ts *testServer) client(t *testing.T, opts ...Option) *Client {
+	t.Helper()
+	return newTestClient(t, ts.URL, append(ts.dial(), opts...)...)
+}
+
+// bubbleIf runs f in a synctest bubble when bubble is set, and as it is
+// otherwise: for the rows of a table whose outcome waits on a timer, when
+// the other rows need what only a real socket does (a reset, a refused
+// port, TLS).
+func bubbleIf(t *testing.T, bubble bool, f func(t *testing.T)) {
+	t.Helper()
+	if bubble {
+		synctest.Test(t, f)
+		return
+	}
+	f(t)
+}
+
+// newTestClient returns a client of the server at baseURL with the test key
+// and waits of a millisecond, plus opts.
 func newTestClient(t *testing.T, baseURL string, opts ...Option) *Client {
 	t.Helper()
 	all := append([]Option{WithBaseURL(baseURL), WithAccessKey(testKey), WithRetryWait(time.Millisecond, 2*time.Millisecond)}, opts...)
@@ -150,20 +207,4 @@ func refusedAddr(t *testing.T) string {
 	sa, err := syscall.Getsockname(fd)
 	require.NoError(t, err)
 	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-}
-
-// soonAfter runs measure up to three times and returns the shortest delay
-// it reports: a timing bound then fails only when the code is slow every
-// time, not when the machine was busy once.
-func soonAfter(measure func() time.Duration) time.Duration {
-	best := time.Duration(1<<63 - 1)
-	for range 3 {
-		if d := measure(); d < best {
-			best = d
-		}
-		if best < 10*time.Millisecond {
-			break
-		}
-	}
-	return best
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/memnet"
 )
 
 // heapAllocs is the heap the process has allocated so far, in bytes: the
@@ -110,11 +111,12 @@ func endless(w io.Writer, prefix string, chunk []byte) {
 	}
 }
 
-// rawServer listens on 127.0.0.1 and hands each connection to serve, for
-// answers net/http would not write: a TLS client talking to plain HTTP,
-// headers that drip. It counts connections.
+// rawServer listens on 127.0.0.1 (or in memory) and hands each connection
+// to serve, for answers net/http would not write: a TLS client talking to
+// plain HTTP, headers that drip. It counts connections.
 type rawServer struct {
 	ln    net.Listener
+	mem   *memnet.Listener // ln, when in memory
 	conns atomic.Int64
 	wg    sync.WaitGroup
 }
@@ -125,6 +127,20 @@ func newRawServer(t *testing.T, serve func(conn net.Conn, done <-chan struct{}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startRawServer(t, ln, serve)
+}
+
+// newMemRawServer is newRawServer in memory (internal/memnet), for a test
+// in a synctest bubble; its clients need s.dial().
+func newMemRawServer(t *testing.T, serve func(conn net.Conn, done <-chan struct{})) *rawServer {
+	t.Helper()
+	ln := memnet.Listen()
+	s := startRawServer(t, ln, serve)
+	s.mem = ln
+	return s
+}
+
+func startRawServer(t *testing.T, ln net.Listener, serve func(conn net.Conn, done <-chan struct{})) *rawServer {
 	s := &rawServer{ln: ln}
 	done := make(chan struct{})
 	s.wg.Add(1)
@@ -153,6 +169,14 @@ func newRawServer(t *testing.T, serve func(conn net.Conn, done <-chan struct{}))
 }
 
 func (s *rawServer) addr() string { return s.ln.Addr().String() }
+
+// dial is the options a client needs to reach s, as testServer.dial.
+func (s *rawServer) dial() []Option {
+	if s.mem != nil {
+		return []Option{WithHTTPClient(&http.Client{Transport: s.mem.Transport()})}
+	}
+	return nil
+}
 
 // readRequest reads one HTTP request from br, its body included.
 func readRequest(br *bufio.Reader) error {
@@ -333,23 +357,29 @@ const (
 )
 
 // httpCase serves h (given a channel closed when the test ends) from an
-// httptest server on 127.0.0.1; the client gets opts.
-func httpCase(h func(done <-chan struct{}) http.HandlerFunc, opts ...Option) func(t *testing.T) hostileEnv {
-	return func(t *testing.T) hostileEnv {
-		ts := newTestServer(t, nil)
+// httptest server on 127.0.0.1, or in memory when mem is set; the client
+// gets opts.
+func httpCase(h func(done <-chan struct{}) http.HandlerFunc, opts ...Option) func(t *testing.T, mem bool) hostileEnv {
+	return func(t *testing.T, mem bool) hostileEnv {
+		ts := startTestServer(t, nil, mem)
 		done := testDone(t)
 		ts.mu.Lock()
 		ts.handler = h(done)
 		ts.mu.Unlock()
-		return hostileEnv{base: ts.URL, opts: opts, hits: ts.hits.Load}
+		return hostileEnv{base: ts.URL, opts: append(ts.dial(), opts...), hits: ts.hits.Load}
 	}
 }
 
-// rawCase answers every connection with serve on a raw listener.
-func rawCase(serve func(conn net.Conn, done <-chan struct{}), opts ...Option) func(t *testing.T) hostileEnv {
-	return func(t *testing.T) hostileEnv {
-		s := newRawServer(t, serve)
-		return hostileEnv{base: "http://" + s.addr(), opts: opts, hits: s.conns.Load}
+// rawCase answers every connection with serve on a raw listener, on
+// 127.0.0.1 or in memory when mem is set.
+func rawCase(serve func(conn net.Conn, done <-chan struct{}), opts ...Option) func(t *testing.T, mem bool) hostileEnv {
+	return func(t *testing.T, mem bool) hostileEnv {
+		start := newRawServer
+		if mem {
+			start = newMemRawServer
+		}
+		s := start(t, serve)
+		return hostileEnv{base: "http://" + s.addr(), opts: append(s.dial(), opts...), hits: s.conns.Load}
 	}
 }
 

@@ -5,7 +5,10 @@ package creative
 // call made, the typed error it ends with, and bounds on the heap the call
 // allocates and on the time it takes. The allocation is the process's
 // (runtime/metrics), so the bounds are generous; a case that misses a bound
-// is measured again, up to three times, and judged on its best run.
+// is measured again, up to three times, and judged on its best run. A case
+// whose call waits on a timer (a deadline, a drip, a Retry-After, the rate
+// limiter) runs in a synctest bubble, its server in memory, and takes an
+// exact time on the bubble's clock.
 
 import (
 	"bufio"
@@ -53,12 +56,17 @@ type outcome struct {
 
 type hostileCase struct {
 	name    string
-	serve   func(t *testing.T) hostileEnv
+	serve   func(t *testing.T, mem bool) hostileEnv // mem: the server is in memory
 	call    func(ctx context.Context, c *Client, base string) error
 	want    outcome
 	alloc   uint64        // bound on the heap the call allocates
 	within  time.Duration // bound on the time the call takes
 	atLeast time.Duration // the call waits out a deadline at least this long
+	// clock: the call waits on timers, so the case runs in a synctest
+	// bubble, its server in memory, and takes exactly took on the
+	// bubble's clock (within and atLeast are not used).
+	clock bool
+	took  time.Duration
 }
 
 func decodeFirst(ctx context.Context, c *Client, _ string) error {
@@ -137,7 +145,7 @@ func hostileCases() []hostileCase {
 			serve: httpCase(contentLengthLie(32*mib, 16, true), WithTimeout(500*time.Millisecond)),
 			call:  concurrently(16, hostileMusic),
 			want:  outcome{is: []error{context.DeadlineExceeded}, attempts: 1, hits: 16},
-			alloc: upfrontBudget + 16*mib, within: 2 * time.Second, atLeast: 400 * time.Millisecond,
+			alloc: upfrontBudget + 16*mib, clock: true, took: 500 * time.Millisecond,
 		},
 		{
 			name: "an endless 200 of JSON, capped at 4 MiB",
@@ -175,7 +183,7 @@ func hostileCases() []hostileCase {
 			}, WithTimeout(300*time.Millisecond)),
 			call:  hostileMusic,
 			want:  outcome{is: []error{context.DeadlineExceeded}, attempts: 1, hits: 1, has: []string{"reading the answer"}},
-			alloc: 4 * mib, within: 1300 * time.Millisecond, atLeast: 250 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 300 * time.Millisecond,
 		},
 		{
 			name: "a 200 that drips a byte a second, under a context deadline of 300ms",
@@ -192,7 +200,7 @@ func hostileCases() []hostileCase {
 				return hostileMusic(ctx, c, base)
 			},
 			want:  outcome{is: []error{context.DeadlineExceeded}, attempts: 1, hits: 1},
-			alloc: 4 * mib, within: 1300 * time.Millisecond, atLeast: 250 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 300 * time.Millisecond,
 		},
 		{
 			name: "speech that drips a byte a second after its first, WithTimeout 300ms",
@@ -205,7 +213,7 @@ func hostileCases() []hostileCase {
 			}, WithTimeout(300*time.Millisecond)),
 			call:  speech,
 			want:  outcome{is: []error{context.DeadlineExceeded}, hits: 1},
-			alloc: 4 * mib, within: 1300 * time.Millisecond, atLeast: 250 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 300 * time.Millisecond,
 		},
 		{
 			name: "a status line and headers that drip a byte a second, WithTimeout 300ms",
@@ -226,7 +234,7 @@ func hostileCases() []hostileCase {
 			}, WithTimeout(300*time.Millisecond)),
 			call:  hostileMusic,
 			want:  outcome{is: []error{context.DeadlineExceeded}, attempts: 1, hits: 1},
-			alloc: 4 * mib, within: 1300 * time.Millisecond, atLeast: 250 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 300 * time.Millisecond,
 		},
 		{
 			name: "101 Switching Protocols with Upgrade, and the connection left open",
@@ -261,7 +269,7 @@ func hostileCases() []hostileCase {
 			}, WithTimeout(300*time.Millisecond)),
 			call:  hostileMusic,
 			want:  outcome{is: []error{context.DeadlineExceeded}, attempts: 1, hits: 1},
-			alloc: 4 * mib, within: 1300 * time.Millisecond, atLeast: 250 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 300 * time.Millisecond,
 		},
 		{
 			name: "103 Early Hints before a success are read past, as HTTP says",
@@ -361,7 +369,7 @@ func hostileCases() []hostileCase {
 			}, WithTimeout(600*time.Millisecond), WithRetryMayPayAgain()),
 			call:  hostileMusic,
 			want:  outcome{status: 500, is: []error{ErrServer, ErrOutcomeUnknown}, attempts: 3, hits: 3},
-			alloc: 4 * mib, within: 1600 * time.Millisecond, atLeast: 550 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 600 * time.Millisecond,
 		},
 		{
 			name: "a 400 whose body drips a byte a second, under a context deadline of 300ms",
@@ -379,7 +387,7 @@ func hostileCases() []hostileCase {
 				return hostileMusic(ctx, c, base)
 			},
 			want:  outcome{status: 400, is: []error{ErrInvalidRequest}, attempts: 1, hits: 1},
-			alloc: 4 * mib, within: 1300 * time.Millisecond, atLeast: 250 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 300 * time.Millisecond,
 		},
 
 		// Messages.
@@ -503,7 +511,7 @@ func hostileCases() []hostileCase {
 		},
 		{
 			name: "a redirect from https to http is not followed",
-			serve: func(t *testing.T) hostileEnv {
+			serve: func(t *testing.T, _ bool) hostileEnv {
 				plain := newTestServer(t, replyJSON(200, envelopeOf(`"https://files.example/a.wav"`)))
 				ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusTemporaryRedirect)
@@ -578,7 +586,7 @@ func hostileCases() []hostileCase {
 		},
 		{
 			name: "a TLS handshake with a plain-HTTP server is not retried",
-			serve: func(t *testing.T) hostileEnv {
+			serve: func(t *testing.T, _ bool) hostileEnv {
 				// A plain HTTP server reads the ClientHello as a malformed
 				// request line and answers 400; net/http's own server waits
 				// for a line end the ClientHello may not hold.
@@ -599,7 +607,7 @@ func hostileCases() []hostileCase {
 
 		{
 			name: "a refused connection under WithTimeout is the refusal, not a cancellation",
-			serve: func(t *testing.T) hostileEnv {
+			serve: func(t *testing.T, _ bool) hostileEnv {
 				return hostileEnv{base: "http://" + refusedAddr(t), opts: []Option{WithTimeout(5 * time.Second)}, hits: func() int64 { return 0 }}
 			},
 			call: hostileMusic,
@@ -621,7 +629,7 @@ func hostileCases() []hostileCase {
 					require.ErrorAs(t, err, &apiErr)
 					assert.Equal(t, time.Duration(math.MaxInt64), apiErr.RetryAfter)
 				}},
-			alloc: 4 * mib, within: time.Second,
+			alloc: 4 * mib, clock: true, took: 0,
 		},
 		{
 			name:  "a 503 asking to wait 30s, past the call's 2s timeout, is returned at once",
@@ -633,7 +641,7 @@ func hostileCases() []hostileCase {
 					require.ErrorAs(t, err, &apiErr)
 					assert.Equal(t, 30*time.Second, apiErr.RetryAfter)
 				}},
-			alloc: 4 * mib, within: 500 * time.Millisecond,
+			alloc: 4 * mib, clock: true, took: 0,
 		},
 		{
 			name:  "a 503 asking every time to wait 0 seconds",
@@ -673,19 +681,21 @@ func hostileCases() []hostileCase {
 				return hostileMusic(long, c, base)
 			},
 			want:  outcome{ok: true, hits: 2},
-			alloc: 4 * mib, within: time.Second,
+			alloc: 4 * mib, clock: true, took: 200 * time.Millisecond, // the next token of 5 a second
 		},
 	}, badURLCases()...)
 }
 
 func TestHostileServers(t *testing.T) {
 	for _, hc := range hostileCases() {
-		t.Run(hc.name, func(t *testing.T) { runHostile(t, hc) })
+		t.Run(hc.name, func(t *testing.T) {
+			bubbleIf(t, hc.clock, func(t *testing.T) { runHostile(t, hc) })
+		})
 	}
 }
 
 func runHostile(t *testing.T, hc hostileCase) {
-	env := hc.serve(t)
+	env := hc.serve(t, hc.clock)
 	bestAlloc, bestTook := uint64(math.MaxUint64), time.Duration(math.MaxInt64)
 	for run := 0; run < 3; run++ {
 		c := newTestClient(t, env.base, env.opts...)
@@ -700,15 +710,20 @@ func runHostile(t *testing.T, hc hostileCase) {
 		if run == 0 {
 			hc.want.check(t, err, env.hits()-hits)
 		}
+		if hc.clock {
+			assert.Equal(t, hc.took, took, "time the call took on the bubble's clock, run %d", run+1)
+		}
 		bestAlloc, bestTook = min(bestAlloc, alloc), min(bestTook, took)
-		if bestAlloc <= hc.alloc && bestTook <= hc.within && took >= hc.atLeast {
+		if bestAlloc <= hc.alloc && (hc.clock || bestTook <= hc.within && took >= hc.atLeast) {
 			break
 		}
 	}
 	t.Logf("allocated %.1f MiB, took %v", float64(bestAlloc)/mib, bestTook.Round(time.Millisecond))
 	assert.LessOrEqual(t, bestAlloc, hc.alloc, "heap allocated by the call")
-	assert.LessOrEqual(t, bestTook, hc.within, "time the call took")
-	assert.GreaterOrEqual(t, bestTook, hc.atLeast, "time the call took")
+	if !hc.clock {
+		assert.LessOrEqual(t, bestTook, hc.within, "time the call took")
+		assert.GreaterOrEqual(t, bestTook, hc.atLeast, "time the call took")
+	}
 }
 
 func (o outcome) check(t *testing.T, err error, hits int64) {

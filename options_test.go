@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -22,19 +23,19 @@ import (
 // Every option that works on a call is tested twice: given to New and given
 // to one call. The server on 127.0.0.1 says what reached it.
 
-// placement gives options to a client or to a call: it returns the client
-// and the options to pass to the call.
+// placement gives options to a client of ts or to a call: it returns the
+// client and the options to pass to the call.
 type placement struct {
 	name string
-	put  func(t *testing.T, base string, opts ...Option) (*Client, []Option)
+	put  func(t *testing.T, ts *testServer, opts ...Option) (*Client, []Option)
 }
 
 var placements = []placement{
-	{"given to New", func(t *testing.T, base string, opts ...Option) (*Client, []Option) {
-		return newTestClient(t, base, opts...), nil
+	{"given to New", func(t *testing.T, ts *testServer, opts ...Option) (*Client, []Option) {
+		return ts.client(t, opts...), nil
 	}},
-	{"given to the call", func(t *testing.T, base string, opts ...Option) (*Client, []Option) {
-		return newTestClient(t, base), opts
+	{"given to the call", func(t *testing.T, ts *testServer, opts ...Option) (*Client, []Option) {
+		return ts.client(t), opts
 	}},
 }
 
@@ -61,27 +62,33 @@ func stall(r *http.Request) {
 	}
 }
 
+// WithTimeout's deadline is a timer: the cases run in a synctest bubble,
+// their server in memory.
 func TestWithTimeout(t *testing.T) {
 	for _, p := range placements {
 		t.Run(p.name, func(t *testing.T) {
-			ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
-			c, call := p.put(t, ss.URL, WithTimeout(100*time.Millisecond))
-			start := time.Now()
-			err := music(context.Background(), c, call...)
-			assert.Less(t, time.Since(start), 2*time.Second)
-			assert.ErrorIs(t, err, context.DeadlineExceeded)
-			var netErr *NetworkError
-			assert.ErrorAs(t, err, &netErr)
-			assert.Equal(t, 1, ss.count(), "a stalled attempt is not retried past the call's timeout")
+			synctest.Test(t, func(t *testing.T) {
+				ss := newMemStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
+				c, call := p.put(t, ss.testServer, WithTimeout(100*time.Millisecond))
+				start := time.Now()
+				err := music(context.Background(), c, call...)
+				assert.Equal(t, 100*time.Millisecond, time.Since(start), "the call ended at its timeout")
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				var netErr *NetworkError
+				assert.ErrorAs(t, err, &netErr)
+				assert.Equal(t, 1, ss.count(), "a stalled attempt is not retried past the call's timeout")
+			})
 		})
 	}
 	t.Run("a call's longer timeout overrides the client's", func(t *testing.T) {
-		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			time.Sleep(150 * time.Millisecond)
-			replyJSON(200, musicOK)(w, r)
+		synctest.Test(t, func(t *testing.T) {
+			ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+				time.Sleep(150 * time.Millisecond) // longer than the client's 50 ms
+				replyJSON(200, musicOK)(w, r)
+			})
+			c := ss.client(t, WithTimeout(50*time.Millisecond))
+			require.NoError(t, music(context.Background(), c, WithTimeout(5*time.Second)))
 		})
-		c := newTestClient(t, ss.URL, WithTimeout(50*time.Millisecond))
-		require.NoError(t, music(context.Background(), c, WithTimeout(5*time.Second)))
 	})
 }
 
@@ -103,7 +110,7 @@ func TestWithLoggerRecordsEachAttemptWithItsRequestID(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			ss := newStampServer(t, replies(503, 200))
 			logs := &logCapture{}
-			c, call := p.put(t, ss.URL, WithLogger(slog.New(logs)))
+			c, call := p.put(t, ss.testServer, WithLogger(slog.New(logs)))
 			require.NoError(t, music(context.Background(), c, call...))
 			attempts := attemptLogs(logs)
 			require.Len(t, attempts, 2, logs.all())
@@ -132,13 +139,13 @@ func TestWithMaxResponseBytes(t *testing.T) {
 	for _, p := range placements {
 		t.Run(p.name, func(t *testing.T) {
 			ss := newStampServer(t, replies(200))
-			c, call := p.put(t, ss.URL, WithMaxResponseBytes(int64(len(musicOK)-1)))
+			c, call := p.put(t, ss.testServer, WithMaxResponseBytes(int64(len(musicOK)-1)))
 			err := music(context.Background(), c, call...)
 			assert.ErrorIs(t, err, ErrUnexpectedResponse)
 			assert.Contains(t, err.Error(), "WithMaxResponseBytes")
 			assert.Equal(t, 1, ss.count(), "a body too large is not retried")
 
-			c, call = p.put(t, ss.URL, WithMaxResponseBytes(int64(len(musicOK))))
+			c, call = p.put(t, ss.testServer, WithMaxResponseBytes(int64(len(musicOK))))
 			assert.NoError(t, music(context.Background(), c, call...), "a body of exactly the cap passes")
 		})
 	}
@@ -228,7 +235,7 @@ func TestWithResponseInto(t *testing.T) {
 		t.Run(p.name+": the last attempt's status and headers, its body closed", func(t *testing.T) {
 			ss := newStampServer(t, replies(503, 200))
 			var resp *http.Response
-			c, call := p.put(t, ss.URL, WithResponseInto(&resp))
+			c, call := p.put(t, ss.testServer, WithResponseInto(&resp))
 			require.NoError(t, music(context.Background(), c, call...))
 			require.NotNil(t, resp)
 			assert.Equal(t, 200, resp.StatusCode)

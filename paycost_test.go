@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +72,9 @@ type payRow struct {
 	// want returns what the call must end with, with and without the
 	// opt-in.
 	want func(payAgain bool) payWant
+	// clock: the outcome waits on a timer, so the row runs in a synctest
+	// bubble, its server in memory.
+	clock bool
 }
 
 type payWant struct {
@@ -166,8 +170,9 @@ func payRows() []payRow {
 				ps.arrived(r)
 				stall(r)
 			},
-			opts: []Option{WithRequestTimeout(200 * time.Millisecond)},
-			want: unknownWant(0, "")},
+			opts:  []Option{WithRequestTimeout(200 * time.Millisecond)},
+			want:  unknownWant(0, ""),
+			clock: true},
 		{name: "500", serve: status(500), want: unknownWant(500, "")},
 		{name: "502", serve: status(502), want: unknownWant(502, "")},
 		{name: "504", serve: status(504), want: unknownWant(504, "")},
@@ -249,59 +254,63 @@ func TestWhatARetryMayCost(t *testing.T) {
 				name += ", WithRetryMayPayAgain"
 			}
 			t.Run(name, func(t *testing.T) {
-				ps := &payServer{}
-				ps.testServer = newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-					if row.serve != nil {
-						row.serve(ps, ps.hits.Load(), w, r)
-					}
-				})
-				base := ps.URL
-				if row.base != nil {
-					base = row.base(t, ps)
-				}
-				opts := row.opts
-				if payAgain {
-					opts = append(opts[:len(opts):len(opts)], WithRetryMayPayAgain())
-				}
-				c := newTestClient(t, base, opts...)
-				var err error
-				if row.call != nil {
-					err = row.call(t, ps, c)
-				} else {
-					err = music(context.Background(), c)
-				}
-				want := row.want(payAgain)
-				t.Logf("| %s | %v | whole %d | attempts %d | %v", row.name, payAgain, ps.whole.Load(), attemptsOf(err, ps), err)
-
-				assert.Equal(t, want.whole, ps.whole.Load(), "requests that arrived whole")
-				if want.ok {
-					require.NoError(t, err)
-					assert.Equal(t, int64(want.attempts), ps.hits.Load(), "requests the server saw")
-					return
-				}
-				require.Error(t, err)
-				if want.status != 0 {
-					var apiErr *APIError
-					require.ErrorAs(t, err, &apiErr)
-					assert.Equal(t, want.status, apiErr.StatusCode)
-				} else {
-					var netErr *NetworkError
-					require.ErrorAs(t, err, &netErr)
-				}
-				assert.Equal(t, want.attempts, attemptsOf(err, ps), "attempts")
-				for _, target := range want.is {
-					assert.ErrorIs(t, err, target)
-				}
-				for _, target := range want.isNot {
-					assert.NotErrorIs(t, err, target)
-				}
-				if want.has != "" {
-					assert.Contains(t, err.Error(), want.has)
-				}
-				assert.NotContains(t, err.Error(), testKey)
+				bubbleIf(t, row.clock, func(t *testing.T) { payCase(t, row, payAgain) })
 			})
 		}
 	}
+}
+
+func payCase(t *testing.T, row payRow, payAgain bool) {
+	ps := &payServer{}
+	ps.testServer = startTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if row.serve != nil {
+			row.serve(ps, ps.hits.Load(), w, r)
+		}
+	}, row.clock)
+	base := ps.URL
+	if row.base != nil {
+		base = row.base(t, ps)
+	}
+	opts := append(ps.dial(), row.opts...)
+	if payAgain {
+		opts = append(opts, WithRetryMayPayAgain())
+	}
+	c := newTestClient(t, base, opts...)
+	var err error
+	if row.call != nil {
+		err = row.call(t, ps, c)
+	} else {
+		err = music(context.Background(), c)
+	}
+	want := row.want(payAgain)
+	t.Logf("| %s | %v | whole %d | attempts %d | %v", row.name, payAgain, ps.whole.Load(), attemptsOf(err, ps), err)
+
+	assert.Equal(t, want.whole, ps.whole.Load(), "requests that arrived whole")
+	if want.ok {
+		require.NoError(t, err)
+		assert.Equal(t, int64(want.attempts), ps.hits.Load(), "requests the server saw")
+		return
+	}
+	require.Error(t, err)
+	if want.status != 0 {
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, want.status, apiErr.StatusCode)
+	} else {
+		var netErr *NetworkError
+		require.ErrorAs(t, err, &netErr)
+	}
+	assert.Equal(t, want.attempts, attemptsOf(err, ps), "attempts")
+	for _, target := range want.is {
+		assert.ErrorIs(t, err, target)
+	}
+	for _, target := range want.isNot {
+		assert.NotErrorIs(t, err, target)
+	}
+	if want.has != "" {
+		assert.Contains(t, err.Error(), want.has)
+	}
+	assert.NotContains(t, err.Error(), testKey)
 }
 
 // attemptsOf is the Attempts of err, or on success the requests ps saw.
@@ -340,31 +349,38 @@ func TestAnUnknownOutcomeAfterRefusalsSaysAfterHowManyAttempts(t *testing.T) {
 }
 
 // A slow upload that the per-attempt timeout cuts before it was written
-// whole was not sent: it is retried, and the retry arrives whole.
+// whole was not sent: it is retried, and the retry arrives whole. In a
+// synctest bubble, its server in memory: the connection has no buffer, so
+// the first attempt's writes block at once, and the clock moves to the
+// timeout only once every goroutine waits, never while the retry's 32 MiB
+// are on their way, however slow the machine.
 func TestWithRequestTimeoutRetriesAnUploadNotWrittenWhole(t *testing.T) {
-	ps := &payServer{}
-	release := make(chan struct{})
-	ps.testServer = newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if ps.hits.Load() == 1 {
-			// Read nothing: the client's writes block once the socket
-			// buffers are full, until the per-attempt timeout fires.
-			select {
-			case <-release:
-			case <-time.After(10 * time.Second):
+	synctest.Test(t, func(t *testing.T) {
+		ps := &payServer{}
+		release := make(chan struct{})
+		ps.testServer = newMemServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if ps.hits.Load() == 1 {
+				// Read nothing: the client's writes block until the
+				// per-attempt timeout fires.
+				select {
+				case <-release:
+				case <-time.After(10 * time.Second):
+				}
+				return
 			}
-			return
-		}
-		uploadResetOnce(ps, 2, w, r)
+			uploadResetOnce(ps, 2, w, r)
+		})
+		c := ps.client(t, WithRequestTimeout(5*time.Second))
+		start := time.Now()
+		err := enhanceUpload(t, ps, c)
+		took := time.Since(start)
+		close(release)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), ps.whole.Load(), "requests that arrived whole")
+		assert.Equal(t, int64(2), ps.hits.Load())
+		assert.GreaterOrEqual(t, took, 5*time.Second, "the first attempt ran to its timeout")
+		assert.LessOrEqual(t, took, 5*time.Second+time.Millisecond, "and was retried after a backoff of at most 1 ms")
 	})
-	// Long enough for the retry to send its 32 MiB under the race detector
-	// on a loaded machine (2 s was not), and shorter than the 10 s the
-	// first attempt's handler holds.
-	c := newTestClient(t, ps.URL, WithRequestTimeout(5*time.Second))
-	err := enhanceUpload(t, ps, c)
-	close(release)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), ps.whole.Load(), "requests that arrived whole")
-	assert.Equal(t, int64(2), ps.hits.Load())
 }
 
 // With the opt-in, an attempt whose outcome was unknown may have been paid

@@ -68,7 +68,7 @@ func TestWithHeader(t *testing.T) {
 	for _, p := range placements {
 		t.Run(p.name+": sent on every attempt", func(t *testing.T) {
 			ss := newStampServer(t, replies(503, 200))
-			c, call := p.put(t, ss.URL, WithHeader("x-tenant", "acme"), WithHeader("X-Tenant", "beta"), WithHeader("Accept-Language", "de"))
+			c, call := p.put(t, ss.testServer, WithHeader("x-tenant", "acme"), WithHeader("X-Tenant", "beta"), WithHeader("Accept-Language", "de"))
 			require.NoError(t, music(context.Background(), c, call...))
 			for i := 1; i <= 2; i++ {
 				assert.Equal(t, []string{"acme", "beta"}, ss.header(i).Values("X-Tenant"), "attempt %d", i)

@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -221,70 +221,74 @@ func maxDur(a, b time.Duration) time.Duration {
 }
 
 func TestRetryAfterIsHonouredOnTheWire(t *testing.T) {
-	ts := newTestServer(t, nil)
-	ts.handler = func(w http.ResponseWriter, r *http.Request) {
-		if ts.hits.Load() == 1 {
-			w.Header().Set("Retry-After", "1")
-			replyJSON(429, `{"success":false,"message":"slow down"}`)(w, r)
-			return
-		}
-		replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}`)(w, r)
-	}
-	c := newTestClient(t, ts.URL)
-	start := time.Now()
-	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, time.Since(start), time.Second, "the client waited the second it was asked to")
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				w.Header().Set("Retry-After", "1")
+				replyJSON(429, `{"success":false,"message":"slow down"}`)(w, r)
+				return
+			}
+			replyJSON(200, musicOK)(w, r)
+		})
+		c := ss.client(t)
+		start := time.Now()
+		_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+		require.NoError(t, err)
+		stamps := ss.stamps()
+		require.Len(t, stamps, 2)
+		assert.Equal(t, time.Second, stamps[1].Sub(stamps[0]), "the retry went the second it was asked to wait after the 429")
+		assert.Equal(t, time.Second, time.Since(start), "and no backoff of the client's own was added")
+	})
 }
 
 func TestARetryAfterAboveTheCapEndsTheRetriesAndSaysTheWait(t *testing.T) {
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "3600")
-		replyJSON(503, `{"success":false,"message":"maintenance"}`)(w, r)
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "3600")
+			replyJSON(503, `{"success":false,"message":"maintenance"}`)(w, r)
+		})
+		c := ss.client(t)
+		start := time.Now()
+		_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+		assert.Zero(t, time.Since(start), "returned at once")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, 1, ss.count())
+		assert.Equal(t, time.Hour, apiErr.RetryAfter)
+		assert.Contains(t, apiErr.Message, "asked to wait 1h0m0s")
+		assert.ErrorIs(t, err, ErrServer)
 	})
-	c := newTestClient(t, ts.URL)
-	start := time.Now()
-	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
-	assert.Less(t, time.Since(start), time.Second)
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	assert.Equal(t, int64(1), ts.hits.Load())
-	assert.Equal(t, time.Hour, apiErr.RetryAfter)
-	assert.Contains(t, apiErr.Message, "asked to wait 1h0m0s")
-	assert.ErrorIs(t, err, ErrServer)
 }
 
 func TestCancellingDuringABackoffReturnsAtOnce(t *testing.T) {
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "10")
-		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
-	})
-	c := newTestClient(t, ts.URL)
-	late := soonAfter(func() time.Duration {
-		before := ts.hits.Load()
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "10")
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+		})
+		c := ss.client(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
 			done <- err
 		}()
-		require.Eventually(t, func() bool { return ts.hits.Load() == before+1 }, 5*time.Second, time.Millisecond)
-		time.Sleep(20 * time.Millisecond) // let the call enter its 10 s backoff
-		cancelled := time.Now()
+		synctest.Wait()
+		require.Equal(t, 1, ss.count(), "the call is in its 10 s backoff")
+		start := time.Now()
 		cancel()
+		synctest.Wait()
 		select {
 		case err := <-done:
 			assert.ErrorIs(t, err, context.Canceled)
 			var netErr *NetworkError
 			assert.ErrorAs(t, err, &netErr)
-			assert.Equal(t, before+1, ts.hits.Load(), "no attempt after the cancel")
-			return time.Since(cancelled)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the call did not return after its context was cancelled")
-			return 0
+		default:
+			t.Fatal("the call did not return at once after its context was cancelled")
 		}
+		assert.Zero(t, time.Since(start), "no time passed")
+		assert.Equal(t, 1, ss.count(), "no attempt after the cancel")
 	})
-	assert.Less(t, late, 50*time.Millisecond)
 }
 
 func TestACancelledContextSendsNothing(t *testing.T) {
@@ -299,41 +303,37 @@ func TestACancelledContextSendsNothing(t *testing.T) {
 }
 
 func TestWithTimeoutBoundsTheWholeCallRetriesIncluded(t *testing.T) {
-	var hits atomic.Int64
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if hits.Add(1)%2 == 1 {
-			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
-			return
-		}
-		<-r.Context().Done() // the retry stalls
-	})
-	c := newTestClient(t, ts.URL, WithTimeout(300*time.Millisecond), WithRetryWait(time.Millisecond, time.Millisecond))
-	took := soonAfter(func() time.Duration {
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+				return
+			}
+			<-r.Context().Done() // the retry stalls
+		})
+		c := ss.client(t, WithTimeout(300*time.Millisecond), WithRetryWait(time.Millisecond, time.Millisecond))
 		start := time.Now()
 		_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		return time.Since(start)
+		assert.Equal(t, 300*time.Millisecond, time.Since(start), "the stalled retry was cut short by the 300 ms timeout")
+		assert.Equal(t, 2, ss.count(), "the 503 and the stalled retry")
 	})
-	assert.Less(t, took, time.Second, "the stalled retry was cut short by the 300 ms timeout")
-	assert.Zero(t, hits.Load()%2, "each call sent twice: the 503 and the stalled retry")
 }
 
 // A Retry-After that the deadline cannot cover is not slept out: the 503
 // comes back at once, saying why it was not retried.
 func TestARetryAfterPastTheDeadlineReturnsTheAnswerAtOnce(t *testing.T) {
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Retry-After", "10")
-		replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
-	})
-	c := newTestClient(t, ts.URL)
-	late := soonAfter(func() time.Duration {
-		deadline := time.Now().Add(300 * time.Millisecond)
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "10")
+			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+		})
+		c := ss.client(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
+		start := time.Now()
 		_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
-		early := time.Until(deadline)
+		assert.Zero(t, time.Since(start), "returned at once, not at the deadline")
 		assert.ErrorIs(t, err, ErrServer)
 		var apiErr *APIError
 		if assert.ErrorAs(t, err, &apiErr) {
@@ -341,9 +341,8 @@ func TestARetryAfterPastTheDeadlineReturnsTheAnswerAtOnce(t *testing.T) {
 			assert.Equal(t, 10*time.Second, apiErr.RetryAfter)
 			assert.Contains(t, apiErr.Message, "past the call's deadline")
 		}
-		return -early
+		assert.Equal(t, 1, ss.count())
 	})
-	assert.Less(t, late, 50*time.Millisecond, "returned %v after the deadline", late)
 }
 
 func TestWithMaxRetries(t *testing.T) {
@@ -351,7 +350,7 @@ func TestWithMaxRetries(t *testing.T) {
 		for _, retries := range []int{0, 3} {
 			t.Run(fmt.Sprintf("%s, %d retries", p.name, retries), func(t *testing.T) {
 				ss := newStampServer(t, replies(503))
-				c, call := p.put(t, ss.URL, WithMaxRetries(retries))
+				c, call := p.put(t, ss.testServer, WithMaxRetries(retries))
 				err := music(context.Background(), c, call...)
 				assert.ErrorIs(t, err, ErrServer)
 				assert.Equal(t, retries+1, ss.count(), "requests sent")
@@ -369,29 +368,37 @@ func TestWithMaxRetries(t *testing.T) {
 }
 
 func TestWithRetryWait(t *testing.T) {
-	// Backoff is full jitter: each wait is drawn from [0, ceiling], so a
-	// wait's upper bound is firm, and four waits of a 150 ms ceiling adding
-	// up to less than 20 ms has odds of about 1 in 70000.
+	// Backoff is full jitter: each wait is drawn from [0, ceiling]. On the
+	// bubble's clock a wait is exactly what the client chose, so the bound
+	// is exact; and all four waits at most the 2 ms of the test client's own
+	// ceiling has odds of about 1 in 30 million.
 	const ceiling = 150 * time.Millisecond
 	for _, p := range placements {
 		t.Run(p.name, func(t *testing.T) {
-			ss := newStampServer(t, replies(503, 503, 503, 503, 200))
-			c, call := p.put(t, ss.URL, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
-			require.NoError(t, music(context.Background(), c, call...))
-			stamps := ss.stamps()
-			require.Len(t, stamps, 5)
-			for i := 1; i < len(stamps); i++ {
-				assert.LessOrEqual(t, stamps[i].Sub(stamps[i-1]), ceiling+250*time.Millisecond, "wait %d", i)
-			}
-			assert.GreaterOrEqual(t, stamps[4].Sub(stamps[0]), 20*time.Millisecond, "the waits are the option's, not the client's 1-2 ms")
+			synctest.Test(t, func(t *testing.T) {
+				ss := newMemStampServer(t, replies(503, 503, 503, 503, 200))
+				c, call := p.put(t, ss.testServer, WithRetryWait(ceiling, ceiling), WithMaxRetries(4))
+				require.NoError(t, music(context.Background(), c, call...))
+				stamps := ss.stamps()
+				require.Len(t, stamps, 5)
+				longest := time.Duration(0)
+				for i := 1; i < len(stamps); i++ {
+					wait := stamps[i].Sub(stamps[i-1])
+					assert.LessOrEqual(t, wait, ceiling, "wait %d", i)
+					longest = max(longest, wait)
+				}
+				assert.Greater(t, longest, 2*time.Millisecond, "the waits are the option's, not the client's 1-2 ms")
+			})
 		})
 	}
 	t.Run("a call's short waits override the client's long ones", func(t *testing.T) {
-		ss := newStampServer(t, replies(503, 503, 200))
-		c := newTestClient(t, ss.URL, WithRetryWait(time.Minute, time.Minute))
-		start := time.Now()
-		require.NoError(t, music(context.Background(), c, WithRetryWait(time.Millisecond, time.Millisecond)))
-		assert.Less(t, time.Since(start), 5*time.Second)
-		assert.Equal(t, 3, ss.count())
+		synctest.Test(t, func(t *testing.T) {
+			ss := newMemStampServer(t, replies(503, 503, 200))
+			c := ss.client(t, WithRetryWait(time.Minute, time.Minute))
+			start := time.Now()
+			require.NoError(t, music(context.Background(), c, WithRetryWait(time.Millisecond, time.Millisecond)))
+			assert.LessOrEqual(t, time.Since(start), 2*time.Millisecond, "two waits of at most a millisecond")
+			assert.Equal(t, 3, ss.count())
+		})
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -35,79 +36,92 @@ func elevenCalls(t *testing.T, c *Client) time.Duration {
 	return time.Since(start)
 }
 
+// The rate limiter's waits are timers: these tests run in a synctest
+// bubble, their server in memory, so a token 100 ms away is 100 ms of the
+// bubble's clock away, give or take the few nanoseconds the limiter's
+// floating-point sums round off.
+const tokenRounding = time.Microsecond
+
 func TestWithRateLimitSpreadsCallsOverItsBudget(t *testing.T) {
 	// 10 a second with a burst of 1: the first call goes at once, the ten
-	// others one every 100 ms, so 11 calls take 1 s. A busy machine can
-	// only make it slower: the lower bound is firm, the upper one generous
-	// and given two tries.
-	var took time.Duration
-	var span time.Duration
-	for range 2 {
-		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
-		c := newTestClient(t, ss.URL, WithRateLimit(10, 1))
-		took = elevenCalls(t, c)
+	// others one every 100 ms, so 11 calls take 1 s.
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
+		c := ss.client(t, WithRateLimit(10, 1))
+		took := elevenCalls(t, c)
 		stamps := ss.stamps()
 		require.Len(t, stamps, 11)
-		span = stamps[10].Sub(stamps[0])
-		if took < 2500*time.Millisecond {
-			break
+		assert.InDelta(t, time.Second, took, float64(tokenRounding), "11 calls at 10/s")
+		for i := 1; i < len(stamps); i++ {
+			assert.WithinDuration(t, stamps[i-1].Add(100*time.Millisecond), stamps[i], tokenRounding, "request %d came a token after the one before", i+1)
 		}
-	}
-	assert.GreaterOrEqual(t, took, 900*time.Millisecond, "11 calls at 10/s")
-	assert.Less(t, took, 2500*time.Millisecond, "11 calls at 10/s")
-	assert.GreaterOrEqual(t, span, 850*time.Millisecond, "from the first request the server saw to the last")
+	})
 }
 
 func TestWithRateLimitMakesRetriesWaitForATokenToo(t *testing.T) {
-	ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		if n <= 2 {
-			replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
-			return
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n <= 2 {
+				replyJSON(503, `{"success":false,"message":"busy"}`)(w, r)
+				return
+			}
+			replyJSON(200, musicOK)(w, r)
+		})
+		c := ss.client(t, WithRateLimit(10, 1)) // backoffs of a millisecond or two
+		require.NoError(t, music(context.Background(), c))
+		stamps := ss.stamps()
+		require.Len(t, stamps, 3)
+		for i := 1; i < len(stamps); i++ {
+			assert.WithinDuration(t, stamps[i-1].Add(100*time.Millisecond), stamps[i], tokenRounding, "retry %d waited for its token", i)
 		}
-		replyJSON(200, musicOK)(w, r)
 	})
-	c := newTestClient(t, ss.URL, WithRateLimit(10, 1)) // backoffs of a millisecond or two
-	require.NoError(t, music(context.Background(), c))
-	stamps := ss.stamps()
-	require.Len(t, stamps, 3)
-	for i := 1; i < len(stamps); i++ {
-		assert.GreaterOrEqual(t, stamps[i].Sub(stamps[i-1]), 80*time.Millisecond, "retry %d waited for its token", i)
-	}
 }
 
 func TestTheRateLimitWaitHonoursTheContext(t *testing.T) {
-	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
-	c := newTestClient(t, ss.URL, WithRateLimit(0.5, 1)) // a token every 2 s
-	require.NoError(t, music(context.Background(), c), "the first token is there")
-
+	// A client at 0.5 a second, whose first token is spent: the next is
+	// 2 s away.
+	start := func(t *testing.T) (*stampServer, *Client) {
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
+		c := ss.client(t, WithRateLimit(0.5, 1))
+		require.NoError(t, music(context.Background(), c), "the first token is there")
+		return ss, c
+	}
 	t.Run("a deadline before the next token returns at once", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		start := time.Now()
-		err := music(ctx, c)
-		assert.Less(t, time.Since(start), 500*time.Millisecond, "no waiting for a token that comes too late")
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.ErrorIs(t, err, ErrNotSent)
-		var netErr *NetworkError
-		assert.ErrorAs(t, err, &netErr)
-		assert.Contains(t, err.Error(), "rate limit")
+		synctest.Test(t, func(t *testing.T) {
+			ss, c := start(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			start := time.Now()
+			err := music(ctx, c)
+			assert.Zero(t, time.Since(start), "no waiting for a token that comes too late")
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, err, ErrNotSent)
+			var netErr *NetworkError
+			assert.ErrorAs(t, err, &netErr)
+			assert.Contains(t, err.Error(), "rate limit")
+			assert.Len(t, ss.stamps(), 1, "the refused call sent nothing")
+		})
 	})
 	t.Run("a cancellation ends the wait", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- music(ctx, c) }()
-		time.Sleep(50 * time.Millisecond) // into the 2 s wait for a token
-		cancelled := time.Now()
-		cancel()
-		select {
-		case err := <-done:
-			assert.ErrorIs(t, err, context.Canceled)
-			assert.Less(t, time.Since(cancelled), 200*time.Millisecond)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the call did not return after its context was cancelled")
-		}
+		synctest.Test(t, func(t *testing.T) {
+			ss, c := start(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- music(ctx, c) }()
+			synctest.Wait() // the call waits for its token
+			start := time.Now()
+			cancel()
+			synctest.Wait()
+			select {
+			case err := <-done:
+				assert.ErrorIs(t, err, context.Canceled)
+			default:
+				t.Fatal("the call did not return at once after its context was cancelled")
+			}
+			assert.Zero(t, time.Since(start), "no time passed")
+			assert.Len(t, ss.stamps(), 1, "the cancelled call sent nothing")
+		})
 	})
-	assert.Len(t, ss.stamps(), 1, "the refused calls sent nothing")
 }
 
 // countingLimiter is a RateLimiter of the caller's own: it counts its waits
@@ -147,64 +161,80 @@ func TestWithRateLimiterIsAskedBeforeEveryAttempt(t *testing.T) {
 }
 
 func TestWithRequestTimeout(t *testing.T) {
+	// The per-attempt timeout is a timer: each case runs in a synctest
+	// bubble, its server in memory.
 	for _, p := range placements {
 		t.Run(p.name+": a stall after the request arrived is an unknown outcome, not sent again", func(t *testing.T) {
-			ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == 1 {
-					stall(r)
-					return
-				}
-				replyJSON(200, musicOK)(w, r)
+			synctest.Test(t, func(t *testing.T) {
+				ss := newMemStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+					if n == 1 {
+						stall(r)
+						return
+					}
+					replyJSON(200, musicOK)(w, r)
+				})
+				c, call := p.put(t, ss.testServer, WithRequestTimeout(250*time.Millisecond))
+				start := time.Now()
+				err := music(context.Background(), c, call...)
+				assert.Equal(t, 250*time.Millisecond, time.Since(start), "the attempt ended at its timeout")
+				assert.ErrorIs(t, err, ErrOutcomeUnknown)
+				var netErr *NetworkError
+				require.ErrorAs(t, err, &netErr)
+				assert.Equal(t, 1, netErr.Attempts)
+				assert.Contains(t, err.Error(), "WithRequestTimeout")
+				assert.Contains(t, err.Error(), "the service may have done the work and charged for it, so it was not sent again, after 1 attempt")
+				assert.Equal(t, 1, ss.count())
 			})
-			c, call := p.put(t, ss.URL, WithRequestTimeout(250*time.Millisecond))
-			err := music(context.Background(), c, call...)
-			assert.ErrorIs(t, err, ErrOutcomeUnknown)
-			var netErr *NetworkError
-			require.ErrorAs(t, err, &netErr)
-			assert.Equal(t, 1, netErr.Attempts)
-			assert.Contains(t, err.Error(), "WithRequestTimeout")
-			assert.Contains(t, err.Error(), "the service may have done the work and charged for it, so it was not sent again, after 1 attempt")
-			assert.Equal(t, 1, ss.count())
 		})
 		t.Run(p.name+": with WithRetryMayPayAgain the stalled attempt is retried and the second succeeds", func(t *testing.T) {
-			ss := newStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == 1 {
-					stall(r)
-					return
-				}
-				replyJSON(200, musicOK)(w, r)
+			synctest.Test(t, func(t *testing.T) {
+				ss := newMemStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+					if n == 1 {
+						stall(r)
+						return
+					}
+					replyJSON(200, musicOK)(w, r)
+				})
+				c, call := p.put(t, ss.testServer, WithRequestTimeout(100*time.Millisecond), WithRetryMayPayAgain())
+				require.NoError(t, music(context.Background(), c, call...))
+				stamps := ss.stamps()
+				require.Len(t, stamps, 2)
+				retry := stamps[1].Sub(stamps[0])
+				assert.GreaterOrEqual(t, retry, 100*time.Millisecond, "the first attempt ran to its timeout")
+				assert.LessOrEqual(t, retry, 101*time.Millisecond, "and was retried after a backoff of at most 1 ms")
 			})
-			c, call := p.put(t, ss.URL, WithRequestTimeout(100*time.Millisecond), WithRetryMayPayAgain())
-			start := time.Now()
-			require.NoError(t, music(context.Background(), c, call...))
-			assert.Less(t, time.Since(start), 2*time.Second)
-			assert.Equal(t, 2, ss.count())
 		})
 	}
 	t.Run("an attempt that stalls every time fails saying so", func(t *testing.T) {
-		ss := newStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
-		c := newTestClient(t, ss.URL)
-		err := music(context.Background(), c, WithRequestTimeout(50*time.Millisecond), WithMaxRetries(1), WithRetryMayPayAgain())
-		var netErr *NetworkError
-		require.ErrorAs(t, err, &netErr)
-		assert.Equal(t, 2, netErr.Attempts)
-		assert.Equal(t, 2, ss.count())
-		assert.Contains(t, err.Error(), "WithRequestTimeout")
-		assert.ErrorIs(t, err, ErrOutcomeUnknown)
-		assert.Contains(t, err.Error(), "charged for it, up to 2 times, in 2 attempts with WithRetryMayPayAgain")
+		synctest.Test(t, func(t *testing.T) {
+			ss := newMemStampServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { stall(r) })
+			c := ss.client(t)
+			err := music(context.Background(), c, WithRequestTimeout(50*time.Millisecond), WithMaxRetries(1), WithRetryMayPayAgain())
+			var netErr *NetworkError
+			require.ErrorAs(t, err, &netErr)
+			assert.Equal(t, 2, netErr.Attempts)
+			assert.Equal(t, 2, ss.count())
+			assert.Contains(t, err.Error(), "WithRequestTimeout")
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			assert.Contains(t, err.Error(), "charged for it, up to 2 times, in 2 attempts with WithRetryMayPayAgain")
+		})
 	})
 	t.Run("it bounds the wait for the headers, not the body", func(t *testing.T) {
-		ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(200)
-			_, _ = io.WriteString(w, musicOK[:10])
-			w.(http.Flusher).Flush()
-			time.Sleep(300 * time.Millisecond)
-			_, _ = io.WriteString(w, musicOK[10:])
+		synctest.Test(t, func(t *testing.T) {
+			ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(200)
+				_, _ = io.WriteString(w, musicOK[:10])
+				w.(http.Flusher).Flush()
+				time.Sleep(300 * time.Millisecond) // the body's end comes after the timeout
+				_, _ = io.WriteString(w, musicOK[10:])
+			})
+			c := ss.client(t)
+			start := time.Now()
+			require.NoError(t, music(context.Background(), c, WithRequestTimeout(100*time.Millisecond)))
+			assert.Equal(t, 300*time.Millisecond, time.Since(start), "the body was read to its end")
+			assert.Equal(t, 1, ss.count())
 		})
-		c := newTestClient(t, ss.URL)
-		require.NoError(t, music(context.Background(), c, WithRequestTimeout(100*time.Millisecond)))
-		assert.Equal(t, 1, ss.count())
 	})
 }
 
@@ -213,7 +243,7 @@ func TestWithMiddleware(t *testing.T) {
 		t.Run(p.name+": runs once per attempt, retries included", func(t *testing.T) {
 			ss := newStampServer(t, replies(503, 200))
 			tr := &tracer{}
-			c, call := p.put(t, ss.URL, WithMiddleware(tr.mw("a")))
+			c, call := p.put(t, ss.testServer, WithMiddleware(tr.mw("a")))
 			require.NoError(t, music(context.Background(), c, call...))
 			assert.Equal(t, []string{"a>", "<a 503", "a>", "<a 200"}, tr.steps)
 			assert.Equal(t, 2, ss.count())

@@ -16,6 +16,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -32,16 +33,14 @@ func newServer(t *testing.T, opts ...creativetest.Option) *creativetest.Server {
 	return s
 }
 
-// closeWithin fails the test if s.Close does not return within d.
-func closeWithin(t *testing.T, s *creativetest.Server, d time.Duration) {
+// closeAtOnce closes s, in a synctest bubble, and checks that Close waited
+// for nothing: no time passed on the bubble's clock. (Had it waited for
+// something that never ends, the bubble would fail as deadlocked.)
+func closeAtOnce(t *testing.T, s *creativetest.Server) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("Close still waiting after %v", d)
-	}
+	start := time.Now()
+	s.Close()
+	assert.Zero(t, time.Since(start), "Close waited")
 }
 
 func TestOperationsAreListedInTheSpecsOrder(t *testing.T) {
@@ -56,50 +55,60 @@ func TestOperationsAreListedInTheSpecsOrder(t *testing.T) {
 	assert.Equal(t, "image/enhance", creativetest.OpEnhanceImage)
 }
 
+// Close ends what would wait for a long time or for good: each case runs in
+// a synctest bubble, the Server in memory.
 func TestCloseEndsWhatIsInFlight(t *testing.T) {
 	t.Run("a handler waiting on its request's context returns", func(t *testing.T) {
-		s := creativetest.NewServer()
-		entered := make(chan struct{})
-		s.Handle(creativetest.OpTextToMusic, func(w http.ResponseWriter, r *http.Request) {
-			close(entered)
-			<-r.Context().Done()
+		synctest.Test(t, func(t *testing.T) {
+			s := creativetest.StartInMemory(t)
+			entered := make(chan struct{})
+			s.Handle(creativetest.OpTextToMusic, func(w http.ResponseWriter, r *http.Request) {
+				close(entered)
+				<-r.Context().Done()
+			})
+			errc := make(chan error, 1)
+			go func() {
+				_, err := doPost(context.Background(), s, creativetest.OpTextToMusic, `{"prompt":"p"}`)
+				errc <- err
+			}()
+			<-entered
+			closeAtOnce(t, s)
+			<-errc
 		})
-		errc := make(chan error, 1)
-		go func() {
-			_, err := doPost(context.Background(), s, creativetest.OpTextToMusic, `{"prompt":"p"}`)
-			errc <- err
-		}()
-		<-entered
-		closeWithin(t, s, 5*time.Second)
-		<-errc
 	})
 	t.Run("a fault's delay ends without a made-up answer", func(t *testing.T) {
-		s := creativetest.NewServer()
-		s.Fail(creativetest.OpTextToMusic, creativetest.Fault{Delay: time.Hour, Status: 503})
-		wrote := make(chan struct{})
-		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
+		synctest.Test(t, func(t *testing.T) {
+			s := creativetest.StartInMemory(t)
+			s.Fail(creativetest.OpTextToMusic, creativetest.Fault{Delay: time.Hour, Status: 503})
+			wrote := make(chan struct{})
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
+			})
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := doPost(ctx, s, creativetest.OpTextToMusic, `{"prompt":"p"}`)
+				if err == nil {
+					err = fmt.Errorf("got an answer: %s", resp.Status)
+				}
+				errc <- err
+			}()
+			<-wrote
+			closeAtOnce(t, s)
+			err := <-errc
+			assert.NotContains(t, err.Error(), "got an answer")
 		})
-		errc := make(chan error, 1)
-		go func() {
-			resp, err := doPost(ctx, s, creativetest.OpTextToMusic, `{"prompt":"p"}`)
-			if err == nil {
-				err = fmt.Errorf("got an answer: %s", resp.Status)
-			}
-			errc <- err
-		}()
-		<-wrote
-		closeWithin(t, s, 5*time.Second)
-		err := <-errc
-		assert.NotContains(t, err.Error(), "got an answer")
 	})
 	t.Run("a second Close returns", func(t *testing.T) {
-		s := creativetest.NewServer()
-		s.Close()
-		closeWithin(t, s, 5*time.Second)
+		synctest.Test(t, func(t *testing.T) {
+			s := creativetest.StartInMemory(t)
+			s.Close()
+			closeAtOnce(t, s)
+		})
 	})
 }
 
+// doPost posts body to op's path with the Server's key, through a client
+// that reaches s wherever it listens.
 func doPost(ctx context.Context, s *creativetest.Server, op, body string) (*http.Response, error) {
 	area, name, _ := strings.Cut(op, "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/"+area+"/v1/"+name, strings.NewReader(body))
@@ -108,7 +117,7 @@ func doPost(ctx context.Context, s *creativetest.Server, op, body string) (*http
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-access-key", s.AccessKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.HTTPClient().Do(req)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -116,15 +125,22 @@ func doPost(ctx context.Context, s *creativetest.Server, op, body string) (*http
 	return resp, err
 }
 
+// The latency ends when the caller goes away, not at Close: in a synctest
+// bubble, the Server in memory, the hour of latency would otherwise pass.
 func TestTheLatencyEndsWhenTheCallerGoesAway(t *testing.T) {
-	s := newServer(t, creativetest.WithLatency(time.Hour))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := doPost(ctx, s, creativetest.OpTextToMusic, `{"prompt":"p"}`)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	closeWithin(t, s, 5*time.Second)
-	require.Len(t, s.Requests(), 1)
-	assert.Equal(t, 0, s.Requests()[0].Status, "no answer was given")
+	synctest.Test(t, func(t *testing.T) {
+		s := creativetest.StartInMemory(t, creativetest.WithLatency(time.Hour))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := doPost(ctx, s, creativetest.OpTextToMusic, `{"prompt":"p"}`)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		synctest.Wait() // the Server sees the caller gone
+		require.Len(t, s.Requests(), 1, "the call ended on the Server's side too")
+		assert.Equal(t, 0, s.Requests()[0].Status, "no answer was given")
+		assert.Equal(t, 50*time.Millisecond, time.Since(start), "at the caller's deadline")
+		closeAtOnce(t, s)
+	})
 }
 
 func TestFailedAndHandledCallsAreRecordedWithTheirBodies(t *testing.T) {

@@ -12,11 +12,15 @@ import (
 // InstantRetryAfter). opts come after these and override them. It panics if
 // an option is invalid.
 func (s *Server) Client(opts ...creative.Option) *creative.Client {
-	all := append([]creative.Option{
+	all := []creative.Option{
 		creative.WithBaseURL(s.URL),
 		creative.WithAccessKey(s.AccessKey),
 		creative.WithRetryWait(time.Millisecond, 10*time.Millisecond),
-	}, opts...)
+	}
+	if s.hc != nil {
+		all = append(all, creative.WithHTTPClient(s.hc))
+	}
+	all = append(all, opts...)
 	c, err := creative.New(all...)
 	if err != nil {
 		panic("creativetest: " + err.Error())

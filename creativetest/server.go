@@ -90,6 +90,7 @@ type Server struct {
 	AccessKey string
 
 	srv       *httptest.Server
+	hc        *http.Client    // what Client sends through; nil for the SDK's own transport
 	ctx       context.Context // ends on Close; every request's context derives from it
 	cancel    context.CancelFunc
 	latency   time.Duration
@@ -130,6 +131,12 @@ func WithMaxUpload(n int64) Option { return func(s *Server) { s.maxUpload = n } 
 // NewServer starts a Server on 127.0.0.1. It needs no options: the Server
 // accepts DefaultAccessKey and answers every operation at once.
 func NewServer(opts ...Option) *Server {
+	return newServer(httptest.NewUnstartedServer(nil), opts)
+}
+
+// newServer starts a Server on srv, a server not yet started: on
+// 127.0.0.1, or on the in-memory network of this package's tests.
+func newServer(srv *httptest.Server, opts []Option) *Server {
 	s := &Server{
 		AccessKey: DefaultAccessKey,
 		maxUpload: DefaultMaxUpload,
@@ -142,7 +149,8 @@ func NewServer(opts ...Option) *Server {
 		o(s)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.srv = httptest.NewUnstartedServer(withRequestIDs(http.HandlerFunc(s.serve)))
+	s.srv = srv
+	s.srv.Config.Handler = withRequestIDs(http.HandlerFunc(s.serve))
 	s.srv.Config.BaseContext = func(net.Listener) context.Context { return s.ctx }
 	s.srv.Start()
 	s.URL = s.srv.URL

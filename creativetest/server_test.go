@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -354,18 +355,25 @@ func TestADroppedConnectionGivesNoAnswer(t *testing.T) {
 	assert.Equal(t, 0, s.Requests()[0].Status)
 }
 
+// In a synctest bubble, the Server in memory: the minute of delay would
+// pass on the bubble's clock if the caller's going away did not end it.
 func TestADelayEndsWhenTheClientGoesAway(t *testing.T) {
-	s := creativetest.NewServer()
-	defer s.Close()
-	s.Fail("image/generate-qr", creativetest.Fault{Delay: time.Minute, Status: 500})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/image/v1/generate-qr", strings.NewReader(`{}`))
-	req.Header.Set("x-access-key", s.AccessKey)
-	start := time.Now()
-	_, err := http.DefaultClient.Do(req)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, time.Since(start), 5*time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		s := creativetest.StartInMemory(t)
+		s.Fail("image/generate-qr", creativetest.Fault{Delay: time.Minute, Status: 500})
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/image/v1/generate-qr", strings.NewReader(`{}`))
+		req.Header.Set("x-access-key", s.AccessKey)
+		start := time.Now()
+		_, err := s.HTTPClient().Do(req)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start), "the client gave up at its deadline")
+		synctest.Wait() // the Server sees the client gone
+		require.Len(t, s.Requests(), 1, "the delay ended then, without an answer")
+		assert.Equal(t, 0, s.Requests()[0].Status)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+	})
 }
 
 func TestHandleReplacesAnOperation(t *testing.T) {
