@@ -7,20 +7,20 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 )
 
 // schemaVersion is the PRAGMA user_version of the schema below.
 const schemaVersion = 1
 
-// schema is the database's tables and views. Every object of the ledger is
-// a row of objects, its bytes as the Store was given them (a record is a
-// JSON object); the views read them for people and scripts.
+// schema is the database's tables and views. Every key of the Store is a
+// row of objects: a small object with its bytes as the Store was given them
+// (a record of the ledger is a JSON object), an output file with NULL. The
+// views read the records for people and scripts.
 const schema = `
 CREATE TABLE objects (
 	key  TEXT PRIMARY KEY,
-	data BLOB NOT NULL
+	data BLOB
 );
 
 -- Every record of every attempt at a job: its claim, its answer (links and
@@ -123,29 +123,40 @@ func refuseUnclosed(root *os.Root) error {
 // oldLedger is the folder of JSON records an earlier version kept.
 const oldLedger = "ledger"
 
-// importFolder copies the records and heartbeats of an earlier version's
-// ledger folder into objects, under the same keys. The files stay as they
-// are; the database is the record from now on.
+// importFolder records what an earlier version left in the folder, if it
+// left its ledger folder: the records and heartbeats in it, under the same
+// keys, and the outputs at the top of the folder, as files. The files stay
+// as they are; the database is the record from now on.
 func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
+	if st, err := root.Stat(oldLedger); err != nil || !st.IsDir() {
+		return nil
+	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	err = fs.WalkDir(root.FS(), oldLedger, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !strings.HasPrefix(p, oldLedger+"/") || strings.HasPrefix(path.Base(p), ".") || !d.Type().IsRegular() {
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || p == ".":
+			return err
+		case strings.HasPrefix(d.Name(), ".") || reserved[p] || d.IsDir() && p != oldLedger && !strings.HasPrefix(p, oldLedger+"/"):
+			if d.IsDir() {
+				return fs.SkipDir // a folder of outputs is flat: only the ledger's are walked
+			}
+			return nil
+		case !d.Type().IsRegular():
+			return nil
+		case !strings.HasPrefix(p, oldLedger+"/"):
+			_, err = stmt.ExecContext(ctx, p, nil)
 			return err
 		}
 		data, err := root.ReadFile(p)
-		if err != nil {
-			return err
+		if err == nil {
+			_, err = stmt.ExecContext(ctx, p, data)
 		}
-		_, err = stmt.ExecContext(ctx, p, data)
 		return err
 	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if err != nil {
 		return fmt.Errorf("importing the ledger/ folder of an earlier version: %w", err)
 	}

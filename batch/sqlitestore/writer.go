@@ -10,11 +10,13 @@ import (
 	"github.com/creativegen/creative-go/batch"
 )
 
-// The kinds of write.
+// The kinds of write: a small object created or put, a key deleted, and
+// an output file recorded (a row without bytes).
 const (
 	opCreate = iota
 	opPut
 	opDelete
+	opFile
 )
 
 // A write is one change to the database, waiting for its commit.
@@ -136,6 +138,7 @@ var statements = [...]string{
 	opCreate: `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
 	opPut:    `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data`,
 	opDelete: `DELETE FROM objects WHERE key = ?`,
+	opFile:   `INSERT INTO objects (key, data) VALUES (?, NULL) ON CONFLICT (key) DO UPDATE SET data = NULL`,
 }
 
 // apply runs the writes in one transaction, begun IMMEDIATE (see dsn), and
@@ -149,10 +152,9 @@ func (w *writer) apply(ws []*write) error {
 	}
 	for _, wr := range ws {
 		args := []any{wr.key, wr.data}
-		if wr.kind == opDelete {
+		if wr.kind == opDelete || wr.kind == opFile {
 			args = args[:1]
-		}
-		if wr.data == nil && wr.kind != opDelete {
+		} else if wr.data == nil {
 			args[1] = []byte{}
 		}
 		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, args...)
