@@ -25,8 +25,12 @@ func Example() {
 		{Op: "image/generate-qr", ID: "home", Fields: map[string]any{"url": "https://example.com", "prompt": "spring flowers"}},
 		{Op: "image/text-to-image", Fields: map[string]any{"prompt": "a fox in the snow", "styleId": "anime"}},
 	}))
+	checked, err := r.Check(context.Background(), jobs) // every job, before anything is sent
+	if err != nil {
+		panic(err)
+	}
 	for range 2 {
-		sum, err := r.Run(context.Background(), jobs)
+		sum, err := r.Run(context.Background(), checked)
 		fmt.Printf("%d done now, %d before, err %v\n", sum.Done, sum.DoneBefore, err)
 	}
 	fmt.Println(srv.Count("image/generate-qr")+srv.Count("image/text-to-image"), "calls")

@@ -53,7 +53,7 @@ func (f *fixture) leaveClaimed(t *testing.T) string {
 		}
 	}})
 	require.NoError(t, err)
-	_, err = r.Run(context.Background(), batch.File(f.jobs))
+	_, err = checkAndRun(r, batch.File(f.jobs))
 	require.ErrorAs(t, err, new(*batch.LedgerError))
 	mu.Lock()
 	defer mu.Unlock()
@@ -85,7 +85,7 @@ func (f *fixture) planAndRun(t *testing.T, o batch.Options) (*batch.Plan, batch.
 	require.NoError(t, err)
 	plan, err := r.Plan(context.Background(), c)
 	require.NoError(t, err)
-	sum, err := r.RunChecked(context.Background(), c)
+	sum, err := r.Run(context.Background(), c)
 	return plan, sum, err
 }
 
@@ -290,7 +290,7 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 		mu.Unlock()
 	}})
 	require.NoError(t, err)
-	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	assert.Equal(t, 3, sum.Done)
 	require.Len(t, seen, 1, "one run, named in every claim: %v", seen)
@@ -322,7 +322,7 @@ func TestAHeartbeatThatCannotBeWrittenDoesNotStopTheRun(t *testing.T) {
 	f.write(t, imageJobs(4)...)
 	r, err := batch.New(f.c, noBeats{f.openOut(t)}, batch.Options{Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
-	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	assert.Equal(t, 4, sum.Done, "%+v", sum)
 	assert.Equal(t, 4, f.srv.Count("image/text-to-image"))

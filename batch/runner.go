@@ -272,8 +272,8 @@ func (t *task) stem() string {
 }
 
 // Checked is a Source whose every job passed the checks, with what the
-// check learned; RunChecked and Plan read the Source again. One run or plan
-// uses a Checked at a time.
+// check learned; Run and Plan read the Source again. One run or plan uses
+// a Checked at a time.
 type Checked struct {
 	src Source
 	p   *plan
@@ -310,8 +310,8 @@ type Plan struct {
 	Summary Summary
 }
 
-// Plan reads the ledger for every checked job and says what RunChecked
-// would do; it sends nothing and writes nothing. A Runner without a Store
+// Plan reads the ledger for every checked job and says what Run would do;
+// it sends nothing and writes nothing. A Runner without a Store
 // plans as for an empty ledger.
 func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.p.mine}}

@@ -58,7 +58,7 @@ func (f *fixture) run(t *testing.T, o batch.Options) (batch.Summary, error) {
 	o.Base = filepath.Dir(f.jobs)
 	r, err := batch.New(f.c, f.store, o)
 	require.NoError(t, err)
-	return r.Run(context.Background(), batch.File(f.jobs))
+	return checkAndRun(r, batch.File(f.jobs))
 }
 
 func imageJobs(n int) []string {
@@ -189,7 +189,7 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 		}
 	}})
 	require.NoError(t, err)
-	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	sum, err := checkAndRun(r, batch.File(f.jobs))
 	var le *batch.LedgerError
 	require.ErrorAs(t, err, &le)
 	assert.ErrorIs(t, err, syscall.ENOSPC)
@@ -257,7 +257,7 @@ func TestJobsFromGoValuesAndFilesFromAnFS(t *testing.T) {
 		{Op: "image/generate-logo", Fields: map[string]any{"prompt": "p", "numberOfResults": 2}},
 		{Op: "image/generate-logo", Fields: map[string]any{"prompt": "p", "numberOfResults": 2}},
 	}
-	sum, err := r.Run(context.Background(), batch.Values(slices.Values(jobs)))
+	sum, err := checkAndRun(r, batch.Values(slices.Values(jobs)))
 	var ce *batch.CheckError
 	if errors.As(err, &ce) {
 		t.Fatal(ce.Lines[0])
@@ -271,7 +271,7 @@ func TestJobsFromGoValuesAndFilesFromAnFS(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 
-	_, err = r.Run(context.Background(), batch.Values(slices.Values([]batch.Job{
+	_, err = checkAndRun(r, batch.Values(slices.Values([]batch.Job{
 		{Op: "image/re-imagine", Fields: map[string]any{"image": "../cat.png"}},
 		{Op: "image/generate-logo", Fields: map[string]any{"prompt": "p", "numberOfResults": 0}},
 	})))
@@ -306,7 +306,7 @@ func TestImagesThatCannotBeWrittenStopTheRunAndAreNeverCalledDone(t *testing.T) 
 	f.write(t, imageJobs(10)...)
 	r, err := batch.New(f.c, fullDisk{f.store}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
-	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	assert.Equal(t, 1, f.srv.Count("image/text-to-image"), "no job started after the failed write")
 	assert.Zero(t, sum.Done)
@@ -391,7 +391,7 @@ func TestTheLedgerCreatesEachRecordOnceAndReplacesNone(t *testing.T) {
 	store := &countingStore{Store: dir}
 	r, err := batch.New(f.c, store, batch.Options{Concurrency: 2, Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
-	sum, err := r.Run(context.Background(), batch.File(f.jobs))
+	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	require.Equal(t, 6, sum.Done, "%+v", sum)
 	assert.Zero(t, store.replaced.Load(), "ledger records put over others")
@@ -408,4 +408,13 @@ func TestTheLedgerCreatesEachRecordOnceAndReplacesNone(t *testing.T) {
 		}
 	}
 	assert.Equal(t, [3]int{6, 2, 6}, [3]int{claims, answers, ends}, "claims, answers (links only), ends")
+}
+
+// checkAndRun checks the jobs of src, then runs them.
+func checkAndRun(r *batch.Runner, src batch.Source) (batch.Summary, error) {
+	c, err := r.Check(context.Background(), src)
+	if err != nil {
+		return batch.Summary{}, err
+	}
+	return r.Run(context.Background(), c)
 }

@@ -5,7 +5,8 @@
 //
 // Jobs come from a JSON Lines file (File, JSONL) or from Go values (Values).
 // A Runner checks every job before it sends anything (Check), then runs them
-// with bounded concurrency (Run, RunChecked), reading the jobs again rather
+// with bounded concurrency (Run) or says what a run would do (Plan), reading
+// the jobs again rather
 // than holding them: its memory does not grow with their number. The ledger
 // and the outputs live in a Store: a local folder (package
 // batch/sqlitestore, a module of its own: the ledger in one SQLite

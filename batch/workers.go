@@ -47,23 +47,14 @@ type run struct {
 	ended   atomic.Int64 // jobs that ended, for keepIndex
 }
 
-// Run checks every job of src, then runs them: each job is claimed in the
-// ledger before its request is sent, and its answer is recorded durably
-// before the job moves on. Jobs done, claimed by another worker, or maybe
-// paid are not sent again (see Options). A bad job is a *CheckError and
-// nothing is sent; a ledger that cannot be written stops the run with a
-// *LedgerError. Run returns when every started job has ended, or when ctx
-// is cancelled (which cancels the calls in flight).
-func (r *Runner) Run(ctx context.Context, src Source) (Summary, error) {
-	c, err := r.Check(ctx, src)
-	if err != nil {
-		return Summary{}, err
-	}
-	return r.RunChecked(ctx, c)
-}
-
-// RunChecked runs jobs that Check passed; see Run.
-func (r *Runner) RunChecked(ctx context.Context, c *Checked) (Summary, error) {
+// Run runs the jobs Check passed, reading them again: each job is claimed
+// in the ledger before its request is sent, and its answer is recorded
+// durably before the job moves on. Jobs done, claimed by another worker,
+// or maybe paid are not sent again (see Options); a ledger that cannot be
+// written stops the run with a *LedgerError. Run returns when every
+// started job has ended, or when ctx is cancelled (which cancels the calls
+// in flight).
+func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
 	}

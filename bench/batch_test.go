@@ -88,7 +88,10 @@ func batchChild(mode string) int {
 			}
 		}
 	} else {
-		res.Summary, err = r.Run(ctx, batch.File(jobs))
+		var checked *batch.Checked
+		if checked, err = r.Check(ctx, batch.File(jobs)); err == nil {
+			res.Summary, err = r.Run(ctx, checked)
+		}
 	}
 	if err != nil {
 		res.Err = err.Error()

@@ -3,7 +3,6 @@
 package sqlitestore
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,7 +39,7 @@ func child(jobs, out, url string) int {
 		if s, err = Open(out); err == nil {
 			var r *batch.Runner
 			if r, err = batch.New(c, s, batch.Options{Concurrency: 8, Base: filepath.Dir(jobs)}); err == nil {
-				_, err = r.Run(context.Background(), batch.File(jobs))
+				_, err = checkAndRun(r, batch.File(jobs))
 			}
 			s.Close()
 		}

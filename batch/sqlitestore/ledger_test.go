@@ -39,7 +39,7 @@ func runIn(t *testing.T, c *creative.Client, s batch.Store, jobs string, o batch
 	o.Base = filepath.Dir(jobs)
 	r, err := batch.New(c, s, o)
 	require.NoError(t, err)
-	return r.Run(context.Background(), batch.File(jobs))
+	return checkAndRun(r, batch.File(jobs))
 }
 
 // Two runs on one folder, each with a Store of its own as two processes
@@ -172,4 +172,13 @@ func TestTheREADMEsQueriesReadTheLedger(t *testing.T) {
 	assert.Equal(t, [][]string{{"audio/text-to-music", "2"}, {"audio/text-to-speech", "1"}, {"image/generate-logo", "1"}, {"image/text-to-image", "2"}},
 		query(t, s.db, string(blocks[2][1])), "requests sent, the music's download included")
 	assert.Len(t, query(t, s.db, `SELECT * FROM runs`), 0, "no run under way")
+}
+
+// checkAndRun checks the jobs of src, then runs them.
+func checkAndRun(r *batch.Runner, src batch.Source) (batch.Summary, error) {
+	c, err := r.Check(context.Background(), src)
+	if err != nil {
+		return batch.Summary{}, err
+	}
+	return r.Run(context.Background(), c)
 }

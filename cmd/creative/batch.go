@@ -327,7 +327,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	defer cancel()
 	interrupted, stopWatching := a.watchBatchSignals(r, cancel)
 	start := time.Now()
-	sum, err := r.RunChecked(ctx, checked)
+	sum, err := r.Run(ctx, checked)
 	stopWatching()
 	d.stop()
 	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", summaryText(sum), time.Since(start).Seconds(), log.path)
