@@ -2,13 +2,9 @@ package batch
 
 import "time"
 
-// SetHeartbeatEvery makes runs write their heartbeats every d (and take
-// those older than three times d as stale) until restore is called.
-func SetHeartbeatEvery(d time.Duration) (restore func()) {
-	old := heartbeatEvery
-	heartbeatEvery = d
-	return func() { heartbeatEvery = old }
-}
+// SetHeartbeat makes r's runs write their heartbeats every d, and take
+// those older than three times d as stale.
+func SetHeartbeat(r *Runner, d time.Duration) { r.beat = d }
 
 // ThisSystem names the system this process runs on, as heartbeats name
 // it; "" where it cannot be named.

@@ -26,8 +26,9 @@ import (
 // attempts of the jobs (whose folders are named by three hex digits).
 const runsPrefix = ledgerPrefix + "runs/"
 
-// heartbeatEvery is how often a run writes its heartbeat again.
-var heartbeatEvery = 30 * time.Second
+// heartbeatEvery is how often a run writes its heartbeat again (a Runner's
+// beat, which tests shorten).
+const heartbeatEvery = 30 * time.Second
 
 // staleBeats is how many intervals a heartbeat stays fresh: a run that
 // missed that many is taken as gone.
@@ -74,7 +75,7 @@ func isRunToken(s string) bool {
 // and, when it was written on this system, its process is still there. No
 // token (a record of an older ledger), or a heartbeat missing, stale or
 // unreadable, is a run that is gone. An error is the Store's.
-func beating(ctx context.Context, s Store, token string) (bool, error) {
+func beating(ctx context.Context, s Store, token string, every time.Duration) (bool, error) {
 	if !isRunToken(token) {
 		return false, nil
 	}
@@ -92,7 +93,7 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
 		return false, nil // killed, on this system
 	}
-	return time.Since(hb.Time) < staleBeats*heartbeatEvery, nil
+	return time.Since(hb.Time) < staleBeats*every, nil
 }
 
 // assess reads the last attempt of the job with key, and says what a run
@@ -104,7 +105,7 @@ func (r *Runner) assess(ctx context.Context, key string) (*Record, int, action, 
 	if err != nil || !unended(last) {
 		return last, n, decide(last, &r.o, false), err
 	}
-	live, err := beating(ctx, r.store, last.Run)
+	live, err := beating(ctx, r.store, last.Run, r.beat)
 	if err != nil || live {
 		return last, n, decide(last, &r.o, live), err
 	}
@@ -124,7 +125,7 @@ func (r *Runner) reassess(ctx context.Context, key string, last *Record, n int) 
 	live := false
 	if unended(again) && again.Run != last.Run {
 		// The claim did not parse at the first read: its run is named now.
-		live, err = beating(ctx, r.store, again.Run)
+		live, err = beating(ctx, r.store, again.Run, r.beat)
 	}
 	return again, n, decide(again, &r.o, live), err
 }
@@ -133,7 +134,7 @@ func (r *Runner) reassess(ctx context.Context, key string, last *Record, n int) 
 // it is: the ledger, not the heartbeat, is the record, and the run's
 // claims then look like those of a worker that is gone, as they all did
 // before runs had heartbeats.
-func (ru *run) beat(ctx context.Context) {
+func (ru *run) beatNow(ctx context.Context) {
 	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), System: thisSystem(), PID: os.Getpid()})
 	if err == nil {
 		_ = ru.store.Put(ctx, heartbeatKey(ru.token), b)
@@ -145,8 +146,8 @@ func (ru *run) beat(ctx context.Context) {
 // it: a rerun right after the run ended is not held back by it.
 func (ru *run) keepBeating(ctx context.Context) (stop func()) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ru.beat(bctx)
-	stopTicks := every(heartbeatEvery, func() { ru.beat(bctx) })
+	ru.beatNow(bctx)
+	stopTicks := every(ru.Runner.beat, func() { ru.beatNow(bctx) })
 	return func() {
 		cancel() // a write under way gives up
 		stopTicks()

@@ -264,7 +264,6 @@ func (s *beatWatch) Create(ctx context.Context, key string, data []byte) error {
 }
 
 func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
-	defer batch.SetHeartbeatEvery(5 * time.Millisecond)()
 	f := newFixture(t)
 	f.write(t, imageJobs(3)...)
 	dir := f.openOut(t)
@@ -290,6 +289,7 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 		mu.Unlock()
 	}})
 	require.NoError(t, err)
+	batch.SetHeartbeat(r, 5*time.Millisecond)
 	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	assert.Equal(t, 3, sum.Done)
@@ -317,11 +317,11 @@ func (s noBeats) Put(ctx context.Context, key string, data []byte) error {
 }
 
 func TestAHeartbeatThatCannotBeWrittenDoesNotStopTheRun(t *testing.T) {
-	defer batch.SetHeartbeatEvery(time.Millisecond)()
 	f := newFixture(t)
 	f.write(t, imageJobs(4)...)
 	r, err := batch.New(f.c, noBeats{f.openOut(t)}, batch.Options{Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
+	batch.SetHeartbeat(r, time.Millisecond)
 	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	assert.Equal(t, 4, sum.Done, "%+v", sum)
