@@ -1,0 +1,119 @@
+package batch
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/internal/ops"
+)
+
+// What a run does with a job, by its last attempt: the rules a rerun
+// follows, whatever the Store.
+func TestWhatARunDoesWithEachState(t *testing.T) {
+	call := func(s State) *Record { return &Record{State: s, Kind: kindCall} }
+	download := &Record{State: Claimed, Kind: kindDownload}
+	lost := &Record{State: Answered, Lost: true}
+	for _, tc := range []struct {
+		name string
+		last *Record
+		live bool // the claim's run still beats
+		o    Options
+		want action
+	}{
+		{"never claimed: sent", nil, false, Options{}, actCall},
+		{"failed: sent again", call(Failed), false, Options{}, actCall},
+		{"refused: sent again", call(Refused), false, Options{}, actCall},
+		{"done: its files are checked", call(Done), false, Options{}, actCheck},
+		{"answered: downloaded, not paid again", call(Answered), false, Options{}, actDownload},
+		{"answered, links dead: left", lost, false, Options{}, actLeave},
+		{"answered, links dead, RepayLost: paid again", lost, false, Options{RepayLost: true}, actCall},
+		{"unknown: left", call(Unknown), false, Options{}, actLeave},
+		{"unknown, ResendUnknown: sent again", call(Unknown), false, Options{ResendUnknown: true}, actCall},
+		{"claimed by a run that is gone: left", call(Claimed), false, Options{}, actLeave},
+		{"claimed by a run that is gone, ResendUnknown: sent again", call(Claimed), false, Options{ResendUnknown: true}, actCall},
+		{"claimed by a live run: its worker's", call(Claimed), true, Options{}, actElsewhere},
+		{"claimed by a live run, ResendUnknown: still its worker's", call(Claimed), true, Options{ResendUnknown: true}, actElsewhere},
+		{"a download whose worker is gone: downloaded, free", download, false, Options{}, actDownload},
+		{"a download on a live run: its worker's", download, true, Options{}, actElsewhere},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, decide(tc.last, &tc.o, tc.live))
+		})
+	}
+}
+
+// A job's files are named by its id, or by its line and a mark of its
+// identity, then the operation, numbered when there are several.
+func TestOutputNames(t *testing.T) {
+	op, _ := ops.Lookup(ops.TextToImage)
+	key := "3fa9c1e0d2b4a6f8091a2b3c4d5e6f70"
+	for _, tc := range []struct {
+		job  Job
+		i, n int
+		want string
+	}{
+		{Job{Line: 3}, 0, 1, "000003-text-to-image-3fa9c1.png"},
+		{Job{Line: 3}, 1, 2, "000003-text-to-image-3fa9c1-2.png"},
+		{Job{Line: 1234567}, 0, 1, "1234567-text-to-image-3fa9c1.png"},
+		{Job{ID: "fox", Line: 3}, 0, 1, "fox-text-to-image.png"},
+		{Job{ID: "fox", Line: 3}, 0, 3, "fox-text-to-image-1.png"},
+	} {
+		tk := &task{job: tc.job, op: op, key: key}
+		assert.Equal(t, tc.want, fileName(tk.stem(), tc.i, tc.n, ".png"))
+	}
+}
+
+// The status counts each job once, by its last attempt; an answered job
+// whose links died is answered and lost.
+func TestStatusCountsEachJobByItsLastAttempt(t *testing.T) {
+	st := Status{States: map[State]int{}}
+	for _, r := range []*Record{{State: Done}, {State: Done}, {State: Failed}, {State: Answered, Lost: true}, {State: Answered}, {State: Claimed}} {
+		st.add(r)
+	}
+	assert.Equal(t, Status{Jobs: 6, States: map[State]int{Done: 2, Failed: 1, Answered: 2, Claimed: 1}, Lost: 1}, st)
+
+	var sum Summary
+	for _, r := range []*Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown}} {
+		sum.countLeft(r)
+	}
+	assert.Equal(t, Summary{Lost: 1, Claimed: 1, Unknown: 2}, sum)
+}
+
+// A job's fields are checked against the table before anything else: each
+// refusal names the field.
+func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
+	c := newChecker(&files{fsys: nil})
+	for _, tc := range []struct {
+		job   Job
+		field string
+		want  string
+	}{
+		{Job{}, "op", "must name the operation"},
+		{Job{Op: "image/text-to-imag"}, "op", `did you mean "image/text-to-image"?`},
+		{Job{Op: ops.TextToImage, ID: "../up"}, "id", "must be letters"},
+		{Job{Op: ops.TextToImage, ID: "123"}, "id", "not digits only"},
+		{Job{Op: ops.TextToImage, Fields: map[string]any{"colour": "red"}}, "colour", "takes no such field"},
+		{Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": 3}}, "prompt", "must be a string"},
+		{Job{Op: ops.TextToImage, Fields: map[string]any{"numberOfResults": "2"}}, "numberOfResults", "must be a number"},
+		{Job{Op: ops.TextToImage, Fields: map[string]any{"styleId": "no such style"}}, "styleId", "unknown style"},
+		{Job{Op: ops.TextToMusic, Fields: map[string]any{"duration": 0}}, "duration", "is 0: leave it out"},
+		{Job{Op: ops.InfiniteZoom, Fields: map[string]any{"numberOfIteration": nil}}, "numberOfIteration", "is null: leave it out"},
+		{Job{Op: ops.WriterTool, Fields: map[string]any{"inputs": "text"}}, "inputs", "must be an array"},
+	} {
+		_, err := c.resolve(tc.job)
+		var le *LineError
+		require.True(t, errors.As(err, &le), "%+v: %v", tc.job, err)
+		assert.Equal(t, tc.field, le.Field, "%+v", tc.job)
+		assert.Contains(t, le.Err.Error(), tc.want, "%+v", tc.job)
+	}
+
+	// Leaving a count out and giving its default are one job.
+	a, err := c.resolve(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p"}})
+	require.NoError(t, err)
+	b, err := c.resolve(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 1}})
+	require.NoError(t, err)
+	assert.Equal(t, a.vals, b.vals)
+}
