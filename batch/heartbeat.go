@@ -100,7 +100,7 @@ func beating(ctx context.Context, s Store, token string, every time.Duration) (b
 // does with it. The heartbeat of a claim's run is read only when decide
 // meets a claim with no end (see unended): never for a job new, ended or
 // answered.
-func (r *Runner) assess(ctx context.Context, key string) (*Record, int, action, error) {
+func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, error) {
 	last, n, err := latest(ctx, r.store, key)
 	if err != nil || !unended(last) {
 		return last, n, decide(last, &r.o, false), err
@@ -116,7 +116,7 @@ func (r *Runner) assess(ctx context.Context, key string) (*Record, int, action, 
 // looked gone: that run may have ended the job, then itself, between the
 // two reads, or the claim may have been read while it was being written.
 // The claim is taken over only if it still stands.
-func (r *Runner) reassess(ctx context.Context, key string, last *Record, n int) (*Record, int, action, error) {
+func (r *Runner) reassess(ctx context.Context, key string, last *record, n int) (*record, int, action, error) {
 	again, m, err := latest(ctx, r.store, key)
 	if err != nil || m != n {
 		// Attempt n+1 is made: taking it over finds it taken (Elsewhere).

@@ -26,7 +26,7 @@ func WriteIndex(ctx context.Context, store Store) error {
 	}
 	var walkErr error
 	entries := func(yield func(page.Entry) bool) {
-		walkErr = eachJob(ctx, store, func(r *Record) error {
+		walkErr = eachJob(ctx, store, func(r *record) error {
 			if !yield(entryOf(r)) {
 				return errStopped
 			}
@@ -46,7 +46,7 @@ func WriteIndex(ctx context.Context, store Store) error {
 }
 
 // entryOf is a record as the page shows it.
-func entryOf(r *Record) page.Entry {
+func entryOf(r *record) page.Entry {
 	return page.Entry{Job: r.Job, ID: r.ID, Line: r.Line, Op: r.Op, State: string(r.State), Fields: r.Fields,
 		Files: r.Files, URLs: r.URLs, Text: r.Text, Error: r.Error, RequestID: r.RequestID, Lost: r.Lost, Time: r.Time}
 }

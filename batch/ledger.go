@@ -69,33 +69,23 @@ func Classify(err error) State {
 	return Unknown
 }
 
-// A Record is one attempt at a job, as the ledger keeps it. Each attempt
-// is up to three records under ledger/<fan>/, each made once by an
-// exclusive create and never replaced: the claim (<job>.<attempt>.json),
-// the answer's links and text before anything is downloaded
-// (<job>.<attempt>.answered.json), and how the attempt ended
-// (<job>.<attempt>.end.json). The attempt stands where its last record
-// says. Only the worker whose claim was made writes the later two, so two
-// workers never make the same attempt.
+// A Record is where one attempt at a job stands: what an Event, a
+// LedgerError and ReadStatus report. The ledger keeps it with bookkeeping
+// of its own (see record).
 type Record struct {
-	Job     string `json:"job"`
+	Job     string `json:"job"` // the job's identity: 32 hex digits
 	ID      string `json:"id,omitempty"`
 	Line    int    `json:"line"`
 	Op      string `json:"op"`
-	Attempt int    `json:"attempt"`
-	// Kind is "call" for an attempt that sends the job's request, and
-	// "download" for one that only fetches an earlier answer's files.
-	Kind  string `json:"kind"`
-	State State  `json:"state"`
+	Attempt int    `json:"attempt"` // from 1
+	State   State  `json:"state"`
 	// Fields are the job's fields as sent: ids resolved, files by their
 	// path.
 	Fields map[string]any `json:"fields,omitempty"`
-	// Stem starts the names of the job's files.
-	Stem  string   `json:"stem"`
-	Files []string `json:"files,omitempty"`
-	URLs  []string `json:"urls,omitempty"`
-	Text  string   `json:"text,omitempty"`
-	Error string   `json:"error,omitempty"`
+	Files  []string       `json:"files,omitempty"` // the keys of its outputs in the Store
+	URLs   []string       `json:"urls,omitempty"`
+	Text   string         `json:"text,omitempty"`
+	Error  string         `json:"error,omitempty"`
 	// Lost marks an answered job whose answer can no longer be fetched (a
 	// link that died, a stream cut off): only paying again gets it.
 	Lost      bool      `json:"lost,omitempty"`
@@ -109,6 +99,23 @@ type Record struct {
 	// run goes) says whether a claim it left without an end is in flight
 	// or its worker is gone. Records of older ledgers have none.
 	Run string `json:"run,omitempty"`
+}
+
+// A record is one attempt at a job as the ledger keeps it. Each attempt
+// is up to three records under ledger/<fan>/, each made once by an
+// exclusive create and never replaced: the claim (<job>.<attempt>.json),
+// the answer's links and text before anything is downloaded
+// (<job>.<attempt>.answered.json), and how the attempt ended
+// (<job>.<attempt>.end.json). The attempt stands where its last record
+// says. Only the worker whose claim was made writes the later two, so two
+// workers never make the same attempt.
+type record struct {
+	Record `json:",inline"`
+	// Kind is "call" for an attempt that sends the job's request, and
+	// "download" for one that only fetches an earlier answer's files.
+	Kind string `json:"kind"`
+	// Stem starts the names of the job's files.
+	Stem string `json:"stem"`
 }
 
 // Kinds of attempt.
@@ -172,7 +179,7 @@ func splitAttempt(k string) (job string, n int, ok bool) {
 // record that does not parse (being created at this moment, or cut short
 // by a crash) is passed over for the one before it; a claim that does not
 // parse is a claim.
-func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
+func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 	n := 0
 	for {
 		ok, err := s.Exists(ctx, recordKey(key, n+1, stageClaim))
@@ -197,16 +204,16 @@ func latest(ctx context.Context, s Store, key string) (*Record, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		var r Record
+		var r record
 		if json.Unmarshal(b, &r) == nil {
 			return &r, n, nil
 		}
 	}
 	// A claim being made at this moment, or cut short by a crash.
-	return &Record{Job: key, Attempt: n, State: Claimed, Kind: kindCall}, n, nil
+	return &record{Record: Record{Job: key, Attempt: n, State: Claimed}, Kind: kindCall}, n, nil
 }
 
-func marshal(r *Record) []byte {
+func marshal(r *record) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(err) // a Record always marshals
@@ -216,13 +223,13 @@ func marshal(r *Record) []byte {
 
 // claim creates attempt n of the job as r; ErrExist means another worker
 // has it.
-func claim(ctx context.Context, s Store, r *Record) error {
+func claim(ctx context.Context, s Store, r *record) error {
 	return s.Create(ctx, recordKey(r.Job, r.Attempt, stageClaim), marshal(r))
 }
 
-// record makes the record of stage st of r, the claimer's own attempt,
+// putStage makes the record of stage st of r, the claimer's own attempt,
 // durably. Each stage is recorded once per attempt.
-func record(ctx context.Context, s Store, r *Record, st stage) error {
+func putStage(ctx context.Context, s Store, r *record, st stage) error {
 	return s.Create(ctx, recordKey(r.Job, r.Attempt, st), marshal(r))
 }
 
@@ -240,14 +247,14 @@ const (
 // unended reports whether r is a claim with no end: in flight on a live
 // worker, or left by a worker that is gone. Only for such a record does a
 // run read the heartbeat of the run that made it.
-func unended(r *Record) bool { return r != nil && r.State == Claimed }
+func unended(r *record) bool { return r != nil && r.State == Claimed }
 
 // decide says what a run does with a job whose last attempt is r. Live
 // says that r is a claim whose run still goes (see beating); it is read,
 // and may be true, only when unended(r). A live claim is left to its
 // worker whatever the options; a claim whose worker is gone is taken over
 // when it costs nothing (a download) or when asked (ResendUnknown).
-func decide(r *Record, o *Options, live bool) action {
+func decide(r *record, o *Options, live bool) action {
 	if r == nil {
 		return actCall
 	}

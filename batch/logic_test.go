@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,12 +14,12 @@ import (
 // What a run does with a job, by its last attempt: the rules a rerun
 // follows, whatever the Store.
 func TestWhatARunDoesWithEachState(t *testing.T) {
-	call := func(s State) *Record { return &Record{State: s, Kind: kindCall} }
-	download := &Record{State: Claimed, Kind: kindDownload}
-	lost := &Record{State: Answered, Lost: true}
+	call := func(s State) *record { return &record{Record: Record{State: s}, Kind: kindCall} }
+	download := &record{Record: Record{State: Claimed}, Kind: kindDownload}
+	lost := &record{Record: Record{State: Answered, Lost: true}}
 	for _, tc := range []struct {
 		name string
-		last *Record
+		last *record
 		live bool // the claim's run still beats
 		o    Options
 		want action
@@ -70,14 +71,14 @@ func TestOutputNames(t *testing.T) {
 // whose links died is answered and lost.
 func TestStatusCountsEachJobByItsLastAttempt(t *testing.T) {
 	st := Status{States: map[State]int{}}
-	for _, r := range []*Record{{State: Done}, {State: Done}, {State: Failed}, {State: Answered, Lost: true}, {State: Answered}, {State: Claimed}} {
-		st.add(r)
+	for _, r := range []Record{{State: Done}, {State: Done}, {State: Failed}, {State: Answered, Lost: true}, {State: Answered}, {State: Claimed}} {
+		st.add(&record{Record: r})
 	}
 	assert.Equal(t, Status{Jobs: 6, States: map[State]int{Done: 2, Failed: 1, Answered: 2, Claimed: 1}, Lost: 1}, st)
 
 	var sum Summary
-	for _, r := range []*Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown}} {
-		sum.countLeft(r)
+	for _, r := range []Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown}} {
+		sum.countLeft(&record{Record: r})
 	}
 	assert.Equal(t, Summary{Lost: 1, Claimed: 1, Unknown: 2}, sum)
 }
@@ -116,4 +117,21 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 	b, err := c.resolve(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 1}})
 	require.NoError(t, err)
 	assert.Equal(t, a.vals, b.vals)
+}
+
+// The ledger's records keep one flat JSON object, as earlier versions
+// wrote them: a record written before the split reads back whole.
+func TestARecordIsOneFlatJSONObject(t *testing.T) {
+	old := `{"job":"3fa9c1e0d2b4a6f8091a2b3c4d5e6f70","line":3,"op":"image/text-to-image","attempt":1,"kind":"call","state":"done","stem":"000003-text-to-image-3fa9c1","files":["000003-text-to-image-3fa9c1.png"],"run":"0123","time":"2026-11-01T10:00:00Z"}`
+	var r record
+	require.NoError(t, json.Unmarshal([]byte(old), &r))
+	assert.Equal(t, "call", r.Kind)
+	assert.Equal(t, "000003-text-to-image-3fa9c1", r.Stem)
+	assert.Equal(t, Done, r.State)
+	assert.Equal(t, []string{"000003-text-to-image-3fa9c1.png"}, r.Files)
+	var back map[string]any
+	require.NoError(t, json.Unmarshal(marshal(&r), &back))
+	for _, k := range []string{"job", "kind", "stem", "state", "files", "run", "time"} {
+		assert.Contains(t, back, k, "a top-level member")
+	}
 }

@@ -320,7 +320,7 @@ func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		var last *Record
+		var last *record
 		act := decide(nil, &r.o, false)
 		if r.store != nil {
 			if last, _, act, err = r.assess(ctx, t.key); err != nil {
@@ -361,7 +361,7 @@ type Summary struct {
 }
 
 // countLeft counts a job left alone at its last attempt.
-func (s *Summary) countLeft(last *Record) {
+func (s *Summary) countLeft(last *record) {
 	switch {
 	case last.State == Answered && last.Lost:
 		s.Lost++

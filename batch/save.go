@@ -32,7 +32,7 @@ func (e *storeError) Unwrap() error { return e.err }
 // save stores a call's answer and records the job: URLs are recorded
 // (answered) before anything is downloaded; images and speech are written
 // to their files, then the job is done.
-func (ru *run) save(ctx context.Context, rec *Record, res any, start time.Time) {
+func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) {
 	var err error
 	switch v := res.(type) {
 	case *creative.WriterResult:
@@ -65,13 +65,13 @@ func (ru *run) save(ctx context.Context, rec *Record, res any, start time.Time) 
 }
 
 // answered records the links of an answer, durably, then downloads them.
-func (ru *run) answered(ctx context.Context, rec *Record, us []creative.URL, start time.Time) {
+func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, start time.Time) {
 	for _, u := range us {
 		rec.URLs = append(rec.URLs, string(u))
 	}
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
-	if err := record(context.WithoutCancel(ctx), ru.store, rec, stageAnswered); err != nil {
+	if err := putStage(context.WithoutCancel(ctx), ru.store, rec, stageAnswered); err != nil {
 		ru.unrecorded(rec, err)
 		ru.count(func(s *Summary) { s.Claimed++ })
 		ru.ended.Add(1)
@@ -82,7 +82,7 @@ func (ru *run) answered(ctx context.Context, rec *Record, us []creative.URL, sta
 }
 
 // images writes decoded images to their files.
-func (ru *run) images(ctx context.Context, rec *Record, ims []creative.Image) error {
+func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) error {
 	for i, im := range ims {
 		key := fileName(rec.Stem, i, len(ims), im.Ext())
 		if err := ru.write(ctx, key, rec, func(w io.Writer) error { _, err := im.WriteTo(w); return err }); err != nil {
@@ -94,7 +94,7 @@ func (ru *run) images(ctx context.Context, rec *Record, ims []creative.Image) er
 }
 
 // audio streams speech to its file.
-func (ru *run) audio(ctx context.Context, rec *Record, a *creative.Audio) error {
+func (ru *run) audio(ctx context.Context, rec *record, a *creative.Audio) error {
 	defer a.Close()
 	key := fileName(rec.Stem, 0, 1, a.Ext())
 	if err := ru.write(ctx, key, rec, func(w io.Writer) error { _, err := io.Copy(w, a); return err }); err != nil {
@@ -106,7 +106,7 @@ func (ru *run) audio(ctx context.Context, rec *Record, a *creative.Audio) error 
 
 // meta is what an output carries as object metadata where the store keeps
 // it.
-func meta(rec *Record) map[string]string {
+func meta(rec *record) map[string]string {
 	m := map[string]string{"job": rec.Job, "op": rec.Op}
 	if rec.ID != "" {
 		m["id"] = rec.ID
@@ -119,7 +119,7 @@ func meta(rec *Record) map[string]string {
 
 // write fills the object key. A failure of the store is a *storeError;
 // a failure of fill leaves nothing and is returned as it is.
-func (ru *run) write(ctx context.Context, key string, rec *Record, fill func(io.Writer) error) error {
+func (ru *run) write(ctx context.Context, key string, rec *record, fill func(io.Writer) error) error {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	w, err := ru.store.NewWriter(wctx, key, meta(rec))
@@ -158,7 +158,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // download fetches an answered job's links to their files, then records
 // it done. A link that is gone (403, 404, 410) marks the answer lost.
-func (ru *run) download(ctx context.Context, rec *Record, start time.Time) {
+func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 	rec.Files = nil
 	for i, u := range rec.URLs {
 		key, err := ru.fetch(ctx, rec, i, u)
@@ -184,7 +184,7 @@ func (ru *run) download(ctx context.Context, rec *Record, start time.Time) {
 }
 
 // fetch downloads link i of rec to its file, named by its first bytes.
-func (ru *run) fetch(ctx context.Context, rec *Record, i int, link string) (string, error) {
+func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) (string, error) {
 	lw := &lazyWriter{name: func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head, link)) }}
 	lw.open = func(key string) (io.WriteCloser, error) {
 		return ru.store.NewWriter(lw.ctx, key, meta(rec))

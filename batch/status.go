@@ -27,7 +27,7 @@ type Status struct {
 // live worker is counted in InFlight instead.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	err := eachJob(ctx, store, func(rec *Record) error {
+	err := eachJob(ctx, store, func(rec *record) error {
 		st.add(rec)
 		if rec.State == Claimed {
 			live, err := beating(ctx, store, rec.Run, heartbeatEvery)
@@ -40,7 +40,7 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 			}
 		}
 		if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
-			unknown(*rec)
+			unknown(rec.Record)
 		}
 		return nil
 	})
@@ -48,7 +48,7 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 }
 
 // add counts a job by its last attempt.
-func (st *Status) add(rec *Record) {
+func (st *Status) add(rec *record) {
 	st.Jobs++
 	st.States[rec.State]++
 	if rec.State == Answered && rec.Lost {
@@ -58,7 +58,7 @@ func (st *Status) add(rec *Record) {
 
 // eachJob gives fn the last attempt of every job of the ledger, one job at
 // a time, in the order of their keys.
-func eachJob(ctx context.Context, store Store, fn func(*Record) error) error {
+func eachJob(ctx context.Context, store Store, fn func(*record) error) error {
 	lastJob := ""
 	visit := func() error {
 		rec, _, err := latest(ctx, store, lastJob)

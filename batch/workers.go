@@ -132,15 +132,15 @@ func (ru *run) count(f func(s *Summary)) {
 	ru.mu.Unlock()
 }
 
-func (ru *run) event(typ EventType, rec *Record) {
+func (ru *run) event(typ EventType, rec *record) {
 	if ru.o.OnEvent != nil {
-		ru.o.OnEvent(Event{Type: typ, Record: *rec})
+		ru.o.OnEvent(Event{Type: typ, Record: rec.Record})
 	}
 }
 
 // failLedger stops the run because the ledger could not be written; paid,
 // when not nil, is an answer that nothing holds now.
-func (ru *run) failLedger(err error, paid *Record) {
+func (ru *run) failLedger(err error, paid *record) {
 	ru.st.stop()
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
@@ -148,7 +148,7 @@ func (ru *run) failLedger(err error, paid *Record) {
 		ru.fatal = &LedgerError{Err: err}
 	}
 	if paid != nil {
-		ru.fatal.Unrecorded = append(ru.fatal.Unrecorded, *paid)
+		ru.fatal.Unrecorded = append(ru.fatal.Unrecorded, paid.Record)
 	}
 }
 
@@ -180,20 +180,20 @@ func (ru *run) do(ctx context.Context, t *task) {
 
 // elsewhere counts a job that another worker has at this moment; rec is
 // its attempt.
-func (ru *run) elsewhere(rec *Record) {
+func (ru *run) elsewhere(rec *record) {
 	ru.count(func(s *Summary) { s.Elsewhere++ })
 	ru.event(JobSkipped, rec)
 }
 
 // newRecord starts attempt n of t.
-func (ru *run) newRecord(t *task, n int, kind string) *Record {
-	return &Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, Kind: kind,
-		State: Claimed, Fields: t.vals, Stem: t.stem(), Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}
+func (ru *run) newRecord(t *task, n int, kind string) *record {
+	return &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
+		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kind, Stem: t.stem()}
 }
 
 // claimOrSkip claims rec's attempt; it reports false when the job is not
 // to go on (another worker has it, or the ledger failed).
-func (ru *run) claimOrSkip(ctx context.Context, rec *Record) bool {
+func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
 	err := claim(ctx, ru.store, rec)
 	if errors.Is(err, ErrExist) {
 		ru.elsewhere(rec)
@@ -246,11 +246,11 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 
 // finish records rec as it ends this run and counts it; paid is what
 // nothing else holds if the record cannot be written.
-func (ru *run) finish(ctx context.Context, rec *Record, start time.Time) {
+func (ru *run) finish(ctx context.Context, rec *record, start time.Time) {
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
 	// The record is written even when ctx was cancelled: the call ended.
-	if err := record(context.WithoutCancel(ctx), ru.store, rec, stageEnd); err != nil {
+	if err := putStage(context.WithoutCancel(ctx), ru.store, rec, stageEnd); err != nil {
 		ru.unrecorded(rec, err)
 	}
 	ru.count(func(s *Summary) {
@@ -282,8 +282,8 @@ func (ru *run) finish(ctx context.Context, rec *Record, start time.Time) {
 // paid answer to the LedgerError, and leaves rec as the ledger has it:
 // answered when its links were recorded before, else claimed (maybe
 // paid). Nothing unrecorded is called done.
-func (ru *run) unrecorded(rec *Record, err error) {
-	var paid *Record
+func (ru *run) unrecorded(rec *record, err error) {
+	var paid *record
 	if rec.State == Answered || rec.State == Done {
 		cp := *rec
 		paid = &cp
@@ -299,7 +299,7 @@ func (ru *run) unrecorded(rec *Record, err error) {
 
 // checkDone checks that a done job's files are in place; when some are
 // gone and its answer had links, it downloads them again (free).
-func (ru *run) checkDone(ctx context.Context, last *Record, n int) {
+func (ru *run) checkDone(ctx context.Context, last *record, n int) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
 		if err != nil {
@@ -321,7 +321,7 @@ func (ru *run) checkDone(ctx context.Context, last *Record, n int) {
 }
 
 // redownload claims attempt n of an answered job to fetch its files again.
-func (ru *run) redownload(ctx context.Context, last *Record, n int) {
+func (ru *run) redownload(ctx context.Context, last *record, n int) {
 	rec := *last
 	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = n, kindDownload, Claimed, ru.o.Worker, ru.token
 	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
