@@ -13,14 +13,8 @@ import (
 )
 
 // A run's heartbeat tells a claim in flight from the claim of a worker that
-// died. Every run draws a random token, writes it in each record it makes
-// (Record.Run), and keeps one small object, ledger/runs/<token>.json, with
-// the time and its worker's name: written when the run starts, again every
-// heartbeatEvery, and removed when the run ends. A claim whose run's
-// heartbeat is younger than staleBeats intervals is in flight on a live
-// worker; one whose heartbeat is missing or stale, or that names no run
-// (an older ledger), or whose process is seen gone from the system it was
-// written on, is of a worker that is gone.
+// died (see the package's doc): a heartbeat that cannot be written does not
+// stop a run, whose claims then look like those of a worker that is gone.
 
 // runsPrefix holds the heartbeats of the runs under way, beside the
 // attempts of the jobs (whose folders are named by three hex digits).

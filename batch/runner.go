@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"strconv"
 	"time"
@@ -33,16 +32,10 @@ type Options struct {
 	AllowOutside bool
 	// ResendUnknown sends again the jobs whose outcome is unknown (they may
 	// have been paid for: this may pay twice): those that ended unknown,
-	// and those claimed by a worker that is gone. A claim with no end is
-	// taken as in flight on a live worker while the heartbeat of the run
-	// that made it is fresh (written less than 90 s ago): such a job is
-	// left alone and counted in Summary.Elsewhere, with or without this
-	// option. A claim whose run's
-	// heartbeat is missing or stale, or that names no run (an older
-	// ledger), is sent again. A run that was killed, rather than stopped,
-	// leaves its heartbeat behind: its jobs are sent again once it is
-	// stale, or at once by a run on the same machine (on Linux), which
-	// sees that its process is gone.
+	// and those claimed by a worker that is gone, not those in flight on a
+	// live one (see the package's doc). A killed run's claims are sent
+	// again once its heartbeat is stale, or at once from its own machine
+	// (on Linux), which sees its process gone.
 	ResendUnknown bool
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.
@@ -132,14 +125,14 @@ func (r *Runner) Stop() int { return r.st.stop() }
 
 // A CheckError lists the jobs that cannot run; nothing was sent.
 type CheckError struct {
-	// Lines holds the first bad jobs found, at most MaxLineErrors.
+	// Lines holds the first bad jobs found, at most 20.
 	Lines []*LineError
 	// Count is how many jobs are bad.
 	Count int
 }
 
-// MaxLineErrors bounds how many bad jobs a CheckError lists.
-const MaxLineErrors = 20
+// maxLineErrors bounds how many bad jobs a CheckError lists.
+const maxLineErrors = 20
 
 // Error says how many jobs are bad.
 func (e *CheckError) Error() string {
@@ -156,23 +149,22 @@ func plural(n int, what string) string {
 
 func (e *CheckError) add(le *LineError) {
 	e.Count++
-	if len(e.Lines) < MaxLineErrors {
+	if len(e.Lines) < maxLineErrors {
 		e.Lines = append(e.Lines, le)
 	}
 }
 
-// A plan is what the check pass learned: the jobs' count per operation,
+// A plan is what the check pass learned: how many jobs there are,
 // and which identities repeat.
 type plan struct {
-	jobs  int // in the whole Source
-	mine  int // in this worker's shard
-	perOp map[string]int
-	seen  *seen
+	jobs int // in the whole Source
+	mine int // in this worker's shard
+	seen *seen
 }
 
 // check reads every job once and checks it; a bad job is a *CheckError.
 func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
-	p := &plan{perOp: map[string]int{}, seen: newSeen()}
+	p := &plan{seen: newSeen()}
 	bad := &CheckError{}
 	idRepeats := false
 	for j, err := range src {
@@ -184,7 +176,6 @@ func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
 				if r.inShard(j) {
 					p.mine++
 				}
-				p.perOp[t.op.Name]++
 				if p.seen.add(t.identity()) && j.ID != "" {
 					idRepeats = true
 				}
@@ -286,9 +277,6 @@ func (c *Checked) Jobs() int { return c.p.jobs }
 // InShard is how many of them this worker's shard holds (see
 // Options.Shard): all of them without shards.
 func (c *Checked) InShard() int { return c.p.mine }
-
-// Calls counts the checked jobs per operation.
-func (c *Checked) Calls() map[string]int { return maps.Clone(c.p.perOp) }
 
 // Check reads every job of src once and checks it as the SDK would, sending
 // nothing and touching no Store; a bad job is a *CheckError.

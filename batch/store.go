@@ -27,18 +27,14 @@
 // writes a page that shows them to a person.
 //
 // A claim with no end is in flight on a live worker, or its worker died
-// (maybe paid). To tell them apart, each run keeps a heartbeat: one small
-// object, ledger/runs/<run>.json, written with Store.Put when the run
-// starts and every 30 s, removed when it ends; each record names its run
-// (Record.Run). A run that meets a claim with no end reads that heartbeat:
-// fresh (less than three intervals old, by the time written in it, so the
-// fleet's clocks should agree to within a few seconds) means the job is in
-// flight elsewhere, and it is left alone whatever the options
-// (Summary.Elsewhere); missing or stale, or naming a process gone from the
-// machine that reads it (on Linux), the worker is gone (Summary.Claimed:
-// maybe paid, sent again with Options.ResendUnknown; a download's claim is
-// downloaded again, which costs nothing). A heartbeat that cannot be written does not stop a run: its claims
-// then look like those of a worker that is gone.
+// (maybe paid). Each run keeps a heartbeat, ledger/runs/<run>.json, written
+// every 30 s and removed when it ends, and each record names its run
+// (Record.Run): a claim whose run's heartbeat is fresh (under 90 s old, so
+// the fleet's clocks should agree to within a few seconds) is left to its
+// worker whatever the options (Summary.Elsewhere); one whose heartbeat is
+// missing or stale, or names a process gone from this machine, is of a
+// worker that is gone (Summary.Claimed: maybe paid, sent again with
+// Options.ResendUnknown; a download is fetched again, which costs nothing).
 package batch
 
 import (
