@@ -59,7 +59,7 @@ type Client struct {
 	rt      http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
 	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
 	urls    map[string]string                          // operation name -> its URL under the base URL
-	limiter RateLimiter                                // nil without WithRateLimit or WithRateLimiter
+	limiter RateLimiter                                // nil without WithRateLimiter
 	pause   *pause                                     // the wait a 429 or 503 asked of every call
 }
 
@@ -170,8 +170,6 @@ func (c *Client) String() string {
 	return fmt.Sprintf("creative.Client{BaseURL: %q, AccessKey: %s}", c.prefix, redacted)
 }
 
-// GoString is String, so %#v does not print the access key either.
-func (c *Client) GoString() string { return c.String() }
 
 // Format prints the Client as String does for every verb, so no verb or flag
 // (%v, %+v, %#v, %s) prints the access key.

@@ -12,6 +12,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
+	"golang.org/x/time/rate"
 )
 
 // The options of New work on one call too, overriding the Client's for
@@ -121,13 +122,13 @@ func ExampleAPIError_requestID() {
 	// creative: image/generate-qr: HTTP 400: url: not reachable (request id req-7f3a)
 }
 
-// WithRateLimit makes every attempt of every call of the Client, retries
-// included, wait for a token: here 100 a second with bursts of 1, so 11
-// calls at once take at least 100 ms.
-func ExampleWithRateLimit() {
+// WithRateLimiter makes every attempt of every call of the Client, retries
+// included, wait for a token: here of a limiter of 100 a second with bursts
+// of 1, so 11 calls at once take at least 100 ms.
+func ExampleWithRateLimiter() {
 	srv := creativetest.NewServer()
 	defer srv.Close()
-	c := srv.Client(creative.WithRateLimit(100, 1))
+	c := srv.Client(creative.WithRateLimiter(rate.NewLimiter(100, 1)))
 
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -30,6 +30,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 )
 
 // hostileEnv is a started hostile server: the base URL to give the client,
@@ -666,7 +667,7 @@ func hostileCases() []hostileCase {
 					}
 					replyJSON(200, envelopeOf(`"https://files.example/a.wav"`))(w, r)
 				}
-			}, WithRateLimit(5, 1), WithMaxRetries(0)),
+			}, WithRateLimiter(rate.NewLimiter(5, 1)), WithMaxRetries(0)),
 			call: func(ctx context.Context, c *Client, base string) error {
 				if err := hostileMusic(ctx, c, base); !errors.Is(err, ErrRateLimited) {
 					return fmt.Errorf("the first call: want the 429, got %v", err)

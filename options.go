@@ -5,18 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/textproto"
 	"time"
 
-	"golang.org/x/time/rate"
 )
 
 // An Option configures a Client in New, or one call when given to a method.
 // A call's options override the Client's for that call only. Options that
 // only make sense for a Client (WithBaseURL, WithHTTPClient,
-// WithInsecureHTTP, WithRateLimit) given to a call make the call fail before
+// WithInsecureHTTP, WithRateLimiter) given to a call make the call fail before
 // anything is sent.
 type Option func(*settings) error
 
@@ -96,19 +94,6 @@ func WithInsecureHTTP() Option {
 	return func(s *settings) error { return clientOnly("WithInsecureHTTP", s, func() { s.insecure = true }) }
 }
 
-// WithRateLimit makes every attempt of every call of the Client, retries
-// included, wait for a token of a limiter that allows perSecond attempts a
-// second with bursts of burst. The wait honours the call's context. Client
-// only.
-func WithRateLimit(perSecond float64, burst int) Option {
-	return func(s *settings) error {
-		if !(perSecond > 0) || math.IsInf(perSecond, 0) || burst < 1 {
-			return fmt.Errorf("creative: WithRateLimit: want a positive rate and a burst of at least 1, got %v and %d", perSecond, burst)
-		}
-		return clientOnly("WithRateLimit", s, func() { s.limiter = rate.NewLimiter(rate.Limit(perSecond), burst) })
-	}
-}
-
 // A RateLimiter paces the attempts of a Client: Wait blocks until the next
 // attempt may go, or returns an error (the context's, or the limiter's own)
 // and the attempt is not sent. *rate.Limiter of golang.org/x/time/rate is
@@ -119,9 +104,10 @@ type RateLimiter interface {
 }
 
 // WithRateLimiter makes every attempt of every call of the Client, retries
-// included, wait on l first, so a limiter shared with other Clients or other
-// processes holds them all to one quota. WithRateLimit is the same with a
-// limiter of the Client's own. Client only.
+// included, wait on l first; the wait honours the call's context. A
+// limiter of the Client's own is rate.NewLimiter(perSecond, burst) of
+// golang.org/x/time/rate; one shared with other Clients or processes holds
+// them all to one quota. Client only.
 func WithRateLimiter(l RateLimiter) Option {
 	return func(s *settings) error {
 		if l == nil {

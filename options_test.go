@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/creativegen/creative-go/ids"
 )
@@ -310,7 +311,7 @@ func TestClientOnlyOptionsOnACallFailBeforeAnythingIsSent(t *testing.T) {
 		{"WithBaseURL", WithBaseURL("https://elsewhere.example.com")},
 		{"WithHTTPClient", WithHTTPClient(&http.Client{})},
 		{"WithInsecureHTTP", WithInsecureHTTP()},
-		{"WithRateLimit", WithRateLimit(1, 1)},
+		{"WithRateLimiter", WithRateLimiter(rate.NewLimiter(1, 1))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

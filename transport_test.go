@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 )
 
 // One attempt on its way (transport.go): the rate limiter, the middleware
@@ -47,7 +48,7 @@ func TestWithRateLimitSpreadsCallsOverItsBudget(t *testing.T) {
 	// others one every 100 ms, so 11 calls take 1 s.
 	synctest.Test(t, func(t *testing.T) {
 		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
-		c := ss.client(t, WithRateLimit(10, 1))
+		c := ss.client(t, WithRateLimiter(rate.NewLimiter(10, 1)))
 		took := elevenCalls(t, c)
 		stamps := ss.stamps()
 		require.Len(t, stamps, 11)
@@ -67,7 +68,7 @@ func TestWithRateLimitMakesRetriesWaitForATokenToo(t *testing.T) {
 			}
 			replyJSON(200, musicOK)(w, r)
 		})
-		c := ss.client(t, WithRateLimit(10, 1)) // backoffs of a millisecond or two
+		c := ss.client(t, WithRateLimiter(rate.NewLimiter(10, 1))) // backoffs of a millisecond or two
 		require.NoError(t, music(context.Background(), c))
 		stamps := ss.stamps()
 		require.Len(t, stamps, 3)
@@ -82,7 +83,7 @@ func TestTheRateLimitWaitHonoursTheContext(t *testing.T) {
 	// 2 s away.
 	start := func(t *testing.T) (*stampServer, *Client) {
 		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
-		c := ss.client(t, WithRateLimit(0.5, 1))
+		c := ss.client(t, WithRateLimiter(rate.NewLimiter(0.5, 1)))
 		require.NoError(t, music(context.Background(), c), "the first token is there")
 		return ss, c
 	}

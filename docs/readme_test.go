@@ -53,6 +53,7 @@ var imports = map[string]string{
 	"time": `"time"`, "testing": `"testing"`, "http": `"net/http"`, "slog": `"log/slog"`,
 	"os": `"os"`, "io": `"io"`, "creative": `creative "github.com/creativegen/creative-go"`,
 	"ids": `"github.com/creativegen/creative-go/ids"`, "creativetest": `"github.com/creativegen/creative-go/creativetest"`,
+	"rate": `"golang.org/x/time/rate"`,
 }
 
 // declared finds the names a fragment's own statements declare with :=,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
@@ -163,7 +164,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	opts := []creative.Option{creative.WithHTTPClient(batchHTTPClient(f.concurrency))}
 	if f.rate > 0 {
-		opts = append(opts, creative.WithRateLimit(f.rate, 1))
+		opts = append(opts, creative.WithRateLimiter(rate.NewLimiter(rate.Limit(f.rate), 1)))
 	}
 	var c *creative.Client
 	closeClient := func() {}
