@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/creativegen/creative-go/internal/ops"
@@ -54,6 +55,7 @@ type Client struct {
 	base    *url.URL                                   // scheme and host the access key may be sent to
 	prefix  string                                     // base URL without a trailing slash
 	key     func() []string                            // the x-access-key header value; a closure, which fmt prints as an address
+	own     func() *redactor                           // the redactor of calls that send the Client's key, its forms worked out once
 	set     settings                                   // the Client's options, without the key
 	hc      http.Client                                // the template of every call's http.Client, without transport or redirect rule
 	rt      http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
@@ -98,6 +100,7 @@ func New(opts ...Option) (*Client, error) {
 		base:   base,
 		prefix: strings.TrimRight(base.String(), "/"),
 		key:    func() []string { return key },
+		own:    sync.OnceValue(func() *redactor { return &redactor{keys: key} }),
 		set:    s,
 		pause:  &pause{},
 		urls:   make(map[string]string, len(ops.All)),
@@ -170,7 +173,6 @@ func (c *Client) String() string {
 	return fmt.Sprintf("creative.Client{BaseURL: %q, AccessKey: %s}", c.prefix, redacted)
 }
 
-
 // Format prints the Client as String does for every verb, so no verb or flag
 // (%v, %+v, %#v, %s) prints the access key.
 func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
@@ -203,8 +205,8 @@ type call struct {
 	unknowns   int           // attempts whose outcome is unknown
 	retryAfter time.Duration // asked for by the last answer
 
-	redactor // the call's keys and the Client's, removed from every text
-	retrier  // go-retryablehttp's client of this call (retry.go)
+	*redactor // the call's keys and the Client's, removed from every text
+	retrier   // go-retryablehttp's client of this call (retry.go)
 }
 
 // callSettings returns the settings of one call: the Client's, or a copy
@@ -236,9 +238,9 @@ func (c *Client) callSettings(op string, opts []Option) (*settings, []string, er
 func (c *Client) newCall(r *request, s *settings, key []string) *call {
 	cl := &call{c: c, op: r.op, s: s, keys: key, body: r.body, hc: c.hc}
 	if own := c.key(); len(key) == 1 && key[0] == own[0] {
-		cl.redactor.keys = own // the Client's key alone: nothing to merge
+		cl.redactor = c.own() // the Client's key alone: nothing to merge
 	} else {
-		cl.redactor.keys = newRedactor(key, own).keys
+		cl.redactor = &redactor{keys: newRedactor(key, own).keys}
 	}
 	cl.tr = transport{cl: cl, next: c.rt}
 	cl.hc.Transport = &cl.tr

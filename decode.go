@@ -336,7 +336,7 @@ func (rs *response) notAudio(ct string, head []byte) error {
 		return rs.unexpected(body, "an empty body where audio was promised")
 	}
 	var ee *envelopeError
-	switch err := envelope(body, false, &rs.cl.redactor, func(d *bodyDecoder) error { return d.SkipValue() }); {
+	switch err := envelope(body, false, rs.cl.redactor, func(d *bodyDecoder) error { return d.SkipValue() }); {
 	case errors.As(err, &ee) && ee.failed:
 		return rs.serviceFailure(body, ee.msg)
 	case err != nil:

@@ -255,7 +255,7 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 		// error's Body.
 		head = rs.cl.keep(body, 1<<10) // a redacted copy, cut after redaction
 	}
-	err = envelope(body, inPlace, &rs.cl.redactor, data)
+	err = envelope(body, inPlace, rs.cl.redactor, data)
 	if err == nil {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"time"
-
 )
 
 // An Option configures a Client in New, or one call when given to a method.
