@@ -93,21 +93,14 @@ func (w *writer) close() bool {
 	return true
 }
 
+// loop commits, in one transaction, the writes waiting when it takes the
+// first: this goroutine alone receives, so what len counts is there.
 func (w *writer) loop() {
 	defer close(w.ended)
 	for first := range w.queue {
 		ws := []*write{first}
-	more:
-		for len(ws) < maxBatch {
-			select {
-			case wr, ok := <-w.queue:
-				if !ok {
-					break more
-				}
-				ws = append(ws, wr)
-			default:
-				break more
-			}
+		for len(ws) < maxBatch && len(w.queue) > 0 {
+			ws = append(ws, <-w.queue)
 		}
 		w.commit(ws)
 	}
