@@ -22,7 +22,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
+	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/media"
 )
 
@@ -289,6 +291,52 @@ func TestMoreFieldRules(t *testing.T) {
 			assert.Equal(t, tt.want, env["message"])
 		})
 	}
+}
+
+// The fake refuses a value with the words of the SDK's own validation of
+// the same request, and takes what that validation takes.
+func TestTheFakeRefusesWithTheSDKsWords(t *testing.T) {
+	s := newServer(t)
+	voice := string(ids.VoiceMale1)
+	tests := []struct {
+		name, op, body string
+		req            interface{ Validate() error }
+	}{
+		{"11 images", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":11}`,
+			creative.TextToImageRequest{Prompt: "p", NumberOfResults: 11}},
+		{"a negative count of logos", creativetest.OpGenerateLogo, `{"prompt":"p","numberOfResults":-2}`,
+			creative.GenerateLogoRequest{Prompt: "p", NumberOfResults: -2}},
+		{"a link without a host", creativetest.OpGenerateQR, `{"url":"https:///x","prompt":"p"}`,
+			creative.GenerateQRRequest{URL: "https:///x", Prompt: "p"}},
+		{"a link with port 0", creativetest.OpColorImage, `{"url":"http://example.com:0/a.png"}`,
+			creative.ColorImageRequest{URL: "http://example.com:0/a.png"}},
+		{"a negative scale", creativetest.OpUpScale, `{"url":"https://x.example/a.png","scale":-1.5}`,
+			creative.UpScaleRequest{URL: "https://x.example/a.png", Scale: -1.5}},
+		{"a voice that is a label", creativetest.OpTextToSpeech, `{"prompt":"p","voiceId":"female 1"}`,
+			creative.TextToSpeechRequest{Prompt: "p", VoiceID: "female 1"}},
+		{"an empty tone", creativetest.OpWriterTool, `{"inputs":["x"],"language":"en","number":1,"useCase":"Blog","action":"a","tone":""}`,
+			creative.WriterToolRequest{Inputs: []any{"x"}, Language: "en", Number: 1, UseCase: "Blog", Action: "a"}},
+		{"negative zoom steps", creativetest.OpInfiniteZoom, `{"prompt":"p","numberOfIteration":-1}`,
+			creative.InfiniteZoomRequest{Prompt: "p", NumberOfIteration: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ve *creative.ValidationError
+			require.ErrorAs(t, tt.req.Validate(), &ve)
+			resp, env := post(t, s, tt.op, tt.body)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+			want := ve.Field + ": " + ve.Rule
+			if ve.Value != "" {
+				want += ", got " + ve.Value
+			}
+			assert.Equal(t, want, env["message"])
+		})
+	}
+	t.Run("a prompt of spaces, which Validate takes", func(t *testing.T) {
+		require.NoError(t, creative.TextToSpeechRequest{Prompt: "  ", VoiceID: ids.VoiceMale1}.Validate())
+		resp, env := post(t, s, creativetest.OpTextToSpeech, `{"prompt":"  ","voiceId":"`+voice+`"}`)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, env)
+	})
 }
 
 func TestOtherWriterUseCasesTakeAnyInputs(t *testing.T) {
