@@ -519,7 +519,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case bad != "":
 		envelope(sw, http.StatusBadRequest, false, bad, nil)
 	default:
-		res, bad := s.answer(op, in)
+		res, bad := s.run(op, in)
 		switch {
 		case bad != "":
 			envelope(sw, http.StatusBadRequest, false, bad, nil)
@@ -534,8 +534,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// answer checks the request in and answers it; bad is the message of a 400.
-func (s *Server) answer(op *operation, in *input) (res result, bad string) {
+// run checks the request in and answers it; bad is the message of a 400.
+func (s *Server) run(op *operation, in *input) (res result, bad string) {
 	req, bad := in.request(op.Op)
 	if bad != "" {
 		return result{}, bad
