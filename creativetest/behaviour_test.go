@@ -22,7 +22,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
+	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/media"
 )
 
@@ -262,20 +264,24 @@ func TestTheKeyIsCheckedBeforeAnythingElse(t *testing.T) {
 func TestMoreFieldRules(t *testing.T) {
 	s := newServer(t)
 	tests := []struct{ name, op, body, want string }{
-		{"a zero duration", creativetest.OpTextToMusic, `{"prompt":"p","duration":0}`, "duration: must be above 0 and at most 300, got 0"},
-		{"a duration of 301", creativetest.OpTextToMusic, `{"prompt":"p","duration":301}`, "duration: must be above 0 and at most 300, got 301"},
+		{"a zero duration", creativetest.OpTextToMusic, `{"prompt":"p","duration":0}`, "duration: must be above 0, got 0"},
+		{"a duration of 301", creativetest.OpTextToMusic, `{"prompt":"p","duration":301}`, "duration: must be at most 300, got 301"},
 		{"a null prompt", creativetest.OpTextToMusic, `{"prompt":null}`, "prompt: is required"},
-		{"a blank prompt", creativetest.OpTextToMusic, `{"prompt":"  "}`, "prompt: must not be empty"},
+		{"an empty prompt", creativetest.OpTextToMusic, `{"prompt":""}`, "prompt: is required"},
 		{"numberOfResults as a string", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":"3"}`, "numberOfResults: must be a number, got a string"},
-		{"a scale of 0", creativetest.OpUpScale, `{"url":"https://x.example/a.png","scale":0}`, "scale: must be above 0 and at most 8, got 0"},
+		{"a scale of 0", creativetest.OpUpScale, `{"url":"https://x.example/a.png","scale":0}`, "scale: must be above 0, got 0"},
 		{"a boolean voice", creativetest.OpTextToSpeech, `{"prompt":"p","voiceId":true}`, "voiceId: must be a string, got a boolean"},
 		{"a malformed lighting id", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":1,"lightingId":"6644B0C5EC3658A8E38D9538"}`, `lightingId: must be an id of 24 lower-case hexadecimal characters, got "6644B0C5EC3658A8E38D9538"`},
-		{"an unknown size under dimensionsId", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":1,"dimensionsId":"6644b0c5ec3658a8e38d9599"}`, `dimensionsId: unknown id "6644b0c5ec3658a8e38d9599"`},
+		{"an unknown size under dimensionsId", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":1,"dimensionsId":"6644b0c5ec3658a8e38d9599"}`, `dimensionsId: unknown id, got "6644b0c5ec3658a8e38d9599"`},
 		{"writer inputs as an object", creativetest.OpWriterTool, `{"inputs":{},"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs: must be an array, got an object"},
-		{"empty writer inputs", creativetest.OpWriterTool, `{"inputs":[],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs: must not be empty"},
-		{"a cover letter input that is a string", creativetest.OpWriterTool, `{"inputs":["x"],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs[0]: must be an object with jobRole and jobSkills, got a string"},
-		{"a numeric job role", creativetest.OpWriterTool, `{"inputs":[{"jobRole":1,"jobSkills":"s"}],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs[0].jobRole: must be a string, got a number"},
-		{"six letters", creativetest.OpWriterTool, `{"inputs":[{"jobRole":"r","jobSkills":"s"}],"language":"en","number":6,"useCase":"CoverLetter","action":"a","tone":"t"}`, "number: must be between 1 and 5, got 6"},
+		{"empty writer inputs", creativetest.OpWriterTool, `{"inputs":[],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs: must hold at least one input"},
+		{"a cover letter input that is a string", creativetest.OpWriterTool, `{"inputs":["x"],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs[0]: must be a CoverLetterInput with jobRole and jobSkills for useCase CoverLetter, got string"},
+		{"a numeric job role", creativetest.OpWriterTool, `{"inputs":[{"jobRole":1,"jobSkills":"s"}],"language":"en","number":1,"useCase":"CoverLetter","action":"a","tone":"t"}`, "inputs[0].jobRole: must be a string, got 1"},
+		{"six letters", creativetest.OpWriterTool, `{"inputs":[{"jobRole":"r","jobSkills":"s"}],"language":"en","number":6,"useCase":"CoverLetter","action":"a","tone":"t"}`, "number: must be at most 5, got 6"},
+		{"21 zoom steps", creativetest.OpInfiniteZoom, `{"prompt":"p","numberOfIteration":21}`, "numberOfIteration: must be at most 20, got 21"},
+		{"no images", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":0}`, "numberOfResults: must be above 0, got 0"},
+		{"a malformed size under dimensionsId", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":1,"dimensionsId":"square"}`, `dimensionsId: must be an id of 24 lower-case hexadecimal characters, got "square"`},
+		{"a cover letter without its action", creativetest.OpWriterTool, `{"inputs":[{"jobRole":"r","jobSkills":"s"}],"language":"en","number":1,"useCase":"CoverLetter","tone":"t"}`, "action: is required"},
 		{"no tone", creativetest.OpWriterTool, `{"inputs":[{"jobRole":"r","jobSkills":"s"}],"language":"en","number":1,"useCase":"CoverLetter","action":"a"}`, "tone: is required"},
 	}
 	for _, tt := range tests {
@@ -285,6 +291,52 @@ func TestMoreFieldRules(t *testing.T) {
 			assert.Equal(t, tt.want, env["message"])
 		})
 	}
+}
+
+// The fake refuses a value with the words of the SDK's own validation of
+// the same request, and takes what that validation takes.
+func TestTheFakeRefusesWithTheSDKsWords(t *testing.T) {
+	s := newServer(t)
+	voice := string(ids.VoiceMale1)
+	tests := []struct {
+		name, op, body string
+		req            interface{ Validate() error }
+	}{
+		{"11 images", creativetest.OpTextToImage, `{"prompt":"p","numberOfResults":11}`,
+			creative.TextToImageRequest{Prompt: "p", NumberOfResults: 11}},
+		{"a negative count of logos", creativetest.OpGenerateLogo, `{"prompt":"p","numberOfResults":-2}`,
+			creative.GenerateLogoRequest{Prompt: "p", NumberOfResults: -2}},
+		{"a link without a host", creativetest.OpGenerateQR, `{"url":"https:///x","prompt":"p"}`,
+			creative.GenerateQRRequest{URL: "https:///x", Prompt: "p"}},
+		{"a link with port 0", creativetest.OpColorImage, `{"url":"http://example.com:0/a.png"}`,
+			creative.ColorImageRequest{URL: "http://example.com:0/a.png"}},
+		{"a negative scale", creativetest.OpUpScale, `{"url":"https://x.example/a.png","scale":-1.5}`,
+			creative.UpScaleRequest{URL: "https://x.example/a.png", Scale: -1.5}},
+		{"a voice that is a label", creativetest.OpTextToSpeech, `{"prompt":"p","voiceId":"female 1"}`,
+			creative.TextToSpeechRequest{Prompt: "p", VoiceID: "female 1"}},
+		{"an empty tone", creativetest.OpWriterTool, `{"inputs":["x"],"language":"en","number":1,"useCase":"Blog","action":"a","tone":""}`,
+			creative.WriterToolRequest{Inputs: []any{"x"}, Language: "en", Number: 1, UseCase: "Blog", Action: "a"}},
+		{"negative zoom steps", creativetest.OpInfiniteZoom, `{"prompt":"p","numberOfIteration":-1}`,
+			creative.InfiniteZoomRequest{Prompt: "p", NumberOfIteration: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ve *creative.ValidationError
+			require.ErrorAs(t, tt.req.Validate(), &ve)
+			resp, env := post(t, s, tt.op, tt.body)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+			want := ve.Field + ": " + ve.Rule
+			if ve.Value != "" {
+				want += ", got " + ve.Value
+			}
+			assert.Equal(t, want, env["message"])
+		})
+	}
+	t.Run("a prompt of spaces, which Validate takes", func(t *testing.T) {
+		require.NoError(t, creative.TextToSpeechRequest{Prompt: "  ", VoiceID: ids.VoiceMale1}.Validate())
+		resp, env := post(t, s, creativetest.OpTextToSpeech, `{"prompt":"  ","voiceId":"`+voice+`"}`)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, env)
+	})
 }
 
 func TestOtherWriterUseCasesTakeAnyInputs(t *testing.T) {
@@ -313,7 +365,7 @@ func TestFormFieldsMustBeOfTheirKind(t *testing.T) {
 	ct, body = form(map[string]string{"prompt": "beach"}, "image", "a.gif", gifOf(4, 4))
 	resp, env = send(t, s, creativetest.OpChangeBackground, ct, body, s.AccessKey)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.Equal(t, "image: must be a PNG, JPEG or WebP image", env["message"], "GIF is not allowed")
+	assert.Equal(t, "image: must be a PNG, JPEG or WebP image, got image/gif", env["message"], "GIF is not allowed")
 }
 
 func gifOf(w, h int) []byte {

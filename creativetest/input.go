@@ -6,34 +6,44 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/media"
+	"github.com/creativegen/creative-go/internal/opcall"
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
-// An input is a parsed request body: JSON fields or form parts. Its getters
-// keep the first problem found, as the message of the 400 answer.
+// An input is a parsed request body: JSON fields or form parts. Its
+// request method turns it into the SDK's request of the operation.
 type input struct {
 	ctx    context.Context
 	fields map[string]any    // JSON values (json.Number for numbers), or form text fields
 	files  map[string]upload // form file parts
-	prefix string            // put before field names in messages, as "inputs[0]."
-	bad    string
+	// uploads are the bytes of the Files that request made of file parts,
+	// for the answers to read.
+	uploads map[creative.File][]byte
+	// sentAs names a field that came under another of its names (see
+	// aliases), for messages.
+	sentAs map[string]string
 }
 
 type upload struct {
 	name string
 	data []byte
 }
+
+// data returns the bytes of an upload of the request.
+func (in *input) data(f creative.File) []byte { return in.uploads[f] }
 
 // mediaType is the lower-case media type of a Content-Type header, without
 // parameters.
@@ -51,8 +61,8 @@ func (s *Server) readBody(r *http.Request, op *operation, rec *Request, keep boo
 	if tap != nil {
 		body = io.TeeReader(body, tap)
 	}
-	in := &input{ctx: r.Context(), fields: map[string]any{}, files: map[string]upload{}}
-	if op.form {
+	in := &input{ctx: r.Context(), fields: map[string]any{}, files: map[string]upload{}, uploads: map[creative.File][]byte{}, sentAs: map[string]string{}}
+	if op.Form {
 		return in, s.readForm(r, body, op, rec, keep, in)
 	}
 	raw, err := io.ReadAll(io.LimitReader(body, maxJSON+1))
@@ -61,7 +71,7 @@ func (s *Server) readBody(r *http.Request, op *operation, rec *Request, keep boo
 	case err != nil:
 		return nil, "body: reading it: " + err.Error()
 	case rec.ContentType != "application/json":
-		return nil, fmt.Sprintf("Content-Type: %s takes application/json, got %q", op.name, rec.ContentType)
+		return nil, fmt.Sprintf("Content-Type: %s takes application/json, got %q", op.Name, rec.ContentType)
 	case len(raw) > maxJSON:
 		return nil, fmt.Sprintf("body: larger than the %d bytes allowed", maxJSON)
 	}
@@ -79,7 +89,7 @@ func (s *Server) readBody(r *http.Request, op *operation, rec *Request, keep boo
 // readForm reads a multipart form part by part, hashing each as it goes.
 func (s *Server) readForm(r *http.Request, body io.Reader, op *operation, rec *Request, keep bool, in *input) string {
 	if rec.ContentType != "multipart/form-data" {
-		return fmt.Sprintf("Content-Type: %s takes multipart/form-data, got %q", op.name, rec.ContentType)
+		return fmt.Sprintf("Content-Type: %s takes multipart/form-data, got %q", op.Name, rec.ContentType)
 	}
 	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || params["boundary"] == "" {
@@ -124,149 +134,164 @@ func (s *Server) readForm(r *http.Request, body io.Reader, op *operation, rec *R
 	}
 }
 
-func (in *input) fail(field, format string, args ...any) {
-	if in.bad == "" {
-		in.bad = in.prefix + field + ": " + fmt.Sprintf(format, args...)
+// The fake's own rules. Every other rule a request is held to is the SDK's:
+// the Validate method of its request type.
+var (
+	// openIDKinds are the kinds of id taken without being known, shaped as
+	// ids: the specification's list of lighting ids is cut short. Ids of
+	// other kinds must be in their list in package ids.
+	openIDKinds = []string{"lighting"}
+	// maxNumbers are the fake's upper bounds, by operation and field, on
+	// numbers the specification leaves unbounded.
+	maxNumbers = map[string]map[string]float64{
+		ops.WriterTool:   {"number": 5},
+		ops.TextToMusic:  {"duration": 300},
+		ops.UpScale:      {"scale": 8},
+		ops.InfiniteZoom: {"numberOfIteration": 20},
 	}
-}
+	// aliases are the other names of a field, by operation: the
+	// specification names text-to-image's size field both ways. Either is
+	// taken, and both must agree when both are sent.
+	aliases = map[string]map[string]string{
+		ops.TextToImage: {"imageSizeId": "dimensionsId"},
+	}
+)
 
-// str returns a string field; a required one must be present and not blank.
-func (in *input) str(field string, required bool) string {
-	v, ok := in.fields[field]
-	if !ok || v == nil {
-		switch _, isFile := in.files[field]; {
-		case isFile:
-			in.fail(field, "must be a text field, not a file")
-		case required:
-			in.fail(field, "is required")
+// request turns the input into the SDK's request of op and checks it: what
+// the wire must carry (each field of the table of its kind, the required
+// ones present), then the request's Validate, then the fake's own rules.
+// The answer is the request, or the message of a 400 naming the field.
+func (in *input) request(op ops.Op) (opcall.Request, string) {
+	fields := map[string]any{}
+	for _, f := range op.Fields {
+		v, bad := in.wireValue(op, f)
+		if bad != "" {
+			return nil, in.message(f.Name, bad, "")
 		}
-		return ""
-	}
-	s, ok := v.(string)
-	if !ok {
-		in.fail(field, "must be a string, got %s", kind(v))
-		return ""
-	}
-	if required && strings.TrimSpace(s) == "" {
-		in.fail(field, "must not be empty")
-	}
-	return s
-}
-
-// A numRule says what a number field may hold.
-type numRule struct {
-	required bool
-	def      float64 // the value when absent
-	min, max float64 // bounds, both included
-	positive bool    // must be above 0 (instead of at least min)
-	integer  bool    // must be a whole number
-}
-
-// num returns a number field that follows rule.
-func (in *input) num(field string, rule numRule) float64 {
-	v, ok := in.fields[field]
-	if !ok || v == nil {
-		if rule.required {
-			in.fail(field, "is required")
+		if v != nil {
+			fields[f.Name] = v
 		}
-		return rule.def
 	}
-	n, ok := v.(json.Number)
-	if !ok {
-		in.fail(field, "must be a number, got %s", kind(v))
-		return rule.def
+	req, err := opcall.Build(op, fields)
+	if err != nil {
+		return nil, err.Error() // "field: why"
 	}
-	f, err := n.Float64()
+	if err := req.Validate(); err != nil {
+		var ve *creative.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, err.Error()
+		}
+		return nil, in.message(ve.Field, ve.Rule, ve.Value)
+	}
+	return req, in.ownRules(op, fields)
+}
+
+// message is a 400's message: the field as it was sent, what it must be,
+// and what came.
+func (in *input) message(field, rule, got string) string {
+	if alias, ok := in.sentAs[field]; ok {
+		field = alias
+	}
+	if got != "" {
+		return field + ": " + rule + ", got " + got
+	}
+	return field + ": " + rule
+}
+
+// wireValue reads field f of op as the wire carried it, as opcall.Build
+// takes it: a string, a float64, a []any or a creative.File; nil when it
+// was not sent. bad says why it cannot be used: a required field missing, a
+// value of another kind than the table's, or a number sent as 0.
+func (in *input) wireValue(op ops.Op, f ops.Field) (v any, bad string) {
+	v, sent := in.fields[f.Name]
+	if alias, ok := aliases[op.Name][f.Name]; ok {
+		switch av := in.fields[alias]; {
+		case av == nil:
+		case !sent || v == nil:
+			v, sent = av, true
+			in.sentAs[f.Name] = alias
+		case !reflect.DeepEqual(av, v):
+			in.sentAs[f.Name] = alias
+			return nil, fmt.Sprintf("must be the same as %s (%s), got %s", f.Name, asJSON(v), asJSON(av))
+		}
+	}
+	up, isFile := in.files[f.Name]
 	switch {
-	case err != nil:
-		in.fail(field, "must be a number, got %s", n)
-	case rule.integer && f != math.Trunc(f):
-		in.fail(field, "must be a whole number, got %s", n)
-	case rule.positive && (f <= 0 || f > rule.max):
-		in.fail(field, "must be above 0 and at most %v, got %s", rule.max, n)
-	case !rule.positive && (f < rule.min || f > rule.max):
-		in.fail(field, "must be between %v and %v, got %s", rule.min, rule.max, n)
-	default:
-		return f
-	}
-	return rule.def
-}
-
-// id returns an id field that must be one of known (when known is not nil)
-// and in any case shaped as an id.
-func (in *input) id(field string, required bool, known []string) string {
-	s := in.str(field, required)
-	switch {
-	case s == "":
-		return ""
-	case !ids.IsID(s):
-		in.fail(field, "must be an id of 24 lower-case hexadecimal characters, got %q", s)
-		return ""
-	case known != nil && !slices.Contains(known, s):
-		in.fail(field, "unknown id %q", s)
-		return ""
-	}
-	return s
-}
-
-// link returns a required absolute http(s) URL field.
-func (in *input) link(field string) string {
-	s := in.str(field, true)
-	if s == "" {
-		return ""
-	}
-	if u, err := url.Parse(s); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		in.fail(field, "must be an absolute http or https URL, got %q", s)
-		return ""
-	}
-	return s
-}
-
-// file returns a required, non-empty file part.
-func (in *input) file(field string) []byte {
-	f, ok := in.files[field]
-	if !ok {
-		if _, isText := in.fields[field]; isText {
-			in.fail(field, "must be a file part, not a text field")
-		} else {
-			in.fail(field, "is required")
+	case f.Type == ops.File && sent:
+		return nil, "must be a file part, not a text field"
+	case f.Type == ops.File && isFile:
+		file := creative.FileFromBytes(up.name, up.data)
+		in.uploads[file] = up.data
+		return file, ""
+	case isFile:
+		return nil, "must be a text field, not a file"
+	case !sent || v == nil:
+		if f.Required {
+			return nil, "is required"
 		}
-		return nil
+		return nil, ""
 	}
-	if len(f.data) == 0 {
-		in.fail(field, "is empty")
-		return nil
+	switch f.Type {
+	case ops.Number:
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil, "must be a number, got " + kind(v)
+		}
+		x, err := n.Float64()
+		switch {
+		case err != nil:
+			return nil, "must be a number, got " + n.String()
+		case x == 0:
+			// A request of the SDK means "left out" by 0, which
+			// Validate takes and the SDK never sends; on the wire 0 is
+			// a value, and every number the service takes is above 0.
+			return nil, "must be above 0, got 0"
+		}
+		return x, ""
+	case ops.Array:
+		if a, ok := v.([]any); ok {
+			return a, ""
+		}
+		return nil, "must be an array, got " + kind(v)
 	}
-	return f.data
+	if s, ok := v.(string); ok {
+		return s, ""
+	}
+	return nil, "must be a string, got " + kind(v)
 }
 
-// image returns a required PNG, JPEG or WebP file part, told by its first
-// bytes, of at most maxSide pixels a side (when maxSide > 0).
-func (in *input) image(field string, maxSide int) []byte {
-	b := in.file(field)
-	if b == nil {
-		return nil
+// ownRules checks fields, which the request's Validate passed, against the
+// fake's own rules: known ids, the audio the fake reads, its upper bounds.
+func (in *input) ownRules(op ops.Op, fields map[string]any) string {
+	for _, f := range op.Fields {
+		switch v := fields[f.Name].(type) {
+		case string:
+			if f.Type == ops.ID && !slices.Contains(openIDKinds, f.IDKind) && !known(f.IDKind, v) {
+				return in.message(f.Name, "unknown id", fmt.Sprintf("%q", v))
+			}
+		case float64:
+			if limit, ok := maxNumbers[op.Name][f.Name]; ok && v > limit {
+				return in.message(f.Name, fmt.Sprintf("must be at most %v", limit), fmt.Sprint(v))
+			}
+		case creative.File:
+			if op.Area() == "audio" && media.SniffAudio(in.data(v)) == "" {
+				return in.message(f.Name, "must be a WAV or MP3 file (the only audio the fake reads)", "")
+			}
+		}
 	}
-	w, h, format, err := media.ImageSize(b)
-	if err != nil || (format != "png" && format != "jpeg" && format != "webp") {
-		in.fail(field, "must be a PNG, JPEG or WebP image")
-		return nil
-	}
-	if maxSide > 0 && (w > maxSide || h > maxSide) {
-		in.fail(field, "must be at most %dx%d pixels, got %dx%d", maxSide, maxSide, w, h)
-		return nil
-	}
-	return b
+	return ""
 }
 
-// audio returns a required WAV or MP3 file part, told by its first bytes.
-func (in *input) audio(field string) []byte {
-	b := in.file(field)
-	if b != nil && media.SniffAudio(b) == "" {
-		in.fail(field, "must be a WAV or MP3 file (the only audio the fake reads)")
-		return nil
-	}
-	return b
+// known reports whether id is in the list of its kind in package ids.
+func known(kind, id string) bool {
+	entries, _ := ids.Entries(kind)
+	return slices.ContainsFunc(entries, func(e ids.Entry) bool { return e.ID == id })
+}
+
+// asJSON shows a decoded value as the JSON it came as.
+func asJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // kind names the JSON type of a decoded value.
@@ -282,8 +307,6 @@ func kind(v any) string {
 		return "an array"
 	case map[string]any:
 		return "an object"
-	case nil:
-		return "null"
 	}
 	return fmt.Sprintf("%T", v)
 }

@@ -1,13 +1,16 @@
 package creativetest
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
-	"github.com/creativegen/creative-go/ids"
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/media"
+	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
@@ -33,11 +36,10 @@ const (
 )
 
 // An operation is one endpoint of the fake: a row of the SDK's table of
-// operations (internal/ops) and the code that answers it.
+// operations (internal/ops) and the answer to its checked request.
 type operation struct {
-	name string // such as "image/text-to-image"
-	form bool   // takes multipart/form-data instead of JSON
-	run  func(s *Server, in *input) (result, string)
+	ops.Op
+	answer answer
 }
 
 // A result is what an operation answers: envelope data, or raw audio.
@@ -47,36 +49,65 @@ type result struct {
 	audioType string
 }
 
+// An answer makes an operation's result from its request, which the input
+// checked. An error's text is the message of a 400, naming the field.
+type answer struct {
+	req reflect.Type // the request type it takes
+	run func(s *Server, in *input, req opcall.Request) (result, error)
+}
+
+// answerOf is f as an answer: f takes the operation's request type, so a
+// field the SDK renames breaks the fake at compile time.
+func answerOf[R opcall.Request](f func(s *Server, in *input, req R) (result, error)) answer {
+	return answer{reflect.TypeFor[R](), func(s *Server, in *input, req opcall.Request) (result, error) {
+		return f(s, in, req.(R))
+	}}
+}
+
 // answers are the fake's answer to each operation of the table.
-var answers = map[string]func(s *Server, in *input) (result, string){
-	OpWriterTool:            writerTool,
-	OpTextToMusic:           textToMusic,
-	OpTextToImage:           textToImage,
-	OpGenerateLogo:          generateLogo,
-	OpGenerateQR:            generateQR,
-	OpUpScale:               upScale,
-	OpEnhanceAudio:          enhanceAudio,
-	OpInfiniteZoom:          infiniteZoom,
-	OpReImagine:             reImagine,
-	OpSplitAudio:            splitAudio,
-	OpRemoveBackground:      linkedImage(media.RemoveBackground),
-	OpColorImage:            linkedImage(media.Colorize),
-	OpEnhanceImage:          linkedImage(media.Enhance),
-	OpRemoveVideoBackground: removeVideoBackground,
-	OpTextToSpeech:          textToSpeech,
-	OpChangeBackground:      changeBackground,
+var answers = map[string]answer{
+	OpWriterTool:   answerOf(writerTool),
+	OpTextToMusic:  answerOf(textToMusic),
+	OpTextToImage:  answerOf(textToImage),
+	OpGenerateLogo: answerOf(generateLogo),
+	OpGenerateQR:   answerOf(generateQR),
+	OpUpScale:      answerOf(upScale),
+	OpEnhanceAudio: answerOf(enhanceAudio),
+	OpInfiniteZoom: answerOf(infiniteZoom),
+	OpReImagine:    answerOf(reImagine),
+	OpSplitAudio:   answerOf(splitAudio),
+	OpRemoveBackground: answerOf(func(s *Server, in *input, r creative.RemoveBackgroundRequest) (result, error) {
+		return s.linkedImage(in.ctx, r.URL, media.RemoveBackground)
+	}),
+	OpColorImage: answerOf(func(s *Server, in *input, r creative.ColorImageRequest) (result, error) {
+		return s.linkedImage(in.ctx, r.URL, media.Colorize)
+	}),
+	OpEnhanceImage: answerOf(func(s *Server, in *input, r creative.EnhanceImageRequest) (result, error) {
+		return s.linkedImage(in.ctx, r.URL, media.Enhance)
+	}),
+	OpRemoveVideoBackground: answerOf(removeVideoBackground),
+	OpTextToSpeech:          answerOf(textToSpeech),
+	OpChangeBackground:      answerOf(changeBackground),
 }
 
 // operations are the operations of the table, in the specification's
-// order, each with its answer.
+// order, each with its answer, which takes the request type the SDK's
+// method of the row takes.
 var operations = func() []operation {
 	out := make([]operation, len(ops.All))
 	for i, o := range ops.All {
-		run, ok := answers[o.Name]
+		a, ok := answers[o.Name]
 		if !ok {
 			panic("creativetest: no answer for operation " + o.Name)
 		}
-		out[i] = operation{name: o.Name, form: o.Form, run: run}
+		req, err := opcall.Build(o, nil)
+		if err != nil {
+			panic("creativetest: " + err.Error())
+		}
+		if reflect.TypeOf(req) != a.req {
+			panic(fmt.Sprintf("creativetest: the answer to %s takes a %v, not a %T", o.Name, a.req, req))
+		}
+		out[i] = operation{Op: o, answer: a}
 	}
 	return out
 }()
@@ -87,14 +118,14 @@ var operations = func() []operation {
 func Operations() []string {
 	out := make([]string, len(operations))
 	for i, op := range operations {
-		out[i] = op.name
+		out[i] = op.Name
 	}
 	return out
 }
 
 func opByName(name string) *operation {
 	for i := range operations {
-		if operations[i].name == name {
+		if operations[i].Name == name {
 			return &operations[i]
 		}
 	}
@@ -111,16 +142,13 @@ func opByPath(p string) *operation {
 	return opByName(area + "/" + rest)
 }
 
-// answer returns the first problem of in, or the result data makes.
-func answer(in *input, data func() (any, error)) (result, string) {
-	if in.bad != "" {
-		return result{}, in.bad
+// orDefault is n, or when it is 0 (left out) the default the table gives
+// field of op.
+func orDefault(op, field string, n float64) float64 {
+	if n == 0 {
+		return ops.Default(op, field)
 	}
-	d, err := data()
-	if err != nil {
-		return result{}, err.Error()
-	}
-	return result{data: d}, ""
+	return n
 }
 
 // b64 is the data of an image answer.
@@ -132,14 +160,6 @@ func b64s(images [][]byte) []map[string]string {
 	out := make([]map[string]string, len(images))
 	for i, b := range images {
 		out[i] = b64(b)
-	}
-	return out
-}
-
-func idsOf[T ~string](list []T) []string {
-	out := make([]string, len(list))
-	for i, v := range list {
-		out[i] = string(v)
 	}
 	return out
 }
@@ -159,228 +179,152 @@ type writerChoice struct {
 	WordCount int    `json:"word_count"`
 }
 
-func writerTool(s *Server, in *input) (result, string) {
-	raw, present := in.fields["inputs"]
-	inputs, isList := raw.([]any)
-	switch {
-	case !present || raw == nil:
-		in.fail("inputs", "is required")
-	case !isList:
-		in.fail("inputs", "must be an array, got %s", kind(raw))
-	case len(inputs) == 0:
-		in.fail("inputs", "must not be empty")
-	}
-	language := in.str("language", true)
-	number := int(in.num("number", numRule{required: true, min: 1, max: 5, integer: true}))
-	useCase := in.str("useCase", true)
-	in.str("action", true)
-	tone := in.str("tone", true)
+func writerTool(s *Server, in *input, r creative.WriterToolRequest) (result, error) {
+	coverLetter := r.UseCase == creative.UseCaseCoverLetter
 	var subjects []string
-	for i, v := range inputs {
-		field := fmt.Sprintf("inputs[%d]", i)
-		if useCase != "CoverLetter" {
-			// The specification shows no other input format: take any value.
-			if v == nil {
-				in.fail(field, "must not be null")
-			}
-			b, _ := json.Marshal(v)
-			subjects = append(subjects, string(b))
+	for _, v := range r.Inputs {
+		if obj, ok := v.(map[string]any); ok && coverLetter {
+			subjects = append(subjects, fmt.Sprintf("the position of %v, with my experience in %v", obj["jobRole"], obj["jobSkills"]))
 			continue
 		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			in.fail(field, "must be an object with jobRole and jobSkills, got %s", kind(v))
-			continue
-		}
-		sub := &input{fields: obj, prefix: field + "."}
-		role, skills := sub.str("jobRole", true), sub.str("jobSkills", true)
-		if sub.bad != "" && in.bad == "" {
-			in.bad = sub.bad
-		}
-		subjects = append(subjects, fmt.Sprintf("the position of %s, with my experience in %s", role, skills))
+		// The specification shows no other input format: take any value.
+		b, _ := json.Marshal(v)
+		subjects = append(subjects, string(b))
 	}
-	return answer(in, func() (any, error) {
-		openings := []string{"Dear Hiring Manager,", "Dear Hiring Team,", "To whom it may concern,", "Hello,", "Dear Recruiter,"}
-		choices := make([]writerChoice, number)
-		total := 0
-		for i := range choices {
-			var text string
-			if useCase == "CoverLetter" {
-				text = fmt.Sprintf("%s\n\nI am writing to apply for %s. It has prepared me to contribute from the first day, and I write in a %s tone, in %s, as you asked. I would welcome the chance to discuss how I can help your team.\n\nSincerely,\nA. Candidate",
-					openings[i%len(openings)], strings.Join(subjects, "; and for "), tone, language)
-			} else {
-				text = fmt.Sprintf("Text %d of %d for %s, in a %s tone, in %s, from: %s.", i+1, number, useCase, tone, language, strings.Join(subjects, ", "))
-			}
-			wc := len(strings.Fields(text))
-			total += wc
-			choices[i] = writerChoice{Text: text, Index: i, WordCount: wc}
+	openings := []string{"Dear Hiring Manager,", "Dear Hiring Team,", "To whom it may concern,", "Hello,", "Dear Recruiter,"}
+	choices := make([]writerChoice, r.Number)
+	total := 0
+	for i := range choices {
+		var text string
+		if coverLetter {
+			text = fmt.Sprintf("%s\n\nI am writing to apply for %s. It has prepared me to contribute from the first day, and I write in a %s tone, in %s, as you asked. I would welcome the chance to discuss how I can help your team.\n\nSincerely,\nA. Candidate",
+				openings[i%len(openings)], strings.Join(subjects, "; and for "), r.Tone, r.Language)
+		} else {
+			text = fmt.Sprintf("Text %d of %d for %s, in a %s tone, in %s, from: %s.", i+1, r.Number, r.UseCase, r.Tone, r.Language, strings.Join(subjects, ", "))
 		}
-		return map[string]any{
-			"language": language, "useCase": useCase, "word_count": total,
-			"text": map[string]any{"choices": choices},
-		}, nil
-	})
-}
-
-func textToMusic(s *Server, in *input) (result, string) {
-	prompt := in.str("prompt", true)
-	secs := in.num("duration", numRule{def: 8, positive: true, max: 300})
-	return answer(in, func() (any, error) { return s.store(".wav", "audio/wav", media.Music(prompt, secs)), nil })
-}
-
-func textToSpeech(s *Server, in *input) (result, string) {
-	prompt := in.str("prompt", true)
-	voice := in.id("voiceId", true, idsOf(ids.Voices()))
-	if in.bad != "" {
-		return result{}, in.bad
+		wc := len(strings.Fields(text))
+		total += wc
+		choices[i] = writerChoice{Text: text, Index: i, WordCount: wc}
 	}
-	return result{audio: media.Speech(prompt, voice), audioType: "audio/mpeg"}, ""
+	return result{data: map[string]any{
+		"language": r.Language, "useCase": r.UseCase, "word_count": total,
+		"text": map[string]any{"choices": choices},
+	}}, nil
 }
 
-func enhanceAudio(s *Server, in *input) (result, string) {
-	audio := in.audio("audio")
-	in.id("typeId", true, idsOf(ids.EnhanceTypes()))
-	return answer(in, func() (any, error) {
-		out, ct, err := media.EnhanceAudio(audio)
-		if err != nil {
-			return nil, fmt.Errorf("audio: %v", err)
-		}
-		return s.store(audioExt(ct), ct, out), nil
-	})
+func textToMusic(s *Server, in *input, r creative.TextToMusicRequest) (result, error) {
+	secs := orDefault(ops.TextToMusic, "duration", r.Duration)
+	return result{data: s.store(".wav", "audio/wav", media.Music(r.Prompt, secs))}, nil
 }
 
-func splitAudio(s *Server, in *input) (result, string) {
-	audio := in.audio("audio")
-	return answer(in, func() (any, error) {
-		parts, err := media.SplitAudio(audio)
-		if err != nil {
-			return nil, fmt.Errorf("audio: %v", err)
-		}
-		urls := make([]string, len(parts))
-		for i, p := range parts {
-			urls[i] = s.store(".wav", "audio/wav", p)
-		}
-		return urls, nil
-	})
+func textToSpeech(s *Server, in *input, r creative.TextToSpeechRequest) (result, error) {
+	return result{audio: media.Speech(r.Prompt, string(r.VoiceID)), audioType: "audio/mpeg"}, nil
 }
 
-func textToImage(s *Server, in *input) (result, string) {
-	p := media.ImageParams{Prompt: in.str("prompt", true)}
-	p.N = int(in.num("numberOfResults", numRule{required: true, min: 1, max: 10, integer: true}))
-	// The specification names the size field both ways; either is taken,
-	// and both must agree when both are sent.
-	sizes := idsOf(ids.ImageSizes())
-	size := in.id("imageSizeId", false, sizes)
-	if dim := in.id("dimensionsId", false, sizes); dim != "" {
-		if size != "" && size != dim {
-			in.fail("dimensionsId", "names another size (%s) than imageSizeId (%s)", dim, size)
-		}
-		size = dim
+func enhanceAudio(s *Server, in *input, r creative.EnhanceAudioRequest) (result, error) {
+	out, ct, err := media.EnhanceAudio(in.data(r.Audio))
+	if err != nil {
+		return result{}, fmt.Errorf("audio: %v", err)
 	}
-	if size != "" {
-		p.AspectW, p.AspectH, _ = ids.ImageSizeID(size).Aspect()
+	return result{data: s.store(audioExt(ct), ct, out)}, nil
+}
+
+func splitAudio(s *Server, in *input, r creative.SplitAudioRequest) (result, error) {
+	parts, err := media.SplitAudio(in.data(r.Audio))
+	if err != nil {
+		return result{}, fmt.Errorf("audio: %v", err)
 	}
-	p.StyleID = in.id("styleId", false, idsOf(ids.Styles()))
-	p.CameraID = in.id("cameraId", false, idsOf(ids.Cameras()))
-	p.ColorID = in.id("colorId", false, idsOf(ids.Colors()))
-	p.LightingID = in.id("lightingId", false, nil) // the specification's list is cut short
-	return answer(in, func() (any, error) { return b64s(media.TextToImage(p)), nil })
-}
-
-func generateLogo(s *Server, in *input) (result, string) {
-	prompt := in.str("prompt", true)
-	n := int(in.num("numberOfResults", numRule{def: 1, min: 1, max: 4, integer: true}))
-	return answer(in, func() (any, error) {
-		logos := media.Logo(prompt, n)
-		if n == 1 {
-			return b64(logos[0]), nil
-		}
-		return b64s(logos), nil
-	})
-}
-
-func generateQR(s *Server, in *input) (result, string) {
-	link := in.link("url")
-	prompt := in.str("prompt", true)
-	return answer(in, func() (any, error) {
-		png, err := media.QR(link, prompt)
-		if err != nil {
-			return nil, fmt.Errorf("url: %v", err)
-		}
-		return b64(png), nil
-	})
-}
-
-func upScale(s *Server, in *input) (result, string) {
-	link := in.link("url")
-	scale := in.num("scale", numRule{def: 2, positive: true, max: 8})
-	return answer(in, func() (any, error) {
-		img, err := s.fetchImage(in.ctx, link)
-		if err != nil {
-			return nil, err
-		}
-		out, err := media.UpScale(img, scale)
-		if err != nil {
-			return nil, fmt.Errorf("scale: %v", err)
-		}
-		return b64(out), nil
-	})
-}
-
-// linkedImage is an operation that transforms the image at url.
-func linkedImage(transform func([]byte) ([]byte, error)) func(*Server, *input) (result, string) {
-	return func(s *Server, in *input) (result, string) {
-		link := in.link("url")
-		return answer(in, func() (any, error) {
-			img, err := s.fetchImage(in.ctx, link)
-			if err != nil {
-				return nil, err
-			}
-			out, err := transform(img)
-			if err != nil {
-				return nil, fmt.Errorf("url: %v", err)
-			}
-			return b64(out), nil
-		})
+	urls := make([]string, len(parts))
+	for i, p := range parts {
+		urls[i] = s.store(".wav", "audio/wav", p)
 	}
+	return result{data: urls}, nil
 }
 
-func reImagine(s *Server, in *input) (result, string) {
-	img := in.image("image", 1024)
-	return answer(in, func() (any, error) {
-		out, err := media.ReImagine(img, in.files["image"].name)
-		if err != nil {
-			return nil, fmt.Errorf("image: %v", err)
-		}
-		return b64(out), nil
-	})
+func textToImage(s *Server, in *input, r creative.TextToImageRequest) (result, error) {
+	p := media.ImageParams{
+		Prompt: r.Prompt, N: r.NumberOfResults,
+		StyleID: string(r.StyleID), CameraID: string(r.CameraID), ColorID: string(r.ColorID), LightingID: string(r.LightingID),
+	}
+	p.AspectW, p.AspectH, _ = r.ImageSizeID.Aspect()
+	return result{data: b64s(media.TextToImage(p))}, nil
 }
 
-func changeBackground(s *Server, in *input) (result, string) {
-	img := in.image("image", 0)
-	prompt := in.str("prompt", true)
-	return answer(in, func() (any, error) {
-		out, err := media.ChangeBackground(img, prompt)
-		if err != nil {
-			return nil, fmt.Errorf("image: %v", err)
-		}
-		return b64(out), nil
-	})
+func generateLogo(s *Server, in *input, r creative.GenerateLogoRequest) (result, error) {
+	n := int(orDefault(ops.GenerateLogo, "numberOfResults", float64(r.NumberOfResults)))
+	logos := media.Logo(r.Prompt, n)
+	if n == 1 {
+		return result{data: b64(logos[0])}, nil
+	}
+	return result{data: b64s(logos)}, nil
 }
 
-func infiniteZoom(s *Server, in *input) (result, string) {
-	prompt := in.str("prompt", true)
-	steps := int(in.num("numberOfIteration", numRule{def: 2, min: 1, max: 20, integer: true}))
-	return answer(in, func() (any, error) { return s.store(".gif", "image/gif", media.Zoom(prompt, steps)), nil })
+func generateQR(s *Server, in *input, r creative.GenerateQRRequest) (result, error) {
+	png, err := media.QR(r.URL, r.Prompt)
+	if err != nil {
+		return result{}, fmt.Errorf("url: %v", err)
+	}
+	return result{data: b64(png)}, nil
 }
 
-func removeVideoBackground(s *Server, in *input) (result, string) {
-	link := in.link("url")
-	return answer(in, func() (any, error) {
-		video, err := s.fetchBytes(in.ctx, link)
-		if err != nil {
-			return nil, err
-		}
-		return s.store(".gif", "image/gif", media.VideoRemoveBackground(video, link)), nil
-	})
+// defaultScale is the fake's up-scale factor when none is sent: the
+// specification does not show the service's.
+const defaultScale = 2
+
+func upScale(s *Server, in *input, r creative.UpScaleRequest) (result, error) {
+	img, err := s.fetchImage(in.ctx, r.URL)
+	if err != nil {
+		return result{}, err
+	}
+	scale := r.Scale
+	if scale == 0 {
+		scale = defaultScale
+	}
+	out, err := media.UpScale(img, scale)
+	if err != nil {
+		return result{}, fmt.Errorf("scale: %v", err)
+	}
+	return result{data: b64(out)}, nil
+}
+
+// linkedImage answers an operation that transforms the image at link.
+func (s *Server) linkedImage(ctx context.Context, link string, transform func([]byte) ([]byte, error)) (result, error) {
+	img, err := s.fetchImage(ctx, link)
+	if err != nil {
+		return result{}, err
+	}
+	out, err := transform(img)
+	if err != nil {
+		return result{}, fmt.Errorf("url: %v", err)
+	}
+	return result{data: b64(out)}, nil
+}
+
+func reImagine(s *Server, in *input, r creative.ReImagineRequest) (result, error) {
+	out, err := media.ReImagine(in.data(r.Image), r.Image.Name())
+	if err != nil {
+		return result{}, fmt.Errorf("image: %v", err)
+	}
+	return result{data: b64(out)}, nil
+}
+
+func changeBackground(s *Server, in *input, r creative.ChangeBackgroundRequest) (result, error) {
+	out, err := media.ChangeBackground(in.data(r.Image), r.Prompt)
+	if err != nil {
+		return result{}, fmt.Errorf("image: %v", err)
+	}
+	return result{data: b64(out)}, nil
+}
+
+func infiniteZoom(s *Server, in *input, r creative.InfiniteZoomRequest) (result, error) {
+	steps := int(orDefault(ops.InfiniteZoom, "numberOfIteration", float64(r.NumberOfIteration)))
+	return result{data: s.store(".gif", "image/gif", media.Zoom(r.Prompt, steps))}, nil
+}
+
+func removeVideoBackground(s *Server, in *input, r creative.RemoveVideoBackgroundRequest) (result, error) {
+	video, err := s.fetchBytes(in.ctx, r.URL)
+	if err != nil {
+		return result{}, err
+	}
+	return result{data: s.store(".gif", "image/gif", media.VideoRemoveBackground(video, r.URL))}, nil
 }

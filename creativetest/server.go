@@ -6,7 +6,12 @@
 // content type, required fields and their JSON types, the limits and the
 // known ids, and answers with real media: PNG images of the requested
 // aspect, a QR code that scans, MP3 speech, WAV music, animated GIF video.
-// Files it links to are served under /files/ without a key. It records the
+// A request is held to the rules the SDK checks before it sends anything
+// (each request type's Validate), so that the fake and the SDK refuse a
+// value with the same words, and to what only the wire shows: every field
+// the specification requires is sent, those the SDK fills in when left
+// empty too (numberOfResults, the writer's number and action), each as a
+// JSON value of its type. Files it links to are served under /files/ without a key. It records the
 // requests it receives, can fail operations on purpose (status codes,
 // Retry-After, latency, dropped connections) and can hand an operation to
 // a handler of yours. Every answer carries an X-Request-Id.
@@ -31,13 +36,19 @@
 //     path that is no operation is HTTP 404, both with the error envelope;
 //   - generate-logo answers one logo as an object {"base64": ...} and
 //     several as a list of such objects;
-//   - limits the specification leaves open: text-to-music duration above 0
-//     and at most 300 seconds, infinite-zoom numberOfIteration 1 to 20,
-//     up-scale scale above 0 and at most 8 (default 2), writer-tool number
-//     1 to 5, uploads of at most 64 MiB a part (WithMaxUpload), text fields
-//     of at most 1 MiB, JSON bodies of at most 1 MiB;
+//   - limits the specification leaves open: text-to-music duration at most
+//     300 seconds, infinite-zoom numberOfIteration at most 20, up-scale
+//     scale at most 8 (default 2), writer-tool number at most 5, uploads of
+//     at most 64 MiB a part (WithMaxUpload), text fields of at most 1 MiB,
+//     JSON bodies of at most 1 MiB;
+//   - a number sent as 0 is refused: every number the service takes is
+//     above 0, and a request of the SDK leaves a number out rather than
+//     send 0;
 //   - lightingId accepts any well-formed id, since the specification's list
 //     is cut short; the other id fields accept only the listed ids;
+//   - text-to-image takes its size as imageSizeId or dimensionsId, and
+//     both must be the same id when both are sent;
+//   - audio uploads must be WAV or MP3, the only audio the fake reads;
 //   - links (the url field) are fetched only from the Server itself and from
 //     loopback addresses, with a short timeout; for any other host a
 //     generated stand-in takes the linked file's place, so nothing ever
@@ -470,10 +481,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		envelope(sw, http.StatusNotFound, false, "no operation at "+r.URL.Path, nil)
 		return
 	}
-	rec.Operation = op.name
+	rec.Operation = op.Name
 	if r.Method != http.MethodPost {
 		sw.Header().Set("Allow", http.MethodPost)
-		envelope(sw, http.StatusMethodNotAllowed, false, op.name+" takes POST, not "+r.Method, nil)
+		envelope(sw, http.StatusMethodNotAllowed, false, op.Name+" takes POST, not "+r.Method, nil)
 		return
 	}
 	switch key := r.Header.Get("X-Access-Key"); {
@@ -485,7 +496,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	fault, handler := s.next(op.name)
+	fault, handler := s.next(op.Name)
 	var tap *bytes.Buffer // a copy of the body read, for a handler to read again
 	if fault == nil && handler != nil {
 		tap = new(bytes.Buffer)
@@ -508,7 +519,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case bad != "":
 		envelope(sw, http.StatusBadRequest, false, bad, nil)
 	default:
-		res, bad := op.run(s, in)
+		res, bad := s.run(op, in)
 		switch {
 		case bad != "":
 			envelope(sw, http.StatusBadRequest, false, bad, nil)
@@ -518,9 +529,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			sw.WriteHeader(http.StatusOK)
 			_, _ = sw.Write(res.audio)
 		default:
-			envelope(sw, http.StatusOK, true, op.name+": done", res.data)
+			envelope(sw, http.StatusOK, true, op.Name+": done", res.data)
 		}
 	}
+}
+
+// run checks the request in and answers it; bad is the message of a 400.
+func (s *Server) run(op *operation, in *input) (res result, bad string) {
+	req, bad := in.request(op.Op)
+	if bad != "" {
+		return result{}, bad
+	}
+	res, err := op.answer.run(s, in, req)
+	if err != nil {
+		return result{}, err.Error()
+	}
+	return res, ""
 }
 
 // readCloser reads from one reader and closes another.

@@ -242,7 +242,7 @@ func TestExitStatusesAndNothingSentOnUsageErrors(t *testing.T) {
 		{"an unknown flag", env, []string{"image", "generate-qr", "--colour", "red"}, 2, "unknown flag: --colour"},
 		{"an unknown label", env, []string{"image", "text-to-image", "--prompt", "p", "--style-id", "impressionism"}, 2, `unknown style "impressionism"`},
 		{"a missing file", env, []string{"image", "re-imagine", "--image", missing}, 2, "image cannot be read"},
-		{"a broken limit", env, []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "11"}, 2, "creative: image/text-to-image: numberOfResults must be between 1 and 10, got 11"},
+		{"a broken limit", env, []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "11"}, 2, "creative: image/text-to-image: --number-of-results must be between 1 and 10, got 11"},
 		{"a missing key", map[string]string{"CREATIVE_BASE_URL": rec.URL}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_ACCESS_KEY"},
 		{"a missing base URL", map[string]string{"CREATIVE_ACCESS_KEY": cliKey}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_BASE_URL"},
 		{"an unknown command", env, []string{"image", "paint"}, 2, `unknown command "paint" for "creative image"`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,7 +22,6 @@ type params struct {
 	// name says how the user named a field: "--number-of-results" on the
 	// command line, "numberOfResults" in a batch file.
 	name func(field string) string
-	bad  error
 	// The writer tool's CoverLetter shorthand flags.
 	jobRole, jobSkills string
 }
@@ -30,20 +30,10 @@ func newParams(op ops.Op, name func(string) string) *params {
 	return &params{op: op, vals: map[string]any{}, name: name}
 }
 
-// failf records the first problem met while reading the fields.
-func (p *params) failf(field, format string, args ...any) {
-	if p.bad == nil {
-		p.bad = usagef("%s %s", p.name(field), fmt.Sprintf(format, args...))
-	}
-}
-
 // request builds the SDK's request from the fields given, files opened by
 // their paths; a value the request cannot hold is a usage error naming its
 // flag.
 func (p *params) request(b binding) (opcall.Request, error) {
-	if p.bad != nil {
-		return nil, p.bad
-	}
 	fields := make(map[string]any, len(p.vals))
 	for name, v := range p.vals {
 		if f, _ := p.op.Field(name); f.Type == ops.File {
@@ -61,8 +51,38 @@ func (p *params) request(b binding) (opcall.Request, error) {
 		field, why, _ := strings.Cut(err.Error(), ": ")
 		return nil, usagef("%s %s", p.name(field), why)
 	}
+	if err := req.Validate(); err != nil {
+		var ve *creative.ValidationError
+		if errors.As(err, &ve) {
+			if _, isFlag := p.op.Field(ve.Field); isFlag {
+				return nil, &invalidFlag{ve, p.name(ve.Field)}
+			}
+		}
+		return nil, err
+	}
 	return req, nil
 }
+
+// An invalidFlag is the SDK's *creative.ValidationError of a field given as
+// a flag, worded with the flag's name.
+type invalidFlag struct {
+	ve   *creative.ValidationError
+	flag string
+}
+
+// Error reads as the SDK's error, the flag in place of the field:
+// "creative: image/text-to-image: --number-of-results must be between 1
+// and 10, got 11".
+func (e *invalidFlag) Error() string {
+	msg := "creative: " + e.ve.Operation + ": " + e.flag + " " + e.ve.Rule
+	if e.ve.Value != "" {
+		msg += ", got " + e.ve.Value
+	}
+	return msg
+}
+
+// Unwrap returns the SDK's error.
+func (e *invalidFlag) Unwrap() error { return e.ve }
 
 // setText sets a field of any type from a command-line word.
 func (p *params) setText(f ops.Field, s string) error {
