@@ -247,7 +247,11 @@ func runBatch(t *testing.T, srv *creativetest.Server, dir string, op ops.Op, fie
 	require.NoError(t, os.WriteFile(jobs, append(b, '\n'), 0o644))
 	r, err := batch.New(srv.Client(), storetest.NewMemory(), batch.Options{Base: dir})
 	require.NoError(t, err)
-	return r.Run(context.Background(), batch.File(jobs))
+	checked, err := r.Check(context.Background(), batch.File(jobs))
+	if err != nil {
+		return batch.Summary{}, err
+	}
+	return r.Run(context.Background(), checked)
 }
 
 // sendRaw sends op's fields to the fake as the wire carries them, a JSON
