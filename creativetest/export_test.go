@@ -2,10 +2,7 @@ package creativetest
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
-
-	"github.com/creativegen/creative-go/internal/memnet"
 )
 
 // StartInMemory is Start on an in-memory network (internal/memnet) instead
@@ -15,12 +12,7 @@ import (
 // reach it.
 func StartInMemory(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	ln := memnet.Listen()
-	s := newServer(&httptest.Server{Listener: ln, Config: &http.Server{}}, opts)
-	s.hc = s.srv.Client() // Close closes its idle connections
-	s.hc.Transport = ln.Transport()
-	tb.Cleanup(s.Close)
-	return s
+	return Start(tb, append(opts, WithInMemoryNetwork())...)
 }
 
 // HTTPClient returns an http.Client that reaches s, on 127.0.0.1 or in

@@ -72,6 +72,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/creativegen/creative-go/internal/memnet"
 )
 
 // DefaultAccessKey is the access key a Server accepts unless WithAccessKey
@@ -107,6 +109,7 @@ type Server struct {
 	latency   time.Duration
 	maxUpload int64
 	fetch     *http.Client
+	inMemory  bool
 
 	mu        sync.Mutex
 	requests  []Request      // the last maxRequests, oldest first
@@ -139,14 +142,33 @@ func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = 
 // the field. It also bounds the files the Server fetches from links.
 func WithMaxUpload(n int64) Option { return func(s *Server) { s.maxUpload = n } }
 
+// WithInMemoryNetwork serves on a network in memory instead of 127.0.0.1,
+// for tests that run in a testing/synctest bubble, whose clock stops while
+// a goroutine waits on a real socket: the Server's Client reaches it, and
+// nothing else does (its URL still reads as a loopback URL). Make the
+// Server inside the bubble. The operations that fetch a link (up-scale,
+// the image and video transforms) fetch it over the real network.
+func WithInMemoryNetwork() Option { return func(s *Server) { s.inMemory = true } }
+
 // NewServer starts a Server on 127.0.0.1. It needs no options: the Server
 // accepts DefaultAccessKey and answers every operation at once.
 func NewServer(opts ...Option) *Server {
-	return newServer(httptest.NewUnstartedServer(nil), opts)
+	var probe Server
+	for _, o := range opts {
+		o(&probe)
+	}
+	if !probe.inMemory {
+		return newServer(httptest.NewUnstartedServer(nil), opts)
+	}
+	ln := memnet.Listen()
+	s := newServer(&httptest.Server{Listener: ln, Config: &http.Server{}}, opts)
+	s.hc = s.srv.Client() // Close closes its idle connections
+	s.hc.Transport = ln.Transport()
+	return s
 }
 
 // newServer starts a Server on srv, a server not yet started: on
-// 127.0.0.1, or on the in-memory network of this package's tests.
+// 127.0.0.1, or on an in-memory network.
 func newServer(srv *httptest.Server, opts []Option) *Server {
 	s := &Server{
 		AccessKey: DefaultAccessKey,
