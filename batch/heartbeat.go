@@ -20,8 +20,7 @@ import (
 // attempts of the jobs (whose folders are named by three hex digits).
 const runsPrefix = ledgerPrefix + "runs/"
 
-// heartbeatEvery is how often a run writes its heartbeat again (a Runner's
-// beat, which tests shorten).
+// heartbeatEvery is how often a run writes its heartbeat again.
 const heartbeatEvery = 30 * time.Second
 
 // staleBeats is how many intervals a heartbeat stays fresh: a run that
@@ -69,7 +68,7 @@ func isRunToken(s string) bool {
 // and, when it was written on this system, its process is still there. No
 // token (a record of an older ledger), or a heartbeat missing, stale or
 // unreadable, is a run that is gone. An error is the Store's.
-func beating(ctx context.Context, s Store, token string, every time.Duration) (bool, error) {
+func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if !isRunToken(token) {
 		return false, nil
 	}
@@ -87,7 +86,7 @@ func beating(ctx context.Context, s Store, token string, every time.Duration) (b
 	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
 		return false, nil // killed, on this system
 	}
-	return time.Since(hb.Time) < staleBeats*every, nil
+	return time.Since(hb.Time) < staleBeats*heartbeatEvery, nil
 }
 
 // assess reads the last attempt of the job with key, and says what a run
@@ -99,7 +98,7 @@ func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, 
 	if err != nil || !unended(last) {
 		return last, n, decide(last, &r.o, false), err
 	}
-	live, err := beating(ctx, r.store, last.Run, r.beat)
+	live, err := beating(ctx, r.store, last.Run)
 	if err != nil || live {
 		return last, n, decide(last, &r.o, live), err
 	}
@@ -119,7 +118,7 @@ func (r *Runner) reassess(ctx context.Context, key string, last *record, n int) 
 	live := false
 	if unended(again) && again.Run != last.Run {
 		// The claim did not parse at the first read: its run is named now.
-		live, err = beating(ctx, r.store, again.Run, r.beat)
+		live, err = beating(ctx, r.store, again.Run)
 	}
 	return again, n, decide(again, &r.o, live), err
 }
@@ -141,7 +140,7 @@ func (ru *run) beatNow(ctx context.Context) {
 func (ru *run) keepBeating(ctx context.Context) (stop func()) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ru.beatNow(bctx)
-	stopTicks := every(ru.Runner.beat, func() { ru.beatNow(bctx) })
+	stopTicks := every(heartbeatEvery, func() { ru.beatNow(bctx) })
 	return func() {
 		cancel() // a write under way gives up
 		stopTicks()

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/creativetest"
 )
 
 // heartbeatKey is where a run keeps its heartbeat: every worker sharing a
@@ -239,7 +241,7 @@ func TestAClaimOfAProcessGoneFromThisMachineIsSentAgainAtOnce(t *testing.T) {
 
 // beatWatch is a Store that counts the writes of heartbeats, and holds each
 // claim until the heartbeat was written three times: when the run started,
-// and twice more while it went.
+// and twice more while it went (at 30 s and 60 s, on a bubble's clock).
 type beatWatch struct {
 	batch.Store
 	beats  atomic.Int32
@@ -257,73 +259,89 @@ func (s *beatWatch) Put(ctx context.Context, key string, data []byte) error {
 func (s *beatWatch) Create(ctx context.Context, key string, data []byte) error {
 	select {
 	case <-s.beaten:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Hour):
 		return errors.New("the heartbeat was not written again while the run went")
 	}
 	return s.Store.Create(ctx, key, data)
 }
 
 func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
-	f := newFixture(t)
-	f.write(t, imageJobs(3)...)
-	dir := f.openOut(t)
-	store := &beatWatch{Store: dir, beaten: make(chan struct{})}
-	var mu sync.Mutex
-	seen := map[string]bool{} // heartbeats found while jobs started, by run
-	r, err := batch.New(f.c, store, batch.Options{Worker: "w1", Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
-		if e.Type != batch.JobStarted {
-			return
-		}
-		b, err := dir.Get(context.Background(), heartbeatKey(e.Record.Run))
-		var hb struct {
-			Run    string    `json:"run"`
-			Worker string    `json:"worker"`
-			Time   time.Time `json:"time"`
-			System string    `json:"system"`
-			PID    int       `json:"pid"`
-		}
-		ok := err == nil && json.Unmarshal(b, &hb) == nil && hb.Run == e.Record.Run && hb.Worker == "w1" && !hb.Time.IsZero() &&
-			hb.System == batch.ThisSystem() && hb.PID == os.Getpid()
-		mu.Lock()
-		seen[e.Record.Run] = seen[e.Record.Run] || ok
-		mu.Unlock()
-	}})
-	require.NoError(t, err)
-	batch.SetHeartbeat(r, 5*time.Millisecond)
-	sum, err := checkAndRun(r, batch.File(f.jobs))
-	require.NoError(t, err)
-	assert.Equal(t, 3, sum.Done)
-	require.Len(t, seen, 1, "one run, named in every claim: %v", seen)
-	for run, ok := range seen {
-		assert.True(t, ok, "the heartbeat of the run was there while it went")
-		exists, err := dir.Exists(context.Background(), heartbeatKey(run))
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork())
+		f.write(t, imageJobs(3)...)
+		dir := f.openOut(t)
+		store := &beatWatch{Store: dir, beaten: make(chan struct{})}
+		var mu sync.Mutex
+		seen := map[string]bool{} // heartbeats found while jobs started, by run
+		var firstClaim time.Duration
+		start := time.Now()
+		r, err := batch.New(f.c, store, batch.Options{Worker: "w1", Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+			if e.Type != batch.JobStarted {
+				return
+			}
+			b, err := dir.Get(context.Background(), heartbeatKey(e.Record.Run))
+			var hb struct {
+				Run    string    `json:"run"`
+				Worker string    `json:"worker"`
+				Time   time.Time `json:"time"`
+				System string    `json:"system"`
+				PID    int       `json:"pid"`
+			}
+			ok := err == nil && json.Unmarshal(b, &hb) == nil && hb.Run == e.Record.Run && hb.Worker == "w1" &&
+				hb.Time.Equal(start.Add(time.Minute)) && hb.System == batch.ThisSystem() && hb.PID == os.Getpid()
+			mu.Lock()
+			seen[e.Record.Run] = seen[e.Record.Run] || ok
+			if firstClaim == 0 {
+				firstClaim = time.Since(start)
+			}
+			mu.Unlock()
+		}})
 		require.NoError(t, err)
-		assert.False(t, exists, "the heartbeat is removed when the run ends")
-	}
-	for key, err := range dir.List(context.Background(), "ledger/runs/") {
+		sum, err := checkAndRun(r, batch.File(f.jobs))
 		require.NoError(t, err)
-		t.Errorf("left behind: %s", key)
-	}
+		assert.Equal(t, 3, sum.Done)
+		assert.Equal(t, time.Minute, firstClaim, "the claims waited for the beats at 0, 30 s and 60 s")
+		require.Len(t, seen, 1, "one run, named in every claim: %v", seen)
+		for run, ok := range seen {
+			assert.True(t, ok, "the heartbeat of the run, written at 60 s, was there while it went")
+			exists, err := dir.Exists(context.Background(), heartbeatKey(run))
+			require.NoError(t, err)
+			assert.False(t, exists, "the heartbeat is removed when the run ends")
+		}
+		for key, err := range dir.List(context.Background(), "ledger/runs/") {
+			require.NoError(t, err)
+			t.Errorf("left behind: %s", key)
+		}
+	})
 }
 
 // noBeats is a Store that cannot write a heartbeat.
-type noBeats struct{ batch.Store }
+type noBeats struct {
+	batch.Store
+	refused atomic.Int32
+}
 
-func (s noBeats) Put(ctx context.Context, key string, data []byte) error {
+func (s *noBeats) Put(ctx context.Context, key string, data []byte) error {
 	if strings.HasPrefix(key, "ledger/runs/") {
+		s.refused.Add(1)
 		return fmt.Errorf("write %s: %w", key, syscall.EACCES)
 	}
 	return s.Store.Put(ctx, key, data)
 }
 
+// A heartbeat that cannot be written, at the start of a run nor every
+// 30 s after, does not stop it: four calls of a minute each all end.
 func TestAHeartbeatThatCannotBeWrittenDoesNotStopTheRun(t *testing.T) {
-	f := newFixture(t)
-	f.write(t, imageJobs(4)...)
-	r, err := batch.New(f.c, noBeats{f.openOut(t)}, batch.Options{Base: filepath.Dir(f.jobs)})
-	require.NoError(t, err)
-	batch.SetHeartbeat(r, time.Millisecond)
-	sum, err := checkAndRun(r, batch.File(f.jobs))
-	require.NoError(t, err)
-	assert.Equal(t, 4, sum.Done, "%+v", sum)
-	assert.Equal(t, 4, f.srv.Count("image/text-to-image"))
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(time.Minute))
+		f.write(t, imageJobs(4)...)
+		store := &noBeats{Store: f.openOut(t)}
+		r, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs)})
+		require.NoError(t, err)
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		require.NoError(t, err)
+		assert.Equal(t, 4, sum.Done, "%+v", sum)
+		assert.Equal(t, 4, f.srv.Count("image/text-to-image"))
+		assert.GreaterOrEqual(t, store.refused.Load(), int32(3), "refused at 0 s, 30 s and 60 s")
+	})
 }

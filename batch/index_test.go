@@ -3,8 +3,12 @@ package batch_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -43,6 +47,42 @@ func cards(t *testing.T, html string) []card {
 	return out
 }
 
+// indexWatch is a Store that counts the writes of the index.
+type indexWatch struct {
+	batch.Store
+	writes atomic.Int32
+}
+
+func (s *indexWatch) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
+	if key == batch.IndexFile {
+		s.writes.Add(1)
+	}
+	return s.Store.NewWriter(ctx, key, meta)
+}
+
+// While a run goes, the index is written again every IndexEvery when jobs
+// ended since: four jobs of 20 s each, one at a time, every 7 s of the
+// bubble's clock (so that no tick falls at the moment a job ends).
+func TestTheIndexIsKeptCurrentWhileARunGoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(20*time.Second))
+		f.write(t, imageJobs(4)...)
+		store := &indexWatch{Store: f.store}
+		r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, IndexEvery: 7 * time.Second, Base: filepath.Dir(f.jobs)})
+		require.NoError(t, err)
+		start := time.Now()
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		require.NoError(t, err)
+		assert.Equal(t, 4, sum.Done)
+		assert.Equal(t, 80*time.Second, time.Since(start))
+		// At 7 s (no job ended yet), then after each of the first three
+		// ends (at 20, 40 and 60 s: written at 21, 42 and 63 s); the run
+		// ends at 80 s, before the tick at 84 s: WriteIndex is the
+		// caller's then.
+		assert.Equal(t, int32(4), store.writes.Load())
+	})
+}
+
 func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	f := newFixture(t)
 	f.srv.Fail("image/generate-logo", creativetest.Fault{Status: 400, Message: "prompt: <refused>"})
@@ -52,12 +92,8 @@ func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 		`{"op":"text/writer-tool","inputs":[{"jobRole":"r","jobSkills":"s"}],"language":"en","tone":"formal","useCase":"CoverLetter"}`,
 		`{"op":"audio/text-to-speech","prompt":"hi","voiceId":"female 1"}`,
 	)
-	_, err := f.run(t, batch.Options{IndexEvery: time.Millisecond})
+	_, err := f.run(t, batch.Options{})
 	require.NoError(t, err)
-	ok, err := f.store.Exists(context.Background(), batch.IndexFile)
-	require.NoError(t, err)
-	require.True(t, ok, "kept current during the run")
-
 	require.NoError(t, batch.WriteIndex(context.Background(), f.store))
 	page, err := f.store.Get(context.Background(), batch.IndexFile)
 	require.NoError(t, err)

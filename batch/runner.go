@@ -87,7 +87,6 @@ type Runner struct {
 	c       *creative.Client
 	store   Store
 	o       Options
-	beat    time.Duration // how often a run writes its heartbeat
 	files   *files
 	checker *checker
 	st      *starter
@@ -114,7 +113,7 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 		}
 		f.fsys, f.base, f.outside = root.FS(), base, o.AllowOutside
 	}
-	return &Runner{c: c, store: store, o: o, beat: heartbeatEvery, files: f, checker: newChecker(f), st: newStarter()}, nil
+	return &Runner{c: c, store: store, o: o, files: f, checker: newChecker(f), st: newStarter()}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for

@@ -37,14 +37,13 @@ type fixture struct {
 	store *storetest.Memory
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture makes a fixture whose fake takes opts: with
+// creativetest.WithInMemoryNetwork, make it inside a synctest bubble.
+func newFixture(t *testing.T, opts ...creativetest.Option) *fixture {
 	t.Helper()
-	srv := creativetest.NewServer()
-	t.Cleanup(srv.Close)
-	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
-	require.NoError(t, err)
-	dir := t.TempDir()
-	return &fixture{srv: srv, c: c, jobs: filepath.Join(dir, "jobs.jsonl"), store: storetest.NewMemory()}
+	srv := creativetest.Start(t, opts...)
+	c := srv.Client(creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
+	return &fixture{srv: srv, c: c, jobs: filepath.Join(t.TempDir(), "jobs.jsonl"), store: storetest.NewMemory()}
 }
 
 func (f *fixture) write(t *testing.T, lines ...string) {

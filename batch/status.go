@@ -30,7 +30,7 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 	err := eachJob(ctx, store, func(rec *record) error {
 		st.add(rec)
 		if rec.State == Claimed {
-			live, err := beating(ctx, store, rec.Run, heartbeatEvery)
+			live, err := beating(ctx, store, rec.Run)
 			if err != nil {
 				return err
 			}
