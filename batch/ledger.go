@@ -153,20 +153,13 @@ func recordKey(key string, n int, st stage) string {
 	return fmt.Sprintf("%s%04d.%s.json", jobPrefix(key), n, st)
 }
 
-// splitAttempt returns the job key and the attempt number of a ledger key.
-func splitAttempt(k string) (job string, n int, ok bool) {
+// jobOf returns the job key of a record's key: <job>.0001[.stage].json.
+func jobOf(k string) (string, bool) {
 	job, rest, ok := strings.Cut(path.Base(k), ".")
-	if !ok || len(job) != 32 {
-		return "", 0, false
-	}
 	num, st, _ := strings.Cut(strings.TrimSuffix(rest, ".json"), ".")
-	switch stage(st) {
-	case stageClaim, stageAnswered, stageEnd:
-	default:
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(num)
-	return job, n, err == nil && strings.HasSuffix(rest, ".json")
+	_, err := strconv.Atoi(num)
+	ok = ok && len(job) == 32 && err == nil && strings.HasSuffix(rest, ".json") && (st == "" || st == "answered" || st == "end")
+	return job, ok
 }
 
 // latest returns the last attempt of the job with key, as its last record

@@ -153,17 +153,27 @@ func (e *CheckError) add(le *LineError) {
 	}
 }
 
-// A plan is what the check pass learned: how many jobs there are,
-// and which identities repeat.
-type plan struct {
-	jobs int // in the whole Source
-	mine int // in this worker's shard
-	seen *seen
+// Checked is a Source whose every job passed the checks, with what the
+// check learned; Run and Plan read the Source again. One run or plan uses
+// a Checked at a time.
+type Checked struct {
+	src  Source
+	jobs int   // in the whole Source
+	mine int   // in this worker's shard
+	seen *seen // the identities that may repeat
 }
 
-// check reads every job once and checks it; a bad job is a *CheckError.
-func (r *Runner) check(ctx context.Context, src Source) (*plan, error) {
-	p := &plan{seen: newSeen()}
+// Jobs is how many jobs were checked.
+func (c *Checked) Jobs() int { return c.jobs }
+
+// InShard is how many of them this worker's shard holds (see
+// Options.Shard): all of them without shards.
+func (c *Checked) InShard() int { return c.mine }
+
+// Check reads every job of src once and checks it as the SDK would, sending
+// nothing and touching no Store; a bad job is a *CheckError.
+func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
+	p := &Checked{src: src, seen: newSeen()}
 	bad := &CheckError{}
 	idRepeats := false
 	for j, err := range src {
@@ -231,10 +241,10 @@ func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
 }
 
 // tasks reads the jobs again, checked, each with its identity.
-func (r *Runner) tasks(ctx context.Context, src Source, p *plan) func(yield func(*task, error) bool) {
+func (r *Runner) tasks(p *Checked) func(yield func(*task, error) bool) {
 	return func(yield func(*task, error) bool) {
 		p.seen.reset()
-		for j, err := range src {
+		for j, err := range p.src {
 			var t *task
 			if err == nil {
 				t, err = r.checker.check(j)
@@ -262,31 +272,6 @@ func (t *task) stem() string {
 	return fmt.Sprintf("%06d-%s-%s", t.job.Line, t.op.Verb(), t.key[:6])
 }
 
-// Checked is a Source whose every job passed the checks, with what the
-// check learned; Run and Plan read the Source again. One run or plan uses
-// a Checked at a time.
-type Checked struct {
-	src Source
-	p   *plan
-}
-
-// Jobs is how many jobs were checked.
-func (c *Checked) Jobs() int { return c.p.jobs }
-
-// InShard is how many of them this worker's shard holds (see
-// Options.Shard): all of them without shards.
-func (c *Checked) InShard() int { return c.p.mine }
-
-// Check reads every job of src once and checks it as the SDK would, sending
-// nothing and touching no Store; a bad job is a *CheckError.
-func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
-	p, err := r.check(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	return &Checked{src: src, p: p}, nil
-}
-
 // A Plan says what a run would do, without sending anything.
 type Plan struct {
 	// Calls counts, per operation, the calls a run would make.
@@ -302,8 +287,8 @@ type Plan struct {
 // it sends nothing and writes nothing. A Runner without a Store
 // plans as for an empty ledger.
 func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
-	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.p.mine}}
-	for t, err := range r.tasks(ctx, c.src, c.p) {
+	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.mine}}
+	for t, err := range r.tasks(c) {
 		if err != nil {
 			return nil, err
 		}

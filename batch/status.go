@@ -71,7 +71,7 @@ func eachJob(ctx context.Context, store Store, fn func(*record) error) error {
 		if err != nil {
 			return err
 		}
-		job, _, ok := splitAttempt(key)
+		job, ok := jobOf(key)
 		if !ok || job == lastJob {
 			continue
 		}

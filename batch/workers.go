@@ -58,16 +58,15 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
 	}
-	src, p := c.src, c.p
 	ru := &run{Runner: r, token: newRunToken()}
-	ru.sum.Jobs = p.mine
+	ru.sum.Jobs = c.mine
 	stopBeating := ru.keepBeating(ctx)
 	defer stopBeating() // after the workers: every claim has ended
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(queue)
-		readErr <- ru.feed(ctx, src, p, queue)
+		readErr <- ru.feed(ctx, c, queue)
 	}()
 	stopIndex := ru.keepIndex(ctx)
 	defer stopIndex()
@@ -80,7 +79,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
-	ru.sum.NotStarted = p.mine - int(ru.started.Load())
+	ru.sum.NotStarted = c.mine - int(ru.started.Load())
 	if ru.fatal != nil {
 		return ru.sum, ru.fatal
 	}
@@ -108,8 +107,8 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 
 // feed sends the tasks to the workers until they are all sent or the run
 // stops.
-func (ru *run) feed(ctx context.Context, src Source, p *plan, queue chan<- *task) error {
-	for t, err := range ru.tasks(ctx, src, p) {
+func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
+	for t, err := range ru.tasks(c) {
 		if err != nil {
 			// The file changed since it was checked.
 			return fmt.Errorf("batch: the jobs changed while they ran: %w", err)
