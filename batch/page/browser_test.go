@@ -161,7 +161,7 @@ func batchOf(t *testing.T, dir string, n int) []Entry {
 // it counts alerts and policy violations, walks every page of jobs, makes
 // each image load, and writes what it saw into the DOM as JSON.
 const probe = `(function () {
-  var out = { alerts: 0, violations: [], errors: [], jobs: [], prompts: [], images: 0, loaded: 0, broken: [], injected: 0, visible: 0, visibleLoaded: 0 };
+  var out = { alerts: 0, violations: [], errors: [], jobs: [], prompts: [], images: 0, loaded: 0, broken: [], injected: 0, visible: 0, visibleLoaded: 0, labels: {}, fakeNotes: [] };
   window.alert = function () { out.alerts++; };
   document.addEventListener("securitypolicyviolation", function (e) { out.violations.push(e.violatedDirective + " " + e.blockedURI); });
   window.addEventListener("error", function (e) { out.errors.push(String(e.message)); });
@@ -181,6 +181,8 @@ const probe = `(function () {
       if (p > 0) document.getElementById("next").click();
       main.querySelectorAll("article").forEach(function (a) { out.jobs.push(a.dataset.job); });
       main.querySelectorAll("dt").forEach(function (dt) { if (dt.textContent === "prompt") out.prompts.push(dt.nextSibling.textContent); });
+      main.querySelectorAll("dd[title]").forEach(function (dd) { out.labels[dd.textContent] = dd.title; });
+      main.querySelectorAll(".fake").forEach(function (n) { out.fakeNotes.push(n.closest("article").dataset.job); });
       out.injected += document.querySelectorAll("[onerror], img[src='x'], body script:not([id])").length - 1;
       var imgs = Array.from(main.querySelectorAll("img"));
       imgs.forEach(function (i) { i.loading = "eager"; });
@@ -218,6 +220,10 @@ type seen struct {
 	Broken        []string `json:"broken"`
 	Injected      int      `json:"injected"`
 	Visible       int      `json:"visible"`
+	// Labels are the ids the page shows by their label: label -> id.
+	Labels map[string]string `json:"labels"`
+	// FakeNotes are the jobs whose links are said to be a fake's.
+	FakeNotes []string `json:"fakeNotes"`
 	// Filtered are the jobs shown under each filter, tried one at a time.
 	Filtered      map[string][]string `json:"filtered"`
 	VisibleLoaded int                 `json:"visibleLoaded"`
@@ -241,7 +247,11 @@ func TestBrowserShowsBatch(t *testing.T) {
 	const n = 200
 	entries := batchOf(t, dir, n)
 	index := filepath.Join(dir, "index.html")
-	if err := WriteFile(index, "Batch of 200 jobs", slices.Values(entries)); err != nil {
+	// The ledger gives its jobs in no order of the jobs file's: the page
+	// shows them by line.
+	shuffled := slices.Clone(entries)
+	slices.Reverse(shuffled)
+	if err := WriteFile(index, "Batch of 200 jobs", slices.Values(shuffled)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(index)
@@ -280,7 +290,13 @@ func TestBrowserShowsBatch(t *testing.T) {
 		}
 	}
 	if !slices.Equal(s.Jobs, want) {
-		t.Errorf("the pages show %d jobs, want all %d in order", len(s.Jobs), len(want))
+		t.Errorf("the pages show %d jobs, want all %d in the order of their lines", len(s.Jobs), len(want))
+	}
+	if s.Labels["female 1"] != string(ids.VoiceFemale1) || s.Labels["3:2"] != string(ids.Size3x2) {
+		t.Errorf("ids shown by label, the id on hover: %q", s.Labels)
+	}
+	if !slices.Equal(s.FakeNotes, []string{"job-0006", "job-0007"}) {
+		t.Errorf("links of the local fake marked on %q, want the two answered jobs", s.FakeNotes)
 	}
 	if s.Pages != 2 || s.FirstRendered != 100 {
 		t.Errorf("%d pages, %d cards on the first: want 2 pages of 100", s.Pages, s.FirstRendered)

@@ -23,12 +23,15 @@ import (
 	"html"
 	"io"
 	"iter"
+	"net"
 	"net/url"
 	"path"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 // An Entry is one job as the page shows it. Its fields mirror a record of
@@ -91,7 +94,7 @@ func hash(s string) string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// Write writes the page titled title, showing entries in their order, to
+// Write writes the page titled title, showing entries by their line, to
 // w. It reads entries once, one at a time, and holds none of them after
 // writing it: the page may hold any number of jobs.
 func Write(w io.Writer, title string, entries iter.Seq[Entry]) error {
@@ -157,20 +160,21 @@ const (
 // page may hold a hundred thousand of them, and every value already made
 // safe to show.
 type card struct {
-	Job    string      `json:"j,omitempty"`
-	ID     string      `json:"i,omitempty"`
-	Line   int         `json:"l,omitempty"`
-	Op     string      `json:"o"`
-	State  string      `json:"s"`
-	Fields [][2]string `json:"f,omitempty"`
-	Files  []file      `json:"m,omitempty"`
-	More   int         `json:"mm,omitempty"` // files beyond maxList, not shown
-	URLs   []string    `json:"u,omitempty"`
-	Text   string      `json:"t,omitempty"`
-	Error  string      `json:"e,omitempty"`
-	RID    string      `json:"r,omitempty"`
-	Lost   bool        `json:"x,omitempty"`
-	Time   string      `json:"w,omitempty"`
+	Job    string     `json:"j,omitempty"`
+	ID     string     `json:"i,omitempty"`
+	Line   int        `json:"l,omitempty"`
+	Op     string     `json:"o"`
+	State  string     `json:"s"`
+	Fields [][]string `json:"f,omitempty"`  // name, value shown, and the id a label stands for
+	Fake   bool       `json:"lf,omitempty"` // its links point to a service on this machine
+	Files  []file     `json:"m,omitempty"`
+	More   int        `json:"mm,omitempty"` // files beyond maxList, not shown
+	URLs   []string   `json:"u,omitempty"`
+	Text   string     `json:"t,omitempty"`
+	Error  string     `json:"e,omitempty"`
+	RID    string     `json:"r,omitempty"`
+	Lost   bool       `json:"x,omitempty"`
+	Time   string     `json:"w,omitempty"`
 }
 
 // A file is one of a job's files: its link relative to the page, its name
@@ -198,18 +202,40 @@ func cardOf(e Entry) card {
 	for _, u := range e.URLs[:min(len(e.URLs), maxList)] {
 		if p, err := url.Parse(u); err == nil && (p.Scheme == "https" || p.Scheme == "http") && p.Host != "" {
 			c.URLs = append(c.URLs, p.String())
+			c.Fake = c.Fake || loopback(p.Hostname())
 		}
 	}
 	return c
 }
 
+// loopback reports whether host is this machine: a link there was served by
+// a fake service (a test, creative --fake), which died when its run ended.
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// labels are the labels of the ids of package ids, by id: a field that
+// holds one shows its label, the id beside it.
+var labels = func() map[string]string {
+	m := map[string]string{}
+	for _, kind := range ids.Kinds() {
+		entries, _ := ids.Entries(kind)
+		for _, e := range entries {
+			m[e.ID] = e.Label
+		}
+	}
+	return m
+}()
+
 // fields lists a job's fields as text, sorted by name with the prompt
-// first. A value that is not a string is shown as its JSON.
-func fields(m map[string]any) [][2]string {
+// first. A value that is not a string is shown as its JSON; an id of
+// package ids by its label, with the id.
+func fields(m map[string]any) [][]string {
 	if len(m) == 0 {
 		return nil
 	}
-	out := make([][2]string, 0, len(m))
+	out := make([][]string, 0, len(m))
 	for k, v := range m {
 		s, ok := v.(string)
 		if !ok {
@@ -219,9 +245,13 @@ func fields(m map[string]any) [][2]string {
 			}
 			s = string(b)
 		}
-		out = append(out, [2]string{k, cut(s, maxField)})
+		if label, ok := labels[s]; ok {
+			out = append(out, []string{k, label, s})
+			continue
+		}
+		out = append(out, []string{k, cut(s, maxField)})
 	}
-	slices.SortFunc(out, func(a, b [2]string) int {
+	slices.SortFunc(out, func(a, b []string) int {
 		switch {
 		case a[0] == b[0]:
 			return 0

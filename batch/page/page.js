@@ -19,6 +19,8 @@
   };
   var ORDER = ["done", "answered", "failed", "refused", "unknown", "claimed"];
   var jobs = JSON.parse(document.getElementById("jobs").textContent);
+  // In the jobs file's order, whatever order the ledger gave them in.
+  jobs.sort(function (a, b) { return (a.l || 0) - (b.l || 0) || (a.j < b.j ? -1 : a.j > b.j ? 1 : 0); });
   var $ = function (id) { return document.getElementById(id); };
   var shown = jobs, at = 0;
 
@@ -107,6 +109,7 @@
       a.rel = "noopener noreferrer";
       box.appendChild(a);
     });
+    if (j.lf) box.appendChild(el("div", "fake", "These links were served by a fake service on this machine (a test, or creative --fake): they died when its run ended."));
     return box;
   }
 
@@ -128,7 +131,9 @@
       var dl = el("dl");
       j.f.forEach(function (kv) {
         dl.appendChild(el("dt", "", kv[0]));
-        dl.appendChild(el("dd", "", kv[1]));
+        var dd = el("dd", "", kv[1]);
+        if (kv[2]) dd.title = kv[2];
+        dl.appendChild(dd);
       });
       c.appendChild(dl);
     }
@@ -146,7 +151,8 @@
     if (state && j.s !== state) return false;
     if (op && j.o !== op) return false;
     if (!q) return true;
-    var hay = [j.i, j.j, j.t, j.e, j.r].concat((j.f || []).map(function (kv) { return kv[1]; }));
+    var hay = [j.i, j.j, j.t, j.e, j.r];
+    (j.f || []).forEach(function (kv) { hay.push(kv[1], kv[2]); });
     return hay.some(function (s) { return s && s.toLowerCase().indexOf(q) >= 0; });
   }
 

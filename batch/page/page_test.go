@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 // hostile are prompts that would run a script on a page that pasted them
@@ -99,7 +101,7 @@ func TestHostileTextStaysText(t *testing.T) {
 	}
 	for i, c := range cards {
 		h := hostile[i]
-		if c.Text != h || c.Error != h || c.Op != h || c.State != h || c.RID != h || c.Fields[0] != [2]string{"prompt", h} {
+		if c.Text != h || c.Error != h || c.Op != h || c.State != h || c.RID != h || !slices.Equal(c.Fields[0], []string{"prompt", h}) {
 			t.Errorf("job %d does not hold %q whole: %+v", i, h, c)
 		}
 		for _, f := range c.Files {
@@ -212,9 +214,24 @@ func TestFieldsAndBounds(t *testing.T) {
 	e := Entry{Op: "writer", State: "done", Text: long, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)),
 		Fields: map[string]any{"zeta": 1.5, "prompt": "a cat", "alpha": []any{"x", 2}, "big": strings.Repeat("z", maxField+1)}}
 	c := dataOf(t, render(t, "fields", e))[0]
-	want := [][2]string{{"prompt", "a cat"}, {"alpha", `["x",2]`}, {"big", strings.Repeat("z", maxField) + "… (1 more bytes)"}, {"zeta", "1.5"}}
-	if !slices.Equal(c.Fields, want) {
+	want := [][]string{{"prompt", "a cat"}, {"alpha", `["x",2]`}, {"big", strings.Repeat("z", maxField) + "… (1 more bytes)"}, {"zeta", "1.5"}}
+	if !slices.EqualFunc(c.Fields, want, slices.Equal) {
 		t.Errorf("fields = %q\nwant %q", c.Fields, want)
+	}
+
+	// An id shows its label, the id beside it; an unknown one as it is.
+	e = Entry{Op: "text-to-image", State: "done", Fields: map[string]any{"styleId": string(ids.StyleAnime), "cameraId": "0123456789abcdef01234567"}}
+	withIDs := dataOf(t, render(t, "ids", e))[0]
+	want = [][]string{{"cameraId", "0123456789abcdef01234567"}, {"styleId", "anime", string(ids.StyleAnime)}}
+	if !slices.EqualFunc(withIDs.Fields, want, slices.Equal) {
+		t.Errorf("fields = %q\nwant %q", withIDs.Fields, want)
+	}
+
+	// Links to this machine are marked: a fake's, dead after its run.
+	for link, fake := range map[string]bool{"http://127.0.0.1:4242/files/a.wav": true, "http://localhost/a.wav": true, "http://[::1]:80/a.wav": true, "https://files.example.com/a.wav": false} {
+		if got := dataOf(t, render(t, "links", Entry{Op: "text-to-music", State: "answered", URLs: []string{link}}))[0].Fake; got != fake {
+			t.Errorf("%s: marked as a fake's %v, want %v", link, got, fake)
+		}
 	}
 	if !strings.HasPrefix(c.Text, strings.Repeat("é", maxText)+"… (20 more bytes)") {
 		t.Errorf("long text cut as %q…", c.Text[len(c.Text)-30:])
