@@ -21,6 +21,7 @@ import (
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/suggest"
 )
 
 // Exit statuses.
@@ -232,12 +233,43 @@ func operationList() string {
 // only leads to others ("creative image") takes no operation's flags: when
 // a word that names no command came before the flag, the word is the
 // mistake ("creative image text-to-imag --prompt x"), and it is reported
-// with suggestions as it would be without flags.
+// with suggestions as it would be without flags. An unknown flag is
+// reported with the command's flags nearest to it.
 func flagError(cmd *cobra.Command, err error) error {
-	if words := cmd.Flags().Args(); cmd.HasAvailableSubCommands() && len(words) > 0 {
+	if words := cmd.Flags().Args(); leadsOnly(cmd) && len(words) > 0 {
 		return subcommandArgs(cmd, words)
 	}
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	if near := nearestFlags(cmd, unknown.GetSpecifiedName()); len(near) > 0 {
+		return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
+	}
 	return err
+}
+
+// leadsOnly reports whether cmd only leads to the commands below it, as
+// "creative image" does: its Use names no arguments of its own, as
+// "batch JOBS.jsonl" does.
+func leadsOnly(cmd *cobra.Command) bool {
+	return cmd.HasAvailableSubCommands() && cmd.Use == cmd.Name()
+}
+
+// nearestFlags returns the flags of cmd, its own and the global ones,
+// nearest to name, each as "--name".
+func nearestFlags(cmd *cobra.Command, name string) []string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	near := suggest.Nearest(name, names)
+	for i, n := range near {
+		near[i] = "--" + n
+	}
+	return near
 }
 
 // strictCompletion makes "creative completion" refuse a shell it has no

@@ -198,7 +198,7 @@ func TestBatchChecksEveryLineBeforeSendingOrCreatingAnything(t *testing.T) {
 		for _, want := range []string{
 			":2: op: unknown operation \"image/text-to-imag\"; did you mean \"image/text-to-image\"?",
 			":3: numberOfResults: must be between 1 and 10, got 11",
-			":4: colour: image/text-to-image takes no such field",
+			":4: colour: image/text-to-image takes no such field; did you mean \"colorId\"? (it takes: ",
 			":5: image: cannot be read",
 			":6: voiceId: ids: unknown voice \"robot\"",
 			":7: url: must be an absolute http or https URL",

@@ -125,8 +125,8 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{"a misspelt flag", []string{"image", "text-to-image", "--promt", "fox"}, "unknown flag: --promt"},
-		{"a misspelt flag before the words", []string{"--promt", "fox", "image", "text-to-image"}, "unknown flag: --promt"},
+		{"a misspelt flag", []string{"image", "text-to-image", "--promt", "fox"}, "unknown flag: --promt (did you mean --prompt?)"},
+		{"a misspelt flag before the words", []string{"--promt", "fox", "image", "text-to-image"}, "unknown flag: --promt (did you mean --prompt?)"},
 		{"a flag that does not apply", []string{"image", "text-to-image", "--prompt", "fox", "--no-download"}, "unknown flag: --no-download"},
 		{"a missing required flag", []string{"image", "generate-qr", "--prompt", "p"}, `required flag(s) "url" not set`},
 		{"negative retries", []string{"--retries", "-1", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, "--retries must be 0 or more, got -1"},
@@ -179,6 +179,39 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Equal(t, "creative: no access key: set CREATIVE_ACCESS_KEY (or try --fake)\n", stderr)
 	})
+}
+
+func TestAMistypedFlagGetsTheNearestFlagOfItsCommand(t *testing.T) {
+	srv, env := fakeEnv(t)
+	jobs := writeJobs(t, 1)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a letter left out", []string{"image", "text-to-image", "--promt", "fox"},
+			"unknown flag: --promt (did you mean --prompt?) (see creative image text-to-image --help)"},
+		{"with its value after =", []string{"audio", "text-to-speech", "--voice=female-1", "--prompt", "hi"},
+			"unknown flag: --voice (did you mean --voice-id?) (see creative audio text-to-speech --help)"},
+		{"the JSON name of a field", []string{"image", "text-to-image", "--prompt", "fox", "--numberOfResults", "2"},
+			"unknown flag: --numberOfResults (did you mean --number-of-results?) (see creative image text-to-image --help)"},
+		{"a global flag", []string{"image", "generate-qr", "--base-ulr", "https://x.example"},
+			"unknown flag: --base-ulr (did you mean --base-url?) (see creative image generate-qr --help)"},
+		{"a flag of batch, after the jobs file", []string{"batch", jobs, "--concurency", "2"},
+			"unknown flag: --concurency (did you mean --concurrency?) (see creative batch --help)"},
+		{"a flag near none", []string{"image", "text-to-image", "--prompt", "fox", "--flavour", "x"},
+			"unknown flag: --flavour (see creative image text-to-image --help)"},
+		{"a flag of another operation is not suggested", []string{"image", "text-to-image", "--prompt", "fox", "--no-download"},
+			"unknown flag: --no-download (see creative image text-to-image --help)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, env, tt.args...)
+			assert.Equal(t, 2, code)
+			assert.Equal(t, "creative: "+tt.want+"\n", stderr)
+			assert.Empty(t, stdout)
+			assert.Empty(t, srv.Requests(), "nothing was sent")
+		})
+	}
 }
 
 func TestCompletion(t *testing.T) {
