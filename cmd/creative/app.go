@@ -162,6 +162,10 @@ error (nothing was sent), 130 interrupted.`,
 	root.SetOut(a.stdout)
 	root.SetErr(a.con)
 	root.SetUsageTemplate(usageTemplate)
+	// --version, as "creative version" prints it; -v stays --verbose.
+	root.Version = versionText(buildInfo())
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().Bool("version", false, "print the version and the revision it was built from")
 	root.AddGroup(&cobra.Group{ID: "ops", Title: "Areas:"}, &cobra.Group{ID: "more", Title: "More commands:"})
 	root.SetHelpCommandGroupID("more")
 	root.SetCompletionCommandGroupID("more")
@@ -192,9 +196,10 @@ error (nothing was sent), 130 interrupted.`,
 	}
 	version := &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version and the revision it was built from",
 		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "creative", creative.Version) },
+		Long:  "Print the version of the command and the revision it was built from, for a bug report (as creative --version does).",
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), cmd.Root().Version) },
 	}
 	more := []*cobra.Command{a.batchCommand(), a.idsCommand(), version}
 	for _, c := range more {
