@@ -37,6 +37,7 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	progress       bool // stderr is a terminal: show progress on it
+	stdoutTerminal bool // stdout is a terminal: no binary output on it
 	// signals delivers Ctrl-C and SIGTERM; nil when nobody sends them.
 	signals <-chan os.Signal
 

@@ -446,6 +446,50 @@ func TestOutDashWritesTheOneResultToStdout(t *testing.T) {
 	})
 }
 
+func TestOutDashRefusesToWriteBytesOnATerminal(t *testing.T) {
+	srv, env := fakeEnv(t)
+	onTerminal := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, stdoutTerminal: true}
+		return a.run(args), stdout.String(), stderr.String()
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		file string
+	}{
+		{"speech", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"}, "text-to-speech.mp3"},
+		{"an image", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, "generate-qr.png"},
+		{"a generated file", []string{"audio", "text-to-music", "--prompt", "piano", "--duration", "1"}, "text-to-music.wav"},
+		{"a video", []string{"video", "infinite-zoom", "--prompt", "a galaxy"}, "infinite-zoom.mp4"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := onTerminal(append(tt.args, "--out", "-")...)
+			assert.Equal(t, 2, code)
+			assert.Equal(t, "creative: binary output to a terminal: redirect it (> "+tt.file+") or pipe it (| mpv -), or give --out a directory\n", stderr)
+			assert.Empty(t, stdout)
+			assert.Empty(t, srv.Requests(), "nothing was sent")
+		})
+	}
+	t.Run("--fake starts nothing either", func(t *testing.T) {
+		code, _, stderr := onTerminal("--fake", "image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-")
+		assert.Equal(t, 2, code)
+		assert.NotContains(t, stderr, "using the built-in fake service")
+	})
+	t.Run("text is written on a terminal as it is", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-", "--json"},
+			{"audio", "text-to-music", "--prompt", "piano", "--duration", "1", "--out", "-", "--no-download"},
+			{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t"},
+		} {
+			code, stdout, stderr := onTerminal(args...)
+			require.Equal(t, 0, code, "%v: %s", args, stderr)
+			assert.NotEmpty(t, stdout, "%v", args)
+		}
+		assert.Len(t, srv.Requests(), 3)
+	})
+}
+
 func isPNG(b []byte) bool {
 	_, err := png.Decode(bytes.NewReader(b))
 	return err == nil

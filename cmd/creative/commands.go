@@ -254,7 +254,7 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 		b.extra(fs, p)
 	}
 	if op.Result != ops.Writer {
-		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout`)
+		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout (a pipe or a file, not a terminal)`)
 		_ = cmd.MarkFlagDirname("out")
 	}
 	fs.BoolVar(&out.json, "json", false, "print the result as JSON on stdout instead of writing files")
@@ -293,7 +293,7 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
 	switch {
 	case writesFiles && out.dir == stdoutName:
-		if err := oneResult(p); err != nil {
+		if err := a.toStdout(p); err != nil {
 			return err
 		}
 	case writesFiles:

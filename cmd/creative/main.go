@@ -29,7 +29,7 @@ import (
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), signals: signals}
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), stdoutTerminal: isTerminal(os.Stdout), signals: signals}
 	os.Exit(a.run(os.Args[1:]))
 }
 
