@@ -298,7 +298,35 @@ func strictCompletion(root *cobra.Command) {
 		return fmt.Errorf("no completion script for %q: give one of %s", args[0], strings.Join(shells, ", "))
 	}
 	comp.RunE = needSubcommand
+	comp.Short = "Print a script that completes commands, flags and id labels in your shell"
+	comp.Long = completionHelp
 }
+
+// completionHelp is the completion command's help: what each shell needs
+// first, bash above all, whose script fails without bash-completion.
+const completionHelp = `Print a script that makes your shell complete creative's commands, flags
+and id labels (--style-id an<TAB> gives anime).
+
+bash needs the bash-completion package, version 2, loaded first:
+  Debian, Ubuntu:  apt install bash-completion
+  Homebrew:        brew install bash-completion@2   (bash 4 or later; add
+                   the line its caveats give to ~/.bash_profile; macOS's
+                   own bash 3.2 takes brew install bash-completion)
+Without it, Tab says "_get_comp_words_by_ref: command not found". Then:
+
+  source <(creative completion bash)     # in this shell
+  creative completion bash > ~/.local/share/bash-completion/completions/creative   # in every new one
+
+zsh (with compinit on: autoload -U compinit; compinit):
+  source <(creative completion zsh)
+
+fish:
+  creative completion fish | source
+
+PowerShell:
+  creative completion powershell | Out-String | Invoke-Expression
+
+"creative completion SHELL --help" says how to load it in every new shell.`
 
 // usageTemplate is cobra's, without a "creative image [flags]" line for
 // commands that only lead to others.

@@ -507,6 +507,23 @@ func TestFakeLinksAreSaidToDieWithTheFake(t *testing.T) {
 	assert.Empty(t, stderr, "a real service's links need no warning")
 }
 
+func TestCompletionHelpSaysWhatBashNeedsFirst(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "completion", "--help")
+	require.Equal(t, 0, code, stderr)
+	for _, want := range []string{
+		"bash needs the bash-completion package, version 2",
+		"apt install bash-completion",
+		"brew install bash-completion@2",
+		`Tab says "_get_comp_words_by_ref: command not found"`,
+		"source <(creative completion bash)",
+		"creative completion fish | source",
+	} {
+		assert.Contains(t, stdout, want)
+	}
+	_, _, alone := runCLI(t, nil, "completion")
+	assert.Contains(t, alone, "bash-completion", "creative completion alone shows it too, on stderr")
+}
+
 func TestCompletionAloneShowsItsShells(t *testing.T) {
 	code, stdout, stderr := runCLI(t, nil, "completion")
 	assert.Equal(t, 2, code)
