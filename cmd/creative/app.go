@@ -329,10 +329,10 @@ PowerShell:
 "creative completion SHELL --help" says how to load it in every new shell.`
 
 // usageTemplate is cobra's, without a "creative image [flags]" line for
-// commands that only lead to others.
-const usageTemplate = `Usage:{{if .HasAvailableSubCommands}}
-  {{.CommandPath}} [command]{{else}}
-  {{.UseLine}}{{end}}{{if gt (len .Aliases) 0}}
+// commands that only lead to others (whose Use names no arguments).
+const usageTemplate = `Usage:{{if or (not .HasAvailableSubCommands) (ne .Use .Name)}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
 
 Aliases:
   {{.NameAndAliases}}{{end}}{{if .HasExample}}
