@@ -228,6 +228,9 @@ func (a *app) checkFailed(path string, err error) error {
 	}
 	for _, le := range ce.Lines {
 		where := fmt.Sprintf("%s:%d: ", path, le.Line)
+		if le.Column > 0 {
+			where += fmt.Sprintf("column %d: ", le.Column)
+		}
 		if le.Field != "" {
 			where += le.Field + ": "
 		}

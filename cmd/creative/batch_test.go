@@ -184,6 +184,7 @@ func TestBatchChecksEveryLineBeforeSendingOrCreatingAnything(t *testing.T) {
 		`{"op":"image/re-imagine","image":"` + rel + `"}`,
 		`{"op":"image/re-imagine","image":"` + secret + `"}`,
 		`{"op":"image/re-imagine","image":"link.png"}`,
+		`{"op":"image/text-to-image","prompt":"x",}`,
 	}
 	path := filepath.Join(dir, "jobs.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
@@ -207,7 +208,7 @@ func TestBatchChecksEveryLineBeforeSendingOrCreatingAnything(t *testing.T) {
 			":9: numberOfResults: must be a number",
 			":10: id: must be letters",
 			":12: id: \"a\" is also the id of line 11",
-			":13: not a JSON object",
+			":13: not a JSON object: a job is one object per line, such as {",
 			":14: prompt: holds invalid UTF-8",
 			":15: op: given twice",
 			":16: duration: is 0: leave it out for the service's default (8)",
@@ -215,7 +216,8 @@ func TestBatchChecksEveryLineBeforeSendingOrCreatingAnything(t *testing.T) {
 			":18: image: " + rel + " is outside the jobs file's folder",
 			":19: image: " + secret + " is outside the jobs file's folder",
 			":20: image: cannot be read: link.png",
-			"creative: batch: 18 bad lines in " + path + "; nothing was sent",
+			":21: column 41: a trailing comma before \"}\" (JSON allows none): ...t-to-image\",\"prompt\":\"x\",}\n",
+			"creative: batch: 19 bad lines in " + path + "; nothing was sent",
 		} {
 			assert.Contains(t, stderr, want)
 		}
