@@ -21,7 +21,6 @@ type params struct {
 	// name says how the user named a field: "--number-of-results" on the
 	// command line, "numberOfResults" in a batch file.
 	name func(field string) string
-	bad  error
 	// The writer tool's CoverLetter shorthand flags.
 	jobRole, jobSkills string
 }
@@ -30,20 +29,10 @@ func newParams(op ops.Op, name func(string) string) *params {
 	return &params{op: op, vals: map[string]any{}, name: name}
 }
 
-// failf records the first problem met while reading the fields.
-func (p *params) failf(field, format string, args ...any) {
-	if p.bad == nil {
-		p.bad = usagef("%s %s", p.name(field), fmt.Sprintf(format, args...))
-	}
-}
-
 // request builds the SDK's request from the fields given, files opened by
 // their paths; a value the request cannot hold is a usage error naming its
 // flag.
 func (p *params) request(b binding) (opcall.Request, error) {
-	if p.bad != nil {
-		return nil, p.bad
-	}
 	fields := make(map[string]any, len(p.vals))
 	for name, v := range p.vals {
 		if f, _ := p.op.Field(name); f.Type == ops.File {
