@@ -210,15 +210,8 @@ func parseLine(raw []byte) (Job, error) {
 			return j, &fieldError{field: name, err: err}
 		}
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return j, syntaxError(raw, err)
-	}
-	end := int(dec.InputOffset())
-	switch _, err := dec.ReadToken(); {
-	case err == nil:
-		return j, &fieldError{err: errors.New("more than one JSON value on the line"), at: skipSpace(raw, end) + 1}
-	case err != io.EOF:
-		return j, syntaxError(raw, err)
+	if err := lineEnd(dec, raw); err != nil {
+		return j, err
 	}
 	// Every value passed; a key can still hold invalid UTF-8 or a bad
 	// escape, which its token read as U+FFFD.
@@ -229,6 +222,21 @@ func parseLine(raw []byte) (Job, error) {
 		return j, &fieldError{err: errors.New("a key " + errLoneSurrogate.Error())}
 	}
 	return j, nil
+}
+
+// lineEnd reads the end of the object and checks that nothing follows it.
+func lineEnd(dec *jsontext.Decoder, raw []byte) *fieldError {
+	if _, err := dec.ReadToken(); err != nil {
+		return syntaxError(raw, err)
+	}
+	end := int(dec.InputOffset())
+	switch _, err := dec.ReadToken(); {
+	case err == nil:
+		return &fieldError{err: errors.New("more than one JSON value on the line"), at: skipSpace(raw, end) + 1}
+	case err != io.EOF:
+		return syntaxError(raw, err)
+	}
+	return nil
 }
 
 // syntaxError is a line the decoder failed on with err, as a fieldError

@@ -48,53 +48,67 @@ type scan struct {
 func scanTo(raw []byte, off int) scan {
 	s := scan{str: -1}
 	for i := 0; i < off; i++ {
-		c := raw[i]
 		if s.str >= 0 {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				s.str = -1
-				s.value()
-			}
-			s.prev = c
-			continue
+			i = s.inString(raw, i)
+		} else {
+			i = s.step(raw, i, off)
 		}
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '"':
-			s.str = i
-		case '{':
-			s.stack = append(s.stack, frame{c, wantName})
-		case '[':
-			s.stack = append(s.stack, frame{c, wantValue})
-		case '}', ']':
-			s.stack = s.stack[:len(s.stack)-1]
-			s.ended = len(s.stack) == 0
-			s.value()
-		case ':':
-			s.top().state = wantValue
-		case ',':
-			if t := s.top(); t.bracket == '{' {
-				t.state = wantName
-			} else {
-				t.state = wantValue
-			}
-		default: // a number or a literal
-			j := i + 1
-			for j < off && isWordByte(raw[j]) {
-				j++
-			}
-			// One that off cuts short is a value only when it is whole.
-			if j < off || jsontext.Value(raw[i:j]).IsValid() {
-				s.value()
-			}
-			i, c = j-1, raw[j-1]
-		}
-		s.prev = c
 	}
 	return s
+}
+
+// inString moves past raw[i], in a string, and returns the offset of the
+// last byte it read.
+func (s *scan) inString(raw []byte, i int) int {
+	switch raw[i] {
+	case '\\':
+		i++
+	case '"':
+		s.str = -1
+		s.value()
+	}
+	s.prev = raw[i]
+	return i
+}
+
+// step moves past raw[i], outside strings, and returns the offset of the
+// last byte it read: a word (a number or a literal) is read whole, up to
+// off.
+func (s *scan) step(raw []byte, i, off int) int {
+	c := raw[i]
+	switch c {
+	case ' ', '\t', '\r', '\n':
+		return i
+	case '"':
+		s.str = i
+	case '{':
+		s.stack = append(s.stack, frame{c, wantName})
+	case '[':
+		s.stack = append(s.stack, frame{c, wantValue})
+	case '}', ']':
+		s.stack = s.stack[:len(s.stack)-1]
+		s.ended = len(s.stack) == 0
+		s.value()
+	case ':':
+		s.top().state = wantValue
+	case ',':
+		s.top().state = wantValue
+		if s.top().bracket == '{' {
+			s.top().state = wantName
+		}
+	default:
+		j := i + 1
+		for j < off && isWordByte(raw[j]) {
+			j++
+		}
+		// One that off cuts short is a value only when it is whole.
+		if j < off || jsontext.Value(raw[i:j]).IsValid() {
+			s.value()
+		}
+		i = j - 1
+	}
+	s.prev = raw[i]
+	return i
 }
 
 // top is the innermost frame, or a frame that is none when there is none.
@@ -152,28 +166,55 @@ func syntaxProblem(raw []byte, err error) (int, string) {
 // placeProblem says what is wrong at raw[off], where the scan s leaves off.
 func placeProblem(raw []byte, off int, s scan) (int, string) {
 	c := raw[off]
-	t := s.top()
 	switch {
+	case s.ended && c == '}':
+		return off, `an extra "}" after the end of the object`
 	case s.ended:
-		if c == '}' {
-			return off, `an extra "}" after the end of the object`
-		}
 		return off, "more than one JSON value on the line"
 	case len(s.stack) == 0:
 		return -1, "not a JSON object: a job is one object per line, such as " + exampleJob
-	case (c == '}' || c == ']') && s.prev == ',':
+	case c == ',' || c == '}' || c == ']':
+		if at, msg := commaProblem(raw, off, s); msg != "" {
+			return at, msg
+		}
+	case c == '\'':
+		return off, `a single quote: JSON takes double quotes (") around names and text`
+	}
+	return memberProblem(raw, off, s)
+}
+
+// commaProblem says what is wrong with a comma at raw[off], or before the
+// bracket there; "" when nothing is.
+func commaProblem(raw []byte, off int, s scan) (int, string) {
+	c := raw[off]
+	switch {
+	case c != ',' && s.prev == ',':
 		return lastByte(raw, off, ','), fmt.Sprintf("a trailing comma before %q (JSON allows none)", string(c))
 	case c == ',' && (s.prev == ',' || s.prev == '{' || s.prev == '['):
 		return off, "a comma with nothing before it"
-	case c == '\'':
-		return off, `a single quote: JSON takes double quotes (") around names and text`
-	case t.state == wantName && isWordByte(c):
+	}
+	return 0, ""
+}
+
+// nameProblem says what is wrong at raw[off], where a name belongs.
+func nameProblem(raw []byte, off int) (int, string) {
+	if isWordByte(raw[off]) {
 		return off, fmt.Sprintf("a name without quotes: write %q", wordAt(raw, off))
+	}
+	return off, fmt.Sprintf(`%q where a name in double quotes belongs`, string(raw[off]))
+}
+
+// memberProblem says what is wrong at raw[off], where a name, a colon, a
+// value or what follows one belongs.
+func memberProblem(raw []byte, off int, s scan) (int, string) {
+	c := raw[off]
+	t := s.top()
+	switch {
 	case t.state == wantName:
-		return off, fmt.Sprintf(`%q where a name in double quotes belongs`, string(c))
+		return nameProblem(raw, off)
 	case t.state == wantColon:
 		return off, `a ":" is missing after the name`
-	case t.state == wantValue, isWordByte(c) && isWordByte(s.prev) && off > 0 && raw[off-1] == s.prev:
+	case t.state == wantValue, isWordByte(c) && off > 0 && isWordByte(raw[off-1]):
 		// A value, or a word the decoder cut after a whole value ("01").
 		return valueProblem(raw, off, s)
 	case c == '"' || c == '{' || c == '[' || isWordByte(c):
