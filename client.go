@@ -123,7 +123,7 @@ func userAgent(extra string) string {
 
 func parseBaseURL(raw string, insecure bool) (*url.URL, error) {
 	if raw == "" {
-		return nil, fmt.Errorf("creative: no base URL: set %s or use WithBaseURL", EnvBaseURL)
+		return nil, fmt.Errorf("creative: no base URL: set %s or use WithBaseURL; to run without the service, package creativetest has a fake of it: srv := creativetest.NewServer(); c := srv.Client()", EnvBaseURL)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {

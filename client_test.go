@@ -59,6 +59,11 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+	t.Run("a missing base URL also says how to run without the service", func(t *testing.T) {
+		_, err := New(WithAccessKey("k"))
+		require.Error(t, err)
+		assert.Equal(t, "creative: no base URL: set CREATIVE_BASE_URL or use WithBaseURL; to run without the service, package creativetest has a fake of it: srv := creativetest.NewServer(); c := srv.Client()", err.Error())
+	})
 }
 
 func TestNewAllowsPlainHTTPOnlyToLoopbackOrWhenAsked(t *testing.T) {

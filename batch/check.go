@@ -18,6 +18,7 @@ import (
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/suggest"
 )
 
 // A task is a checked job: its operation, its resolved fields, its
@@ -89,13 +90,35 @@ func (c *checker) resolve(j Job) (*task, error) {
 	for _, name := range names {
 		f, ok := op.Field(name)
 		if !ok {
-			return nil, lineErr(j, name, "%s takes no such field (it takes: %s)", op.Name, fieldNames(op))
+			return nil, lineErr(j, name, "%s takes no such field%s (it takes: %s)", op.Name, suggestField(op, name), fieldNames(op))
 		}
 		if err := c.set(t, f, j.Fields[name]); err != nil {
 			return nil, &LineError{Line: j.Line, Field: name, Err: err}
 		}
 	}
 	return t, nil
+}
+
+// suggestField names the fields of op nearest to a name it does not take,
+// "id" included.
+func suggestField(op ops.Op, name string) string {
+	names := []string{"id"}
+	for _, f := range op.Fields {
+		names = append(names, f.Name)
+	}
+	near := suggest.Nearest(name, names)
+	if len(near) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(quoteAll(near), " or ") + "?"
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
 
 func fieldNames(op ops.Op) string {
@@ -260,7 +283,7 @@ func (t *task) setOccurrence(n int) {
 func suggestOp(name string) string {
 	var near []string
 	for _, o := range ops.All {
-		if strings.Contains(o.Name, name) || strings.Contains(name, o.Verb()) || levenshtein(name, o.Name) <= 3 {
+		if strings.Contains(o.Name, name) || strings.Contains(name, o.Verb()) || suggest.Distance(name, o.Name) <= 3 {
 			near = append(near, fmt.Sprintf("%q", o.Name))
 		}
 	}
@@ -268,24 +291,4 @@ func suggestOp(name string) string {
 		return " (creative --help lists the operations)"
 	}
 	return "; did you mean " + strings.Join(near, " or ") + "?"
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -38,17 +39,24 @@ type Job struct {
 // A LineError reports a job that cannot run: its line, the field at fault
 // (empty when the line as a whole is) and why. Nothing is sent for it.
 type LineError struct {
-	Line  int
-	Field string
-	Err   error
+	Line int
+	// Column is where on the line a line that is no JSON object goes
+	// wrong, in characters from 1; 0 when the fault has no one place.
+	Column int
+	Field  string
+	Err    error
 }
 
 // Error says where and why.
 func (e *LineError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("line %d: %s: %v", e.Line, e.Field, e.Err)
+	where := fmt.Sprintf("line %d: ", e.Line)
+	if e.Column > 0 {
+		where += fmt.Sprintf("column %d: ", e.Column)
 	}
-	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	if e.Field != "" {
+		where += e.Field + ": "
+	}
+	return where + e.Err.Error()
 }
 
 // Unwrap returns the cause.
@@ -68,7 +76,10 @@ const maxLine = 4 << 20
 // pass: one JSON object per line, "op" naming the operation, an optional
 // "id", and the operation's fields. Blank lines are skipped, and so is a
 // byte order mark at the start. A line is refused, naming it and the field,
-// when it holds invalid UTF-8, a key given twice, or is not a JSON object.
+// when it holds invalid UTF-8 or a key given twice; one that is not a JSON
+// object is refused with the column where it goes wrong and what JSON
+// wanted there (a trailing comma, a quote missing, single quotes, a brace
+// not closed, ...).
 func JSONL(open func() (io.ReadCloser, error)) Source {
 	return func(yield func(Job, error) bool) {
 		r, err := open()
@@ -82,18 +93,18 @@ func JSONL(open func() (io.ReadCloser, error)) Source {
 		line := 0
 		for sc.Scan() {
 			line++
-			raw := sc.Bytes()
+			text := sc.Bytes()
 			if line == 1 {
-				raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
+				text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
 			}
-			raw = bytes.TrimSpace(raw)
+			raw := bytes.TrimSpace(text)
 			if len(raw) == 0 {
 				continue
 			}
 			j, err := parseLine(raw)
 			j.Line = line
 			if err != nil {
-				err = &LineError{Line: line, Field: fieldOf(err), Err: errors.Unwrap(err)}
+				err = lineErrorOf(line, text, len(text)-len(bytes.TrimLeftFunc(text, unicode.IsSpace)), err)
 			}
 			if !yield(j, err) {
 				return
@@ -130,10 +141,23 @@ func Values(seq iter.Seq[Job]) Source {
 	}
 }
 
-// A fieldError is a parse error about one field, before the line is known.
+// lineErrorOf is err, from parseLine on the part of text that starts at
+// byte lead, as the *LineError of the line.
+func lineErrorOf(line int, text []byte, lead int, err error) *LineError {
+	le := &LineError{Line: line, Field: fieldOf(err), Err: errors.Unwrap(err)}
+	var fe *fieldError
+	if errors.As(err, &fe) && fe.at > 0 {
+		le.Column = utf8.RuneCount(text[:lead+fe.at-1]) + 1
+	}
+	return le
+}
+
+// A fieldError is a parse error about one field, or about the line at one
+// place, before the line is known.
 type fieldError struct {
 	field string
 	err   error
+	at    int // the byte of the line at fault, from 1; 0 for none
 }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
@@ -156,42 +180,38 @@ var lineOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.
 // decoded strictly.
 func parseLine(raw []byte) (Job, error) {
 	var j Job
-	notObject := &fieldError{err: errors.New("not a JSON object")}
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return j, notObject
+		return j, &fieldError{err: errors.New("not a JSON object: a job is one object per line, such as " + exampleJob)}
 	}
 	j.Fields = map[string]any{}
 	seen := map[string]bool{}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return j, notObject
+			return j, syntaxError(raw, err)
 		}
 		name := tok.String()
 		if seen[name] {
-			return j, &fieldError{name, errors.New("given twice (which one was meant?)")}
+			return j, &fieldError{field: name, err: errors.New("given twice (which one was meant?)")}
 		}
 		seen[name] = true
 		val, err := dec.ReadValue()
 		if err != nil {
-			return j, notObject
+			return j, syntaxError(raw, err)
 		}
 		if !utf8.Valid(val) {
-			return j, &fieldError{name, errors.New("holds invalid UTF-8")}
+			return j, &fieldError{field: name, err: errors.New("holds invalid UTF-8")}
 		}
 		if !val.IsValid(jsontext.AllowDuplicateNames(true)) {
-			return j, &fieldError{name, errLoneSurrogate}
+			return j, &fieldError{field: name, err: errLoneSurrogate}
 		}
 		if err := j.set(name, val); err != nil {
-			return j, &fieldError{name, err}
+			return j, &fieldError{field: name, err: err}
 		}
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return j, notObject
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return j, &fieldError{err: errors.New("more than one JSON value on the line")}
+	if err := lineEnd(dec, raw); err != nil {
+		return j, err
 	}
 	// Every value passed; a key can still hold invalid UTF-8 or a bad
 	// escape, which its token read as U+FFFD.
@@ -202,6 +222,32 @@ func parseLine(raw []byte) (Job, error) {
 		return j, &fieldError{err: errors.New("a key " + errLoneSurrogate.Error())}
 	}
 	return j, nil
+}
+
+// lineEnd reads the end of the object and checks that nothing follows it.
+func lineEnd(dec *jsontext.Decoder, raw []byte) *fieldError {
+	if _, err := dec.ReadToken(); err != nil {
+		return syntaxError(raw, err)
+	}
+	end := int(dec.InputOffset())
+	switch _, err := dec.ReadToken(); {
+	case err == nil:
+		return &fieldError{err: errors.New("more than one JSON value on the line"), at: skipSpace(raw, end) + 1}
+	case err != io.EOF:
+		return syntaxError(raw, err)
+	}
+	return nil
+}
+
+// syntaxError is a line the decoder failed on with err, as a fieldError
+// that says where, what JSON expected there, and shows that part of the
+// line.
+func syntaxError(raw []byte, err error) *fieldError {
+	off, msg := syntaxProblem(raw, err)
+	if off < 0 {
+		return &fieldError{err: errors.New(msg)}
+	}
+	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
 }
 
 // errLoneSurrogate refuses an escape such as \ud800 that names half of a

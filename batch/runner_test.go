@@ -417,3 +417,25 @@ func checkAndRun(r *batch.Runner, src batch.Source) (batch.Summary, error) {
 	}
 	return r.Run(context.Background(), c)
 }
+
+func TestAMistypedFieldGetsTheNearestNameAndNothingIsSent(t *testing.T) {
+	f := newFixture(t)
+	r, err := batch.New(f.c, f.store, batch.Options{})
+	require.NoError(t, err)
+	jobs := []batch.Job{
+		{Op: "image/text-to-image", Fields: map[string]any{"prompt": "p", "colour": "red"}},
+		{Op: "image/text-to-image", Fields: map[string]any{"prompt": "p", "number-of-results": 2}},
+		{Op: "audio/text-to-speech", Fields: map[string]any{"prompt": "p", "voice": "female 1"}},
+		{Op: "image/text-to-image", Fields: map[string]any{"prompt": "p", "flavour": "sweet"}},
+	}
+	_, err = r.Check(context.Background(), batch.Values(slices.Values(jobs)))
+	var ce *batch.CheckError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Lines, 4)
+	takes := " (it takes: prompt, numberOfResults, imageSizeId, styleId, cameraId, colorId, lightingId)"
+	assert.Equal(t, `line 1: colour: image/text-to-image takes no such field; did you mean "colorId"?`+takes, ce.Lines[0].Error())
+	assert.Equal(t, `line 2: number-of-results: image/text-to-image takes no such field; did you mean "numberOfResults"?`+takes, ce.Lines[1].Error())
+	assert.Equal(t, `line 3: voice: audio/text-to-speech takes no such field; did you mean "voiceId"? (it takes: prompt, voiceId)`, ce.Lines[2].Error())
+	assert.Equal(t, "line 4: flavour: image/text-to-image takes no such field"+takes, ce.Lines[3].Error(), "no name is near")
+	assert.Empty(t, f.srv.Requests())
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/suggest"
 )
 
 // Exit statuses.
@@ -36,6 +37,7 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	progress       bool // stderr is a terminal: show progress on it
+	stdoutTerminal bool // stdout is a terminal: no binary output on it
 	// signals delivers Ctrl-C and SIGTERM; nil when nobody sends them.
 	signals <-chan os.Signal
 
@@ -161,6 +163,10 @@ error (nothing was sent), 130 interrupted.`,
 	root.SetOut(a.stdout)
 	root.SetErr(a.con)
 	root.SetUsageTemplate(usageTemplate)
+	// --version, as "creative version" prints it; -v stays --verbose.
+	root.Version = versionText(buildInfo())
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().Bool("version", false, "print the version and the revision it was built from")
 	root.AddGroup(&cobra.Group{ID: "ops", Title: "Areas:"}, &cobra.Group{ID: "more", Title: "More commands:"})
 	root.SetHelpCommandGroupID("more")
 	root.SetCompletionCommandGroupID("more")
@@ -191,9 +197,10 @@ error (nothing was sent), 130 interrupted.`,
 	}
 	version := &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version and the revision it was built from",
 		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "creative", creative.Version) },
+		Long:  "Print the version of the command and the revision it was built from, for a bug report (as creative --version does).",
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), cmd.Root().Version) },
 	}
 	more := []*cobra.Command{a.batchCommand(), a.idsCommand(), version}
 	for _, c := range more {
@@ -232,12 +239,43 @@ func operationList() string {
 // only leads to others ("creative image") takes no operation's flags: when
 // a word that names no command came before the flag, the word is the
 // mistake ("creative image text-to-imag --prompt x"), and it is reported
-// with suggestions as it would be without flags.
+// with suggestions as it would be without flags. An unknown flag is
+// reported with the command's flags nearest to it.
 func flagError(cmd *cobra.Command, err error) error {
-	if words := cmd.Flags().Args(); cmd.HasAvailableSubCommands() && len(words) > 0 {
+	if words := cmd.Flags().Args(); leadsOnly(cmd) && len(words) > 0 {
 		return subcommandArgs(cmd, words)
 	}
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	if near := nearestFlags(cmd, unknown.GetSpecifiedName()); len(near) > 0 {
+		return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(near, " or "))
+	}
 	return err
+}
+
+// leadsOnly reports whether cmd only leads to the commands below it, as
+// "creative image" does: its Use names no arguments of its own, as
+// "batch JOBS.jsonl" does.
+func leadsOnly(cmd *cobra.Command) bool {
+	return cmd.HasAvailableSubCommands() && cmd.Use == cmd.Name()
+}
+
+// nearestFlags returns the flags of cmd, its own and the global ones,
+// nearest to name, each as "--name".
+func nearestFlags(cmd *cobra.Command, name string) []string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	near := suggest.Nearest(name, names)
+	for i, n := range near {
+		near[i] = "--" + n
+	}
+	return near
 }
 
 // strictCompletion makes "creative completion" refuse a shell it has no
@@ -260,13 +298,41 @@ func strictCompletion(root *cobra.Command) {
 		return fmt.Errorf("no completion script for %q: give one of %s", args[0], strings.Join(shells, ", "))
 	}
 	comp.RunE = needSubcommand
+	comp.Short = "Print a script that completes commands, flags and id labels in your shell"
+	comp.Long = completionHelp
 }
 
+// completionHelp is the completion command's help: what each shell needs
+// first, bash above all, whose script fails without bash-completion.
+const completionHelp = `Print a script that makes your shell complete creative's commands, flags
+and id labels (--style-id an<TAB> gives anime).
+
+bash needs the bash-completion package, version 2, loaded first:
+  Debian, Ubuntu:  apt install bash-completion
+  Homebrew:        brew install bash-completion@2   (bash 4 or later; add
+                   the line its caveats give to ~/.bash_profile; macOS's
+                   own bash 3.2 takes brew install bash-completion)
+Without it, Tab says "_get_comp_words_by_ref: command not found". Then:
+
+  source <(creative completion bash)     # in this shell
+  creative completion bash > ~/.local/share/bash-completion/completions/creative   # in every new one
+
+zsh (with compinit on: autoload -U compinit; compinit):
+  source <(creative completion zsh)
+
+fish:
+  creative completion fish | source
+
+PowerShell:
+  creative completion powershell | Out-String | Invoke-Expression
+
+"creative completion SHELL --help" says how to load it in every new shell.`
+
 // usageTemplate is cobra's, without a "creative image [flags]" line for
-// commands that only lead to others.
-const usageTemplate = `Usage:{{if .HasAvailableSubCommands}}
-  {{.CommandPath}} [command]{{else}}
-  {{.UseLine}}{{end}}{{if gt (len .Aliases) 0}}
+// commands that only lead to others (whose Use names no arguments).
+const usageTemplate = `Usage:{{if or (not .HasAvailableSubCommands) (ne .Use .Name)}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
 
 Aliases:
   {{.NameAndAliases}}{{end}}{{if .HasExample}}

@@ -44,66 +44,70 @@ func (a *app) batchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "batch JOBS.jsonl",
 		Short: "Run a file of jobs, one JSON object per line, paying for each once",
-		Long: `Run many calls from a JSON Lines file: one job per line, a JSON object whose
-"op" names the operation ("image/text-to-image", "audio/enhance", ...) and
-whose other keys are the operation's fields named as in the API ("prompt",
-"numberOfResults", "styleId", "voiceId", "typeId", "url", ...). Id fields
-take ids or labels; file fields ("audio", "image") take a path inside the
-folder of JOBS.jsonl (--allow-outside lifts that). An optional "id" names
-the job and its files.
+		Long: `The jobs file
+  One job per line: a JSON object whose "op" names the operation
+  ("image/text-to-image", "audio/enhance", ...) and whose other keys are
+  its fields, named as in the API ("prompt", "numberOfResults", "styleId",
+  ...). Id fields take ids or labels; file fields ("audio", "image") take
+  a path inside the folder of JOBS.jsonl (--allow-outside lifts that). An
+  optional "id" names the job and its files. creative batch fields lists
+  every operation's fields, with an example line each:
 
-Every line is checked before anything is sent: a bad line stops the run
-with exit status 2, naming the line, the field and why, and nothing is
-created under --out.
+    {"op":"image/text-to-image","id":"fox","prompt":"a fox in the snow","numberOfResults":2,"styleId":"anime"}
+    {"op":"audio/text-to-speech","prompt":"Welcome!","voiceId":"female 1"}
+    {"op":"image/re-imagine","image":"photos/cat.png"}
 
-A job is its "id", or its content (operation, fields, the content of its
-files) and its occurrence among identical lines: inserting, deleting or
-reordering lines never pays for a job again; an edited line is a new job.
-Each job is claimed in the ledger, the SQLite database --out/ledger.db,
-before its request is sent, so runs sharing --out (at once or in turn, on
-this machine) pay for each job once, and its answer is recorded there
-before anything is downloaded. A folder on a network file system is
-refused: workers on several machines share a bucket URL.
+  Every line is checked before anything is sent: a bad line stops the run
+  with exit status 2, naming the line, the field and why, and nothing is
+  created under --out.
 
-Outputs go under --out, named by the id (or the zero-padded line number)
-and the operation: 000003-text-to-image-<mark>.png, fox-text-to-image-1.png.
---out/results.jsonl logs each job as it ends, with its state: done,
-failed (the service said no; nothing was paid), refused (not sent, or
-429/503), unknown (may have been paid), answered (paid, files not all
-downloaded). --out/index.html shows every job to a person (thumbnails,
-players, texts, states), opens from disk, and is kept current while the
-run goes. sqlite3 reads the ledger: see creative batch status --help.
+Paying once
+  A job is its "id", or its content (operation, fields, the content of its
+  files) and its occurrence among identical lines: inserting, deleting or
+  reordering lines never pays for a job again; an edited line is a new
+  job. Each job is claimed in the ledger, the SQLite database
+  --out/ledger.db, before its request is sent, so runs sharing --out (at
+  once or in turn, on this machine) pay for each job once, and its answer
+  is recorded there before anything is downloaded. A folder on a network
+  file system is refused: workers on several machines share a bucket URL.
 
-A rerun sends failed, refused and never-started jobs; downloads again
-what was answered and not downloaded, and what is done but whose files
-are gone (free); never pays again for an answered job, nor sends a job
-whose outcome is unknown, unless asked: --resend-unknown sends again the
-unknown ones and those claimed by a worker that is gone (this may pay
-twice), not those in flight on a worker still running (its heartbeat is
-under 90s old: the jobs of a killed worker are sent once its heartbeat
-is older, or at once from its machine); --repay-expired pays again for
-answered jobs whose links have expired.
+Outputs
+  Files go under --out, named by the id (or the zero-padded line number)
+  and the operation: 000003-text-to-image-<mark>.png,
+  fox-text-to-image-1.png. --out/results.jsonl logs each job as it ends,
+  with its state: done, failed (the service said no; nothing was paid),
+  refused (not sent, or 429/503), unknown (may have been paid), answered
+  (paid, files not all downloaded). --out/index.html shows every job to a
+  person (thumbnails, players, texts, states), opens from disk, and is
+  kept current while the run goes. sqlite3 reads the ledger: see creative
+  batch status --help.
 
---rate bounds the requests sent per second over all workers, retries and
-downloads included; a 429 or 503 answer with Retry-After pauses every
-worker for the time it asks.
+Running again
+  A rerun sends failed, refused and never-started jobs; downloads again
+  what was answered and not downloaded, and what is done but whose files
+  are gone (free); never pays again for an answered job, nor sends a job
+  whose outcome is unknown, unless asked: --resend-unknown sends again the
+  unknown ones and those claimed by a worker that is gone (this may pay
+  twice), not those in flight on a worker still running (its heartbeat is
+  under 90s old: the jobs of a killed worker are sent once its heartbeat
+  is older, or at once from its machine); --repay-expired pays again for
+  answered jobs whose links have expired.
 
-The first Ctrl-C stops starting jobs (also those waiting for --rate or a
-pause) and lets the calls in flight finish and be recorded; a second one
-cancels them (they are then recorded unknown). --shard I/N runs only the
-jobs whose line number modulo N is I.
+Rate, shards and Ctrl-C
+  --rate bounds the requests sent per second over all workers, retries and
+  downloads included; a 429 or 503 answer with Retry-After pauses every
+  worker for the time it asks. --shard I/N runs only the jobs whose line
+  number modulo N is I. The first Ctrl-C stops starting jobs (also those
+  waiting for --rate or a pause) and lets the calls in flight finish and
+  be recorded; a second one cancels them (they are then recorded unknown).
 
-Exit status: 0 when every job is done, 1 when some are not (see the
-summary), 2 on a usage error or a bad line (nothing was sent), 130 when
-interrupted.`,
+Exit status
+  0 when every job is done, 1 when some are not (see the summary), 2 on a
+  usage error or a bad line (nothing was sent), 130 when interrupted.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
-
-  jobs.jsonl:
-  {"op":"image/text-to-image","id":"fox","prompt":"a fox in the snow","numberOfResults":2,"styleId":"anime"}
-  {"op":"audio/text-to-speech","prompt":"Welcome!","voiceId":"female 1"}
-  {"op":"image/re-imagine","image":"photos/cat.png"}`,
+  creative batch fields image/text-to-image`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("want one JOBS.jsonl file, got %d arguments", len(args))
@@ -127,9 +131,19 @@ interrupted.`,
 	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for answered jobs whose links expired before they were downloaded")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
 	_ = cmd.MarkFlagDirname("out")
-	cmd.AddCommand(a.batchStatusCommand())
+	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
+	// Usage and flags first, the rest after them.
+	cmd.SetHelpTemplate(proseAfterUsage)
 	return cmd
 }
+
+// proseAfterUsage is the help of a command whose Long is long: its Short,
+// then its usage, examples and flags, then the Long.
+const proseAfterUsage = `{{.Short}}
+
+{{.UsageString}}
+{{.Long | trimTrailingWhitespaces}}
+`
 
 // parseShard reads --shard I/N; the zero shard (0/1) is the whole file.
 func parseShard(s string) (i, n int, err error) {
@@ -215,6 +229,9 @@ func (a *app) checkFailed(path string, err error) error {
 	}
 	for _, le := range ce.Lines {
 		where := fmt.Sprintf("%s:%d: ", path, le.Line)
+		if le.Column > 0 {
+			where += fmt.Sprintf("column %d: ", le.Column)
+		}
 		if le.Field != "" {
 			where += le.Field + ": "
 		}

@@ -125,8 +125,8 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{"a misspelt flag", []string{"image", "text-to-image", "--promt", "fox"}, "unknown flag: --promt"},
-		{"a misspelt flag before the words", []string{"--promt", "fox", "image", "text-to-image"}, "unknown flag: --promt"},
+		{"a misspelt flag", []string{"image", "text-to-image", "--promt", "fox"}, "unknown flag: --promt (did you mean --prompt?)"},
+		{"a misspelt flag before the words", []string{"--promt", "fox", "image", "text-to-image"}, "unknown flag: --promt (did you mean --prompt?)"},
 		{"a flag that does not apply", []string{"image", "text-to-image", "--prompt", "fox", "--no-download"}, "unknown flag: --no-download"},
 		{"a missing required flag", []string{"image", "generate-qr", "--prompt", "p"}, `required flag(s) "url" not set`},
 		{"negative retries", []string{"--retries", "-1", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, "--retries must be 0 or more, got -1"},
@@ -179,6 +179,39 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Equal(t, "creative: no access key: set CREATIVE_ACCESS_KEY (or try --fake)\n", stderr)
 	})
+}
+
+func TestAMistypedFlagGetsTheNearestFlagOfItsCommand(t *testing.T) {
+	srv, env := fakeEnv(t)
+	jobs := writeJobs(t, 1)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a letter left out", []string{"image", "text-to-image", "--promt", "fox"},
+			"unknown flag: --promt (did you mean --prompt?) (see creative image text-to-image --help)"},
+		{"with its value after =", []string{"audio", "text-to-speech", "--voice=female-1", "--prompt", "hi"},
+			"unknown flag: --voice (did you mean --voice-id?) (see creative audio text-to-speech --help)"},
+		{"the JSON name of a field", []string{"image", "text-to-image", "--prompt", "fox", "--numberOfResults", "2"},
+			"unknown flag: --numberOfResults (did you mean --number-of-results?) (see creative image text-to-image --help)"},
+		{"a global flag", []string{"image", "generate-qr", "--base-ulr", "https://x.example"},
+			"unknown flag: --base-ulr (did you mean --base-url?) (see creative image generate-qr --help)"},
+		{"a flag of batch, after the jobs file", []string{"batch", jobs, "--concurency", "2"},
+			"unknown flag: --concurency (did you mean --concurrency?) (see creative batch --help)"},
+		{"a flag near none", []string{"image", "text-to-image", "--prompt", "fox", "--flavour", "x"},
+			"unknown flag: --flavour (see creative image text-to-image --help)"},
+		{"a flag of another operation is not suggested", []string{"image", "text-to-image", "--prompt", "fox", "--no-download"},
+			"unknown flag: --no-download (see creative image text-to-image --help)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, env, tt.args...)
+			assert.Equal(t, 2, code)
+			assert.Equal(t, "creative: "+tt.want+"\n", stderr)
+			assert.Empty(t, stdout)
+			assert.Empty(t, srv.Requests(), "nothing was sent")
+		})
+	}
 }
 
 func TestCompletion(t *testing.T) {
@@ -413,6 +446,50 @@ func TestOutDashWritesTheOneResultToStdout(t *testing.T) {
 	})
 }
 
+func TestOutDashRefusesToWriteBytesOnATerminal(t *testing.T) {
+	srv, env := fakeEnv(t)
+	onTerminal := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, stdoutTerminal: true}
+		return a.run(args), stdout.String(), stderr.String()
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		file string
+	}{
+		{"speech", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"}, "text-to-speech.mp3"},
+		{"an image", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, "generate-qr.png"},
+		{"a generated file", []string{"audio", "text-to-music", "--prompt", "piano", "--duration", "1"}, "text-to-music.wav"},
+		{"a video", []string{"video", "infinite-zoom", "--prompt", "a galaxy"}, "infinite-zoom.mp4"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := onTerminal(append(tt.args, "--out", "-")...)
+			assert.Equal(t, 2, code)
+			assert.Equal(t, "creative: binary output to a terminal: redirect it (> "+tt.file+") or pipe it (| mpv -), or give --out a directory\n", stderr)
+			assert.Empty(t, stdout)
+			assert.Empty(t, srv.Requests(), "nothing was sent")
+		})
+	}
+	t.Run("--fake starts nothing either", func(t *testing.T) {
+		code, _, stderr := onTerminal("--fake", "image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-")
+		assert.Equal(t, 2, code)
+		assert.NotContains(t, stderr, "using the built-in fake service")
+	})
+	t.Run("text is written on a terminal as it is", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-", "--json"},
+			{"audio", "text-to-music", "--prompt", "piano", "--duration", "1", "--out", "-", "--no-download"},
+			{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t"},
+		} {
+			code, stdout, stderr := onTerminal(args...)
+			require.Equal(t, 0, code, "%v: %s", args, stderr)
+			assert.NotEmpty(t, stdout, "%v", args)
+		}
+		assert.Len(t, srv.Requests(), 3)
+	})
+}
+
 func isPNG(b []byte) bool {
 	_, err := png.Decode(bytes.NewReader(b))
 	return err == nil
@@ -428,6 +505,23 @@ func TestFakeLinksAreSaidToDieWithTheFake(t *testing.T) {
 	code, _, stderr = runCLI(t, env, "--no-download", "audio", "text-to-music", "--prompt", "piano", "--duration", "1")
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, stderr, "a real service's links need no warning")
+}
+
+func TestCompletionHelpSaysWhatBashNeedsFirst(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "completion", "--help")
+	require.Equal(t, 0, code, stderr)
+	for _, want := range []string{
+		"bash needs the bash-completion package, version 2",
+		"apt install bash-completion",
+		"brew install bash-completion@2",
+		`Tab says "_get_comp_words_by_ref: command not found"`,
+		"source <(creative completion bash)",
+		"creative completion fish | source",
+	} {
+		assert.Contains(t, stdout, want)
+	}
+	_, _, alone := runCLI(t, nil, "completion")
+	assert.Contains(t, alone, "bash-completion", "creative completion alone shows it too, on stderr")
 }
 
 func TestCompletionAloneShowsItsShells(t *testing.T) {

@@ -26,6 +26,9 @@ import (
 type binding struct {
 	example string
 	help    map[string]string // field -> flag help
+	// jobHelp replaces help in the list of a jobs file's fields (creative
+	// batch fields) where the flag's words speak of the command line.
+	jobHelp map[string]string
 	// filled are fields the wire requires that shorthand flags, or the SDK,
 	// fill in when they can; the SDK reports them when they cannot.
 	filled []string
@@ -45,10 +48,17 @@ var bindings = map[string]binding{
 	"text/writer-tool": {
 		example: `creative text writer-tool --job-role "Backend engineer" --job-skills "Go, SQL" --language English --tone formal`,
 		help: map[string]string{
-			"inputs":  `inputs as a JSON array (for CoverLetter: [{"jobRole":...,"jobSkills":...}])`,
-			"useCase": "use case (default CoverLetter with --job-role)",
-			"action":  "action (default generate_writenow for CoverLetter)",
-			"number":  "number of texts",
+			"inputs":   `inputs as a JSON array (for CoverLetter: [{"jobRole":...,"jobSkills":...}])`,
+			"useCase":  "use case (default CoverLetter with --job-role)",
+			"action":   "action (default generate_writenow for CoverLetter)",
+			"number":   "number of texts",
+			"language": "language to write in, such as English",
+			"tone":     "tone of the text, such as formal",
+		},
+		jobHelp: map[string]string{
+			"inputs":  `the use case's inputs; for CoverLetter [{"jobRole":...,"jobSkills":...}]`,
+			"useCase": "use case, such as CoverLetter",
+			"action":  "action; may be left out with CoverLetter, which takes generate_writenow",
 		},
 		filled: []string{"inputs", "useCase", "action"},
 		extra: func(fs *pflag.FlagSet, p *params) {
@@ -254,7 +264,7 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 		b.extra(fs, p)
 	}
 	if op.Result != ops.Writer {
-		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout`)
+		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout (a pipe or a file, not a terminal)`)
 		_ = cmd.MarkFlagDirname("out")
 	}
 	fs.BoolVar(&out.json, "json", false, "print the result as JSON on stdout instead of writing files")
@@ -293,7 +303,7 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
 	switch {
 	case writesFiles && out.dir == stdoutName:
-		if err := oneResult(p); err != nil {
+		if err := a.toStdout(p); err != nil {
 			return err
 		}
 	case writesFiles:

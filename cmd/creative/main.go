@@ -13,7 +13,8 @@
 // CREATIVE_ACCESS_KEY and the base URL from --base-url or CREATIVE_BASE_URL;
 // --fake runs against the built-in fake service instead and needs neither.
 // Every command has --help; `creative completion bash` (zsh, fish,
-// powershell) prints a completion script.
+// powershell) prints a completion script, which in bash needs the
+// bash-completion package, version 2.
 //
 // Exit status: 0 on success, 1 on an API or network error (for batch: some
 // job failed), 2 on a usage, configuration or validation error (then
@@ -29,7 +30,7 @@ import (
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), signals: signals}
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), stdoutTerminal: isTerminal(os.Stdout), signals: signals}
 	os.Exit(a.run(os.Args[1:]))
 }
 

@@ -13,6 +13,28 @@ import (
 // directory, so that it can be piped to a player or an image viewer.
 const stdoutName = "-"
 
+// toStdout refuses, before anything is sent, a call whose result --out -
+// cannot write: several files, or bytes that would land on a terminal.
+func (a *app) toStdout(p *params) error {
+	if a.stdoutTerminal {
+		return usagef("binary output to a terminal: redirect it (> %s) or pipe it (| mpv -), or give --out a directory", exampleFile(p.op))
+	}
+	return oneResult(p)
+}
+
+// exampleFile is a file name to suggest for the result of op.
+func exampleFile(op ops.Op) string {
+	switch {
+	case op.Result == ops.Audio:
+		return op.Verb() + ".mp3"
+	case op.Result == ops.Image || op.Result == ops.Images:
+		return op.Verb() + ".png"
+	case op.Area() == "video":
+		return op.Verb() + ".mp4"
+	}
+	return op.Verb() + ".wav"
+}
+
 // oneResult refuses, before anything is sent, a call whose result would be
 // several files when --out - can write only one.
 func oneResult(p *params) error {
