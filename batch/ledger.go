@@ -214,14 +214,9 @@ func marshal(r *record) []byte {
 	return b
 }
 
-// claim creates attempt n of the job as r; ErrExist means another worker
-// has it.
-func claim(ctx context.Context, s Store, r *record) error {
-	return s.Create(ctx, recordKey(r.Job, r.Attempt, stageClaim), marshal(r))
-}
-
-// putStage makes the record of stage st of r, the claimer's own attempt,
-// durably. Each stage is recorded once per attempt.
+// putStage makes the record of stage st of r durably: the claim of
+// attempt r.Attempt (ErrExist: another worker has it), or a later stage
+// of the claimer's own attempt. Each stage is recorded once per attempt.
 func putStage(ctx context.Context, s Store, r *record, st stage) error {
 	return s.Create(ctx, recordKey(r.Job, r.Attempt, st), marshal(r))
 }

@@ -193,7 +193,7 @@ func (ru *run) newRecord(t *task, n int, kind string) *record {
 // claimOrSkip claims rec's attempt; it reports false when the job is not
 // to go on (another worker has it, or the ledger failed).
 func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
-	err := claim(ctx, ru.store, rec)
+	err := putStage(ctx, ru.store, rec, stageClaim)
 	if errors.Is(err, ErrExist) {
 		ru.elsewhere(rec)
 		return false
