@@ -6,13 +6,11 @@
 // Jobs come from a JSON Lines file (File, JSONL) or from Go values (Values).
 // A Runner checks every job before it sends anything (Check), then runs them
 // with bounded concurrency (Run) or says what a run would do (Plan), reading
-// the jobs again rather
-// than holding them: its memory does not grow with their number. The ledger
-// and the outputs live in a Store: a local folder (package
-// batch/sqlitestore, a module of its own: the ledger in one SQLite
-// database, the outputs as files), a bucket, or any store that keeps the
-// Store contract (package storetest checks it, and has one in memory), so
-// any number of workers sharing one Store share the jobs and pay for each
+// the jobs again rather than holding them: its memory does not grow with
+// their number. The ledger and the outputs live in a Store: a local folder
+// (package batch/sqlitestore, a module of its own), a bucket, or any store
+// that keeps the Store contract (package storetest checks it, and has one
+// in memory), so any number of workers sharing one Store pay for each job
 // once.
 //
 // A job's identity is its id, or its operation and fields (a file by its
