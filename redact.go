@@ -253,8 +253,9 @@ func lowerASCII(c byte) byte {
 // keyLen is the length of the longest text redact removes: a cut made this
 // far past a limit cannot split a key that redact would have found.
 func (r *redactor) keyLen() int {
+	f := r.secrets() // works out escaped too, once
 	n := r.escaped
-	if f := r.secrets(); len(f) > 0 {
+	if len(f) > 0 {
 		n = max(n, len(f[0]))
 	}
 	return n

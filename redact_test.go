@@ -1,12 +1,16 @@
 package creative
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html"
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -103,4 +107,29 @@ func TestRedactErrKeepsTheChainWithoutTheKey(t *testing.T) {
 	assert.Equal(t, "https://h/?k="+redacted, out.URL)
 	plain := errors.New("no key here")
 	assert.Same(t, plain, r.redactErr(plain), "an error without a key is returned as it is")
+}
+
+// Calls that send the Client's key share its redactor: many at once, each
+// refused with the key echoed back, each error free of it (the race
+// detector watches the redactor's first use).
+func TestConcurrentCallsShareTheRedactorSafely(t *testing.T) {
+	const key = "shared-redactor-key-0123456789"
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		replyJSON(400, `{"success":false,"message":"bad key `+r.Header.Get("x-access-key")+`"}`)(w, r)
+	})
+	c := newTestClient(t, ts.URL, WithAccessKey(key))
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), key)
+		assert.Contains(t, err.Error(), "bad key")
+	}
 }
