@@ -104,7 +104,7 @@ func JSONL(open func() (io.ReadCloser, error)) Source {
 			j, err := parseLine(raw)
 			j.Line = line
 			if err != nil {
-				err = lineErrorOf(line, text, len(text)-len(bytes.TrimLeftFunc(text, unicode.IsSpace)), err)
+				err = lineErrorOf(line, text, err)
 			}
 			if !yield(j, err) {
 				return
@@ -141,12 +141,13 @@ func Values(seq iter.Seq[Job]) Source {
 	}
 }
 
-// lineErrorOf is err, from parseLine on the part of text that starts at
-// byte lead, as the *LineError of the line.
-func lineErrorOf(line int, text []byte, lead int, err error) *LineError {
-	le := &LineError{Line: line, Field: fieldOf(err), Err: errors.Unwrap(err)}
-	var fe *fieldError
-	if errors.As(err, &fe) && fe.at > 0 {
+// lineErrorOf is err, from parseLine on text without its spaces, as the
+// *LineError of the line.
+func lineErrorOf(line int, text []byte, err error) *LineError {
+	fe := err.(*fieldError) // parseLine's every error
+	le := &LineError{Line: line, Field: fe.field, Err: fe.err}
+	if fe.at > 0 {
+		lead := len(text) - len(bytes.TrimLeftFunc(text, unicode.IsSpace))
 		le.Column = utf8.RuneCount(text[:lead+fe.at-1]) + 1
 	}
 	return le
@@ -161,15 +162,6 @@ type fieldError struct {
 }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
-func (e *fieldError) Unwrap() error { return e.err }
-
-func fieldOf(err error) string {
-	var fe *fieldError
-	if errors.As(err, &fe) {
-		return fe.field
-	}
-	return ""
-}
 
 // lineOptions read a line as it is: duplicate names and invalid UTF-8 are
 // found by parseLine, which names the field.
@@ -182,14 +174,14 @@ func parseLine(raw []byte) (Job, error) {
 	var j Job
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return j, &fieldError{err: errors.New("not a JSON object: a job is one object per line, such as " + exampleJob)}
+		return j, &fieldError{err: errors.New(notAnObject)}
 	}
 	j.Fields = map[string]any{}
 	seen := map[string]bool{}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return j, syntaxError(raw, err)
+			return j, syntaxError(raw)
 		}
 		name := tok.String()
 		if seen[name] {
@@ -198,7 +190,7 @@ func parseLine(raw []byte) (Job, error) {
 		seen[name] = true
 		val, err := dec.ReadValue()
 		if err != nil {
-			return j, syntaxError(raw, err)
+			return j, syntaxError(raw)
 		}
 		if !utf8.Valid(val) {
 			return j, &fieldError{field: name, err: errors.New("holds invalid UTF-8")}
@@ -227,27 +219,16 @@ func parseLine(raw []byte) (Job, error) {
 // lineEnd reads the end of the object and checks that nothing follows it.
 func lineEnd(dec *jsontext.Decoder, raw []byte) *fieldError {
 	if _, err := dec.ReadToken(); err != nil {
-		return syntaxError(raw, err)
+		return syntaxError(raw)
 	}
 	end := int(dec.InputOffset())
 	switch _, err := dec.ReadToken(); {
 	case err == nil:
 		return &fieldError{err: errors.New("more than one JSON value on the line"), at: skipSpace(raw, end) + 1}
 	case err != io.EOF:
-		return syntaxError(raw, err)
+		return syntaxError(raw)
 	}
 	return nil
-}
-
-// syntaxError is a line the decoder failed on with err, as a fieldError
-// that says where, what JSON expected there, and shows that part of the
-// line.
-func syntaxError(raw []byte, err error) *fieldError {
-	off, msg := syntaxProblem(raw, err)
-	if off < 0 {
-		return &fieldError{err: errors.New(msg)}
-	}
-	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
 }
 
 // errLoneSurrogate refuses an escape such as \ud800 that names half of a
