@@ -237,21 +237,29 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 			rec.State = Refused // nothing went out
 		}
 		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
-		ru.finish(ctx, rec, start)
+		ru.finish(ctx, rec, start, nil)
 		return
 	}
 	ru.save(ctx, rec, res, start)
 }
 
-// finish records rec as it ends this run and counts it; paid is what
-// nothing else holds if the record cannot be written.
-func (ru *run) finish(ctx context.Context, rec *record, start time.Time) {
+// finish records rec as it ends this run and counts it; err, when the
+// Store's, stops the run first.
+func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err error) {
+	if _, ok := errors.AsType[*storeError](err); ok {
+		ru.failLedger(err, nil)
+	}
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
 	// The record is written even when ctx was cancelled: the call ended.
 	if err := putStage(context.WithoutCancel(ctx), ru.store, rec, stageEnd); err != nil {
 		ru.unrecorded(rec, err)
 	}
+	ru.end(rec)
+}
+
+// end counts rec as it ends this run, and tells of it.
+func (ru *run) end(rec *record) {
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
 		switch rec.State {
