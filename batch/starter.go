@@ -31,7 +31,6 @@ type jobRun struct {
 	cancel   context.CancelFunc
 	sent     bool // its first request went out; guarded by starter.mu
 	requests atomic.Int32
-	s        *starter
 }
 
 func newStarter() *starter {
@@ -46,16 +45,9 @@ func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &jobRun{cancel: cancel, s: s}
+	r := &jobRun{cancel: cancel}
 	s.waiting[r] = true
 	return r, ctx, true
-}
-
-// wasSent reports whether a request of r went out.
-func (r *jobRun) wasSent() bool {
-	r.s.mu.Lock()
-	defer r.s.mu.Unlock()
-	return r.sent
 }
 
 // gate is the middleware of every request of the job r: its first attempt

@@ -233,7 +233,7 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 	}
 	if err != nil {
 		rec.State = Classify(err)
-		if !jr.wasSent() {
+		if rec.Requests == 0 {
 			rec.State = Refused // nothing went out
 		}
 		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
