@@ -52,10 +52,6 @@ func (c *checker) check(j Job) (*task, error) {
 		err = c.validate(t)
 	}
 	if err != nil {
-		var le *LineError
-		if !errors.As(err, &le) {
-			err = &LineError{Line: j.Line, Err: err}
-		}
 		return nil, err
 	}
 	return t, nil
@@ -90,7 +86,7 @@ func (c *checker) resolve(j Job) (*task, error) {
 	for _, name := range names {
 		f, ok := op.Field(name)
 		if !ok {
-			return nil, lineErr(j, name, "%s takes no such field%s (it takes: %s)", op.Name, suggestField(op, name), fieldNames(op))
+			return nil, noSuchField(j, op, name)
 		}
 		if err := c.set(t, f, j.Fields[name]); err != nil {
 			return nil, &LineError{Line: j.Line, Field: name, Err: err}
@@ -99,34 +95,26 @@ func (c *checker) resolve(j Job) (*task, error) {
 	return t, nil
 }
 
-// suggestField names the fields of op nearest to a name it does not take,
-// "id" included.
-func suggestField(op ops.Op, name string) string {
-	names := []string{"id"}
+// noSuchField refuses a field op does not take, naming the fields nearest
+// to it ("id" included) and those op takes.
+func noSuchField(j Job, op ops.Op, name string) error {
+	var names []string
 	for _, f := range op.Fields {
 		names = append(names, f.Name)
 	}
-	near := suggest.Nearest(name, names)
+	near := suggest.Nearest(name, append([]string{"id"}, names...))
+	return lineErr(j, name, "%s takes no such field%s (it takes: %s)", op.Name, didYouMean(near, ""), strings.Join(names, ", "))
+}
+
+// didYouMean names the near names, or says otherwise when there are none.
+func didYouMean(near []string, otherwise string) string {
 	if len(near) == 0 {
-		return ""
+		return otherwise
 	}
-	return "; did you mean " + strings.Join(quoteAll(near), " or ") + "?"
-}
-
-func quoteAll(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = strconv.Quote(n)
+	for i, n := range near {
+		near[i] = strconv.Quote(n)
 	}
-	return out
-}
-
-func fieldNames(op ops.Op) string {
-	names := make([]string, len(op.Fields))
-	for i, f := range op.Fields {
-		names[i] = f.Name
-	}
-	return strings.Join(names, ", ")
+	return "; did you mean " + strings.Join(near, " or ") + "?"
 }
 
 // set checks and stores one field.
@@ -219,12 +207,10 @@ func (c *checker) validate(t *task) error {
 // lineError is err, a failure to make or validate a job's request, as the
 // *LineError of its line: the field at fault and why.
 func lineError(line int, err error) *LineError {
-	var le *LineError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*LineError](err); ok {
 		return le
 	}
-	var ve *creative.ValidationError
-	if errors.As(err, &ve) {
+	if ve, ok := errors.AsType[*creative.ValidationError](err); ok {
 		why := ve.Rule
 		if ve.Value != "" {
 			why += ", got " + ve.Value
@@ -242,10 +228,7 @@ func lineError(line int, err error) *LineError {
 // resolved fields, each file field replaced by the SHA-256 of the file's
 // content, as JSON with sorted keys.
 func (c *checker) identify(t *task) error {
-	canon := make(map[string]any, len(t.vals)+1)
-	for k, v := range t.vals {
-		canon[k] = v
-	}
+	canon := maps.Clone(t.vals)
 	for field, p := range t.paths {
 		sum, err := c.hashes.hash(c.files, p)
 		if err != nil {
@@ -259,24 +242,26 @@ func (c *checker) identify(t *task) error {
 		return &LineError{Line: t.job.Line, Err: err}
 	}
 	t.content = string(b)
-	if t.job.ID != "" {
-		t.key = keyOf("id\x00" + t.job.ID)
-	}
 	return nil
 }
 
-// keyOf hashes s into a job key.
-func keyOf(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:16])
+// identity tells jobs apart, their occurrence aside: the hash of the id,
+// else of the content.
+func identity(id, content string) [32]byte {
+	if id != "" {
+		return sha256.Sum256([]byte("id\x00" + id))
+	}
+	return sha256.Sum256([]byte("content\x00" + content))
 }
 
-// setOccurrence gives a job without an id its key: its content and its
-// occurrence among jobs of identical content (from 1).
+// setOccurrence gives t its key: the identity of its id, or of its content
+// and its occurrence among jobs of identical content (from 1).
 func (t *task) setOccurrence(n int) {
+	sum := identity(t.job.ID, t.content)
 	if t.job.ID == "" {
-		t.key = keyOf("content\x00" + t.content + "\x00" + strconv.Itoa(n))
+		sum = sha256.Sum256([]byte("content\x00" + t.content + "\x00" + strconv.Itoa(n)))
 	}
+	t.key = hex.EncodeToString(sum[:16])
 }
 
 // suggestOp names the operations closest to a mistyped name.
@@ -284,11 +269,8 @@ func suggestOp(name string) string {
 	var near []string
 	for _, o := range ops.All {
 		if strings.Contains(o.Name, name) || strings.Contains(name, o.Verb()) || suggest.Distance(name, o.Name) <= 3 {
-			near = append(near, fmt.Sprintf("%q", o.Name))
+			near = append(near, o.Name)
 		}
 	}
-	if len(near) == 0 {
-		return " (creative --help lists the operations)"
-	}
-	return "; did you mean " + strings.Join(near, " or ") + "?"
+	return didYouMean(near, " (creative --help lists the operations)")
 }

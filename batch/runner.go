@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -185,14 +184,14 @@ func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
 				if r.inShard(j) {
 					p.mine++
 				}
-				if p.seen.add(t.identity()) && j.ID != "" {
+				if p.seen.add(identity(j.ID, t.content)) && j.ID != "" {
 					idRepeats = true
 				}
 				continue
 			}
 		}
-		var le *LineError
-		if !errors.As(err, &le) {
+		le, ok := errors.AsType[*LineError](err)
+		if !ok {
 			return nil, err
 		}
 		bad.add(le)
@@ -227,7 +226,7 @@ func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
 			}
 			continue
 		}
-		id := sha256.Sum256([]byte("id\x00" + j.ID))
+		id := identity(j.ID, "")
 		if _, ok := s.cands[id]; !ok {
 			continue
 		}
@@ -250,7 +249,7 @@ func (r *Runner) tasks(p *Checked) func(yield func(*task, error) bool) {
 				t, err = r.checker.check(j)
 			}
 			if err == nil {
-				t.setOccurrence(p.seen.count(t.identity()))
+				t.setOccurrence(p.seen.count(identity(j.ID, t.content)))
 				if !r.inShard(j) {
 					continue
 				}

@@ -1,9 +1,6 @@
 package batch
 
-import (
-	"crypto/sha256"
-	"encoding/binary"
-)
+import "encoding/binary"
 
 // A seen set tells, in fixed memory, which identities may occur more than
 // once in a pass over the jobs: a Bloom filter of 2^24 bits (2 MiB) says
@@ -45,14 +42,6 @@ func (s *seen) count(id [32]byte) int {
 	}
 	s.cands[id] = n + 1
 	return n + 1
-}
-
-// identity is what seen keys a task by: its id, else its content.
-func (t *task) identity() [32]byte {
-	if t.job.ID != "" {
-		return sha256.Sum256([]byte("id\x00" + t.job.ID))
-	}
-	return sha256.Sum256([]byte("content\x00" + t.content))
 }
 
 // reset forgets the counts of a pass, for the next.
