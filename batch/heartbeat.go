@@ -13,19 +13,18 @@ import (
 )
 
 // A run's heartbeat tells a claim in flight from the claim of a worker that
-// died (see the package's doc): a heartbeat that cannot be written does not
-// stop a run, whose claims then look like those of a worker that is gone.
+// died (see the package's doc).
 
 // runsPrefix holds the heartbeats of the runs under way, beside the
 // attempts of the jobs (whose folders are named by three hex digits).
 const runsPrefix = ledgerPrefix + "runs/"
 
-// heartbeatEvery is how often a run writes its heartbeat again.
-const heartbeatEvery = 30 * time.Second
-
-// staleBeats is how many intervals a heartbeat stays fresh: a run that
-// missed that many is taken as gone.
-const staleBeats = 3
+// A run writes its heartbeat every heartbeatEvery; one that missed
+// staleBeats of them is taken as gone.
+const (
+	heartbeatEvery = 30 * time.Second
+	staleBeats     = 3
+)
 
 // A heartbeat is the object that says a run goes on.
 type heartbeat struct {
@@ -40,13 +39,11 @@ type heartbeat struct {
 	PID    int    `json:"pid,omitempty"`
 }
 
-// heartbeatKey is the key of the heartbeat of the run with token.
 func heartbeatKey(token string) string { return runsPrefix + token + ".json" }
 
 // tokenLen is the length of a run's token: 16 random bytes in hex.
 const tokenLen = 32
 
-// newRunToken draws the token of a run.
 func newRunToken() string {
 	var b [tokenLen / 2]byte
 	_, _ = rand.Read(b[:]) // never fails
@@ -64,10 +61,10 @@ func isRunToken(s string) bool {
 }
 
 // beating reports whether the run with token still goes: its heartbeat is
-// there and younger than staleBeats intervals, by the time written in it,
-// and, when it was written on this system, its process is still there. No
-// token (a record of an older ledger), or a heartbeat missing, stale or
-// unreadable, is a run that is gone. An error is the Store's.
+// fresh, by the time written in it, and, when it was written on this
+// system, its process is still there. No token (a record of an older
+// ledger), or a heartbeat missing, stale or unreadable, is a run that is
+// gone. An error is the Store's.
 func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if !isRunToken(token) {
 		return false, nil
@@ -90,9 +87,8 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 }
 
 // assess reads the last attempt of the job with key, and says what a run
-// does with it. The heartbeat of a claim's run is read only when decide
-// meets a claim with no end (see unended): never for a job new, ended or
-// answered.
+// does with it. The heartbeat of a claim's run is read only for a claim
+// with no end: never for a job new, ended or answered.
 func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, error) {
 	last, n, err := latest(ctx, r.store, key)
 	if err != nil || !unended(last) {
@@ -123,10 +119,9 @@ func (r *Runner) reassess(ctx context.Context, key string, last *record, n int) 
 	return again, n, decide(again, &r.o, live), err
 }
 
-// beat writes the run's heartbeat. One that cannot be written is left as
-// it is: the ledger, not the heartbeat, is the record, and the run's
-// claims then look like those of a worker that is gone, as they all did
-// before runs had heartbeats.
+// beatNow writes the run's heartbeat. One that cannot be written does not
+// stop the run: the ledger, not the heartbeat, is the record, and the
+// run's claims then look like those of a worker that is gone.
 func (ru *run) beatNow(ctx context.Context) {
 	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), System: thisSystem(), PID: os.Getpid()})
 	if err == nil {
