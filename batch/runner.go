@@ -176,25 +176,24 @@ func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
 	bad := &CheckError{}
 	idRepeats := false
 	for j, err := range src {
+		var t *task
 		if err == nil {
-			var t *task
 			t, err = r.checker.check(j)
-			if err == nil {
-				p.jobs++
-				if r.inShard(j) {
-					p.mine++
-				}
-				if p.seen.add(identity(j.ID, t.content)) && j.ID != "" {
-					idRepeats = true
-				}
-				continue
-			}
 		}
-		le, ok := errors.AsType[*LineError](err)
-		if !ok {
+		if le, ok := errors.AsType[*LineError](err); ok {
+			bad.add(le)
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
-		bad.add(le)
+		p.jobs++
+		if r.inShard(j) {
+			p.mine++
+		}
+		if p.seen.add(identity(j.ID, t.content)) && j.ID != "" {
+			idRepeats = true
+		}
 	}
 	if idRepeats {
 		if err := r.repeatedIDs(src, p.seen, bad); err != nil {
@@ -220,21 +219,18 @@ func (r *Runner) inShard(j Job) bool {
 func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
 	first := map[[32]byte]int{}
 	for j, err := range src {
-		if err != nil || j.ID == "" {
-			if err != nil && !errors.As(err, new(*LineError)) {
-				return err
-			}
-			continue
+		if _, ok := errors.AsType[*LineError](err); err != nil && !ok {
+			return err
 		}
 		id := identity(j.ID, "")
-		if _, ok := s.cands[id]; !ok {
+		if _, cand := s.cands[id]; err != nil || j.ID == "" || !cand {
 			continue
 		}
 		if line, ok := first[id]; ok {
 			bad.add(&LineError{Line: j.Line, Field: "id", Err: fmt.Errorf("%q is also the id of line %d", j.ID, line)})
-			continue
+		} else {
+			first[id] = j.Line
 		}
-		first[id] = j.Line
 	}
 	return nil
 }

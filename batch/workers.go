@@ -170,17 +170,16 @@ func (ru *run) do(ctx context.Context, t *task) {
 	case actCheck:
 		ru.checkDone(ctx, last, n+1)
 	case actLeave:
-		ru.count(func(s *Summary) { s.countLeft(last) })
-		ru.event(JobSkipped, last)
+		ru.skip(last, func(s *Summary) { s.countLeft(last) })
 	case actElsewhere:
-		ru.elsewhere(last)
+		ru.skip(last, func(s *Summary) { s.Elsewhere++ })
 	}
 }
 
-// elsewhere counts a job that another worker has at this moment; rec is
-// its attempt.
-func (ru *run) elsewhere(rec *record) {
-	ru.count(func(s *Summary) { s.Elsewhere++ })
+// skip counts, with f, a job that this run leaves as it is, and tells of
+// it; rec is its last attempt.
+func (ru *run) skip(rec *record, f func(s *Summary)) {
+	ru.count(f)
 	ru.event(JobSkipped, rec)
 }
 
@@ -195,7 +194,7 @@ func (ru *run) newRecord(t *task, n int, kind string) *record {
 func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
 	err := putStage(ctx, ru.store, rec, stageClaim)
 	if errors.Is(err, ErrExist) {
-		ru.elsewhere(rec)
+		ru.skip(rec, func(s *Summary) { s.Elsewhere++ })
 		return false
 	}
 	if err != nil {
@@ -262,23 +261,17 @@ func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err err
 func (ru *run) end(rec *record) {
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
-		switch rec.State {
-		case Done:
+		switch {
+		case rec.State == Done:
 			s.Done++
-		case Failed:
+		case rec.State == Failed:
 			s.Failed++
-		case Refused:
+		case rec.State == Refused:
 			s.Refused++
-		case Answered:
-			if rec.Lost {
-				s.Lost++
-			} else {
-				s.Waiting++
-			}
-		case Claimed:
-			s.Claimed++
+		case rec.State == Answered && !rec.Lost:
+			s.Waiting++
 		default:
-			s.Unknown++
+			s.countLeft(rec) // lost, claimed or unknown
 		}
 	})
 	ru.ended.Add(1)
@@ -313,18 +306,16 @@ func (ru *run) checkDone(ctx context.Context, last *record, n int) {
 			ru.failLedger(err, nil)
 			return
 		}
+		if !ok && len(last.URLs) > 0 {
+			ru.redownload(ctx, last, n)
+			return
+		}
 		if !ok {
-			if len(last.URLs) > 0 {
-				ru.redownload(ctx, last, n)
-			} else {
-				ru.count(func(s *Summary) { s.Missing++ })
-				ru.event(JobSkipped, last)
-			}
+			ru.skip(last, func(s *Summary) { s.Missing++ })
 			return
 		}
 	}
-	ru.count(func(s *Summary) { s.DoneBefore++ })
-	ru.event(JobSkipped, last)
+	ru.skip(last, func(s *Summary) { s.DoneBefore++ })
 }
 
 // redownload claims attempt n of an answered job to fetch its files again.
