@@ -42,13 +42,10 @@ import (
 // DBFile is the name of the ledger's database in the folder.
 const DBFile = "ledger.db"
 
-// Of the database: how long a write waits for another process's
-// transaction (ms), the connections that read beside the writer's, and the
-// page cache of each (KiB).
 const (
-	busyTimeout = 30000
-	readers     = 4
-	cacheKiB    = 1024
+	busyTimeout = 30000 // ms a write waits for another process's transaction
+	readers     = 4     // connections that read beside the writer's
+	cacheKiB    = 1024  // the page cache of each connection
 )
 
 // A Store is a local folder holding a batch's ledger and outputs. It is
@@ -58,8 +55,8 @@ type Store struct {
 	root *os.Root
 	db   *sql.DB
 	w    *writer
-	// The reads, prepared once (on each connection as it is first used).
-	get, page *sql.Stmt
+	get  *sql.Stmt // the reads, prepared once
+	page *sql.Stmt
 }
 
 // Open opens the folder at dir as a Store, creating the folder and its
@@ -73,12 +70,8 @@ func Open(dir string) (*Store, error) {
 
 // config is what tests vary of how a Store opens.
 type config struct {
-	// netFS names the network file system a folder is on ("" for a local
-	// one).
-	netFS func(string) (string, error)
-	// maxPages, when above 0, bounds the database's size in pages, as a
-	// full disk would.
-	maxPages int
+	netFS    func(string) (string, error) // names the network file system of a folder, or ""
+	maxPages int                          // when above 0, bounds the database as a full disk would
 }
 
 func open(dir string, c config) (*Store, error) {
@@ -104,9 +97,8 @@ func open(dir string, c config) (*Store, error) {
 	return s, nil
 }
 
-// dsn is the data source name of the database at file: its pragmas are
-// set on every connection the pool opens, and transactions begin
-// IMMEDIATE.
+// dsn is the data source name of the database at file: the pragmas of
+// every connection the pool opens, and transactions begun IMMEDIATE.
 func dsn(file string) (string, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -118,9 +110,8 @@ func dsn(file string) (string, error) {
 	return "file:" + u.EscapedPath() + "?" + q.Encode(), nil
 }
 
-// openDB opens the database, brings its schema up to date (importing an
-// earlier version's ledger folder), prepares the reads and starts the
-// writer on a connection of its own.
+// openDB opens the database, brings its schema up to date, prepares the
+// reads and starts the writer on a connection of its own.
 func (s *Store) openDB(maxPages int) error {
 	name, err := dsn(filepath.Join(s.path, DBFile))
 	if err != nil {
@@ -180,17 +171,11 @@ func checkKey(key string) error {
 // Create writes key only if it does not exist, durably; it returns an
 // error matching batch.ErrExist if it does.
 func (s *Store) Create(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
 	return s.w.do(ctx, opCreate, key, data)
 }
 
 // Put writes key, replacing what it held, atomically and durably.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
 	return s.w.do(ctx, opPut, key, data)
 }
 
@@ -245,9 +230,6 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 // Delete removes key, and its file if it has one; removing a key that does
 // not exist is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
 	if err := s.w.do(ctx, opDelete, key, nil); err != nil {
 		return err
 	}
@@ -286,7 +268,7 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 // listPage is how many keys one read of List takes.
 const listPage = 256
 
-// readPage reads a page of the keys that sort from from on.
+// readPage reads the keys that sort from from on, a page of them.
 func (s *Store) readPage(ctx context.Context, from string) ([]string, error) {
 	rows, err := s.page.QueryContext(ctx, from, listPage)
 	if err != nil {

@@ -61,6 +61,9 @@ func newWriter(conn *sql.Conn) (*writer, error) {
 // do commits one write and returns its outcome. Once queued, a write is
 // waited for whatever becomes of ctx: it may be committed.
 func (w *writer) do(ctx context.Context, kind int, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
