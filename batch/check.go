@@ -38,12 +38,9 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // A checker turns jobs into tasks: it checks every field as the SDK does
 // before a call, sending nothing, and computes the job's identity. It is
 // safe for concurrent use.
-type checker struct {
-	files  *files
-	hashes *hashCache
-}
+type checker struct{ files *files }
 
-func newChecker(f *files) *checker { return &checker{files: f, hashes: newHashCache(256)} }
+func newChecker(f *files) *checker { return &checker{files: f} }
 
 // check turns j into a task, or returns a *LineError.
 func (c *checker) check(j Job) (*task, error) {
@@ -82,8 +79,7 @@ func (c *checker) resolve(j Job) (*task, error) {
 			t.vals[f.Name] = f.Default
 		}
 	}
-	names := slices.Sorted(maps.Keys(j.Fields))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(j.Fields)) {
 		f, ok := op.Field(name)
 		if !ok {
 			return nil, noSuchField(j, op, name)
@@ -230,7 +226,7 @@ func lineError(line int, err error) *LineError {
 func (c *checker) identify(t *task) error {
 	canon := maps.Clone(t.vals)
 	for field, p := range t.paths {
-		sum, err := c.hashes.hash(c.files, p)
+		sum, err := c.files.hash(p)
 		if err != nil {
 			return &LineError{Line: t.job.Line, Field: field, Err: err}
 		}

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,12 +30,10 @@ type Options struct {
 	// AllowOutside lets file fields name any file (with FS nil): absolute
 	// paths, "..", symbolic links that leave Base.
 	AllowOutside bool
-	// ResendUnknown sends again the jobs whose outcome is unknown (they may
-	// have been paid for: this may pay twice): those that ended unknown,
-	// and those claimed by a worker that is gone, not those in flight on a
-	// live one (see the package's doc). A killed run's claims are sent
-	// again once its heartbeat is stale, or at once from its own machine
-	// (on Linux), which sees its process gone.
+	// ResendUnknown sends again the jobs whose outcome is unknown, which
+	// may pay twice: those that ended unknown, and those claimed by a
+	// worker that is gone, not those in flight on a live one (see the
+	// package's doc).
 	ResendUnknown bool
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.
@@ -86,7 +85,6 @@ type Runner struct {
 	c       *creative.Client
 	store   Store
 	o       Options
-	files   *files
 	checker *checker
 	st      *starter
 }
@@ -102,17 +100,17 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 	}
 	f := &files{fsys: o.FS}
 	if o.FS == nil {
-		base := o.Base
-		if base == "" {
-			base = "."
-		}
+		base := cmp.Or(o.Base, ".")
 		root, err := os.OpenRoot(base)
 		if err != nil {
 			return nil, fmt.Errorf("batch: the folder of the jobs' files: %w", err)
 		}
 		f.fsys, f.base, f.outside = root.FS(), base, o.AllowOutside
+		if o.AllowOutside {
+			f.fsys = osFS{}
+		}
 	}
-	return &Runner{c: c, store: store, o: o, files: f, checker: newChecker(f), st: newStarter()}, nil
+	return &Runner{c: c, store: store, o: o, checker: newChecker(f), st: newStarter()}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
@@ -129,12 +127,16 @@ type CheckError struct {
 	Count int
 }
 
-// maxLineErrors bounds how many bad jobs a CheckError lists.
-const maxLineErrors = 20
-
 // Error says how many jobs are bad.
 func (e *CheckError) Error() string {
 	return fmt.Sprintf("batch: %s; nothing was sent", plural(e.Count, "bad line"))
+}
+
+func (e *CheckError) add(le *LineError) {
+	e.Count++
+	if len(e.Lines) < 20 {
+		e.Lines = append(e.Lines, le)
+	}
 }
 
 // plural says "1 bad line" or "2 bad lines".
@@ -143,13 +145,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
-}
-
-func (e *CheckError) add(le *LineError) {
-	e.Count++
-	if len(e.Lines) < maxLineErrors {
-		e.Lines = append(e.Lines, le)
-	}
 }
 
 // Checked is a Source whose every job passed the checks, with what the
@@ -214,8 +209,8 @@ func (r *Runner) inShard(j Job) bool {
 	return r.o.Shards <= 1 || j.Line%r.o.Shards == r.o.Shard
 }
 
-// repeatedIDs reads the jobs again for the ids that may repeat, and
-// reports those that do.
+// repeatedIDs reads the jobs again for the ids that may repeat, and adds
+// those that do to bad.
 func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
 	first := map[[32]byte]int{}
 	for j, err := range src {
@@ -279,8 +274,8 @@ type Plan struct {
 }
 
 // Plan reads the ledger for every checked job and says what Run would do;
-// it sends nothing and writes nothing. A Runner without a Store
-// plans as for an empty ledger.
+// it sends nothing and writes nothing. A Runner without a Store plans as
+// for an empty ledger.
 func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.mine}}
 	for t, err := range r.tasks(c) {

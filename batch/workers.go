@@ -218,7 +218,7 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 		return
 	}
 	start := time.Now()
-	req, closeFiles, err := ru.files.request(t)
+	req, closeFiles, err := ru.checker.files.request(t)
 	var res any
 	var resp *http.Response
 	if err == nil {
