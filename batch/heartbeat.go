@@ -12,9 +12,6 @@ import (
 	"github.com/go-json-experiment/json"
 )
 
-// A run's heartbeat tells a claim in flight from the claim of a worker that
-// died (see the package's doc).
-
 // runsPrefix holds the heartbeats of the runs under way, beside the
 // attempts of the jobs (whose folders are named by three hex digits).
 const runsPrefix = ledgerPrefix + "runs/"
@@ -26,7 +23,9 @@ const (
 	staleBeats     = 3
 )
 
-// A heartbeat is the object that says a run goes on.
+// A heartbeat is the object that says a run goes on: it tells the run's
+// claims in flight from those of a worker that died (see the package's
+// doc).
 type heartbeat struct {
 	Run    string    `json:"run"`
 	Worker string    `json:"worker,omitempty"`
@@ -53,11 +52,8 @@ func newRunToken() string {
 // isRunToken reports whether s is a token newRunToken could draw, so that
 // a record read from the Store names no other key.
 func isRunToken(s string) bool {
-	if len(s) != tokenLen {
-		return false
-	}
 	_, err := hex.DecodeString(s)
-	return err == nil
+	return len(s) == tokenLen && err == nil
 }
 
 // beating reports whether the run with token still goes: its heartbeat is
@@ -73,12 +69,9 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if errors.Is(err, ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
 	var hb heartbeat
-	if json.Unmarshal(b, &hb) != nil {
-		return false, nil
+	if err != nil || json.Unmarshal(b, &hb) != nil {
+		return false, err
 	}
 	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
 		return false, nil // killed, on this system
@@ -98,25 +91,14 @@ func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, 
 	if err != nil || live {
 		return last, n, decide(last, &r.o, live), err
 	}
-	return r.reassess(ctx, key, last, n)
-}
-
-// reassess reads again the job whose last attempt, n, is a claim whose run
-// looked gone: that run may have ended the job, then itself, between the
-// two reads, or the claim may have been read while it was being written.
-// The claim is taken over only if it still stands.
-func (r *Runner) reassess(ctx context.Context, key string, last *record, n int) (*record, int, action, error) {
+	// The claim's run looked gone: it may have ended the job, then itself,
+	// between the two reads, so the claim is taken over only if it still
+	// stands. When attempt n+1 is made, taking it over finds it taken.
 	again, m, err := latest(ctx, r.store, key)
-	if err != nil || m != n {
-		// Attempt n+1 is made: taking it over finds it taken (Elsewhere).
-		return last, n, decide(last, &r.o, false), err
+	if err == nil && m == n {
+		last = again
 	}
-	live := false
-	if unended(again) && again.Run != last.Run {
-		// The claim did not parse at the first read: its run is named now.
-		live, err = beating(ctx, r.store, again.Run)
-	}
-	return again, n, decide(again, &r.o, live), err
+	return last, n, decide(last, &r.o, false), err
 }
 
 // beatNow writes the run's heartbeat. One that cannot be written does not

@@ -94,10 +94,8 @@ type Record struct {
 	Worker    string    `json:"worker,omitempty"`
 	Time      time.Time `json:"time"`
 	Seconds   float64   `json:"seconds,omitempty"`
-	// Run names the run that made the record: a random token drawn by
-	// each Run, whose heartbeat (ledger/runs/<run>.json, kept while the
-	// run goes) says whether a claim it left without an end is in flight
-	// or its worker is gone. Records of older ledgers have none.
+	// Run is the token of the run that made the record, which names its
+	// heartbeat (see the package's doc); records of older ledgers have none.
 	Run string `json:"run,omitempty"`
 }
 
@@ -108,14 +106,12 @@ type Record struct {
 // the same attempt.
 type record struct {
 	Record `json:",inline"`
-	// Kind is "call" for an attempt that sends the job's request, and
-	// "download" for one that only fetches an earlier answer's files.
-	Kind string `json:"kind"`
-	// Stem starts the names of the job's files.
-	Stem string `json:"stem"`
+	Kind   string `json:"kind"` // kindCall or kindDownload
+	Stem   string `json:"stem"` // starts the names of the job's files
 }
 
-// Kinds of attempt.
+// Kinds of attempt: one that sends the job's request, and one that only
+// fetches an earlier answer's files.
 const (
 	kindCall     = "call"
 	kindDownload = "download"
@@ -161,8 +157,8 @@ func jobOf(k string) (string, bool) {
 // claims 1, 2, ... until one is missing, then reading that attempt's last
 // record: one question for a new job, three (one read) for a job done at
 // its first attempt, and no listing of a folder. A record that does not
-// parse (being created at this moment, or cut short by a crash) is passed
-// over for the one before it; a claim that does not parse is a claim.
+// parse (one an earlier version cut short in a crash) is passed over for
+// the one before it; a claim that does not parse is a claim.
 func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 	n := 0
 	for {
