@@ -119,33 +119,25 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 	case ops.Number:
 		return setNumber(t, f, v)
 	case ops.Array:
-		a, ok := v.([]any)
-		if !ok {
+		if _, ok := v.([]any); !ok {
 			return errors.New("must be an array")
 		}
-		t.vals[f.Name] = a
+		t.vals[f.Name] = v
 		return nil
 	}
 	s, ok := v.(string)
 	if !ok {
 		return errors.New("must be a string")
 	}
+	var err error
 	switch f.Type {
 	case ops.ID:
-		id, err := ids.Parse(f.IDKind, s)
-		if err != nil {
-			return err
-		}
-		s = id
+		s, err = ids.Parse(f.IDKind, s)
 	case ops.File:
-		p, err := c.files.check(s)
-		if err != nil {
-			return err
-		}
-		t.paths[f.Name] = p
+		t.paths[f.Name], err = c.files.check(s)
 	}
 	t.vals[f.Name] = s
-	return nil
+	return err
 }
 
 // setNumber checks a number: a number of any Go type, finite, and neither

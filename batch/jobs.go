@@ -250,20 +250,12 @@ func (j *Job) set(name string, val jsontext.Value) error {
 		}
 		return nil
 	}
-	var v any
-	switch val.Kind() {
-	case 'n':
-		v = nil
-	case '0':
-		var f float64
-		if err := json.Unmarshal(val, &f); err != nil {
+	var v any // numbers as float64, null as nil
+	if err := json.Unmarshal(val, &v); err != nil {
+		if val.Kind() == '0' {
 			return errors.New("not a number that fits")
 		}
-		v = f
-	default:
-		if err := json.Unmarshal(val, &v); err != nil {
-			return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
-		}
+		return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	j.Fields[name] = v
 	return nil
