@@ -23,6 +23,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -292,10 +293,7 @@ func (s *Store) Close() error {
 	if !s.w.close() {
 		return nil
 	}
-	err := s.w.conn.Close()
-	if cerr := s.db.Close(); err == nil {
-		err = cerr
-	}
+	err := cmp.Or(s.w.conn.Close(), s.db.Close())
 	s.root.Close()
 	return err
 }
