@@ -57,8 +57,8 @@ var ErrNotExist = errors.New("batch: does not exist")
 // rules (claims, states, reruns) are written once, in this package, over any
 // Store. Keys are slash-separated relative paths such as
 // "ledger/3fa/<job>.0001.json" or "000001-text-to-image-3fa9c1.png"; a Store
-// never lets a key escape its root: it refuses keys that are empty,
-// absolute, or hold "." or ".." segments (storetest checks it).
+// never lets a key escape its root: it refuses those CheckKey refuses
+// (storetest checks it).
 //
 // A Store is safe for concurrent use, by goroutines of one process and by
 // processes on any number of machines that open the same place.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -36,6 +35,7 @@ type stop struct {
 	off    int    // the byte at fault
 	last   int    // where the last token read ends
 	open   []byte // the brackets open, outermost first
+	top    byte   // the innermost of them, or 0
 	length int64  // the names and values the innermost holds
 	prev   byte   // the comma or colon after the last token, else its last byte
 }
@@ -56,7 +56,7 @@ func syntaxError(raw []byte) *fieldError {
 	s := stop{raw: raw, off: int(min(max(se.ByteOffset, 0), int64(len(raw)))), last: int(dec.InputOffset())}
 	for i := range dec.StackDepth() {
 		k, n := dec.StackIndex(i + 1)
-		s.open, s.length = append(s.open, byte(k)), n
+		s.open, s.top, s.length = append(s.open, byte(k)), byte(k), n
 	}
 	off, msg := s.problem(errors.Is(se.Err, io.ErrUnexpectedEOF))
 	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
@@ -102,17 +102,9 @@ func (s *stop) placeProblem() (int, string) {
 	return s.memberProblem()
 }
 
-// top is the bracket of the innermost object or array, or 0.
-func (s *stop) top() byte {
-	if len(s.open) == 0 {
-		return 0
-	}
-	return s.open[len(s.open)-1]
-}
-
 // state says what the innermost object or array wants at the stop.
 func (s *stop) state() int {
-	inObject, afterName := s.top() == '{', s.length%2 == 1
+	inObject, afterName := s.top == '{', s.length%2 == 1
 	switch {
 	case inObject && afterName && s.prev == ':', !inObject && (s.prev == '[' || s.prev == ','):
 		return wantValue
@@ -142,7 +134,7 @@ func (s *stop) memberProblem() (int, string) {
 	case c == '"' || c == '{' || c == '[' || isWordByte(c):
 		return off, `a comma is missing before this`
 	}
-	return off, fmt.Sprintf("%q where a comma or %q belongs", string(c), closing(s.top()))
+	return off, fmt.Sprintf("%q where a comma or %q belongs", string(c), closing(s.top))
 }
 
 // valueProblem says what is wrong at the stop, where a value belongs.
@@ -188,7 +180,7 @@ func (s *stop) endProblem() (int, string) {
 	}
 	switch lastByte(raw) {
 	case ',':
-		return len(raw), fmt.Sprintf("the line ends after a comma: a member, or %q, is missing", closing(s.top()))
+		return len(raw), fmt.Sprintf("the line ends after a comma: a member, or %q, is missing", closing(s.top))
 	case ':':
 		return len(raw), "the line ends after a colon: a value is missing"
 	}
@@ -199,13 +191,8 @@ func (s *stop) endProblem() (int, string) {
 	return len(raw), fmt.Sprintf("the line ends before the object is closed: %q is missing", missing)
 }
 
-// closing is the bracket that closes bracket.
-func closing(bracket byte) string {
-	if bracket == '[' {
-		return "]"
-	}
-	return "}"
-}
+// closing is the bracket that closes bracket, two code points on.
+func closing(bracket byte) string { return string(rune(bracket + 2)) }
 
 func isWordByte(c byte) bool {
 	return c == '_' || c == '-' || c == '+' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
@@ -234,20 +221,12 @@ func wordAt(raw []byte, i int) string {
 // excerpt shows the part of raw around off, at most 24 characters before
 // it and 12 from it, "..." marking a cut.
 func excerpt(raw []byte, off int) string {
-	start, end := off, off
-	for n := 0; start > 0 && n < 24; n++ {
-		_, size := utf8.DecodeLastRune(raw[:start])
-		start -= size
-	}
-	for n := 0; end < len(raw) && n < 12; n++ {
-		_, size := utf8.DecodeRune(raw[end:])
-		end += size
-	}
-	text := strings.ToValidUTF8(string(raw[start:end]), "\uFFFD")
-	if start > 0 {
+	before, after := []rune(string(raw[:off])), []rune(string(raw[off:]))
+	text := string(before[max(len(before)-24, 0):]) + string(after[:min(len(after), 12)])
+	if len(before) > 24 {
 		text = "..." + text
 	}
-	if end < len(raw) {
+	if len(after) > 12 {
 		text += "..."
 	}
 	return text
