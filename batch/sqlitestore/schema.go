@@ -88,13 +88,11 @@ func migrate(conn *sql.Conn, root *os.Root) error {
 		return err
 	}
 	if again == 0 {
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return err
+		_, err = tx.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion))
+		if err == nil {
+			err = importFolder(ctx, tx, root)
 		}
-		if err := importFolder(ctx, tx, root); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		if err != nil {
 			return err
 		}
 	}
