@@ -84,13 +84,6 @@ func (s *starter) end(r *jobRun) {
 	}
 }
 
-// isStopping reports whether stop was called.
-func (s *starter) isStopping() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopping
-}
-
 // stop lets no job send its first request any more, cancels those waiting
 // to, and returns how many jobs are in flight.
 func (s *starter) stop() int {

@@ -153,8 +153,10 @@ func (ru *run) failLedger(err error, paid *record) {
 
 // do takes one job as far as this run can.
 func (ru *run) do(ctx context.Context, t *task) {
-	if ru.st.isStopping() {
+	select {
+	case <-ru.st.stopped:
 		return
+	default:
 	}
 	ru.started.Add(1)
 	last, n, act, err := ru.assess(ctx, t.key)
