@@ -59,8 +59,7 @@ func lineErr(j Job, field string, format string, args ...any) error {
 	return &LineError{Line: j.Line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// resolve checks the job's fields against the table of operations and
-// resolves them.
+// resolve checks and resolves the job's fields by the table of operations.
 func (c *checker) resolve(j Job) (*task, error) {
 	if j.Op == "" {
 		return nil, lineErr(j, "op", `must name the operation, such as "image/text-to-image"`)
@@ -178,9 +177,8 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// validate makes the task's request and runs the SDK's own checks on it
-// (its Validate), then computes its identity from its fields and its
-// files' contents.
+// validate runs the SDK's own checks on the task's request (its Validate),
+// then identifies the task.
 func (c *checker) validate(t *task) error {
 	req, closeFiles, err := c.files.request(t)
 	if err == nil {
@@ -284,8 +282,8 @@ func (s *seen) add(id [32]byte) bool {
 	return all
 }
 
-// count counts one more occurrence of id and returns its number (from 1).
-// An identity that was never a candidate occurs once.
+// count counts one more occurrence of id and returns its number (from 1):
+// 1 for an identity that was never a candidate.
 func (s *seen) count(id [32]byte) int {
 	n, ok := s.cands[id]
 	if !ok {

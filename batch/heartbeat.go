@@ -84,7 +84,7 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 // with no end: never for a job new, ended or answered.
 func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, error) {
 	last, n, err := latest(ctx, r.store, key)
-	if err != nil || !unended(last) {
+	if err != nil || last == nil || last.State != Claimed {
 		return last, n, decide(last, &r.o, false), err
 	}
 	live, err := beating(ctx, r.store, last.Run)

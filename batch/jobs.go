@@ -141,8 +141,7 @@ func Values(seq iter.Seq[Job]) Source {
 	}
 }
 
-// lineErrorOf is err, from parseLine on text without its spaces, as the
-// *LineError of the line.
+// lineErrorOf is err, from parseLine on text trimmed, as a *LineError.
 func lineErrorOf(line int, text []byte, err error) *LineError {
 	fe := err.(*fieldError) // parseLine's every error
 	le := &LineError{Line: line, Field: fe.field, Err: fe.err}
@@ -154,7 +153,7 @@ func lineErrorOf(line int, text []byte, err error) *LineError {
 }
 
 // A fieldError is a parse error about one field, or about the line at one
-// place, before the line is known.
+// place, before the line's number is known.
 type fieldError struct {
 	field string
 	err   error
@@ -168,8 +167,7 @@ func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
 var lineOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // parseLine reads one line into a Job. Numbers become float64, null stays
-// nil (so that a default is not taken silently), arrays and objects are
-// decoded strictly.
+// nil (so that a default is not taken silently).
 func parseLine(raw []byte) (Job, error) {
 	var j Job
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
@@ -250,7 +248,7 @@ func (j *Job) set(name string, val jsontext.Value) error {
 		}
 		return nil
 	}
-	var v any // numbers as float64, null as nil
+	var v any
 	if err := json.Unmarshal(val, &v); err != nil {
 		if val.Kind() == '0' {
 			return errors.New("not a number that fits")

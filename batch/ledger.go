@@ -161,7 +161,7 @@ func jobOf(k string) (string, bool) {
 // the one before it; a claim that does not parse is a claim.
 func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 	n := 0
-	for {
+	for ; ; n++ {
 		ok, err := s.Exists(ctx, recordKey(key, n+1, stageClaim))
 		if err != nil {
 			return nil, 0, err
@@ -169,7 +169,6 @@ func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 		if !ok {
 			break
 		}
-		n++
 	}
 	if n == 0 {
 		return nil, 0, nil
@@ -215,12 +214,8 @@ const (
 	actElsewhere               // leave it: claimed at this moment by a live worker
 )
 
-// unended reports whether r is a claim with no end: in flight on a live
-// worker, or left by a worker that is gone.
-func unended(r *record) bool { return r != nil && r.State == Claimed }
-
 // decide says what a run does with a job whose last attempt is r; live
-// says that r is an unended claim whose run still goes (see beating).
+// says that r is a claim whose run still goes (see beating).
 func decide(r *record, o *Options, live bool) action {
 	if r == nil {
 		return actCall

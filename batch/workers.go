@@ -24,7 +24,7 @@ type LedgerError struct {
 	Unrecorded []Record
 }
 
-// Error says that the ledger failed and how many paid answers it lacks.
+// Error says that the ledger failed, and how many paid answers it lacks.
 func (e *LedgerError) Error() string {
 	s := fmt.Sprintf("batch: the ledger could not be written, so the run stopped: %v", e.Err)
 	if n := len(e.Unrecorded); n > 0 {
@@ -90,8 +90,8 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 }
 
 // keepIndex rewrites index.html every Options.IndexEvery while jobs end,
-// until the returned func is called. A page that cannot be written is
-// left as it was: the ledger, not the page, is the record.
+// until the returned func is called; a page that cannot be written is left
+// as it was, since the ledger, not the page, is the record.
 func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	if ru.o.IndexEvery <= 0 {
 		return func() {}
@@ -105,8 +105,7 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	})
 }
 
-// feed sends the tasks to the workers until they are all sent or the run
-// stops.
+// feed sends the tasks to the workers until all are sent or the run stops.
 func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
 	for t, err := range ru.tasks(c) {
 		if err != nil {
@@ -178,8 +177,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 	}
 }
 
-// skip counts, with f, a job that this run leaves as it is, and tells of
-// it; rec is its last attempt.
+// skip counts with f a job this run leaves as it is, rec its last attempt.
 func (ru *run) skip(rec *record, f func(s *Summary)) {
 	ru.count(f)
 	ru.event(JobSkipped, rec)
@@ -191,8 +189,8 @@ func (ru *run) newRecord(t *task, n int, kind string) *record {
 		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kind, Stem: t.stem()}
 }
 
-// claimOrSkip claims rec's attempt; it reports false when the job is not
-// to go on (another worker has it, or the ledger failed).
+// claimOrSkip claims rec's attempt, or reports false when another worker
+// has it or the ledger failed.
 func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
 	err := putStage(ctx, ru.store, rec, stageClaim)
 	if errors.Is(err, ErrExist) {
@@ -280,10 +278,9 @@ func (ru *run) end(rec *record) {
 	ru.event(JobEnded, rec)
 }
 
-// unrecorded stops the run because rec could not be recorded, hands a
-// paid answer to the LedgerError, and leaves rec as the ledger has it:
-// answered when its links were recorded before, else claimed (maybe
-// paid). Nothing unrecorded is called done.
+// unrecorded stops the run because rec could not be recorded, hands a paid
+// answer to the LedgerError, and leaves rec as the ledger has it: answered
+// when its links were recorded before, else claimed (maybe paid).
 func (ru *run) unrecorded(rec *record, err error) {
 	var paid *record
 	if rec.State == Answered || rec.State == Done {
@@ -299,8 +296,8 @@ func (ru *run) unrecorded(rec *record, err error) {
 	rec.Error = "not recorded in the ledger (" + err.Error() + "): see the run's error for the answer"
 }
 
-// checkDone checks that a done job's files are in place; when some are
-// gone and its answer had links, it downloads them again (free).
+// checkDone checks that a done job's files are in place, and downloads
+// them again (free) when some are gone and its answer had links.
 func (ru *run) checkDone(ctx context.Context, last *record, n int) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
