@@ -48,7 +48,11 @@ func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) 
 		ru.answered(ctx, rec, v, start)
 		return
 	case *creative.Audio:
-		err = ru.audio(ctx, rec, v)
+		key := fileName(rec.Stem, 0, 1, v.Ext())
+		err = ru.write(ctx, rec, func([]byte) string { return key }, func(w io.Writer) (int64, error) {
+			defer v.Close()
+			return io.Copy(w, v)
+		})
 	default:
 		err = fmt.Errorf("batch: no way to store a %T", res)
 	}
@@ -84,13 +88,6 @@ func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) er
 		}
 	}
 	return nil
-}
-
-// audio streams speech to its file.
-func (ru *run) audio(ctx context.Context, rec *record, a *creative.Audio) error {
-	defer a.Close()
-	key := fileName(rec.Stem, 0, 1, a.Ext())
-	return ru.write(ctx, rec, func([]byte) string { return key }, func(w io.Writer) (int64, error) { return io.Copy(w, a) })
 }
 
 // meta is what an output carries as object metadata where the store keeps
@@ -134,21 +131,21 @@ func (ru *run) write(ctx context.Context, rec *record, name func(head []byte) st
 // it done. A link that is gone (403, 404, 410) marks the answer lost.
 func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 	rec.Files = nil
+	var err error
 	for i, u := range rec.URLs {
-		if err := ru.fetch(ctx, rec, i, u); err != nil {
-			rec.Error = "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): " + strings.TrimPrefix(err.Error(), "creative: ")
-			var ae *creative.APIError
-			if errors.As(err, &ae) && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusGone || ae.StatusCode == http.StatusForbidden) {
-				rec.Lost = true
-				rec.Error = "the answer's link no longer works (--repay-expired pays for the job again): " + strings.TrimPrefix(err.Error(), "creative: ")
-			}
-			rec.State = Answered
-			ru.finish(ctx, rec, start, err)
-			return
+		if err = ru.fetch(ctx, rec, i, u); err != nil {
+			break
 		}
 	}
 	rec.State, rec.Error, rec.Lost = Done, "", false
-	ru.finish(ctx, rec, start, nil)
+	if err != nil {
+		why := strings.TrimPrefix(err.Error(), "creative: ")
+		rec.State, rec.Error = Answered, "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): "+why
+		if ae, ok := errors.AsType[*creative.APIError](err); ok && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusGone || ae.StatusCode == http.StatusForbidden) {
+			rec.Lost, rec.Error = true, "the answer's link no longer works (--repay-expired pays for the job again): "+why
+		}
+	}
+	ru.finish(ctx, rec, start, err)
 }
 
 // fetch downloads link i of rec to its file, named by its first bytes.
