@@ -114,7 +114,7 @@ func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
 		}
 		select {
 		case queue <- t:
-		case <-ru.st.stopped:
+		case <-ru.st.stopping.Done():
 			return nil
 		case <-ctx.Done():
 			return nil
@@ -153,7 +153,7 @@ func (ru *run) failLedger(err error, paid *record) {
 // do takes one job as far as this run can.
 func (ru *run) do(ctx context.Context, t *task) {
 	select {
-	case <-ru.st.stopped:
+	case <-ru.st.stopping.Done():
 		return
 	default:
 	}
