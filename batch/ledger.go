@@ -70,8 +70,7 @@ func Classify(err error) State {
 }
 
 // A Record is where one attempt at a job stands: what an Event, a
-// LedgerError and ReadStatus report. The ledger keeps it with bookkeeping
-// of its own (see record).
+// LedgerError and ReadStatus report.
 type Record struct {
 	Job     string `json:"job"` // the job's identity: 32 hex digits
 	ID      string `json:"id,omitempty"`

@@ -90,8 +90,7 @@ func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) er
 	return nil
 }
 
-// meta is what an output carries as object metadata where the store keeps
-// it.
+// meta is an output's object metadata, where the store keeps it.
 func meta(rec *record) map[string]string {
 	m := map[string]string{"job": rec.Job, "op": rec.Op}
 	if rec.ID != "" {

@@ -12,14 +12,13 @@ import (
 type Status struct {
 	// Jobs is how many jobs the ledger holds.
 	Jobs int
-	// States counts the jobs by state. An answered job whose answer can no
-	// longer be fetched is counted under Answered and in Lost too.
+	// States counts the jobs by state.
 	States map[State]int
-	// Lost counts the answered jobs whose answer can no longer be fetched.
+	// Lost counts the answered jobs whose answer can no longer be fetched,
+	// under Answered too.
 	Lost int
 	// InFlight counts the claimed jobs whose run's heartbeat is fresh: in
-	// flight on a live worker, not maybe paid. They are counted under
-	// Claimed too.
+	// flight on a live worker, not maybe paid (under Claimed too).
 	InFlight int
 }
 

@@ -10,8 +10,7 @@
 // their number. The ledger and the outputs live in a Store: a local folder
 // (package batch/sqlitestore, a module of its own), a bucket, or any store
 // that keeps the Store contract (package storetest checks it, and has one
-// in memory), so any number of workers sharing one Store pay for each job
-// once.
+// in memory), shared by any number of workers.
 //
 // A job's identity is its id, or its operation and fields (a file by its
 // content's hash) and its occurrence among identical jobs. Its states are

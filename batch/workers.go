@@ -47,29 +47,25 @@ type run struct {
 	ended   atomic.Int64 // jobs that ended, for keepIndex
 }
 
-// Run runs the jobs Check passed, reading them again: each job is claimed
-// in the ledger before its request is sent, and its answer is recorded
-// durably before the job moves on. Jobs done, claimed by another worker,
-// or maybe paid are not sent again (see Options); a ledger that cannot be
-// written stops the run with a *LedgerError. Run returns when every
-// started job has ended, or when ctx is cancelled (which cancels the calls
-// in flight).
+// Run runs the jobs Check passed, reading them again. Jobs done, claimed
+// by another worker, or maybe paid are not sent again (see Options); a
+// ledger that cannot be written stops the run with a *LedgerError. Run
+// returns when every started job has ended, or when ctx is cancelled
+// (which cancels the calls in flight).
 func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
 	}
 	ru := &run{Runner: r, token: newRunToken()}
 	ru.sum.Jobs = c.mine
-	stopBeating := ru.keepBeating(ctx)
-	defer stopBeating() // after the workers: every claim has ended
+	defer ru.keepBeating(ctx)() // stopped after the workers: every claim has ended
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(queue)
 		readErr <- ru.feed(ctx, c, queue)
 	}()
-	stopIndex := ru.keepIndex(ctx)
-	defer stopIndex()
+	defer ru.keepIndex(ctx)()
 	var wg sync.WaitGroup
 	for range r.o.Concurrency {
 		wg.Go(func() {
@@ -109,7 +105,6 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
 	for t, err := range ru.tasks(c) {
 		if err != nil {
-			// The file changed since it was checked.
 			return fmt.Errorf("batch: the jobs changed while they ran: %w", err)
 		}
 		select {
