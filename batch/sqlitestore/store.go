@@ -200,7 +200,7 @@ func (s *Store) row(ctx context.Context, key string) (data []byte, isFile bool, 
 	}
 	err = s.get.QueryRowContext(ctx, key).Scan(&data, &isFile)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, fmt.Errorf("sqlitestore: %s: %w", key, batch.ErrNotExist)
+		err = batch.ErrNotExist
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlitestore: %s: %w", key, err)

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -121,11 +122,7 @@ func (w *writer) commit(ws []*write) {
 		return
 	}
 	for _, wr := range ws {
-		if err != nil {
-			wr.done <- err
-		} else {
-			wr.done <- wr.err
-		}
+		wr.done <- cmp.Or(err, wr.err)
 	}
 }
 
