@@ -36,9 +36,8 @@ type task struct {
 // idPattern is what a job's id may be: it names files.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// A checker turns jobs into tasks: it checks every field as the SDK does
-// before a call, sending nothing, and computes the job's identity. It is
-// safe for concurrent use.
+// A checker turns jobs into tasks, checking every field as the SDK does
+// before a call; it is safe for concurrent use.
 type checker struct{ files *files }
 
 func newChecker(f *files) *checker { return &checker{files: f} }

@@ -12,8 +12,7 @@ import (
 	"github.com/go-json-experiment/json"
 )
 
-// runsPrefix holds the heartbeats of the runs under way, beside the
-// attempts of the jobs (whose folders are named by three hex digits).
+// runsPrefix holds the heartbeats of the runs under way, beside the jobs.
 const runsPrefix = ledgerPrefix + "runs/"
 
 // A run writes its heartbeat every heartbeatEvery; one that missed
@@ -23,9 +22,7 @@ const (
 	staleBeats     = 3
 )
 
-// A heartbeat is the object that says a run goes on: it tells the run's
-// claims in flight from those of a worker that died (see the package's
-// doc).
+// A heartbeat is the object that says a run goes on (see the package's doc).
 type heartbeat struct {
 	Run    string    `json:"run"`
 	Worker string    `json:"worker,omitempty"`
@@ -57,10 +54,9 @@ func isRunToken(s string) bool {
 }
 
 // beating reports whether the run with token still goes: its heartbeat is
-// fresh, by the time written in it, and, when it was written on this
-// system, its process is still there. No token (a record of an older
-// ledger), or a heartbeat missing, stale or unreadable, is a run that is
-// gone. An error is the Store's.
+// fresh and, when written on this system, its process is still there. No
+// token (an older ledger's record), or a heartbeat missing, stale or
+// unreadable, is a run that is gone. An error is the Store's.
 func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if !isRunToken(token) {
 		return false, nil
@@ -79,9 +75,8 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	return time.Since(hb.Time) < staleBeats*heartbeatEvery, nil
 }
 
-// assess reads the last attempt of the job with key, and says what a run
-// does with it. The heartbeat of a claim's run is read only for a claim
-// with no end: never for a job new, ended or answered.
+// assess reads the last attempt of the job with key and says what a run
+// does with it, reading a heartbeat only for a claim with no end.
 func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, error) {
 	last, n, err := latest(ctx, r.store, key)
 	if err != nil || last == nil || last.State != Claimed {

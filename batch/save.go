@@ -29,9 +29,7 @@ type storeError struct{ err error }
 func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-// save stores a call's answer and records the job: URLs are recorded
-// (answered) before anything is downloaded; images and speech are written
-// to their files, then the job is done.
+// save stores a call's answer (see answered for links) and records the job.
 func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) {
 	var err error
 	switch v := res.(type) {

@@ -41,8 +41,7 @@ type stop struct {
 }
 
 // syntaxError is raw, a line that starts an object and is no JSON, as a
-// fieldError that says where, what JSON expected there, and shows that
-// part of the line.
+// fieldError that says where, what JSON expected there, and shows it.
 func syntaxError(raw []byte) *fieldError {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
 	var err error
@@ -62,8 +61,7 @@ func syntaxError(raw []byte) *fieldError {
 	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
 }
 
-// problem says what is wrong at the stop, and where: a byte offset into
-// the line.
+// problem says what is wrong at the stop, and at which byte of the line.
 func (s *stop) problem(eof bool) (int, string) {
 	raw := s.raw
 	if eof || s.off == len(raw) {

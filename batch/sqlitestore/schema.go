@@ -13,10 +13,8 @@ import (
 // schemaVersion is the PRAGMA user_version of the schema below.
 const schemaVersion = 1
 
-// schema is the database's tables and views. Every key of the Store is a
-// row of objects: a small object with its bytes as the Store was given them
-// (a record of the ledger is a JSON object), an output file with NULL. The
-// views read the records for people and scripts.
+// schema is the database's table of objects (see the package's doc) and
+// the views that read the records for people and scripts.
 const schema = `
 CREATE TABLE objects (
 	key  TEXT PRIMARY KEY,
@@ -140,8 +138,7 @@ func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
 	return nil
 }
 
-// importEntry imports what importFolder's walk meets at p: a record of the
-// ledger folder with its bytes, an output as a file.
+// importEntry imports what importFolder's walk meets at p.
 func importEntry(ctx context.Context, stmt *sql.Stmt, root *os.Root, p string, d fs.DirEntry) error {
 	inLedger := p == oldLedger || strings.HasPrefix(p, oldLedger+"/")
 	hidden := strings.HasPrefix(d.Name(), ".")

@@ -32,9 +32,8 @@ type write struct {
 // maxBatch bounds the writes one transaction commits.
 const maxBatch = 512
 
-// A writer is the one goroutine that writes to the database: it takes
-// every write waiting when it is free and commits them in one transaction,
-// so that the writers of one moment share one sync of the WAL.
+// A writer is the one goroutine that writes to the database, so that the
+// writes of one moment share one transaction and one sync of the WAL.
 type writer struct {
 	conn   *sql.Conn
 	queue  chan *write
