@@ -56,21 +56,6 @@ func (s *Store) mkdirs(dir string) error {
 	return atomicfile.SyncDir(s.root, path.Dir(dir))
 }
 
-// removeFile removes the file of key, if there is one.
-func (s *Store) removeFile(key string) error {
-	err := s.root.Remove(key)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err == nil {
-		err = atomicfile.SyncDir(s.root, path.Dir(key))
-	}
-	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	return nil
-}
-
 // A fileWriter is a temporary file that becomes key when closed whole.
 type fileWriter struct {
 	ctx    context.Context

@@ -38,6 +38,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite", pure Go
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/internal/atomicfile"
 )
 
 // DBFile is the name of the ledger's database in the folder.
@@ -234,7 +235,17 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := s.w.do(ctx, opDelete, key, nil); err != nil {
 		return err
 	}
-	return s.removeFile(key)
+	err := s.root.Remove(key)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(s.root, path.Dir(key))
+	}
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	return nil
 }
 
 // List yields the keys under prefix in lexical order, reading a page of
