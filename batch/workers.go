@@ -178,12 +178,6 @@ func (ru *run) skip(rec *record, f func(s *Summary)) {
 	ru.event(JobSkipped, rec)
 }
 
-// newRecord starts attempt n of t.
-func (ru *run) newRecord(t *task, n int, kind string) *record {
-	return &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
-		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kind, Stem: t.stem()}
-}
-
 // claimOrSkip claims rec's attempt, or reports false when another worker
 // has it or the ledger failed.
 func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
@@ -208,7 +202,8 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 		return
 	}
 	defer ru.st.end(jr)
-	rec := ru.newRecord(t, n, kindCall)
+	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
+		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kindCall, Stem: t.stem()}
 	if !ru.claimOrSkip(ctx, rec) {
 		return
 	}
