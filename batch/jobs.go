@@ -237,14 +237,12 @@ var errLoneSurrogate = errors.New(`holds an escape that is no character (a lone 
 func (j *Job) set(name string, val jsontext.Value) error {
 	switch name {
 	case "op", "id":
-		var s string
-		if val.Kind() != '"' || json.Unmarshal(val, &s) != nil {
-			return errors.New("must be a string")
+		dst := &j.Op
+		if name == "id" {
+			dst = &j.ID
 		}
-		if name == "op" {
-			j.Op = s
-		} else {
-			j.ID = s
+		if val.Kind() != '"' || json.Unmarshal(val, dst) != nil {
+			return errors.New("must be a string")
 		}
 		return nil
 	}

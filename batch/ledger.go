@@ -48,12 +48,11 @@ const (
 // unknown. When in doubt it says Unknown, since the call may have been
 // paid.
 func Classify(err error) State {
-	var ve *creative.ValidationError
 	var ae *creative.APIError
 	switch {
 	case errors.Is(err, creative.ErrOutcomeUnknown):
 		return Unknown
-	case errors.As(err, &ve):
+	case errors.As(err, new(*creative.ValidationError)):
 		return Failed // found before anything was sent
 	case errors.Is(err, creative.ErrNotSent), errors.Is(err, creative.ErrRefused), errors.Is(err, creative.ErrRateLimited):
 		return Refused
