@@ -66,21 +66,16 @@ type Store struct {
 // is a database written by a newer version of this package. A folder that
 // holds the ledger of an earlier version (a ledger/ folder of JSON records)
 // has it imported into the database once, its files left as they are.
-func Open(dir string) (*Store, error) {
-	return open(dir, config{netFS: networkFS})
-}
+func Open(dir string) (*Store, error) { return open(dir, networkFS, 0) }
 
-// config is what tests vary of how a Store opens.
-type config struct {
-	netFS    func(string) (string, error) // names the network file system of a folder, or ""
-	maxPages int                          // when above 0, bounds the database as a full disk would
-}
-
-func open(dir string, c config) (*Store, error) {
+// open is Open with what tests vary: netFS names the network file system
+// of a folder, or says "", and maxPages, when above 0, bounds the database
+// as a full disk would.
+func open(dir string, netFS func(string) (string, error), maxPages int) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	if name, err := c.netFS(dir); err != nil {
+	if name, err := netFS(dir); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", dir, err)
 	} else if name != "" {
 		return nil, fmt.Errorf("sqlitestore: %s is on a network file system (%s), where SQLite's locks do not hold: "+
@@ -91,7 +86,7 @@ func open(dir string, c config) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	s := &Store{path: dir, root: root}
-	if err := s.openDB(c.maxPages); err != nil {
+	if err := s.openDB(maxPages); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("sqlitestore: %s: %w", filepath.Join(dir, DBFile), err)
 	}
