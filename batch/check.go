@@ -2,6 +2,7 @@ package batch
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,15 +36,11 @@ type task struct {
 // idPattern is what a job's id may be: it names files.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// A checker turns jobs into tasks: it checks every field as the SDK does
-// before a call, sending nothing, and computes the job's identity. It is
-// safe for concurrent use.
-type checker struct {
-	files  *files
-	hashes *hashCache
-}
+// A checker turns jobs into tasks, checking every field as the SDK does
+// before a call; it is safe for concurrent use.
+type checker struct{ files *files }
 
-func newChecker(f *files) *checker { return &checker{files: f, hashes: newHashCache(256)} }
+func newChecker(f *files) *checker { return &checker{files: f} }
 
 // check turns j into a task, or returns a *LineError.
 func (c *checker) check(j Job) (*task, error) {
@@ -52,10 +49,6 @@ func (c *checker) check(j Job) (*task, error) {
 		err = c.validate(t)
 	}
 	if err != nil {
-		var le *LineError
-		if !errors.As(err, &le) {
-			err = &LineError{Line: j.Line, Err: err}
-		}
 		return nil, err
 	}
 	return t, nil
@@ -65,8 +58,7 @@ func lineErr(j Job, field string, format string, args ...any) error {
 	return &LineError{Line: j.Line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// resolve checks the job's fields against the table of operations and
-// resolves them.
+// resolve checks and resolves the job's fields by the table of operations.
 func (c *checker) resolve(j Job) (*task, error) {
 	if j.Op == "" {
 		return nil, lineErr(j, "op", `must name the operation, such as "image/text-to-image"`)
@@ -86,11 +78,10 @@ func (c *checker) resolve(j Job) (*task, error) {
 			t.vals[f.Name] = f.Default
 		}
 	}
-	names := slices.Sorted(maps.Keys(j.Fields))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(j.Fields)) {
 		f, ok := op.Field(name)
 		if !ok {
-			return nil, lineErr(j, name, "%s takes no such field%s (it takes: %s)", op.Name, suggestField(op, name), fieldNames(op))
+			return nil, noSuchField(j, op, name)
 		}
 		if err := c.set(t, f, j.Fields[name]); err != nil {
 			return nil, &LineError{Line: j.Line, Field: name, Err: err}
@@ -99,34 +90,26 @@ func (c *checker) resolve(j Job) (*task, error) {
 	return t, nil
 }
 
-// suggestField names the fields of op nearest to a name it does not take,
-// "id" included.
-func suggestField(op ops.Op, name string) string {
-	names := []string{"id"}
+// noSuchField refuses a field op does not take, naming the fields nearest
+// to it ("id" included) and those op takes.
+func noSuchField(j Job, op ops.Op, name string) error {
+	var names []string
 	for _, f := range op.Fields {
 		names = append(names, f.Name)
 	}
-	near := suggest.Nearest(name, names)
+	near := suggest.Nearest(name, append([]string{"id"}, names...))
+	return lineErr(j, name, "%s takes no such field%s (it takes: %s)", op.Name, didYouMean(near, ""), strings.Join(names, ", "))
+}
+
+// didYouMean names the near names, or says otherwise when there are none.
+func didYouMean(near []string, otherwise string) string {
 	if len(near) == 0 {
-		return ""
+		return otherwise
 	}
-	return "; did you mean " + strings.Join(quoteAll(near), " or ") + "?"
-}
-
-func quoteAll(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = strconv.Quote(n)
+	for i, n := range near {
+		near[i] = strconv.Quote(n)
 	}
-	return out
-}
-
-func fieldNames(op ops.Op) string {
-	names := make([]string, len(op.Fields))
-	for i, f := range op.Fields {
-		names[i] = f.Name
-	}
-	return strings.Join(names, ", ")
+	return "; did you mean " + strings.Join(near, " or ") + "?"
 }
 
 // set checks and stores one field.
@@ -135,33 +118,25 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 	case ops.Number:
 		return setNumber(t, f, v)
 	case ops.Array:
-		a, ok := v.([]any)
-		if !ok {
+		if _, ok := v.([]any); !ok {
 			return errors.New("must be an array")
 		}
-		t.vals[f.Name] = a
+		t.vals[f.Name] = v
 		return nil
 	}
 	s, ok := v.(string)
 	if !ok {
 		return errors.New("must be a string")
 	}
+	var err error
 	switch f.Type {
 	case ops.ID:
-		id, err := ids.Parse(f.IDKind, s)
-		if err != nil {
-			return err
-		}
-		s = id
+		s, err = ids.Parse(f.IDKind, s)
 	case ops.File:
-		p, err := c.files.check(s)
-		if err != nil {
-			return err
-		}
-		t.paths[f.Name] = p
+		t.paths[f.Name], err = c.files.check(s)
 	}
 	t.vals[f.Name] = s
-	return nil
+	return err
 }
 
 // setNumber checks a number: a number of any Go type, finite, and neither
@@ -201,9 +176,8 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// validate makes the task's request and runs the SDK's own checks on it
-// (its Validate), then computes its identity from its fields and its
-// files' contents.
+// validate runs the SDK's own checks on the task's request (its Validate),
+// then identifies the task.
 func (c *checker) validate(t *task) error {
 	req, closeFiles, err := c.files.request(t)
 	if err == nil {
@@ -219,12 +193,10 @@ func (c *checker) validate(t *task) error {
 // lineError is err, a failure to make or validate a job's request, as the
 // *LineError of its line: the field at fault and why.
 func lineError(line int, err error) *LineError {
-	var le *LineError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*LineError](err); ok {
 		return le
 	}
-	var ve *creative.ValidationError
-	if errors.As(err, &ve) {
+	if ve, ok := errors.AsType[*creative.ValidationError](err); ok {
 		why := ve.Rule
 		if ve.Value != "" {
 			why += ", got " + ve.Value
@@ -242,12 +214,9 @@ func lineError(line int, err error) *LineError {
 // resolved fields, each file field replaced by the SHA-256 of the file's
 // content, as JSON with sorted keys.
 func (c *checker) identify(t *task) error {
-	canon := make(map[string]any, len(t.vals)+1)
-	for k, v := range t.vals {
-		canon[k] = v
-	}
+	canon := maps.Clone(t.vals)
 	for field, p := range t.paths {
-		sum, err := c.hashes.hash(c.files, p)
+		sum, err := c.files.hash(p)
 		if err != nil {
 			return &LineError{Line: t.job.Line, Field: field, Err: err}
 		}
@@ -259,23 +228,74 @@ func (c *checker) identify(t *task) error {
 		return &LineError{Line: t.job.Line, Err: err}
 	}
 	t.content = string(b)
-	if t.job.ID != "" {
-		t.key = keyOf("id\x00" + t.job.ID)
-	}
 	return nil
 }
 
-// keyOf hashes s into a job key.
-func keyOf(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:16])
+// identity tells jobs apart, their occurrence aside: the hash of the id,
+// else of the content.
+func identity(id, content string) [32]byte {
+	if id != "" {
+		return sha256.Sum256([]byte("id\x00" + id))
+	}
+	return sha256.Sum256([]byte("content\x00" + content))
 }
 
-// setOccurrence gives a job without an id its key: its content and its
-// occurrence among jobs of identical content (from 1).
+// setOccurrence gives t its key: the identity of its id, or of its content
+// and its occurrence among jobs of identical content (from 1).
 func (t *task) setOccurrence(n int) {
+	sum := identity(t.job.ID, t.content)
 	if t.job.ID == "" {
-		t.key = keyOf("content\x00" + t.content + "\x00" + strconv.Itoa(n))
+		sum = sha256.Sum256([]byte("content\x00" + t.content + "\x00" + strconv.Itoa(n)))
+	}
+	t.key = hex.EncodeToString(sum[:16])
+}
+
+// A seen set tells, in fixed memory, which identities may occur more than
+// once in a pass over the jobs: a Bloom filter of 2^24 bits (2 MiB) says
+// whether an identity was maybe met before, and only those (the true
+// repeats, and about 0.2% false alarms at a million jobs) are kept exactly.
+// A later pass counts the occurrences of the kept ones exactly.
+type seen struct {
+	bits  []uint64
+	cands map[[32]byte]int // maybe repeated identities -> occurrences counted so far
+}
+
+const seenBits = 1 << 24
+
+func newSeen() *seen { return &seen{bits: make([]uint64, seenBits/64), cands: map[[32]byte]int{}} }
+
+// add records an identity; it reports whether it may have been met before
+// (then it becomes a candidate).
+func (s *seen) add(id [32]byte) bool {
+	all := true
+	for i := range 4 {
+		b := binary.LittleEndian.Uint64(id[i*8:]) % seenBits
+		if s.bits[b/64]&(1<<(b%64)) == 0 {
+			all = false
+			s.bits[b/64] |= 1 << (b % 64)
+		}
+	}
+	if all {
+		s.cands[id] = 0
+	}
+	return all
+}
+
+// count counts one more occurrence of id and returns its number (from 1):
+// 1 for an identity that was never a candidate.
+func (s *seen) count(id [32]byte) int {
+	n, ok := s.cands[id]
+	if !ok {
+		return 1
+	}
+	s.cands[id] = n + 1
+	return n + 1
+}
+
+// reset forgets the counts of a pass, for the next.
+func (s *seen) reset() {
+	for id := range s.cands {
+		s.cands[id] = 0
 	}
 }
 
@@ -284,11 +304,8 @@ func suggestOp(name string) string {
 	var near []string
 	for _, o := range ops.All {
 		if strings.Contains(o.Name, name) || strings.Contains(name, o.Verb()) || suggest.Distance(name, o.Name) <= 3 {
-			near = append(near, fmt.Sprintf("%q", o.Name))
+			near = append(near, o.Name)
 		}
 	}
-	if len(near) == 0 {
-		return " (creative --help lists the operations)"
-	}
-	return "; did you mean " + strings.Join(near, " or ") + "?"
+	return didYouMean(near, " (creative --help lists the operations)")
 }

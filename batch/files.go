@@ -22,16 +22,24 @@ import (
 // inside it unless outside is allowed.
 type files struct {
 	fsys    fs.FS
-	base    string // the folder of the jobs file, when fsys is its os.Root
-	outside bool   // paths may leave base (only with base)
+	base    string // the folder of the jobs file, when fsys reads it or outside is set
+	outside bool   // paths may leave base: fsys is an osFS
+	mu      sync.Mutex
+	hashes  map[string]string // path, size and mtime -> hash of the files met lately
 }
+
+// An osFS reads the files at any path, for Options.AllowOutside.
+type osFS struct{}
+
+func (osFS) Open(p string) (fs.File, error)     { return os.Open(p) }
+func (osFS) Stat(p string) (fs.FileInfo, error) { return os.Stat(p) }
 
 // check cleans a file field's path and refuses one that leaves the folder.
 func (f *files) check(p string) (string, error) {
 	if p == "" {
 		return "", errors.New("must name a file")
 	}
-	if f.outside && f.base != "" {
+	if f.outside {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(f.base, p)
 		}
@@ -44,18 +52,6 @@ func (f *files) check(p string) (string, error) {
 	return clean, nil
 }
 
-// stat describes the file at a checked path, without opening it.
-func (f *files) stat(p string) (fs.FileInfo, error) {
-	if f.outside && f.base != "" {
-		return os.Stat(p)
-	}
-	st, err := fs.Stat(f.fsys, p)
-	if err != nil {
-		return nil, f.leaves(p, err)
-	}
-	return st, nil
-}
-
 // errNotRegular refuses a file field that names no regular file.
 var errNotRegular = errors.New("is not a regular file")
 
@@ -63,17 +59,14 @@ var errNotRegular = errors.New("is not a regular file")
 // opening a named pipe (a FIFO) for reading waits for a writer, which may
 // never come.
 func (f *files) openFile(p string) (fs.File, error) {
-	st, err := f.stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
+	st, err := fs.Stat(f.fsys, p)
+	if err == nil && !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s %w", p, errNotRegular)
 	}
-	if f.outside && f.base != "" {
-		return os.Open(p)
+	var file fs.File
+	if err == nil {
+		file, err = f.fsys.Open(p)
 	}
-	file, err := f.fsys.Open(p)
 	if err != nil {
 		return nil, f.leaves(p, err)
 	}
@@ -83,7 +76,7 @@ func (f *files) openFile(p string) (fs.File, error) {
 // leaves names a failure to reach p that a symbolic link leaving the
 // jobs file's folder caused; any other it returns as it is.
 func (f *files) leaves(p string, err error) error {
-	if f.base != "" && !errors.Is(err, fs.ErrNotExist) {
+	if f.base != "" && !f.outside && !errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(filepath.Join(f.base, p)); serr == nil {
 			return fmt.Errorf("%s leads outside the jobs file's folder (through a symbolic link)", p)
 		}
@@ -141,26 +134,17 @@ func cannotRead(err error) error {
 	if errors.Is(err, errNotRegular) {
 		return err
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return fmt.Errorf("cannot be read: %s: %v", pe.Path, pe.Err)
 	}
 	return fmt.Errorf("cannot be read: %w", err)
 }
 
-// A hashCache remembers the content hashes of the files met lately, by
-// path, size and modification time, so that a file named by many jobs is
-// read once per pass while it does not change.
-type hashCache struct {
-	mu    sync.Mutex
-	max   int
-	order []string
-	m     map[string]string // path + "\x00" + size + mtime -> hash
-}
-
-func newHashCache(n int) *hashCache { return &hashCache{max: n, m: map[string]string{}} }
-
-func (h *hashCache) hash(f *files, p string) (string, error) {
+// hash returns the SHA-256 of the content of the file at a checked path.
+// It remembers the hashes of the files met lately by path, size and
+// modification time, so that a file named by many jobs is read once per
+// pass while it does not change.
+func (f *files) hash(p string) (string, error) {
 	file, err := f.openFile(p)
 	if err != nil {
 		return "", cannotRead(err)
@@ -171,9 +155,9 @@ func (h *hashCache) hash(f *files, p string) (string, error) {
 		return "", cannotRead(err)
 	}
 	k := p + "\x00" + strconv.FormatInt(st.Size(), 10) + "\x00" + st.ModTime().String()
-	h.mu.Lock()
-	sum, ok := h.m[k]
-	h.mu.Unlock()
+	f.mu.Lock()
+	sum, ok := f.hashes[k]
+	f.mu.Unlock()
 	if ok {
 		return sum, nil
 	}
@@ -182,13 +166,11 @@ func (h *hashCache) hash(f *files, p string) (string, error) {
 		return "", cannotRead(err)
 	}
 	sum = hex.EncodeToString(d.Sum(nil))
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.order) >= h.max {
-		delete(h.m, h.order[0])
-		h.order = h.order[1:]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.hashes) >= 256 || f.hashes == nil {
+		f.hashes = map[string]string{} // the files met lately come back first
 	}
-	h.order = append(h.order, k)
-	h.m[k] = sum
+	f.hashes[k] = sum
 	return sum, nil
 }

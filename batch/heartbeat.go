@@ -12,22 +12,17 @@ import (
 	"github.com/go-json-experiment/json"
 )
 
-// A run's heartbeat tells a claim in flight from the claim of a worker that
-// died (see the package's doc): a heartbeat that cannot be written does not
-// stop a run, whose claims then look like those of a worker that is gone.
-
-// runsPrefix holds the heartbeats of the runs under way, beside the
-// attempts of the jobs (whose folders are named by three hex digits).
+// runsPrefix holds the heartbeats of the runs under way, beside the jobs.
 const runsPrefix = ledgerPrefix + "runs/"
 
-// heartbeatEvery is how often a run writes its heartbeat again.
-const heartbeatEvery = 30 * time.Second
+// A run writes its heartbeat every heartbeatEvery; one that missed
+// staleBeats of them is taken as gone.
+const (
+	heartbeatEvery = 30 * time.Second
+	staleBeats     = 3
+)
 
-// staleBeats is how many intervals a heartbeat stays fresh: a run that
-// missed that many is taken as gone.
-const staleBeats = 3
-
-// A heartbeat is the object that says a run goes on.
+// A heartbeat is the object that says a run goes on (see the package's doc).
 type heartbeat struct {
 	Run    string    `json:"run"`
 	Worker string    `json:"worker,omitempty"`
@@ -40,13 +35,11 @@ type heartbeat struct {
 	PID    int    `json:"pid,omitempty"`
 }
 
-// heartbeatKey is the key of the heartbeat of the run with token.
 func heartbeatKey(token string) string { return runsPrefix + token + ".json" }
 
 // tokenLen is the length of a run's token: 16 random bytes in hex.
 const tokenLen = 32
 
-// newRunToken draws the token of a run.
 func newRunToken() string {
 	var b [tokenLen / 2]byte
 	_, _ = rand.Read(b[:]) // never fails
@@ -56,17 +49,13 @@ func newRunToken() string {
 // isRunToken reports whether s is a token newRunToken could draw, so that
 // a record read from the Store names no other key.
 func isRunToken(s string) bool {
-	if len(s) != tokenLen {
-		return false
-	}
 	_, err := hex.DecodeString(s)
-	return err == nil
+	return len(s) == tokenLen && err == nil
 }
 
 // beating reports whether the run with token still goes: its heartbeat is
-// there and younger than staleBeats intervals, by the time written in it,
-// and, when it was written on this system, its process is still there. No
-// token (a record of an older ledger), or a heartbeat missing, stale or
+// fresh and, when written on this system, its process is still there. No
+// token (an older ledger's record), or a heartbeat missing, stale or
 // unreadable, is a run that is gone. An error is the Store's.
 func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if !isRunToken(token) {
@@ -76,12 +65,9 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	if errors.Is(err, ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
 	var hb heartbeat
-	if json.Unmarshal(b, &hb) != nil {
-		return false, nil
+	if err != nil || json.Unmarshal(b, &hb) != nil {
+		return false, err
 	}
 	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
 		return false, nil // killed, on this system
@@ -89,44 +75,30 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	return time.Since(hb.Time) < staleBeats*heartbeatEvery, nil
 }
 
-// assess reads the last attempt of the job with key, and says what a run
-// does with it. The heartbeat of a claim's run is read only when decide
-// meets a claim with no end (see unended): never for a job new, ended or
-// answered.
+// assess reads the last attempt of the job with key and says what a run
+// does with it, reading a heartbeat only for a claim with no end.
 func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, error) {
 	last, n, err := latest(ctx, r.store, key)
-	if err != nil || !unended(last) {
+	if err != nil || last == nil || last.State != Claimed {
 		return last, n, decide(last, &r.o, false), err
 	}
 	live, err := beating(ctx, r.store, last.Run)
 	if err != nil || live {
 		return last, n, decide(last, &r.o, live), err
 	}
-	return r.reassess(ctx, key, last, n)
-}
-
-// reassess reads again the job whose last attempt, n, is a claim whose run
-// looked gone: that run may have ended the job, then itself, between the
-// two reads, or the claim may have been read while it was being written.
-// The claim is taken over only if it still stands.
-func (r *Runner) reassess(ctx context.Context, key string, last *record, n int) (*record, int, action, error) {
+	// The claim's run looked gone: it may have ended the job, then itself,
+	// between the two reads, so the claim is taken over only if it still
+	// stands. When attempt n+1 is made, taking it over finds it taken.
 	again, m, err := latest(ctx, r.store, key)
-	if err != nil || m != n {
-		// Attempt n+1 is made: taking it over finds it taken (Elsewhere).
-		return last, n, decide(last, &r.o, false), err
+	if err == nil && m == n {
+		last = again
 	}
-	live := false
-	if unended(again) && again.Run != last.Run {
-		// The claim did not parse at the first read: its run is named now.
-		live, err = beating(ctx, r.store, again.Run)
-	}
-	return again, n, decide(again, &r.o, live), err
+	return last, n, decide(last, &r.o, false), err
 }
 
-// beat writes the run's heartbeat. One that cannot be written is left as
-// it is: the ledger, not the heartbeat, is the record, and the run's
-// claims then look like those of a worker that is gone, as they all did
-// before runs had heartbeats.
+// beatNow writes the run's heartbeat. One that cannot be written does not
+// stop the run: the ledger, not the heartbeat, is the record, and the
+// run's claims then look like those of a worker that is gone.
 func (ru *run) beatNow(ctx context.Context) {
 	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), System: thisSystem(), PID: os.Getpid()})
 	if err == nil {

@@ -104,7 +104,7 @@ func JSONL(open func() (io.ReadCloser, error)) Source {
 			j, err := parseLine(raw)
 			j.Line = line
 			if err != nil {
-				err = lineErrorOf(line, text, len(text)-len(bytes.TrimLeftFunc(text, unicode.IsSpace)), err)
+				err = lineErrorOf(line, text, err)
 			}
 			if !yield(j, err) {
 				return
@@ -141,19 +141,19 @@ func Values(seq iter.Seq[Job]) Source {
 	}
 }
 
-// lineErrorOf is err, from parseLine on the part of text that starts at
-// byte lead, as the *LineError of the line.
-func lineErrorOf(line int, text []byte, lead int, err error) *LineError {
-	le := &LineError{Line: line, Field: fieldOf(err), Err: errors.Unwrap(err)}
-	var fe *fieldError
-	if errors.As(err, &fe) && fe.at > 0 {
+// lineErrorOf is err, from parseLine on text trimmed, as a *LineError.
+func lineErrorOf(line int, text []byte, err error) *LineError {
+	fe := err.(*fieldError) // parseLine's every error
+	le := &LineError{Line: line, Field: fe.field, Err: fe.err}
+	if fe.at > 0 {
+		lead := len(text) - len(bytes.TrimLeftFunc(text, unicode.IsSpace))
 		le.Column = utf8.RuneCount(text[:lead+fe.at-1]) + 1
 	}
 	return le
 }
 
 // A fieldError is a parse error about one field, or about the line at one
-// place, before the line is known.
+// place, before the line's number is known.
 type fieldError struct {
 	field string
 	err   error
@@ -161,35 +161,25 @@ type fieldError struct {
 }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
-func (e *fieldError) Unwrap() error { return e.err }
-
-func fieldOf(err error) string {
-	var fe *fieldError
-	if errors.As(err, &fe) {
-		return fe.field
-	}
-	return ""
-}
 
 // lineOptions read a line as it is: duplicate names and invalid UTF-8 are
 // found by parseLine, which names the field.
 var lineOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // parseLine reads one line into a Job. Numbers become float64, null stays
-// nil (so that a default is not taken silently), arrays and objects are
-// decoded strictly.
+// nil (so that a default is not taken silently).
 func parseLine(raw []byte) (Job, error) {
 	var j Job
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return j, &fieldError{err: errors.New("not a JSON object: a job is one object per line, such as " + exampleJob)}
+		return j, &fieldError{err: errors.New(notAnObject)}
 	}
 	j.Fields = map[string]any{}
 	seen := map[string]bool{}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return j, syntaxError(raw, err)
+			return j, syntaxError(raw)
 		}
 		name := tok.String()
 		if seen[name] {
@@ -198,7 +188,7 @@ func parseLine(raw []byte) (Job, error) {
 		seen[name] = true
 		val, err := dec.ReadValue()
 		if err != nil {
-			return j, syntaxError(raw, err)
+			return j, syntaxError(raw)
 		}
 		if !utf8.Valid(val) {
 			return j, &fieldError{field: name, err: errors.New("holds invalid UTF-8")}
@@ -227,27 +217,16 @@ func parseLine(raw []byte) (Job, error) {
 // lineEnd reads the end of the object and checks that nothing follows it.
 func lineEnd(dec *jsontext.Decoder, raw []byte) *fieldError {
 	if _, err := dec.ReadToken(); err != nil {
-		return syntaxError(raw, err)
+		return syntaxError(raw)
 	}
 	end := int(dec.InputOffset())
 	switch _, err := dec.ReadToken(); {
 	case err == nil:
 		return &fieldError{err: errors.New("more than one JSON value on the line"), at: skipSpace(raw, end) + 1}
 	case err != io.EOF:
-		return syntaxError(raw, err)
+		return syntaxError(raw)
 	}
 	return nil
-}
-
-// syntaxError is a line the decoder failed on with err, as a fieldError
-// that says where, what JSON expected there, and shows that part of the
-// line.
-func syntaxError(raw []byte, err error) *fieldError {
-	off, msg := syntaxProblem(raw, err)
-	if off < 0 {
-		return &fieldError{err: errors.New(msg)}
-	}
-	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
 }
 
 // errLoneSurrogate refuses an escape such as \ud800 that names half of a
@@ -258,31 +237,21 @@ var errLoneSurrogate = errors.New(`holds an escape that is no character (a lone 
 func (j *Job) set(name string, val jsontext.Value) error {
 	switch name {
 	case "op", "id":
-		var s string
-		if val.Kind() != '"' || json.Unmarshal(val, &s) != nil {
-			return errors.New("must be a string")
+		dst := &j.Op
+		if name == "id" {
+			dst = &j.ID
 		}
-		if name == "op" {
-			j.Op = s
-		} else {
-			j.ID = s
+		if val.Kind() != '"' || json.Unmarshal(val, dst) != nil {
+			return errors.New("must be a string")
 		}
 		return nil
 	}
 	var v any
-	switch val.Kind() {
-	case 'n':
-		v = nil
-	case '0':
-		var f float64
-		if err := json.Unmarshal(val, &f); err != nil {
+	if err := json.Unmarshal(val, &v); err != nil {
+		if val.Kind() == '0' {
 			return errors.New("not a number that fits")
 		}
-		v = f
-	default:
-		if err := json.Unmarshal(val, &v); err != nil {
-			return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
-		}
+		return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	j.Fields[name] = v
 	return nil

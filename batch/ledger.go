@@ -48,12 +48,11 @@ const (
 // unknown. When in doubt it says Unknown, since the call may have been
 // paid.
 func Classify(err error) State {
-	var ve *creative.ValidationError
 	var ae *creative.APIError
 	switch {
 	case errors.Is(err, creative.ErrOutcomeUnknown):
 		return Unknown
-	case errors.As(err, &ve):
+	case errors.As(err, new(*creative.ValidationError)):
 		return Failed // found before anything was sent
 	case errors.Is(err, creative.ErrNotSent), errors.Is(err, creative.ErrRefused), errors.Is(err, creative.ErrRateLimited):
 		return Refused
@@ -70,8 +69,7 @@ func Classify(err error) State {
 }
 
 // A Record is where one attempt at a job stands: what an Event, a
-// LedgerError and ReadStatus report. The ledger keeps it with bookkeeping
-// of its own (see record).
+// LedgerError and ReadStatus report.
 type Record struct {
 	Job     string `json:"job"` // the job's identity: 32 hex digits
 	ID      string `json:"id,omitempty"`
@@ -94,31 +92,24 @@ type Record struct {
 	Worker    string    `json:"worker,omitempty"`
 	Time      time.Time `json:"time"`
 	Seconds   float64   `json:"seconds,omitempty"`
-	// Run names the run that made the record: a random token drawn by
-	// each Run, whose heartbeat (ledger/runs/<run>.json, kept while the
-	// run goes) says whether a claim it left without an end is in flight
-	// or its worker is gone. Records of older ledgers have none.
+	// Run is the token of the run that made the record, which names its
+	// heartbeat (see the package's doc); records of older ledgers have none.
 	Run string `json:"run,omitempty"`
 }
 
-// A record is one attempt at a job as the ledger keeps it. Each attempt
-// is up to three records under ledger/<fan>/, each made once by an
-// exclusive create and never replaced: the claim (<job>.<attempt>.json),
-// the answer's links and text before anything is downloaded
-// (<job>.<attempt>.answered.json), and how the attempt ended
-// (<job>.<attempt>.end.json). The attempt stands where its last record
-// says. Only the worker whose claim was made writes the later two, so two
-// workers never make the same attempt.
+// A record is what the ledger keeps of an attempt at a job, at one of its
+// stages. Each stage is recorded once, by an exclusive create, and never
+// replaced; the attempt stands where its last record says. Only the worker
+// whose claim was made records the later stages, so two workers never make
+// the same attempt.
 type record struct {
 	Record `json:",inline"`
-	// Kind is "call" for an attempt that sends the job's request, and
-	// "download" for one that only fetches an earlier answer's files.
-	Kind string `json:"kind"`
-	// Stem starts the names of the job's files.
-	Stem string `json:"stem"`
+	Kind   string `json:"kind"` // kindCall or kindDownload
+	Stem   string `json:"stem"` // starts the names of the job's files
 }
 
-// Kinds of attempt.
+// Kinds of attempt: one that sends the job's request, and one that only
+// fetches an earlier answer's files.
 const (
 	kindCall     = "call"
 	kindDownload = "download"
@@ -127,8 +118,7 @@ const (
 // ledgerPrefix holds the ledger in a Store.
 const ledgerPrefix = "ledger/"
 
-// The records of an attempt, in the order they are made: a stage names
-// the key of each.
+// The stages of an attempt, in the order they are recorded.
 type stage string
 
 const (
@@ -137,20 +127,16 @@ const (
 	stageEnd      stage = "end"      // <job>.0001.end.json: how the attempt ended
 )
 
-// jobPrefix starts the keys of a job's attempts: fanned out by the first
-// three hex digits of its key into 4,096 folders, so that no folder holds
-// more than a few thousand entries at a million jobs, and a job costs no
-// folder of its own.
-func jobPrefix(key string) string { return ledgerPrefix + key[:3] + "/" + key + "." }
-
 // recordKey is the key of the record of stage st of attempt n (from 1) of
-// a job. Records are never replaced: a folder store makes each with one
-// exclusive create, and removes no file to make it.
+// a job: fanned out by the first three hex digits of the job's key into
+// 4,096 folders, so that no folder holds more than a few thousand entries
+// at a million jobs, and a job costs no folder of its own.
 func recordKey(key string, n int, st stage) string {
-	if st == stageClaim {
-		return fmt.Sprintf("%s%04d.json", jobPrefix(key), n)
+	k := fmt.Sprintf("%s%s/%s.%04d", ledgerPrefix, key[:3], key, n)
+	if st != stageClaim {
+		k += "." + string(st)
 	}
-	return fmt.Sprintf("%s%04d.%s.json", jobPrefix(key), n, st)
+	return k + ".json"
 }
 
 // jobOf returns the job key of a record's key: <job>.0001[.stage].json.
@@ -166,15 +152,14 @@ func jobOf(k string) (string, bool) {
 // says, and its number; a nil record when the job was never claimed.
 // Attempts are numbered without gaps (a worker claims attempt n+1 only
 // after reading attempt n), so the last one is found by asking for the
-// claims 1, 2, ... until one is missing, then reading that attempt's end,
-// answer or claim, the first there: one question for a new job, three (one
-// read) for a job done at its first attempt, and no listing of a folder. A
-// record that does not parse (being created at this moment, or cut short
-// by a crash) is passed over for the one before it; a claim that does not
-// parse is a claim.
+// claims 1, 2, ... until one is missing, then reading that attempt's last
+// record: one question for a new job, three (one read) for a job done at
+// its first attempt, and no listing of a folder. A record that does not
+// parse (one an earlier version cut short in a crash) is passed over for
+// the one before it; a claim that does not parse is a claim.
 func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 	n := 0
-	for {
+	for ; ; n++ {
 		ok, err := s.Exists(ctx, recordKey(key, n+1, stageClaim))
 		if err != nil {
 			return nil, 0, err
@@ -182,13 +167,10 @@ func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 		if !ok {
 			break
 		}
-		n++
 	}
 	if n == 0 {
 		return nil, 0, nil
 	}
-	// The last record made is read, and only it: a claim's bytes are read
-	// only when its attempt has no later record.
 	for _, st := range []stage{stageEnd, stageAnswered, stageClaim} {
 		b, err := s.Get(ctx, recordKey(key, n, st))
 		if errors.Is(err, ErrNotExist) {
@@ -202,7 +184,6 @@ func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 			return &r, n, nil
 		}
 	}
-	// A claim being made at this moment, or cut short by a crash.
 	return &record{Record: Record{Job: key, Attempt: n, State: Claimed}, Kind: kindCall}, n, nil
 }
 
@@ -214,9 +195,8 @@ func marshal(r *record) []byte {
 	return b
 }
 
-// putStage makes the record of stage st of r durably: the claim of
-// attempt r.Attempt (ErrExist: another worker has it), or a later stage
-// of the claimer's own attempt. Each stage is recorded once per attempt.
+// putStage records stage st of r's attempt, durably; a claim that another
+// worker made first is ErrExist.
 func putStage(ctx context.Context, s Store, r *record, st stage) error {
 	return s.Create(ctx, recordKey(r.Job, r.Attempt, st), marshal(r))
 }
@@ -232,16 +212,8 @@ const (
 	actElsewhere               // leave it: claimed at this moment by a live worker
 )
 
-// unended reports whether r is a claim with no end: in flight on a live
-// worker, or left by a worker that is gone. Only for such a record does a
-// run read the heartbeat of the run that made it.
-func unended(r *record) bool { return r != nil && r.State == Claimed }
-
-// decide says what a run does with a job whose last attempt is r. Live
-// says that r is a claim whose run still goes (see beating); it is read,
-// and may be true, only when unended(r). A live claim is left to its
-// worker whatever the options; a claim whose worker is gone is taken over
-// when it costs nothing (a download) or when asked (ResendUnknown).
+// decide says what a run does with a job whose last attempt is r; live
+// says that r is a claim whose run still goes (see beating).
 func decide(r *record, o *Options, live bool) action {
 	if r == nil {
 		return actCall

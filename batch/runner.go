@@ -1,8 +1,8 @@
 package batch
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,12 +30,10 @@ type Options struct {
 	// AllowOutside lets file fields name any file (with FS nil): absolute
 	// paths, "..", symbolic links that leave Base.
 	AllowOutside bool
-	// ResendUnknown sends again the jobs whose outcome is unknown (they may
-	// have been paid for: this may pay twice): those that ended unknown,
-	// and those claimed by a worker that is gone, not those in flight on a
-	// live one (see the package's doc). A killed run's claims are sent
-	// again once its heartbeat is stale, or at once from its own machine
-	// (on Linux), which sees its process gone.
+	// ResendUnknown sends again the jobs whose outcome is unknown, which
+	// may pay twice: those that ended unknown, and those claimed by a
+	// worker that is gone, not those in flight on a live one (see the
+	// package's doc).
 	ResendUnknown bool
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.
@@ -87,7 +85,6 @@ type Runner struct {
 	c       *creative.Client
 	store   Store
 	o       Options
-	files   *files
 	checker *checker
 	st      *starter
 }
@@ -103,17 +100,17 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 	}
 	f := &files{fsys: o.FS}
 	if o.FS == nil {
-		base := o.Base
-		if base == "" {
-			base = "."
-		}
+		base := cmp.Or(o.Base, ".")
 		root, err := os.OpenRoot(base)
 		if err != nil {
 			return nil, fmt.Errorf("batch: the folder of the jobs' files: %w", err)
 		}
 		f.fsys, f.base, f.outside = root.FS(), base, o.AllowOutside
+		if o.AllowOutside {
+			f.fsys = osFS{}
+		}
 	}
-	return &Runner{c: c, store: store, o: o, files: f, checker: newChecker(f), st: newStarter()}, nil
+	return &Runner{c: c, store: store, o: o, checker: newChecker(f), st: newStarter()}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
@@ -130,12 +127,16 @@ type CheckError struct {
 	Count int
 }
 
-// maxLineErrors bounds how many bad jobs a CheckError lists.
-const maxLineErrors = 20
-
 // Error says how many jobs are bad.
 func (e *CheckError) Error() string {
 	return fmt.Sprintf("batch: %s; nothing was sent", plural(e.Count, "bad line"))
+}
+
+func (e *CheckError) add(le *LineError) {
+	e.Count++
+	if len(e.Lines) < 20 {
+		e.Lines = append(e.Lines, le)
+	}
 }
 
 // plural says "1 bad line" or "2 bad lines".
@@ -144,13 +145,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
-}
-
-func (e *CheckError) add(le *LineError) {
-	e.Count++
-	if len(e.Lines) < maxLineErrors {
-		e.Lines = append(e.Lines, le)
-	}
 }
 
 // Checked is a Source whose every job passed the checks, with what the
@@ -177,25 +171,24 @@ func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
 	bad := &CheckError{}
 	idRepeats := false
 	for j, err := range src {
+		var t *task
 		if err == nil {
-			var t *task
 			t, err = r.checker.check(j)
-			if err == nil {
-				p.jobs++
-				if r.inShard(j) {
-					p.mine++
-				}
-				if p.seen.add(t.identity()) && j.ID != "" {
-					idRepeats = true
-				}
-				continue
-			}
 		}
-		var le *LineError
-		if !errors.As(err, &le) {
+		if le, ok := errors.AsType[*LineError](err); ok {
+			bad.add(le)
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
-		bad.add(le)
+		p.jobs++
+		if r.inShard(j) {
+			p.mine++
+		}
+		if p.seen.add(identity(j.ID, t.content)) && j.ID != "" {
+			idRepeats = true
+		}
 	}
 	if idRepeats {
 		if err := r.repeatedIDs(src, p.seen, bad); err != nil {
@@ -216,26 +209,23 @@ func (r *Runner) inShard(j Job) bool {
 	return r.o.Shards <= 1 || j.Line%r.o.Shards == r.o.Shard
 }
 
-// repeatedIDs reads the jobs again for the ids that may repeat, and
-// reports those that do.
+// repeatedIDs reads the jobs again for the ids that may repeat, and adds
+// those that do to bad.
 func (r *Runner) repeatedIDs(src Source, s *seen, bad *CheckError) error {
 	first := map[[32]byte]int{}
 	for j, err := range src {
-		if err != nil || j.ID == "" {
-			if err != nil && !errors.As(err, new(*LineError)) {
-				return err
-			}
-			continue
+		if _, ok := errors.AsType[*LineError](err); err != nil && !ok {
+			return err
 		}
-		id := sha256.Sum256([]byte("id\x00" + j.ID))
-		if _, ok := s.cands[id]; !ok {
+		id := identity(j.ID, "")
+		if _, cand := s.cands[id]; err != nil || j.ID == "" || !cand {
 			continue
 		}
 		if line, ok := first[id]; ok {
 			bad.add(&LineError{Line: j.Line, Field: "id", Err: fmt.Errorf("%q is also the id of line %d", j.ID, line)})
-			continue
+		} else {
+			first[id] = j.Line
 		}
-		first[id] = j.Line
 	}
 	return nil
 }
@@ -250,7 +240,7 @@ func (r *Runner) tasks(p *Checked) func(yield func(*task, error) bool) {
 				t, err = r.checker.check(j)
 			}
 			if err == nil {
-				t.setOccurrence(p.seen.count(t.identity()))
+				t.setOccurrence(p.seen.count(identity(j.ID, t.content)))
 				if !r.inShard(j) {
 					continue
 				}
@@ -284,8 +274,8 @@ type Plan struct {
 }
 
 // Plan reads the ledger for every checked job and says what Run would do;
-// it sends nothing and writes nothing. A Runner without a Store
-// plans as for an empty ledger.
+// it sends nothing and writes nothing. A Runner without a Store plans as
+// for an empty ledger.
 func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.mine}}
 	for t, err := range r.tasks(c) {

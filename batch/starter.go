@@ -20,42 +20,33 @@ var errNotStarted = errors.New("batch: stopping: not sent")
 // finish: they may be paid for.
 type starter struct {
 	mu       sync.Mutex
-	stopping bool
-	stopped  chan struct{}    // closed by stop
-	waiting  map[*jobRun]bool // jobs that have not sent yet
-	inFlight int              // jobs that sent and have not ended
+	stopping context.Context // done once stop is called
+	stopAll  context.CancelFunc
+	inFlight int // jobs that sent and have not ended
 }
 
 // A jobRun is one job between a worker taking it and its end.
 type jobRun struct {
 	cancel   context.CancelFunc
-	sent     bool // its first request went out; guarded by starter.mu
+	keep     func() bool // keeps stop from cancelling the job once it sent
+	sent     bool        // its first request went out; guarded by starter.mu
 	requests atomic.Int32
-	s        *starter
 }
 
 func newStarter() *starter {
-	return &starter{waiting: map[*jobRun]bool{}, stopped: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &starter{stopping: ctx, stopAll: cancel}
 }
 
 // begin starts a job under ctx, or reports false once the run is stopping.
 func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopping {
+	if s.stopping.Err() != nil {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &jobRun{cancel: cancel, s: s}
-	s.waiting[r] = true
-	return r, ctx, true
-}
-
-// wasSent reports whether a request of r went out.
-func (r *jobRun) wasSent() bool {
-	r.s.mu.Lock()
-	defer r.s.mu.Unlock()
-	return r.sent
+	return &jobRun{cancel: cancel, keep: context.AfterFunc(s.stopping, cancel)}, ctx, true
 }
 
 // gate is the middleware of every request of the job r: its first attempt
@@ -63,16 +54,16 @@ func (r *jobRun) wasSent() bool {
 func (s *starter) gate(r *jobRun) creative.Middleware {
 	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
 		s.mu.Lock()
-		if !r.sent {
-			if s.stopping {
-				s.mu.Unlock()
-				if req.Body != nil {
-					req.Body.Close()
-				}
-				return nil, errNotStarted
+		if !r.sent && s.stopping.Err() != nil {
+			s.mu.Unlock()
+			if req.Body != nil {
+				req.Body.Close()
 			}
+			return nil, errNotStarted
+		}
+		if !r.sent {
 			r.sent = true
-			delete(s.waiting, r)
+			r.keep()
 			s.inFlight++
 		}
 		s.mu.Unlock()
@@ -86,17 +77,10 @@ func (s *starter) end(r *jobRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.cancel()
-	delete(s.waiting, r)
+	r.keep()
 	if r.sent {
 		s.inFlight--
 	}
-}
-
-// isStopping reports whether stop was called.
-func (s *starter) isStopping() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopping
 }
 
 // stop lets no job send its first request any more, cancels those waiting
@@ -104,12 +88,6 @@ func (s *starter) isStopping() bool {
 func (s *starter) stop() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.stopping {
-		s.stopping = true
-		close(s.stopped)
-		for r := range s.waiting {
-			r.cancel()
-		}
-	}
+	s.stopAll()
 	return s.inFlight
 }

@@ -2,6 +2,9 @@ package batch
 
 import (
 	"context"
+	"iter"
+
+	"github.com/creativegen/creative-go/batch/page"
 )
 
 // A Status counts the jobs of a ledger by the state of their last
@@ -9,14 +12,13 @@ import (
 type Status struct {
 	// Jobs is how many jobs the ledger holds.
 	Jobs int
-	// States counts the jobs by state. An answered job whose answer can no
-	// longer be fetched is counted under Answered and in Lost too.
+	// States counts the jobs by state.
 	States map[State]int
-	// Lost counts the answered jobs whose answer can no longer be fetched.
+	// Lost counts the answered jobs whose answer can no longer be fetched,
+	// under Answered too.
 	Lost int
 	// InFlight counts the claimed jobs whose run's heartbeat is fresh: in
-	// flight on a live worker, not maybe paid. They are counted under
-	// Claimed too.
+	// flight on a live worker, not maybe paid (under Claimed too).
 	InFlight int
 }
 
@@ -27,24 +29,22 @@ type Status struct {
 // live worker is counted in InFlight instead.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	err := eachJob(ctx, store, func(rec *record) error {
-		st.add(rec)
-		if rec.State == Claimed {
-			live, err := beating(ctx, store, rec.Run)
-			if err != nil {
-				return err
-			}
-			if live {
-				st.InFlight++
-				return nil
-			}
+	for rec, err := range lastAttempts(ctx, store) {
+		live := false
+		if err == nil && rec.State == Claimed {
+			live, err = beating(ctx, store, rec.Run)
 		}
-		if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
+		if err != nil {
+			return st, err
+		}
+		st.add(rec)
+		if live {
+			st.InFlight++
+		} else if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
 			unknown(rec.Record)
 		}
-		return nil
-	})
-	return st, err
+	}
+	return st, nil
 }
 
 // add counts a job by its last attempt.
@@ -56,34 +56,72 @@ func (st *Status) add(rec *record) {
 	}
 }
 
-// eachJob gives fn the last attempt of every job of the ledger, one job at
-// a time, in the order of their keys.
-func eachJob(ctx context.Context, store Store, fn func(*record) error) error {
-	lastJob := ""
-	visit := func() error {
-		rec, _, err := latest(ctx, store, lastJob)
-		if err != nil || rec == nil {
-			return err
+// lastAttempts yields the last attempt of every job of the ledger, one job
+// at a time, in the order of their keys, or an error that ends them.
+func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
+	return func(yield func(*record, error) bool) {
+		job := ""
+		// next yields the last attempt of job, and reports whether to go on.
+		next := func() bool {
+			rec, _, err := latest(ctx, store, job)
+			if rec == nil && err == nil {
+				return true // never claimed
+			}
+			return yield(rec, err) && err == nil
 		}
-		return fn(rec)
-	}
-	for key, err := range store.List(ctx, ledgerPrefix) {
-		if err != nil {
-			return err
-		}
-		job, ok := jobOf(key)
-		if !ok || job == lastJob {
-			continue
-		}
-		if lastJob != "" {
-			if err := visit(); err != nil {
-				return err
+		for key, err := range store.List(ctx, ledgerPrefix) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if k, ok := jobOf(key); ok && k != job {
+				if job != "" && !next() {
+					return
+				}
+				job = k
 			}
 		}
-		lastJob = job
+		if job != "" {
+			next()
+		}
 	}
-	if lastJob == "" {
-		return nil
+}
+
+// IndexFile is the name of the contact sheet WriteIndex writes.
+const IndexFile = "index.html"
+
+// WriteIndex writes index.html to store, beside the outputs: the contact
+// sheet of package page, showing every job of the ledger by its last
+// attempt. The ledger is read one job at a time, and the page is written
+// as one object: a reader sees the old page or the new one.
+func WriteIndex(ctx context.Context, store Store) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := store.NewWriter(wctx, IndexFile, map[string]string{"content-type": "text/html; charset=utf-8"})
+	if err != nil {
+		return err
 	}
-	return visit()
+	var walkErr error
+	entries := func(yield func(page.Entry) bool) {
+		for rec, err := range lastAttempts(ctx, store) {
+			if walkErr = err; err != nil || !yield(entryOf(rec)) {
+				return
+			}
+		}
+	}
+	if err = page.Write(w, "batch", entries); err == nil {
+		err = walkErr
+	}
+	if err != nil {
+		cancel() // the writer leaves nothing
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// entryOf is a record as the page shows it.
+func entryOf(r *record) page.Entry {
+	return page.Entry{Job: r.Job, ID: r.ID, Line: r.Line, Op: r.Op, State: string(r.State), Fields: r.Fields,
+		Files: r.Files, URLs: r.URLs, Text: r.Text, Error: r.Error, RequestID: r.RequestID, Lost: r.Lost, Time: r.Time}
 }

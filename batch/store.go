@@ -10,8 +10,7 @@
 // their number. The ledger and the outputs live in a Store: a local folder
 // (package batch/sqlitestore, a module of its own), a bucket, or any store
 // that keeps the Store contract (package storetest checks it, and has one
-// in memory), so any number of workers sharing one Store pay for each job
-// once.
+// in memory), shared by any number of workers.
 //
 // A job's identity is its id, or its operation and fields (a file by its
 // content's hash) and its occurrence among identical jobs. Its states are
@@ -57,8 +56,8 @@ var ErrNotExist = errors.New("batch: does not exist")
 // rules (claims, states, reruns) are written once, in this package, over any
 // Store. Keys are slash-separated relative paths such as
 // "ledger/3fa/<job>.0001.json" or "000001-text-to-image-3fa9c1.png"; a Store
-// never lets a key escape its root: it refuses keys that are empty,
-// absolute, or hold "." or ".." segments (storetest checks it).
+// never lets a key escape its root: it refuses those CheckKey refuses
+// (storetest checks it).
 //
 // A Store is safe for concurrent use, by goroutines of one process and by
 // processes on any number of machines that open the same place.

@@ -5,246 +5,156 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // A syntax problem of a line is said in a jobs file's words: where it is
 // (a byte offset, turned into a column by JSONL) and what JSON expected
-// there. The decoder's error gives the offset; the words come from the
-// bytes around it, read by a scanner that knows where in an object or an
-// array that offset is.
+// there. A decoder that reads the line again token by token stops at the
+// fault, knowing the objects and arrays open there and how many names and
+// values the innermost holds; the words come from the bytes around it.
 
-// exampleJob shows what a line holds, for messages about lines that hold
-// something else.
-const exampleJob = `{"op":"image/text-to-image","prompt":"a fox"}`
+// notAnObject refuses a line that holds something else than a job.
+const notAnObject = `not a JSON object: a job is one object per line, such as {"op":"image/text-to-image","prompt":"a fox"}`
 
-// Where the scanner is, in the innermost object or array.
+// What the innermost object or array wants where the decoder stopped.
 const (
-	wantName  = iota // after "{" or a "," in an object
-	wantColon        // after a member's name
-	wantValue        // after a ":", or "[" or a "," in an array
-	gotValue         // after a value: a "," or the closing bracket may come
+	wantName = iota
+	wantColon
+	wantValue
+	gotValue // a comma or the closing bracket may come
 )
 
-// A frame is an object or an array the scanner is in.
-type frame struct {
-	bracket byte // '{' or '['
-	state   int
+// A stop is where a decoder reading a line token by token meets its first
+// syntax error.
+type stop struct {
+	raw    []byte
+	off    int    // the byte at fault
+	last   int    // where the last token read ends
+	open   []byte // the brackets open, outermost first
+	top    byte   // the innermost of them, or 0
+	length int64  // the names and values the innermost holds
+	prev   byte   // the comma or colon after the last token, else its last byte
 }
 
-// A scan is where a line's bytes up to some offset leave the scanner. The
-// bytes are valid JSON as far as they go (the decoder read them), so the
-// scanner need not check them.
-type scan struct {
-	stack []frame
-	str   int  // where the string open at the end starts, or -1
-	prev  byte // the last byte that is no space, or 0
-	ended bool // the outermost object was closed
-}
-
-func scanTo(raw []byte, off int) scan {
-	s := scan{str: -1}
-	for i := 0; i < off; i++ {
-		if s.str >= 0 {
-			i = s.inString(raw, i)
-		} else {
-			i = s.step(raw, i, off)
-		}
+// syntaxError is raw, a line that starts an object and is no JSON, as a
+// fieldError that says where, what JSON expected there, and shows it.
+func syntaxError(raw []byte) *fieldError {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
+	var err error
+	for err == nil {
+		_, err = dec.ReadToken()
 	}
-	return s
-}
-
-// inString moves past raw[i], in a string, and returns the offset of the
-// last byte it read.
-func (s *scan) inString(raw []byte, i int) int {
-	switch raw[i] {
-	case '\\':
-		i++
-	case '"':
-		s.str = -1
-		s.value()
-	}
-	s.prev = raw[i]
-	return i
-}
-
-// step moves past raw[i], outside strings, and returns the offset of the
-// last byte it read: a word (a number or a literal) is read whole, up to
-// off.
-func (s *scan) step(raw []byte, i, off int) int {
-	c := raw[i]
-	switch c {
-	case ' ', '\t', '\r', '\n':
-		return i
-	case '"':
-		s.str = i
-	case '{':
-		s.stack = append(s.stack, frame{c, wantName})
-	case '[':
-		s.stack = append(s.stack, frame{c, wantValue})
-	case '}', ']':
-		s.stack = s.stack[:len(s.stack)-1]
-		s.ended = len(s.stack) == 0
-		s.value()
-	case ':':
-		s.top().state = wantValue
-	case ',':
-		s.top().state = wantValue
-		if s.top().bracket == '{' {
-			s.top().state = wantName
-		}
-	default:
-		j := i + 1
-		for j < off && isWordByte(raw[j]) {
-			j++
-		}
-		// One that off cuts short is a value only when it is whole.
-		if j < off || jsontext.Value(raw[i:j]).IsValid() {
-			s.value()
-		}
-		i = j - 1
-	}
-	s.prev = raw[i]
-	return i
-}
-
-// top is the innermost frame, or a frame that is none when there is none.
-func (s *scan) top() *frame {
-	if len(s.stack) == 0 {
-		return &frame{}
-	}
-	return &s.stack[len(s.stack)-1]
-}
-
-// value moves past a value, or past a name when a name was wanted.
-func (s *scan) value() {
-	if t := s.top(); t.state == wantName {
-		t.state = wantColon
-	} else {
-		t.state = gotValue
-	}
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || c == '-' || c == '+' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-
-// syntaxProblem says what is wrong with raw, a line the decoder failed on
-// with err, and where: a byte offset into raw, or -1 when the line as a
-// whole is not an object.
-func syntaxProblem(raw []byte, err error) (int, string) {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {
-		return -1, "not a JSON object: a job is one object per line, such as " + exampleJob
+		return &fieldError{err: errors.New(notAnObject)}
 	}
-	off := int(min(max(se.ByteOffset, 0), int64(len(raw))))
-	if off == len(raw) || errors.Is(se.Err, io.ErrUnexpectedEOF) {
-		return endProblem(raw)
+	s := stop{raw: raw, off: int(min(max(se.ByteOffset, 0), int64(len(raw)))), last: int(dec.InputOffset())}
+	for i := range dec.StackDepth() {
+		k, n := dec.StackIndex(i + 1)
+		s.open, s.top, s.length = append(s.open, byte(k)), byte(k), n
 	}
-	s := scanTo(raw, off)
-	if s.str >= 0 {
-		return stringProblem(raw, off)
-	}
-	if s.top().state == gotValue && raw[off] == ',' {
-		// The decoder stops at a comma when what follows it is wrong.
-		next := skipSpace(raw, off+1)
-		if next == len(raw) {
-			return next, `the line ends after a comma: a member, or "}", is missing`
-		}
-		if raw[next] == '}' || raw[next] == ']' {
-			return off, fmt.Sprintf("a trailing comma before %q (JSON allows none)", string(raw[next]))
-		}
-		s = scanTo(raw, next)
-		off = next
-	}
-	return placeProblem(raw, off, s)
+	off, msg := s.problem(errors.Is(se.Err, io.ErrUnexpectedEOF))
+	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
 }
 
-// placeProblem says what is wrong at raw[off], where the scan s leaves off.
-func placeProblem(raw []byte, off int, s scan) (int, string) {
-	c := raw[off]
-	switch {
-	case s.ended && c == '}':
-		return off, `an extra "}" after the end of the object`
-	case s.ended:
-		return off, "more than one JSON value on the line"
-	case len(s.stack) == 0:
-		return -1, "not a JSON object: a job is one object per line, such as " + exampleJob
-	case c == ',' || c == '}' || c == ']':
-		if at, msg := commaProblem(raw, off, s); msg != "" {
-			return at, msg
-		}
-	case c == '\'':
-		return off, `a single quote: JSON takes double quotes (") around names and text`
+// problem says what is wrong at the stop, and at which byte of the line.
+func (s *stop) problem(eof bool) (int, string) {
+	raw := s.raw
+	if eof || s.off == len(raw) {
+		return s.endProblem()
 	}
-	return memberProblem(raw, off, s)
+	switch {
+	case bytes.IndexByte(raw[s.last:s.off], '"') >= 0:
+		return stringProblem(raw, s.off)
+	case len(s.open) == 0 && raw[s.off] == '}':
+		return s.off, `an extra "}" after the end of the object`
+	case len(s.open) == 0:
+		return s.off, "more than one JSON value on the line"
+	}
+	s.prev = lastByte(raw[:s.last])
+	if next := skipSpace(raw, s.last); next < s.off && (raw[next] == ',' || raw[next] == ':') {
+		s.prev = raw[next]
+	}
+	for raw[s.off] != '\'' && s.off > s.last && isWordByte(raw[s.off-1]) {
+		s.off-- // the decoder faults a bare word where it stops reading it
+	}
+	return s.placeProblem()
 }
 
-// commaProblem says what is wrong with a comma at raw[off], or before the
-// bracket there; "" when nothing is.
-func commaProblem(raw []byte, off int, s scan) (int, string) {
-	c := raw[off]
-	switch {
-	case c != ',' && s.prev == ',':
-		return lastByte(raw, off, ','), fmt.Sprintf("a trailing comma before %q (JSON allows none)", string(c))
+// placeProblem says what is wrong at the stop, outside strings.
+func (s *stop) placeProblem() (int, string) {
+	switch c := s.raw[s.off]; {
+	case c == ',' && s.state() == gotValue:
+		// The decoder stops at a comma after a value when a closing
+		// bracket follows it.
+		return s.off, fmt.Sprintf("a trailing comma before %q (JSON allows none)", string(s.raw[skipSpace(s.raw, s.off+1)]))
 	case c == ',' && (s.prev == ',' || s.prev == '{' || s.prev == '['):
-		return off, "a comma with nothing before it"
+		return s.off, "a comma with nothing before it"
+	case c == '\'':
+		return s.off, `a single quote: JSON takes double quotes (") around names and text`
 	}
-	return 0, ""
+	return s.memberProblem()
 }
 
-// nameProblem says what is wrong at raw[off], where a name belongs.
-func nameProblem(raw []byte, off int) (int, string) {
-	if isWordByte(raw[off]) {
-		return off, fmt.Sprintf("a name without quotes: write %q", wordAt(raw, off))
-	}
-	return off, fmt.Sprintf(`%q where a name in double quotes belongs`, string(raw[off]))
-}
-
-// memberProblem says what is wrong at raw[off], where a name, a colon, a
-// value or what follows one belongs.
-func memberProblem(raw []byte, off int, s scan) (int, string) {
-	c := raw[off]
-	t := s.top()
+// state says what the innermost object or array wants at the stop.
+func (s *stop) state() int {
+	inObject, afterName := s.top == '{', s.length%2 == 1
 	switch {
-	case t.state == wantName:
-		return nameProblem(raw, off)
-	case t.state == wantColon:
+	case inObject && afterName && s.prev == ':', !inObject && (s.prev == '[' || s.prev == ','):
+		return wantValue
+	case inObject && afterName:
+		return wantColon
+	case inObject && (s.prev == '{' || s.prev == ','):
+		return wantName
+	}
+	return gotValue
+}
+
+// memberProblem says what is wrong at the stop, where a name, a colon, a
+// value or what follows one belongs.
+func (s *stop) memberProblem() (int, string) {
+	raw, off, state := s.raw, s.off, s.state()
+	c := raw[off]
+	switch {
+	case state == wantName && isWordByte(c):
+		return off, fmt.Sprintf("a name without quotes: write %q", wordAt(raw, off))
+	case state == wantName:
+		return off, fmt.Sprintf(`%q where a name in double quotes belongs`, string(c))
+	case state == wantColon:
 		return off, `a ":" is missing after the name`
-	case t.state == wantValue, isWordByte(c) && off > 0 && isWordByte(raw[off-1]):
+	case state == wantValue, isWordByte(c) && off > 0 && isWordByte(raw[off-1]):
 		// A value, or a word the decoder cut after a whole value ("01").
-		return valueProblem(raw, off, s)
+		return s.valueProblem()
 	case c == '"' || c == '{' || c == '[' || isWordByte(c):
 		return off, `a comma is missing before this`
 	}
-	return off, fmt.Sprintf("%q where a comma or %q belongs", string(c), closing(t.bracket))
+	return off, fmt.Sprintf("%q where a comma or %q belongs", string(c), closing(s.top))
 }
 
-// valueProblem says what is wrong at raw[off], where a value belongs.
-func valueProblem(raw []byte, off int, s scan) (int, string) {
-	c := raw[off]
-	if isWordByte(raw[off]) || off > 0 && isWordByte(raw[off-1]) {
-		start := off
-		for start > 0 && isWordByte(raw[start-1]) {
-			start--
+// valueProblem says what is wrong at the stop, where a value belongs.
+func (s *stop) valueProblem() (int, string) {
+	raw, off := s.raw, s.off
+	if !isWordByte(raw[off]) && (off == 0 || !isWordByte(raw[off-1])) {
+		if s.prev == ':' {
+			return off, "a value is missing after the colon"
 		}
-		word := wordAt(raw, start)
-		switch strings.ToLower(word) {
-		case "true", "false", "null":
-			return start, fmt.Sprintf("%s is no JSON value: write %s, in lower case", word, strings.ToLower(word))
-		}
-		if strings.HasPrefix(word, "0") && len(word) > 1 && word[1] != '.' {
-			return start, fmt.Sprintf("%s is no JSON number: a number does not start with 0", word)
-		}
-		return start, fmt.Sprintf("%s is no JSON value: text takes double quotes, %q (the bare words are true, false and null)", word, word)
+		return off, fmt.Sprintf("%q where a value belongs", string(raw[off]))
 	}
-	if s.prev == ':' {
-		return off, "a value is missing after the colon"
+	for off > 0 && isWordByte(raw[off-1]) {
+		off--
 	}
-	return off, fmt.Sprintf("%q where a value belongs", string(c))
+	word := wordAt(raw, off)
+	switch lower := strings.ToLower(word); {
+	case lower == "true" || lower == "false" || lower == "null":
+		return off, fmt.Sprintf("%s is no JSON value: write %s, in lower case", word, lower)
+	case strings.HasPrefix(word, "0") && len(word) > 1 && word[1] != '.':
+		return off, fmt.Sprintf("%s is no JSON number: a number does not start with 0", word)
+	}
+	return off, fmt.Sprintf("%s is no JSON value: text takes double quotes, %q (the bare words are true, false and null)", word, word)
 }
 
 // stringProblem says what is wrong at raw[off], inside a string.
@@ -261,45 +171,40 @@ func stringProblem(raw []byte, off int) (int, string) {
 }
 
 // endProblem says what is missing from a line that ends too soon.
-func endProblem(raw []byte) (int, string) {
-	s := scanTo(raw, len(raw))
-	switch {
-	case s.str >= 0:
-		return s.str, `this string is not closed: a closing " is missing`
-	case s.prev == ',':
-		return len(raw), fmt.Sprintf("the line ends after a comma: a member, or %q, is missing", closing(s.top().bracket))
-	case s.prev == ':':
+func (s *stop) endProblem() (int, string) {
+	raw := s.raw
+	if q := bytes.IndexByte(raw[s.last:], '"'); q >= 0 {
+		return s.last + q, `this string is not closed: a closing " is missing`
+	}
+	switch lastByte(raw) {
+	case ',':
+		return len(raw), fmt.Sprintf("the line ends after a comma: a member, or %q, is missing", closing(s.top))
+	case ':':
 		return len(raw), "the line ends after a colon: a value is missing"
 	}
 	var missing string
-	for i := len(s.stack) - 1; i >= 0; i-- {
-		missing += closing(s.stack[i].bracket)
+	for _, b := range slices.Backward(s.open) {
+		missing += closing(b)
 	}
 	return len(raw), fmt.Sprintf("the line ends before the object is closed: %q is missing", missing)
 }
 
-// closing is the bracket that closes bracket.
-func closing(bracket byte) string {
-	if bracket == '[' {
-		return "]"
-	}
-	return "}"
+// closing is the bracket that closes bracket, two code points on.
+func closing(bracket byte) string { return string(rune(bracket + 2)) }
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c == '+' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // skipSpace returns the offset of the first byte from i that is no space.
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && bytes.IndexByte([]byte(" \t\r\n"), raw[i]) >= 0 {
-		i++
-	}
-	return i
-}
+func skipSpace(raw []byte, i int) int { return len(raw) - len(bytes.TrimLeft(raw[i:], " \t\r\n")) }
 
-// lastByte returns the offset of the last c before off.
-func lastByte(raw []byte, off int, c byte) int {
-	if i := bytes.LastIndexByte(raw[:off], c); i >= 0 {
-		return i
+// lastByte is the last byte of b that is no space, or 0.
+func lastByte(b []byte) byte {
+	if b = bytes.TrimRight(b, " \t\r\n"); len(b) > 0 {
+		return b[len(b)-1]
 	}
-	return off
+	return 0
 }
 
 // wordAt returns the bare word that starts at raw[i].
@@ -314,20 +219,12 @@ func wordAt(raw []byte, i int) string {
 // excerpt shows the part of raw around off, at most 24 characters before
 // it and 12 from it, "..." marking a cut.
 func excerpt(raw []byte, off int) string {
-	start, end := off, off
-	for n := 0; start > 0 && n < 24; n++ {
-		_, size := utf8.DecodeLastRune(raw[:start])
-		start -= size
-	}
-	for n := 0; end < len(raw) && n < 12; n++ {
-		_, size := utf8.DecodeRune(raw[end:])
-		end += size
-	}
-	text := strings.ToValidUTF8(string(raw[start:end]), "\uFFFD")
-	if start > 0 {
+	before, after := []rune(string(raw[:off])), []rune(string(raw[off:]))
+	text := string(before[max(len(before)-24, 0):]) + string(after[:min(len(after), 12)])
+	if len(before) > 24 {
 		text = "..." + text
 	}
-	if end < len(raw) {
+	if len(after) > 12 {
 		text += "..."
 	}
 	return text

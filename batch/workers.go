@@ -24,7 +24,7 @@ type LedgerError struct {
 	Unrecorded []Record
 }
 
-// Error says that the ledger failed and how many paid answers it lacks.
+// Error says that the ledger failed, and how many paid answers it lacks.
 func (e *LedgerError) Error() string {
 	s := fmt.Sprintf("batch: the ledger could not be written, so the run stopped: %v", e.Err)
 	if n := len(e.Unrecorded); n > 0 {
@@ -47,29 +47,25 @@ type run struct {
 	ended   atomic.Int64 // jobs that ended, for keepIndex
 }
 
-// Run runs the jobs Check passed, reading them again: each job is claimed
-// in the ledger before its request is sent, and its answer is recorded
-// durably before the job moves on. Jobs done, claimed by another worker,
-// or maybe paid are not sent again (see Options); a ledger that cannot be
-// written stops the run with a *LedgerError. Run returns when every
-// started job has ended, or when ctx is cancelled (which cancels the calls
-// in flight).
+// Run runs the jobs Check passed, reading them again. Jobs done, claimed
+// by another worker, or maybe paid are not sent again (see Options); a
+// ledger that cannot be written stops the run with a *LedgerError. Run
+// returns when every started job has ended, or when ctx is cancelled
+// (which cancels the calls in flight).
 func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
 	}
 	ru := &run{Runner: r, token: newRunToken()}
 	ru.sum.Jobs = c.mine
-	stopBeating := ru.keepBeating(ctx)
-	defer stopBeating() // after the workers: every claim has ended
+	defer ru.keepBeating(ctx)() // stopped after the workers: every claim has ended
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(queue)
 		readErr <- ru.feed(ctx, c, queue)
 	}()
-	stopIndex := ru.keepIndex(ctx)
-	defer stopIndex()
+	defer ru.keepIndex(ctx)()
 	var wg sync.WaitGroup
 	for range r.o.Concurrency {
 		wg.Go(func() {
@@ -90,8 +86,8 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 }
 
 // keepIndex rewrites index.html every Options.IndexEvery while jobs end,
-// until the returned func is called. A page that cannot be written is
-// left as it was: the ledger, not the page, is the record.
+// until the returned func is called; a page that cannot be written is left
+// as it was, since the ledger, not the page, is the record.
 func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	if ru.o.IndexEvery <= 0 {
 		return func() {}
@@ -105,17 +101,15 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	})
 }
 
-// feed sends the tasks to the workers until they are all sent or the run
-// stops.
+// feed sends the tasks to the workers until all are sent or the run stops.
 func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
 	for t, err := range ru.tasks(c) {
 		if err != nil {
-			// The file changed since it was checked.
 			return fmt.Errorf("batch: the jobs changed while they ran: %w", err)
 		}
 		select {
 		case queue <- t:
-		case <-ru.st.stopped:
+		case <-ru.st.stopping.Done():
 			return nil
 		case <-ctx.Done():
 			return nil
@@ -153,8 +147,10 @@ func (ru *run) failLedger(err error, paid *record) {
 
 // do takes one job as far as this run can.
 func (ru *run) do(ctx context.Context, t *task) {
-	if ru.st.isStopping() {
+	select {
+	case <-ru.st.stopping.Done():
 		return
+	default:
 	}
 	ru.started.Add(1)
 	last, n, act, err := ru.assess(ctx, t.key)
@@ -170,32 +166,24 @@ func (ru *run) do(ctx context.Context, t *task) {
 	case actCheck:
 		ru.checkDone(ctx, last, n+1)
 	case actLeave:
-		ru.count(func(s *Summary) { s.countLeft(last) })
-		ru.event(JobSkipped, last)
+		ru.skip(last, func(s *Summary) { s.countLeft(last) })
 	case actElsewhere:
-		ru.elsewhere(last)
+		ru.skip(last, func(s *Summary) { s.Elsewhere++ })
 	}
 }
 
-// elsewhere counts a job that another worker has at this moment; rec is
-// its attempt.
-func (ru *run) elsewhere(rec *record) {
-	ru.count(func(s *Summary) { s.Elsewhere++ })
+// skip counts with f a job this run leaves as it is, rec its last attempt.
+func (ru *run) skip(rec *record, f func(s *Summary)) {
+	ru.count(f)
 	ru.event(JobSkipped, rec)
 }
 
-// newRecord starts attempt n of t.
-func (ru *run) newRecord(t *task, n int, kind string) *record {
-	return &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
-		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kind, Stem: t.stem()}
-}
-
-// claimOrSkip claims rec's attempt; it reports false when the job is not
-// to go on (another worker has it, or the ledger failed).
+// claimOrSkip claims rec's attempt, or reports false when another worker
+// has it or the ledger failed.
 func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
 	err := putStage(ctx, ru.store, rec, stageClaim)
 	if errors.Is(err, ErrExist) {
-		ru.elsewhere(rec)
+		ru.skip(rec, func(s *Summary) { s.Elsewhere++ })
 		return false
 	}
 	if err != nil {
@@ -214,12 +202,13 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 		return
 	}
 	defer ru.st.end(jr)
-	rec := ru.newRecord(t, n, kindCall)
+	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
+		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kindCall, Stem: t.stem()}
 	if !ru.claimOrSkip(ctx, rec) {
 		return
 	}
 	start := time.Now()
-	req, closeFiles, err := ru.files.request(t)
+	req, closeFiles, err := ru.checker.files.request(t)
 	var res any
 	var resp *http.Response
 	if err == nil {
@@ -233,54 +222,55 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 	}
 	if err != nil {
 		rec.State = Classify(err)
-		if !jr.wasSent() {
+		if rec.Requests == 0 {
 			rec.State = Refused // nothing went out
 		}
 		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
-		ru.finish(ctx, rec, start)
+		ru.finish(ctx, rec, start, nil)
 		return
 	}
 	ru.save(ctx, rec, res, start)
 }
 
-// finish records rec as it ends this run and counts it; paid is what
-// nothing else holds if the record cannot be written.
-func (ru *run) finish(ctx context.Context, rec *record, start time.Time) {
+// finish records rec as it ends this run and counts it; err, when the
+// Store's, stops the run first.
+func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err error) {
+	if _, ok := errors.AsType[*storeError](err); ok {
+		ru.failLedger(err, nil)
+	}
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
 	// The record is written even when ctx was cancelled: the call ended.
 	if err := putStage(context.WithoutCancel(ctx), ru.store, rec, stageEnd); err != nil {
 		ru.unrecorded(rec, err)
 	}
+	ru.end(rec)
+}
+
+// end counts rec as it ends this run, and tells of it.
+func (ru *run) end(rec *record) {
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
-		switch rec.State {
-		case Done:
+		switch {
+		case rec.State == Done:
 			s.Done++
-		case Failed:
+		case rec.State == Failed:
 			s.Failed++
-		case Refused:
+		case rec.State == Refused:
 			s.Refused++
-		case Answered:
-			if rec.Lost {
-				s.Lost++
-			} else {
-				s.Waiting++
-			}
-		case Claimed:
-			s.Claimed++
+		case rec.State == Answered && !rec.Lost:
+			s.Waiting++
 		default:
-			s.Unknown++
+			s.countLeft(rec) // lost, claimed or unknown
 		}
 	})
 	ru.ended.Add(1)
 	ru.event(JobEnded, rec)
 }
 
-// unrecorded stops the run because rec could not be recorded, hands a
-// paid answer to the LedgerError, and leaves rec as the ledger has it:
-// answered when its links were recorded before, else claimed (maybe
-// paid). Nothing unrecorded is called done.
+// unrecorded stops the run because rec could not be recorded, hands a paid
+// answer to the LedgerError, and leaves rec as the ledger has it: answered
+// when its links were recorded before, else claimed (maybe paid).
 func (ru *run) unrecorded(rec *record, err error) {
 	var paid *record
 	if rec.State == Answered || rec.State == Done {
@@ -296,8 +286,8 @@ func (ru *run) unrecorded(rec *record, err error) {
 	rec.Error = "not recorded in the ledger (" + err.Error() + "): see the run's error for the answer"
 }
 
-// checkDone checks that a done job's files are in place; when some are
-// gone and its answer had links, it downloads them again (free).
+// checkDone checks that a done job's files are in place, and downloads
+// them again (free) when some are gone and its answer had links.
 func (ru *run) checkDone(ctx context.Context, last *record, n int) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
@@ -305,18 +295,16 @@ func (ru *run) checkDone(ctx context.Context, last *record, n int) {
 			ru.failLedger(err, nil)
 			return
 		}
+		if !ok && len(last.URLs) > 0 {
+			ru.redownload(ctx, last, n)
+			return
+		}
 		if !ok {
-			if len(last.URLs) > 0 {
-				ru.redownload(ctx, last, n)
-			} else {
-				ru.count(func(s *Summary) { s.Missing++ })
-				ru.event(JobSkipped, last)
-			}
+			ru.skip(last, func(s *Summary) { s.Missing++ })
 			return
 		}
 	}
-	ru.count(func(s *Summary) { s.DoneBefore++ })
-	ru.event(JobSkipped, last)
+	ru.skip(last, func(s *Summary) { s.DoneBefore++ })
 }
 
 // redownload claims attempt n of an answered job to fetch its files again.

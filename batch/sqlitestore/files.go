@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,21 +56,6 @@ func (s *Store) mkdirs(dir string) error {
 	return atomicfile.SyncDir(s.root, path.Dir(dir))
 }
 
-// removeFile removes the file of key, if there is one.
-func (s *Store) removeFile(key string) error {
-	err := s.root.Remove(key)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err == nil {
-		err = atomicfile.SyncDir(s.root, path.Dir(key))
-	}
-	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	return nil
-}
-
 // A fileWriter is a temporary file that becomes key when closed whole.
 type fileWriter struct {
 	ctx    context.Context
@@ -102,23 +88,17 @@ func (w *fileWriter) Close() error {
 	}
 	w.closed = true
 	defer w.t.Remove()
-	err := w.err
-	if err == nil {
-		err = w.ctx.Err()
+	if err := cmp.Or(w.err, w.ctx.Err()); err != nil {
+		return err
 	}
-	if err == nil {
-		err = w.t.Flush()
-	}
+	err := w.t.Flush()
 	if err == nil {
 		err = w.t.Rename(w.key)
 	}
-	if err == nil {
-		return w.s.w.do(context.WithoutCancel(w.ctx), opFile, w.key, nil)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", w.key, err)
 	}
-	if w.err == nil && w.ctx.Err() == nil {
-		err = fmt.Errorf("sqlitestore: %s: %w", w.key, err)
-	}
-	return err
+	return w.s.w.do(context.WithoutCancel(w.ctx), opFile, w.key, nil)
 }
 
 // staleTemp is the age past which a temporary file at the top of the

@@ -88,7 +88,7 @@ func TestAFullDatabaseStopsTheRunAndARerunPaysNothingTwice(t *testing.T) {
 	require.NoError(t, s.db.QueryRow(`PRAGMA page_count`).Scan(&pages))
 	require.NoError(t, s.Close())
 
-	full, err := open(dir, config{netFS: local, maxPages: pages + 2})
+	full, err := open(dir, local, pages+2)
 	require.NoError(t, err)
 	_, err = runIn(t, srv.Client(), full, jobs, batch.Options{Concurrency: 2})
 	require.NoError(t, full.Close())

@@ -13,10 +13,8 @@ import (
 // schemaVersion is the PRAGMA user_version of the schema below.
 const schemaVersion = 1
 
-// schema is the database's tables and views. Every key of the Store is a
-// row of objects: a small object with its bytes as the Store was given them
-// (a record of the ledger is a JSON object), an output file with NULL. The
-// views read the records for people and scripts.
+// schema is the database's table of objects (see the package's doc) and
+// the views that read the records for people and scripts.
 const schema = `
 CREATE TABLE objects (
 	key  TEXT PRIMARY KEY,
@@ -68,8 +66,8 @@ FROM (SELECT CAST(data AS TEXT) AS j FROM objects WHERE key GLOB 'ledger/runs/*.
 // transaction, and refuses a database of a newer version.
 func migrate(conn *sql.Conn, root *os.Root) error {
 	ctx := context.Background()
-	v, err := userVersion(ctx, conn)
-	if err != nil || v == schemaVersion {
+	var v int
+	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v == schemaVersion {
 		return err
 	}
 	if v > schemaVersion {
@@ -88,23 +86,15 @@ func migrate(conn *sql.Conn, root *os.Root) error {
 		return err
 	}
 	if again == 0 {
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return err
+		_, err = tx.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion))
+		if err == nil {
+			err = importFolder(ctx, tx, root)
 		}
-		if err := importFolder(ctx, tx, root); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
-}
-
-func userVersion(ctx context.Context, conn *sql.Conn) (int, error) {
-	var v int
-	err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
-	return v, err
 }
 
 // refuseUnclosed refuses a folder whose earlier ledger is not whole in its
@@ -137,28 +127,33 @@ func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
 	}
 	defer stmt.Close()
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil || p == ".":
-			return err
-		case strings.HasPrefix(d.Name(), ".") || reserved[p] || d.IsDir() && p != oldLedger && !strings.HasPrefix(p, oldLedger+"/"):
-			if d.IsDir() {
-				return fs.SkipDir // a folder of outputs is flat: only the ledger's are walked
-			}
-			return nil
-		case !d.Type().IsRegular():
-			return nil
-		case !strings.HasPrefix(p, oldLedger+"/"):
-			_, err = stmt.ExecContext(ctx, p, nil)
+		if err != nil || p == "." {
 			return err
 		}
-		data, err := root.ReadFile(p)
-		if err == nil {
-			_, err = stmt.ExecContext(ctx, p, data)
-		}
-		return err
+		return importEntry(ctx, stmt, root, p, d)
 	})
 	if err != nil {
 		return fmt.Errorf("importing the ledger/ folder of an earlier version: %w", err)
 	}
 	return nil
+}
+
+// importEntry imports what importFolder's walk meets at p.
+func importEntry(ctx context.Context, stmt *sql.Stmt, root *os.Root, p string, d fs.DirEntry) error {
+	inLedger := p == oldLedger || strings.HasPrefix(p, oldLedger+"/")
+	hidden := strings.HasPrefix(d.Name(), ".")
+	switch {
+	case d.IsDir() && (hidden || !inLedger):
+		return fs.SkipDir // a folder of outputs is flat: only the ledger's are walked
+	case hidden || reserved[p] || !d.Type().IsRegular():
+		return nil
+	case !inLedger:
+		_, err := stmt.ExecContext(ctx, p, nil)
+		return err
+	}
+	data, err := root.ReadFile(p)
+	if err == nil {
+		_, err = stmt.ExecContext(ctx, p, data)
+	}
+	return err
 }

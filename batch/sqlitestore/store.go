@@ -23,6 +23,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -37,18 +38,16 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite", pure Go
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/internal/atomicfile"
 )
 
 // DBFile is the name of the ledger's database in the folder.
 const DBFile = "ledger.db"
 
-// Of the database: how long a write waits for another process's
-// transaction (ms), the connections that read beside the writer's, and the
-// page cache of each (KiB).
 const (
-	busyTimeout = 30000
-	readers     = 4
-	cacheKiB    = 1024
+	busyTimeout = 30000 // ms a write waits for another process's transaction
+	readers     = 4     // connections that read beside the writer's
+	cacheKiB    = 1024  // the page cache of each connection
 )
 
 // A Store is a local folder holding a batch's ledger and outputs. It is
@@ -58,8 +57,8 @@ type Store struct {
 	root *os.Root
 	db   *sql.DB
 	w    *writer
-	// The reads, prepared once (on each connection as it is first used).
-	get, page *sql.Stmt
+	get  *sql.Stmt // the reads, prepared once
+	page *sql.Stmt
 }
 
 // Open opens the folder at dir as a Store, creating the folder and its
@@ -67,25 +66,16 @@ type Store struct {
 // is a database written by a newer version of this package. A folder that
 // holds the ledger of an earlier version (a ledger/ folder of JSON records)
 // has it imported into the database once, its files left as they are.
-func Open(dir string) (*Store, error) {
-	return open(dir, config{netFS: networkFS})
-}
+func Open(dir string) (*Store, error) { return open(dir, networkFS, 0) }
 
-// config is what tests vary of how a Store opens.
-type config struct {
-	// netFS names the network file system a folder is on ("" for a local
-	// one).
-	netFS func(string) (string, error)
-	// maxPages, when above 0, bounds the database's size in pages, as a
-	// full disk would.
-	maxPages int
-}
-
-func open(dir string, c config) (*Store, error) {
+// open is Open with what tests vary: netFS names the network file system
+// of a folder, or says "", and maxPages, when above 0, bounds the database
+// as a full disk would.
+func open(dir string, netFS func(string) (string, error), maxPages int) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	if name, err := c.netFS(dir); err != nil {
+	if name, err := netFS(dir); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", dir, err)
 	} else if name != "" {
 		return nil, fmt.Errorf("sqlitestore: %s is on a network file system (%s), where SQLite's locks do not hold: "+
@@ -96,7 +86,7 @@ func open(dir string, c config) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	s := &Store{path: dir, root: root}
-	if err := s.openDB(c.maxPages); err != nil {
+	if err := s.openDB(maxPages); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("sqlitestore: %s: %w", filepath.Join(dir, DBFile), err)
 	}
@@ -104,9 +94,8 @@ func open(dir string, c config) (*Store, error) {
 	return s, nil
 }
 
-// dsn is the data source name of the database at file: its pragmas are
-// set on every connection the pool opens, and transactions begin
-// IMMEDIATE.
+// dsn is the data source name of the database at file: the pragmas of
+// every connection the pool opens, and transactions begun IMMEDIATE.
 func dsn(file string) (string, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -118,9 +107,8 @@ func dsn(file string) (string, error) {
 	return "file:" + u.EscapedPath() + "?" + q.Encode(), nil
 }
 
-// openDB opens the database, brings its schema up to date (importing an
-// earlier version's ledger folder), prepares the reads and starts the
-// writer on a connection of its own.
+// openDB opens the database, brings its schema up to date, prepares the
+// reads and starts the writer on a connection of its own.
 func (s *Store) openDB(maxPages int) error {
 	name, err := dsn(filepath.Join(s.path, DBFile))
 	if err != nil {
@@ -180,17 +168,11 @@ func checkKey(key string) error {
 // Create writes key only if it does not exist, durably; it returns an
 // error matching batch.ErrExist if it does.
 func (s *Store) Create(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
 	return s.w.do(ctx, opCreate, key, data)
 }
 
 // Put writes key, replacing what it held, atomically and durably.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
 	return s.w.do(ctx, opPut, key, data)
 }
 
@@ -214,7 +196,7 @@ func (s *Store) row(ctx context.Context, key string) (data []byte, isFile bool, 
 	}
 	err = s.get.QueryRowContext(ctx, key).Scan(&data, &isFile)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, fmt.Errorf("sqlitestore: %s: %w", key, batch.ErrNotExist)
+		err = batch.ErrNotExist
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlitestore: %s: %w", key, err)
@@ -245,13 +227,20 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 // Delete removes key, and its file if it has one; removing a key that does
 // not exist is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
 	if err := s.w.do(ctx, opDelete, key, nil); err != nil {
 		return err
 	}
-	return s.removeFile(key)
+	err := s.root.Remove(key)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(s.root, path.Dir(key))
+	}
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	return nil
 }
 
 // List yields the keys under prefix in lexical order, reading a page of
@@ -286,7 +275,7 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 // listPage is how many keys one read of List takes.
 const listPage = 256
 
-// readPage reads a page of the keys that sort from from on.
+// readPage reads the keys that sort from from on, a page of them.
 func (s *Store) readPage(ctx context.Context, from string) ([]string, error) {
 	rows, err := s.page.QueryContext(ctx, from, listPage)
 	if err != nil {
@@ -310,10 +299,7 @@ func (s *Store) Close() error {
 	if !s.w.close() {
 		return nil
 	}
-	err := s.w.conn.Close()
-	if cerr := s.db.Close(); err == nil {
-		err = cerr
-	}
+	err := cmp.Or(s.w.conn.Close(), s.db.Close())
 	s.root.Close()
 	return err
 }

@@ -128,7 +128,7 @@ func TestTwoStoresOnOneFolderShareTheLedger(t *testing.T) {
 
 func TestAFolderOnANetworkFileSystemIsRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	_, err := open(dir, config{netFS: func(string) (string, error) { return "NFS", nil }})
+	_, err := open(dir, func(string) (string, error) { return "NFS", nil }, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "network file system (NFS)")
 	assert.Contains(t, err.Error(), "a bucket URL")

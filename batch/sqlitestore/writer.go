@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -31,9 +32,8 @@ type write struct {
 // maxBatch bounds the writes one transaction commits.
 const maxBatch = 512
 
-// A writer is the one goroutine that writes to the database: it takes
-// every write waiting when it is free and commits them in one transaction,
-// so that the writers of one moment share one sync of the WAL.
+// A writer is the one goroutine that writes to the database, so that the
+// writes of one moment share one transaction and one sync of the WAL.
 type writer struct {
 	conn   *sql.Conn
 	queue  chan *write
@@ -61,6 +61,9 @@ func newWriter(conn *sql.Conn) (*writer, error) {
 // do commits one write and returns its outcome. Once queued, a write is
 // waited for whatever becomes of ctx: it may be committed.
 func (w *writer) do(ctx context.Context, kind int, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -118,11 +121,7 @@ func (w *writer) commit(ws []*write) {
 		return
 	}
 	for _, wr := range ws {
-		if err != nil {
-			wr.done <- err
-		} else {
-			wr.done <- wr.err
-		}
+		wr.done <- cmp.Or(err, wr.err)
 	}
 }
 
