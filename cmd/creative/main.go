@@ -23,19 +23,10 @@ package main
 
 import (
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/creativegen/creative-go/cmd/creative/internal/cli"
 )
 
 func main() {
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), stdoutTerminal: isTerminal(os.Stdout), signals: signals}
-	os.Exit(a.run(os.Args[1:]))
-}
-
-// isTerminal reports whether f is a character device, such as a terminal.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	os.Exit(cli.Main())
 }

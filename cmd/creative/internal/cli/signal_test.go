@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -24,11 +24,14 @@ import (
 	"github.com/creativegen/creative-go/creativetest"
 )
 
+// mainPackage is the command's package main.
+const mainPackage = "github.com/creativegen/creative-go/cmd/creative"
+
 // buildCLI builds the command into a temporary directory.
 func buildCLI(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "creative")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, mainPackage).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }
