@@ -19,6 +19,11 @@
 // Exit status: 0 on success, 1 on an API or network error (for batch: some
 // job failed), 2 on a usage, configuration or validation error (then
 // nothing was sent), 130 when interrupted by Ctrl-C or SIGTERM.
+//
+// creative links no cloud SDK, so that a command that touches no bucket
+// starts fast. A bucket URL (s3://, gs://, azblob://) as batch's jobs file
+// or --out is opened by creative-cloud, which go install ./cmd/creative/...
+// installs beside creative: creative hands such a command over to it.
 package main
 
 import (
