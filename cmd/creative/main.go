@@ -19,23 +19,21 @@
 // Exit status: 0 on success, 1 on an API or network error (for batch: some
 // job failed), 2 on a usage, configuration or validation error (then
 // nothing was sent), 130 when interrupted by Ctrl-C or SIGTERM.
+//
+// creative links no cloud SDK, so that a command that touches no bucket
+// starts fast. A bucket URL (s3://, gs://, azblob://) as batch's jobs file
+// or --out is opened by creative-cloud, which go install ./cmd/creative/...
+// installs beside creative: creative hands such a command over to it.
 package main
 
 import (
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/creativegen/creative-go/cmd/creative/internal/cli"
 )
 
 func main() {
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), stdoutTerminal: isTerminal(os.Stdout), signals: signals}
-	os.Exit(a.run(os.Args[1:]))
-}
-
-// isTerminal reports whether f is a character device, such as a terminal.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// Bucket URLs are opened by creative-cloud, which this hands a
+	// command that names one over to: no cloud SDK is linked here.
+	os.Exit(cli.Main(nil))
 }

@@ -45,19 +45,19 @@ type envVar struct {
 	ValueFrom map[string]any `yaml:"valueFrom"`
 }
 
-// creativeBin builds the command line from this clone, once per test run.
+// creativeBin builds the command line from this clone, once per test run,
+// as the image holds it: creative and creative-cloud in one folder.
 var creativeBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "creative-fleet-bin")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "creative")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "./creative-cloud")
 	cmd.Dir = filepath.Join("..", "..", "cmd", "creative")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/creative: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/creative/...: %v\n%s", err, out)
 	}
-	return bin, nil
+	return filepath.Join(dir, "creative"), nil
 })
 
 func buildCreative(t *testing.T) string {

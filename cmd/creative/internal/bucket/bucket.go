@@ -115,6 +115,16 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	return s, nil
 }
 
+// OpenStore is Open for a caller that wants a batch.Store: on error the
+// store is a nil interface, not one holding a nil *Store.
+func OpenStore(ctx context.Context, rawURL string) (batch.Store, error) {
+	s, err := Open(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // parse splits rawURL into the URL gocloud.dev opens and the key prefix
 // taken from its path ("" or ending in "/").
 func parse(rawURL string) (*url.URL, string, error) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -24,13 +24,45 @@ import (
 	"github.com/creativegen/creative-go/creativetest"
 )
 
-// buildCLI builds the command into a temporary directory.
+// The command's programs: creative, and creative-cloud, which creative
+// hands a command that names a bucket URL over to.
+const (
+	mainPackage  = "github.com/creativegen/creative-go/cmd/creative"
+	cloudPackage = mainPackage + "/creative-cloud"
+)
+
+// built is the folder buildCLI builds both programs into, once for the
+// package's tests; TestMain removes it.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// buildCLI builds creative and creative-cloud into one folder, as go
+// install ./cmd/creative/... does, and returns creative's path: a command
+// that names a bucket URL goes through the hand-off to creative-cloud.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "creative")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "creative-bin-"); built.err != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", built.dir+string(filepath.Separator), mainPackage, cloudPackage).CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, built.err)
+	return filepath.Join(built.dir, "creative")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // startCLI runs the built command with env in the background.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -73,7 +73,7 @@ func TestTheBuiltCommandReportsWhatTheToolchainRecorded(t *testing.T) {
 		t.Skip("no go command on PATH")
 	}
 	bin := filepath.Join(t.TempDir(), "creative")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
+	build := exec.Command(goTool, "build", "-o", bin, mainPackage)
 	// As a user's go build does: stamp the revision when the checkout
 	// allows (a clone does; a git worktree does not, see go.dev/issue/58218).
 	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=auto")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
@@ -29,12 +30,15 @@ import (
 
 const cliKey = "cli-key-5b2e-LEAKCHECK"
 
-// runCLI runs the command in process with env and returns its status and
-// output.
+// testBuckets opens bucket URLs in process, as creative-cloud does.
+var testBuckets = &Buckets{Open: bucket.OpenStore, OpenFS: bucket.OpenFS}
+
+// runCLI runs the command in process with env, as creative-cloud does
+// (bucket URLs are opened in process), and returns its status and output.
 func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }}
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, buckets: testBuckets}
 	code := a.run(args)
 	return code, stdout.String(), stderr.String()
 }

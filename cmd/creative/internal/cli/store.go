@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/batch/sqlitestore"
-	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 )
 
 // isURL reports whether --out or a jobs file names a bucket URL
@@ -23,26 +23,51 @@ func isURL(name string) bool {
 	return err == nil && len(u.Scheme) > 1 && u.Opaque == "" && (u.Host != "" || u.Path != "" || u.Scheme == "mem")
 }
 
+// isBucket reports whether name is a URL that Buckets opens: any but
+// file://, which names a folder on this machine.
+func isBucket(name string) bool {
+	u, err := url.Parse(name) // which lowercases the scheme
+	return isURL(name) && err == nil && u.Scheme != "file"
+}
+
+// localPath is the path a plain path or a file:// URL names on this
+// machine.
+func localPath(name string) (string, error) {
+	if !isURL(name) {
+		return name, nil
+	}
+	u, err := url.Parse(name)
+	if err != nil {
+		return "", err
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", fmt.Errorf("%s: a file URL names a folder on this machine: file:///path", name)
+	}
+	p := u.Path
+	if runtime.GOOS == "windows" && len(p) > 2 && p[0] == '/' && p[2] == ':' {
+		p = p[1:] // file:///C:/out
+	}
+	return filepath.FromSlash(p), nil
+}
+
 // openStore opens the place of record named by --out: a plain path is the
 // local folder store (package sqlitestore); file:///path is the same folder
 // store (its exclusive create works across processes, gocloud.dev's
-// fileblob's does not); any other URL is a bucket through gocloud.dev/blob, refused
-// when it cannot create an object only if it is absent.
-func openStore(ctx context.Context, out string) (batch.Store, error) {
-	if !isURL(out) {
-		return openDir(out)
-	}
-	u, err := url.Parse(out)
-	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	if u.Scheme == "file" {
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("--out: %s: a file URL names a folder on this machine: file:///path", out)
+// fileblob's does not); any other URL is a bucket, opened by b (nil in
+// creative, which hands such a command over to creative-cloud before it
+// gets here).
+func (b *Buckets) openStore(ctx context.Context, out string) (batch.Store, error) {
+	if !isBucket(out) {
+		path, err := localPath(out)
+		if err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
 		}
-		return openDir(filepath.FromSlash(u.Path))
+		return openDir(path)
 	}
-	s, err := bucket.Open(ctx, out)
+	if b == nil {
+		return nil, errNoCloud
+	}
+	s, err := b.Open(ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
@@ -58,15 +83,23 @@ func openDir(path string) (batch.Store, error) {
 	return d, nil
 }
 
-// openJobs opens the folder of a jobs file (a path or a bucket URL such as
-// s3://bucket/batches/jobs.jsonl) as an fs.FS, and returns the jobs file's
-// name in it: the jobs file and the files its lines name are read through
-// it. Close the returned Closer when reading is done.
-func openJobs(ctx context.Context, name string) (fs.FS, string, io.Closer, error) {
-	if isURL(name) {
-		return bucket.OpenFS(ctx, name)
+// openJobs opens the folder of a jobs file (a path, a file:// URL, or a
+// bucket URL such as s3://bucket/batches/jobs.jsonl, opened by b) as an
+// fs.FS, and returns the jobs file's name in it: the jobs file and the
+// files its lines name are read through it. Close the returned Closer when
+// reading is done.
+func (b *Buckets) openJobs(ctx context.Context, name string) (fs.FS, string, io.Closer, error) {
+	if isBucket(name) {
+		if b == nil {
+			return nil, "", nil, errNoCloud
+		}
+		return b.OpenFS(ctx, name)
 	}
-	abs, err := filepath.Abs(name)
+	path, err := localPath(name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -93,7 +93,8 @@ func fleetStatus(t *testing.T, bin string, env []string, out string) map[string]
 }
 
 // TestFleetOfThreeWorkersKilledAndRestarted: three worker processes share
-// one jobs file of 300 jobs and one --out, both in a real S3 bucket; each
+// one jobs file of 300 jobs and one --out, both in a real S3 bucket (each
+// creative hands itself over to the creative-cloud built beside it); each
 // is killed (SIGKILL) once at a random moment and started again. Every job
 // is sent at most once, by one process; every job ends done except those
 // in flight at a kill, which the ledger reports unknown; a rerun sends none
@@ -149,6 +150,11 @@ func TestFleetOfThreeWorkersKilledAndRestarted(t *testing.T) {
 			err := second.Wait()
 			if code := second.ProcessState.ExitCode(); err != nil && code != 1 {
 				t.Errorf("worker %d again: %v\n%s", w+1, err, stderr)
+			}
+			// Its log is named by the id of the process that ran the
+			// batch: creative-cloud took creative's place, not a child's.
+			if own := fmt.Sprintf("-%d.jsonl", second.Process.Pid); !strings.Contains(stderr.String(), own) {
+				t.Errorf("worker %d again: no results/...%s, the process started: %s", w+1, own, stderr)
 			}
 			reports[w] = fmt.Sprintf("worker %d: killed after %v; started again: %s", w+1, killAt.Round(time.Millisecond), summaryLine(stderr.String()))
 		})

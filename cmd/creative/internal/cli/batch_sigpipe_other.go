@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package cli
 
 // ignoreSIGPIPE guards stderr and stdout against a reader that went away;
 // there is no SIGPIPE to ignore on this system.

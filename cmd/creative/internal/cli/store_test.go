@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -21,11 +21,20 @@ func TestIsURL(t *testing.T) {
 		if got := isURL(name); got != want {
 			t.Errorf("isURL(%q) = %v, want %v", name, got, want)
 		}
+		// Buckets open every URL but file://, which stays on this machine.
+		if got, want := isBucket(name), want && !strings.HasPrefix(name, "file:"); got != want {
+			t.Errorf("isBucket(%q) = %v, want %v", name, got, want)
+		}
+	}
+	for _, name := range []string{"FILE:///srv/out", "File://localhost/srv/out"} {
+		if !isURL(name) || isBucket(name) {
+			t.Errorf("%s: isURL %v, isBucket %v: want a URL that is no bucket", name, isURL(name), isBucket(name))
+		}
 	}
 }
 
 func TestOpenStoreBucketURLs(t *testing.T) {
-	s, err := openStore(t.Context(), "mem://")
+	s, err := testBuckets.openStore(t.Context(), "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,14 +42,14 @@ func TestOpenStoreBucketURLs(t *testing.T) {
 	if _, ok := s.(*bucket.Store); !ok {
 		t.Fatalf("openStore(mem://) = %T, want a bucket store", s)
 	}
-	if _, err := openStore(t.Context(), "ftp://host/out"); err == nil {
+	if _, err := testBuckets.openStore(t.Context(), "ftp://host/out"); err == nil {
 		t.Fatal("openStore(ftp://...) = nil error, want the schemes it takes")
 	}
 	// A path and a file:// URL are the local folder store, whose
 	// exclusive create holds across processes.
 	dir := t.TempDir()
 	for _, out := range []string{dir, "file://" + filepath.ToSlash(dir)} {
-		s, err := openStore(t.Context(), out)
+		s, err := testBuckets.openStore(t.Context(), out)
 		if err != nil {
 			t.Fatalf("openStore(%s): %v", out, err)
 		}
@@ -49,7 +58,7 @@ func TestOpenStoreBucketURLs(t *testing.T) {
 		}
 		_ = s.Close()
 	}
-	_, err = openStore(t.Context(), "file://otherhost/out")
+	_, err = testBuckets.openStore(t.Context(), "file://otherhost/out")
 	if err == nil || errors.Is(err, bucket.ErrNoConditionalCreate) {
 		t.Fatalf("openStore(file://otherhost/...) = %v, want a refusal of a remote file URL", err)
 	}
@@ -68,7 +77,7 @@ func TestOpenJobs(t *testing.T) {
 		}
 	}
 	for _, name := range []string{filepath.Join(dir, "jobs.jsonl"), "file://" + filepath.ToSlash(dir) + "/jobs.jsonl"} {
-		fsys, base, closer, err := openJobs(t.Context(), name)
+		fsys, base, closer, err := testBuckets.openJobs(t.Context(), name)
 		if err != nil {
 			t.Fatalf("openJobs(%s): %v", name, err)
 		}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -40,6 +40,11 @@ type app struct {
 	stdoutTerminal bool // stdout is a terminal: no binary output on it
 	// signals delivers Ctrl-C and SIGTERM; nil when nobody sends them.
 	signals <-chan os.Signal
+	// buckets opens bucket URLs: nil in creative, which hands a command
+	// that names one over to creative-cloud through handOver (nil: none
+	// can be run, and such a command is refused).
+	buckets  *Buckets
+	handOver func() error
 
 	g   globals
 	con *console // stderr, shared with the progress display
@@ -77,6 +82,10 @@ var errInterrupted = errors.New("interrupted")
 
 func (a *app) run(args []string) int {
 	a.con = &console{w: a.stderr}
+	if err := a.checkCaller(); err != nil {
+		fmt.Fprintln(a.con, "creative: "+err.Error())
+		return exitUsage
+	}
 	root := a.commands()
 	if args == nil {
 		args = []string{}
@@ -91,6 +100,9 @@ func (a *app) run(args []string) int {
 
 // fail prints err on stderr and returns its exit status.
 func (a *app) fail(cmd *cobra.Command, err error) int {
+	if code, ok := handedOver(err); ok {
+		return code
+	}
 	if errors.Is(err, errInterrupted) {
 		fmt.Fprintln(a.con, "creative: interrupted")
 		return exitInterrupt
@@ -153,11 +165,17 @@ error (nothing was sent), 130 interrupted.`,
 		Example: `  creative image text-to-image --prompt "a fox in the snow" --style-id anime
   creative --fake audio text-to-speech --prompt "Hello" --voice-id female-1
   creative batch jobs.jsonl --out results --concurrency 8`,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		Args:              subcommandArgs,
-		RunE:              needSubcommand,
-		PersistentPreRunE: ran(func(*cobra.Command, []string) error { return a.checkGlobals() }),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          subcommandArgs,
+		RunE:          needSubcommand,
+		PersistentPreRunE: ran(func(cmd *cobra.Command, args []string) error {
+			// First: creative-cloud checks and prints everything again.
+			if err := a.handOverBuckets(cmd, args); err != nil {
+				return err
+			}
+			return a.checkGlobals()
+		}),
 	}
 	// Set before the completion command is made: it keeps the writer.
 	root.SetOut(a.stdout)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -117,6 +117,7 @@ Exit status
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return []cobra.Completion{"jsonl", "json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
+		Annotations: map[string]string{takesBuckets: "jobs,out"},
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			return a.runBatch(cmd.Context(), args[0], f)
 		}),
@@ -194,8 +195,9 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN}
 	jobs := batch.File(path)
 	if isURL(path) {
-		// The jobs file and the files its lines name, from a bucket.
-		fsys, name, closeJobs, err := openJobs(ctx, path)
+		// The jobs file and the files its lines name, from a bucket or
+		// through a file:// URL.
+		fsys, name, closeJobs, err := a.buckets.openJobs(ctx, path)
 		if err != nil {
 			return usagef("%v", err)
 		}
@@ -213,7 +215,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.dryRun {
 		return a.dryRunReport(ctx, checked, f, o)
 	}
-	store, err := openStore(ctx, f.out)
+	store, err := a.buckets.openStore(ctx, f.out)
 	if err != nil {
 		return err
 	}
@@ -256,7 +258,7 @@ func plural(n int, what string) string {
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
 	var store batch.Store
 	if hasLedger(f.out) {
-		d, err := openStore(ctx, f.out)
+		d, err := a.buckets.openStore(ctx, f.out)
 		if err != nil {
 			return err
 		}
@@ -475,12 +477,13 @@ sqlite3 shell reads too:
 
 Its tables and views, and more queries, are in the README of package
 github.com/creativegen/creative-go/batch/sqlitestore.`,
-		Args: noArgs,
+		Args:        noArgs,
+		Annotations: map[string]string{takesBuckets: "out"},
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
 			if !hasLedger(out) {
 				return usagef("batch status: %s holds no ledger", out)
 			}
-			store, err := openStore(cmd.Context(), out)
+			store, err := a.buckets.openStore(cmd.Context(), out)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,53 @@
+// Package cli is the command line of creative: the command tree, batch and
+// its stores, output and progress. Two programs run it: creative, which
+// links no cloud SDK so that commands that touch no bucket start fast, and
+// creative-cloud, which opens bucket URLs and which creative hands a
+// command that names one over to.
+package cli
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// Buckets opens the bucket URLs (s3://, gs://, azblob://, mem://) that
+// batch takes as its jobs file and its --out. A plain path or a file:// URL
+// never comes here: it is opened on this machine.
+type Buckets struct {
+	// Open opens the bucket named by --out as the store of a batch. On
+	// error the store is a nil interface.
+	Open func(ctx context.Context, url string) (batch.Store, error)
+	// OpenFS opens the folder of the jobs file named by url, read-only,
+	// and returns the jobs file's name in it and what to close when
+	// reading is done. Reads use ctx.
+	OpenFS func(ctx context.Context, url string) (fs.FS, string, io.Closer, error)
+}
+
+// Main runs the command line with the process's arguments, streams and
+// environment, and returns the exit status for os.Exit. buckets opens
+// bucket URLs; with nil buckets, a command that names a bucket URL is
+// handed over, before it does anything, to creative-cloud, found through
+// $CREATIVE_CLOUD, beside the running executable or on PATH, which runs it
+// in this process's place (on Windows, as a child whose exit status is
+// returned).
+func Main(buckets *Buckets) int {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), stdoutTerminal: isTerminal(os.Stdout), signals: signals, buckets: buckets}
+	if buckets == nil {
+		a.handOver = func() error { return handOverToCloud(os.Args[1:]) }
+	}
+	return a.run(os.Args[1:])
+}
+
+// isTerminal reports whether f is a character device, such as a terminal.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// cloudProgram is the program that opens bucket URLs: creative hands it a
+// command that names one, so that no other command loads three clouds'
+// SDKs at start-up.
+const cloudProgram = "creative-cloud"
+
+// Environment of the hand-off: $CREATIVE_CLOUD names the creative-cloud to
+// run, overriding the search; creative sets $CREATIVE_CLOUD_CALLER to its
+// build's version for creative-cloud to compare with its own.
+const (
+	envCloud  = "CREATIVE_CLOUD"
+	envCaller = "CREATIVE_CLOUD_CALLER"
+)
+
+// errNoCloud is the refusal of a bucket URL when no creative-cloud is
+// found: nothing was sent or created.
+var errNoCloud = &usageError{"bucket URLs need " + cloudProgram + " beside creative or on PATH: go install ./cmd/creative/... (from a clone) installs both"}
+
+// takesBuckets is the annotation of a command that takes bucket URLs: a
+// comma-separated list of "jobs" (its first argument) and "out" (--out).
+const takesBuckets = "creative/buckets"
+
+// exitStatus ends the command with a status and no message: the status of
+// the creative-cloud it ran as a child.
+type exitStatus struct{ code int }
+
+// Error says which status.
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// namesBucket reports whether cmd, run with args, names a bucket URL
+// where its takesBuckets annotation says it takes one.
+func namesBucket(cmd *cobra.Command, args []string) bool {
+	for where := range strings.SplitSeq(cmd.Annotations[takesBuckets], ",") {
+		switch where {
+		case "jobs":
+			if len(args) > 0 && isBucket(args[0]) {
+				return true
+			}
+		case "out":
+			if f := cmd.Flags().Lookup("out"); f != nil && isBucket(f.Value.String()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// handOverBuckets hands the whole command over to creative-cloud when it
+// names a bucket URL and this build opens none. It comes before anything
+// is checked, printed, sent or created, since creative-cloud does it all
+// again.
+func (a *app) handOverBuckets(cmd *cobra.Command, args []string) error {
+	if a.buckets != nil || !namesBucket(cmd, args) {
+		return nil
+	}
+	if a.handOver == nil {
+		return errNoCloud
+	}
+	return a.handOver()
+}
+
+// handOverToCloud runs creative-cloud with args and this process's
+// environment, plus its version in $CREATIVE_CLOUD_CALLER. On unix it
+// returns only on failure.
+func handOverToCloud(args []string) error {
+	path, err := findCloud(os.Getenv)
+	if err != nil {
+		return err
+	}
+	return execCloud(path, args, callerEnv(os.Environ(), handOffVersion(buildInfo())))
+}
+
+// callerEnv is env with $CREATIVE_CLOUD_CALLER set to version: any value
+// it held is dropped, since exec(2) passes duplicates on and the first
+// would win.
+func callerEnv(env []string, version string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, envCaller+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, envCaller+"="+version)
+}
+
+// findCloud finds creative-cloud: $CREATIVE_CLOUD, else beside the running
+// executable (symbolic links followed, so that a link to creative finds
+// the creative-cloud installed with it), else on PATH.
+func findCloud(getenv func(string) string) (string, error) {
+	if p := getenv(envCloud); p != "" {
+		return p, nil
+	}
+	name := cloudProgram
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	if self, err := os.Executable(); err == nil {
+		if self, err = filepath.EvalSymlinks(self); err == nil {
+			p := filepath.Join(filepath.Dir(self), name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, nil
+			}
+		}
+	}
+	if p, err := exec.LookPath(cloudProgram); err == nil {
+		return p, nil
+	}
+	return "", errNoCloud
+}
+
+// handOffVersion is the version creative and creative-cloud compare: the
+// module's version and the revision it was built from (marked when built
+// with changes not committed), as --version prints them, and the SDK's
+// version. Two builds of one commit agree whatever Go built them; builds
+// of two commits or two releases do not.
+func handOffVersion(bi *debug.BuildInfo) string {
+	if bi == nil {
+		bi = &debug.BuildInfo{Main: debug.Module{Version: "unknown"}}
+	}
+	v := []string{bi.Main.Version}
+	modified := false
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			v = append(v, s.Value)
+		case s.Key == "vcs.modified" && s.Value == "true":
+			modified = true
+		}
+	}
+	if modified {
+		v = append(v, "modified")
+	}
+	return strings.Join(append(v, "sdk", creative.Version), " ")
+}
+
+// checkCaller refuses, in creative-cloud, a hand-off from a creative of
+// another version: the two would disagree on the command line.
+func (a *app) checkCaller() error {
+	caller := a.getenv(envCaller)
+	if a.buckets == nil || caller == "" {
+		return nil
+	}
+	if own := handOffVersion(buildInfo()); caller != own {
+		return usagef("creative and %s are of different versions (creative %s; %s %s): install both again with go install ./cmd/creative/...", cloudProgram, caller, cloudProgram, own)
+	}
+	return nil
+}
+
+// handedOver reports the status of a command creative-cloud ran.
+func handedOver(err error) (int, bool) {
+	var st *exitStatus
+	if errors.As(err, &st) {
+		return st.code, true
+	}
+	return 0, false
+}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	creative "github.com/creativegen/creative-go"
+)
+
+// runLight runs the command in process as creative does: it opens no
+// bucket URL, and hands a command that names one to handOver.
+func runLight(t *testing.T, env map[string]string, handOver func() error, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, handOver: handOver}
+	code := a.run(args)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestACommandThatNamesABucketIsHandedOverBeforeAnything(t *testing.T) {
+	srv, env := fakeEnv(t)
+	jobs := writeJobs(t, 2)
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"batch", jobs, "--out", "mem://x"},
+		{"--fake", "batch", jobs, "--out", "s3://b/out?region=eu-west-1"},
+		{"batch", "gs://b/jobs.jsonl", "--out", out},
+		{"batch", "--dry-run", "azblob://c/jobs.jsonl"},
+		{"batch", "--dry-run", jobs, "--out", "mem://"},
+		{"batch", "status", "--out", "mem://"},
+		{"-v", "batch", "--out=s3://b/o", jobs, "--concurrency", "0", "--shard", "9/2"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			handed := 0
+			code, stdout, stderr := runLight(t, env, func() error { handed++; return &exitStatus{7} }, args...)
+			assert.Equal(t, 1, handed, "handed over once")
+			assert.Equal(t, 7, code, "creative-cloud's status")
+			assert.Empty(t, stdout)
+			assert.Empty(t, stderr, "creative-cloud prints it all")
+
+			code, stdout, stderr = runLight(t, env, nil, args...)
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, stdout)
+			assert.Equal(t, "creative: bucket URLs need creative-cloud beside creative or on PATH: go install ./cmd/creative/... (from a clone) installs both\n", stderr)
+			assert.NoDirExists(t, out, "nothing created")
+			assert.Empty(t, srv.Requests(), "nothing sent")
+		})
+	}
+}
+
+func TestACommandThatNamesNoBucketRunsInCreative(t *testing.T) {
+	srv, env := fakeEnv(t)
+	watchPrompts(srv)
+	jobs := writeJobs(t, 2)
+	dir := t.TempDir()
+	out, fileOut := filepath.Join(dir, "out"), filepath.Join(dir, "file-out")
+	fileURL := func(p string) string { return "file://" + filepath.ToSlash(p) }
+	handOver := func() error { t.Error("handed over"); return &exitStatus{7} }
+	for _, tt := range []struct {
+		args []string
+		want string // on stdout or stderr
+	}{
+		{[]string{"--version"}, "creative  "},
+		{[]string{"help"}, "Areas:"},
+		{[]string{"__complete", "image", ""}, "text-to-image"},
+		{[]string{"__complete", "batch", "--out", "s3://b/"}, ":"},
+		{[]string{"batch", "fields", "audio/enhance"}, "audio/enhance"},
+		{[]string{"batch", jobs, "--out", out}, "2 done"},
+		{[]string{"batch", "status", "--out", out}, "2 jobs in the ledger"},
+		// A file:// URL names a folder or a jobs file on this machine.
+		{[]string{"batch", fileURL(jobs), "--out", fileURL(fileOut)}, "2 done"},
+		{[]string{"batch", fileURL(jobs), "--dry-run", "--out", fileURL(fileOut)}, "2 done already"},
+		{[]string{"batch", "status", "--out", fileURL(fileOut)}, "2 jobs in the ledger"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runLight(t, env, handOver, tt.args...)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, stdout+stderr, tt.want)
+		})
+	}
+	assert.FileExists(t, filepath.Join(fileOut, resultsFile))
+}
+
+func TestHandOffVersionTellsCommitsApartNotToolchains(t *testing.T) {
+	bi := func(version, goVersion string, kv ...string) *debug.BuildInfo {
+		b := &debug.BuildInfo{GoVersion: goVersion, Main: debug.Module{Version: version}}
+		for i := 0; i < len(kv); i += 2 {
+			b.Settings = append(b.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return b
+	}
+	const rev1, rev2 = "3e30735a9c1d4e0f8b2a6c7d5e4f3a2b1c0d9e8f", "9f1d2c3b4a5e6f708192a3b4c5d6e7f8091a2b3c"
+	one := handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev1, "vcs.time", "2026-11-26T01:16:00Z", "vcs.modified", "false"))
+	assert.Equal(t, "v0.3.0 "+rev1+" sdk "+creative.Version, one)
+	assert.Equal(t, one, handOffVersion(bi("v0.3.0", "go1.26.9", "vcs.revision", rev1, "vcs.modified", "false")), "another Go, one commit")
+	assert.NotEqual(t, one, handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev2, "vcs.modified", "false")), "another commit")
+	assert.NotEqual(t, one, handOffVersion(bi("v0.3.1", "go1.26.8", "vcs.revision", rev1)), "another release")
+	assert.Equal(t, "v0.3.0 "+rev1+" modified sdk "+creative.Version, handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev1, "vcs.modified", "true")))
+	assert.Equal(t, "(devel) sdk "+creative.Version, handOffVersion(bi("(devel)", "go1.26.8")), "a build that recorded no revision")
+	assert.Equal(t, "unknown sdk "+creative.Version, handOffVersion(nil))
+}
+
+func TestCreativeCloudRefusesACreativeOfAnotherVersion(t *testing.T) {
+	own := handOffVersion(buildInfo())
+	code, stdout, stderr := runCLI(t, map[string]string{envCaller: "v0.1.0 3e30735a9c1d sdk 0.1.0"}, "--version")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "creative: creative and creative-cloud are of different versions (creative v0.1.0 3e30735a9c1d sdk 0.1.0; creative-cloud "+own+"): install both again with go install ./cmd/creative/...\n", stderr)
+
+	code, stdout, stderr = runCLI(t, map[string]string{envCaller: own}, "--version")
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, versionText(buildInfo()), stdout)
+
+	// creative itself has nothing to compare.
+	code, _, stderr = runLight(t, map[string]string{envCaller: "v0.1.0"}, nil, "--version")
+	assert.Equal(t, 0, code, stderr)
+}
+
+func TestCallerEnvReplacesAnEarlierValue(t *testing.T) {
+	assert.Equal(t, []string{"HOME=/h", "PATH=/bin", envCaller + "=v1"},
+		callerEnv([]string{"HOME=/h", envCaller + "=stale", "PATH=/bin"}, "v1"))
+}
+
+func TestFindCloudLooksInTheEnvironmentBesideCreativeThenOnPath(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a program on PATH is a .exe there")
+	}
+	p, err := findCloud(func(k string) string { return map[string]string{envCloud: "/opt/creative-cloud"}[k] })
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/creative-cloud", p)
+
+	// The test binary has no creative-cloud beside it.
+	t.Setenv("PATH", t.TempDir())
+	_, err = findCloud(func(string) string { return "" })
+	assert.Equal(t, errNoCloud, err)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, cloudProgram), []byte("#!/bin/sh\n"), 0o755))
+	t.Setenv("PATH", dir)
+	p, err = findCloud(func(string) string { return "" })
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, cloudProgram), p)
+}
+
+// TestTheInstalledPairHandsBucketURLsOver runs the built creative on a
+// bucket URL (mem://, which lives in the one process that runs the
+// command): it is refused, with nothing sent, when no creative-cloud is
+// found, and runs in the creative-cloud found through $CREATIVE_CLOUD,
+// beside creative (through a symbolic link to it) or on PATH.
+func TestTheInstalledPairHandsBucketURLsOver(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the programs are .exe files there")
+	}
+	bin := buildCLI(t)
+	cloud := filepath.Join(filepath.Dir(bin), cloudProgram)
+	lone := filepath.Join(t.TempDir(), "creative") // no creative-cloud beside it
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(lone, data, 0o755))
+	link := filepath.Join(t.TempDir(), "creative")
+	require.NoError(t, os.Symlink(bin, link))
+	noPath := "PATH=" + t.TempDir()
+
+	srv, _ := fakeEnv(t)
+	watchPrompts(srv)
+	jobs := writeJobs(t, 2)
+	run := func(bin string, env ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "batch", jobs, "--out", "mem://out")
+		cmd.Env = append([]string{"HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + srv.URL, "CREATIVE_ACCESS_KEY=" + srv.AccessKey}, env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), stderr.String()
+	}
+
+	code, stderr := run(lone, noPath)
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "creative: bucket URLs need creative-cloud beside creative or on PATH: go install ./cmd/creative/... (from a clone) installs both\n", stderr)
+	assert.Empty(t, srv.Requests(), "nothing sent")
+	entries, err := os.ReadDir(filepath.Dir(jobs))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing created beside the jobs file")
+
+	for name, env := range map[string][]string{
+		"$CREATIVE_CLOUD":                     {noPath, envCloud + "=" + cloud},
+		"beside creative, through a link":     {noPath, envCaller + "=a stale value, replaced"},
+		"on PATH":                             {"PATH=" + filepath.Dir(cloud)},
+		"beside creative, as installed":       {noPath},
+		"$CREATIVE_CLOUD, a file that is not": {noPath, envCloud + "=" + cloud + ".missing"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			program := lone
+			switch name {
+			case "beside creative, through a link":
+				program = link
+			case "beside creative, as installed":
+				program = bin
+			}
+			code, stderr := run(program, env...)
+			if strings.HasSuffix(name, "not") {
+				assert.Equal(t, exitUsage, code)
+				assert.Equal(t, "creative: run "+cloud+".missing: no such file or directory\n", stderr)
+				return
+			}
+			require.Equal(t, 0, code, stderr)
+			assert.Regexp(t, `creative: batch: 2 done in [0-9.]+s; results in mem://out/results/`, stderr)
+		})
+	}
+
+	// creative-cloud run by a creative of another version.
+	cmd := exec.Command(cloud, "--version")
+	cmd.Env = []string{noPath, envCaller + "=v0.1.0 sdk 0.1.0"}
+	got, err := cmd.CombinedOutput()
+	assert.Equal(t, exitUsage, cmd.ProcessState.ExitCode(), "%v", err)
+	assert.Contains(t, string(got), "creative: creative and creative-cloud are of different versions (creative v0.1.0 sdk 0.1.0; creative-cloud ")
+}
+
+// cloudSDK matches the packages of the cloud SDKs and what they bring.
+var cloudSDK = regexp.MustCompile(`^(gocloud\.dev|github\.com/aws/|cloud\.google\.com/|github\.com/Azure/|github\.com/AzureAD/|google\.golang\.org/(grpc|api|genproto)|go\.opentelemetry\.io/|github\.com/creativegen/creative-go/cmd/creative/internal/bucket$)`)
+
+// TestCreativeLinksNoCloudSDK: creative, which every command and every
+// Tab of completion starts, links none of the cloud SDKs; creative-cloud
+// links the driver of every bucket scheme.
+func TestCreativeLinksNoCloudSDK(t *testing.T) {
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		require.NoError(t, err, "go list -deps %s", pkg)
+		return strings.Fields(string(out))
+	}
+	for _, p := range deps(mainPackage) {
+		assert.False(t, cloudSDK.MatchString(p), "creative links %s", p)
+	}
+	cloud := deps(cloudPackage)
+	for _, p := range []string{"gocloud.dev/blob/s3blob", "gocloud.dev/blob/gcsblob", "gocloud.dev/blob/azureblob", "gocloud.dev/blob/memblob"} {
+		assert.Contains(t, cloud, p)
+	}
+}
