@@ -1,10 +1,17 @@
 package creativetest
 
 import (
+	"net/http"
 	"time"
 
 	creative "github.com/creativegen/creative-go"
 )
+
+// HTTPClient returns an http.Client that reaches the Server, on 127.0.0.1
+// or on its in-memory network (WithInMemoryNetwork), for requests made by
+// hand or for a program that builds its own SDK client
+// (creative.WithHTTPClient).
+func (s *Server) HTTPClient() *http.Client { return s.srv.Client() }
 
 // Client returns an SDK client wired to the Server: its URL and access key,
 // and retry waits of a few milliseconds so that tests of retry paths run

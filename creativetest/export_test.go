@@ -1,7 +1,6 @@
 package creativetest
 
 import (
-	"net/http"
 	"testing"
 )
 
@@ -14,7 +13,3 @@ func StartInMemory(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
 	return Start(tb, append(opts, WithInMemoryNetwork())...)
 }
-
-// HTTPClient returns an http.Client that reaches s, on 127.0.0.1 or in
-// memory, for requests made by hand.
-func (s *Server) HTTPClient() *http.Client { return s.srv.Client() }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -45,6 +46,9 @@ type app struct {
 	// can be run, and such a command is refused).
 	buckets  *Buckets
 	handOver func() error
+	// hc, when set, carries every call and download: in tests, to a fake
+	// on an in-memory network, so that a run's waits are virtual.
+	hc *http.Client
 
 	g   globals
 	con *console // stderr, shared with the progress display
@@ -470,6 +474,9 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		opts = append(opts, creative.WithLogger(slog.New(h)))
 	}
 	opts = append(opts, extra...)
+	if a.hc != nil {
+		opts = append(opts, creative.WithHTTPClient(a.hc))
+	}
 	if a.g.fake {
 		srv := creativetest.NewServer()
 		fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -502,28 +503,31 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// --concurrency 4 keeps four calls in flight, never more: 24 calls of
+// 100 ms take 600 ms on the bubble's clock.
 func TestBatchRunsJobsConcurrently(t *testing.T) {
-	const serviceTime = 100 * time.Millisecond
-	srv, env := fakeEnv(t)
-	calls := watchPrompts(srv)
-	var inFlight, most atomic.Int32
-	calls.hook = func(int, *http.Request) {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+	synctest.Test(t, func(t *testing.T) {
+		const serviceTime = 100 * time.Millisecond
+		srv, a, stderr := inMemory(t, nil)
+		calls := watchPrompts(srv)
+		var inFlight, most atomic.Int32
+		calls.hook = func(int, *http.Request) {
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(serviceTime) // the service at work
+			inFlight.Add(-1)
 		}
-		time.Sleep(serviceTime) // the service at work
-		inFlight.Add(-1)
-	}
-	path := writeJobs(t, 24)
-	out := t.TempDir()
-	start := time.Now()
-	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
-	took := time.Since(start)
-	require.Equal(t, 0, code, stderr)
-	assert.Len(t, calls.take(), 24)
-	assert.Len(t, readResults(t, out), 24)
-	assert.Equal(t, int32(4), most.Load(), "four calls at a time, never more")
-	t.Logf("24 jobs at concurrency 4, %v per call: %v, 24 calls", serviceTime, took.Round(time.Millisecond))
+		path := writeJobs(t, 24)
+		out := t.TempDir()
+		start := time.Now()
+		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4"})
+		require.Equal(t, 0, code, stderr.String())
+		assert.Len(t, calls.take(), 24)
+		assert.Len(t, readResults(t, out), 24)
+		assert.Equal(t, int32(4), most.Load(), "four calls at a time, never more")
+		assert.Equal(t, 6*serviceTime, time.Since(start), "24 calls, four at a time")
+	})
 }
 
 func TestBatchDownloadsAgainWithoutPayingAgainAndRepaysOnRequest(t *testing.T) {
@@ -632,107 +636,112 @@ func (s *stamps) all() []time.Time {
 	return slices.Clone(s.times)
 }
 
+// Every attempt waits for a token of --rate, retries included: seven
+// requests a tenth of a second apart, on the bubble's clock.
 func TestBatchRateSpacesEveryAttemptRetriesIncluded(t *testing.T) {
-	const rate = 10
-	srv, env := fakeEnv(t)
-	calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
-		if n <= 2 {
-			w.WriteHeader(http.StatusServiceUnavailable) // retried after a short backoff
-			return true
+	synctest.Test(t, func(t *testing.T) {
+		const rate = 10
+		srv, a, stderr := inMemory(t, nil)
+		calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
+			if n <= 2 {
+				w.WriteHeader(http.StatusServiceUnavailable) // retried after a backoff
+				return true
+			}
+			return false
+		})
+		path := writeJobs(t, 5)
+		out := t.TempDir()
+		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4", "--rate", fmt.Sprint(rate)})
+		require.Equal(t, 0, code, stderr.String())
+		times := calls.all()
+		require.Len(t, times, 7, "five jobs, two of them retried")
+		for i := 1; i < len(times); i++ {
+			// x/time/rate's sums of float64 make 100 ms 99.999999 ms.
+			assert.GreaterOrEqual(t, times[i].Sub(times[i-1]), time.Second/rate-time.Microsecond, "requests %d and %d", i, i+1)
 		}
-		return false
+		attempts := 0
+		for _, r := range readResults(t, out) {
+			attempts += r.Requests
+		}
+		assert.Equal(t, 7, attempts)
 	})
-	path := writeJobs(t, 5)
-	out := t.TempDir()
-	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4", "--rate", fmt.Sprint(rate))
-	require.Equal(t, 0, code, stderr)
-	times := calls.all()
-	require.Len(t, times, 7, "five jobs, two of them retried")
-	// One request at a time, 1/rate apart: the limiter's tokens, with
-	// room for the time a request takes to arrive on a busy machine.
-	for i := 1; i < len(times); i++ {
-		assert.Greater(t, times[i].Sub(times[i-1]), time.Second/rate/2, "requests %d and %d", i, i+1)
-	}
-	assert.Greater(t, times[len(times)-1].Sub(times[0]), 6*time.Second/rate-50*time.Millisecond)
-	attempts := 0
-	for _, r := range readResults(t, out) {
-		attempts += r.Requests
-	}
-	assert.Equal(t, 7, attempts)
 }
 
+// The first Ctrl-C ends at once the jobs waiting for a token: with one
+// token every 2 s, the run ends when the one call in flight does, 200 ms
+// after it went.
 func TestBatchCtrlCStopsTheJobsWaitingForTheRate(t *testing.T) {
-	srv, env := fakeEnv(t)
-	signals := make(chan os.Signal, 2)
-	calls := stampCalls(srv, func(n int, _ http.ResponseWriter) bool {
-		if n == 1 {
-			signals <- os.Interrupt            // three workers now wait for a token
-			time.Sleep(200 * time.Millisecond) // and this call is in flight
+	synctest.Test(t, func(t *testing.T) {
+		signals := make(chan os.Signal, 2)
+		srv, a, stderr := inMemory(t, signals)
+		calls := stampCalls(srv, func(n int, _ http.ResponseWriter) bool {
+			if n == 1 {
+				signals <- os.Interrupt            // three workers now wait for a token
+				time.Sleep(200 * time.Millisecond) // and this call is in flight
+			}
+			return false
+		})
+		path := writeJobs(t, 12)
+		out := t.TempDir()
+		start := time.Now()
+		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4", "--rate", "0.5"})
+		took := time.Since(start)
+		assert.Equal(t, 130, code, stderr.String())
+		assert.Len(t, calls.all(), 1, "no job waiting for the rate was sent after Ctrl-C")
+		assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 call in flight finish")
+		assert.Regexp(t, `creative: batch: 1 done, [0-9]+ refused or not sent \(a rerun sends them again\), [0-9]+ not started`, stderr.String())
+		assert.Equal(t, 200*time.Millisecond, took, "the waits for tokens ended at Ctrl-C: the next token was 2 s away")
+		states := map[batch.State]int{}
+		for _, r := range readResults(t, out) {
+			states[r.State]++
 		}
-		return false
+		assert.Equal(t, 1, states[batch.Done])
+		assert.Len(t, states, 2, "the stopped jobs were not sent (refused): a rerun runs them")
+		noTempFiles(t, out)
 	})
-	path := writeJobs(t, 12)
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, signals: signals}
-	start := time.Now()
-	code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4", "--rate", "0.5"})
-	took := time.Since(start)
-	assert.Equal(t, 130, code, stderr.String())
-	assert.Len(t, calls.all(), 1, "no job waiting for the rate was sent after Ctrl-C")
-	assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 call in flight finish")
-	assert.Regexp(t, `creative: batch: 1 done, [0-9]+ refused or not sent \(a rerun sends them again\), [0-9]+ not started`, stderr.String())
-	assert.Less(t, took, time.Second, "the waits for tokens ended at Ctrl-C: the next token was 2s away")
-	states := map[batch.State]int{}
-	for _, r := range readResults(t, out) {
-		states[r.State]++
-	}
-	assert.Equal(t, 1, states[batch.Done])
-	assert.Len(t, states, 2, "the stopped jobs were not sent (refused): a rerun runs them")
-	noTempFiles(t, out)
 }
 
+// A 429 asking for a second pauses every worker: after it, on the
+// bubble's clock, nothing but the one probe goes before the second is
+// over, and the run takes that second.
 func TestBatchA429PausesEveryWorker(t *testing.T) {
-	srv, env := fakeEnv(t)
-	var pausedAt atomic.Int64 // when the 429 was answered
-	calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
-		if n == 3 {
-			pausedAt.Store(time.Now().UnixNano())
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return true
+	synctest.Test(t, func(t *testing.T) {
+		srv, a, stderr := inMemory(t, nil)
+		var pausedAt time.Time // when the 429 was answered
+		calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
+			if n == 3 {
+				pausedAt = time.Now()
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return true
+			}
+			return false
+		})
+		path := writeJobs(t, 24)
+		out := t.TempDir()
+		start := time.Now()
+		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4"})
+		took := time.Since(start)
+		require.Equal(t, 0, code, stderr.String())
+		times := calls.all()
+		require.Len(t, times, 25, "24 jobs, one of them retried")
+		during := 0
+		for _, at := range times {
+			if d := at.Sub(pausedAt); d > 0 && d < time.Second {
+				during++
+			}
 		}
-		return false
+		assert.Zero(t, during, "requests in the paused second, across workers")
+		assert.GreaterOrEqual(t, took, time.Second)
+		retried := 0
+		for _, r := range readResults(t, out) {
+			assert.Equal(t, batch.Done, r.State)
+			if r.Requests == 2 {
+				retried++
+			}
+		}
+		assert.Equal(t, 1, retried)
 	})
-	path := writeJobs(t, 24)
-	out := t.TempDir()
-	start := time.Now()
-	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
-	took := time.Since(start)
-	require.Equal(t, 0, code, stderr)
-	times := calls.all()
-	require.Len(t, times, 25, "24 jobs, one of them retried")
-	paused := time.Unix(0, pausedAt.Load())
-	// Requests sent before the client read the 429 may still arrive just
-	// after it; past that, the client lets at most one through until the
-	// second it asked for is over.
-	during := 0
-	for _, at := range times {
-		if d := at.Sub(paused); d > 100*time.Millisecond && d < time.Second-50*time.Millisecond {
-			during++
-		}
-	}
-	assert.LessOrEqual(t, during, 1, "requests in the paused second, across workers")
-	assert.Greater(t, took, time.Second-50*time.Millisecond)
-	retried := 0
-	for _, r := range readResults(t, out) {
-		assert.Equal(t, batch.Done, r.State)
-		if r.Requests == 2 {
-			retried++
-		}
-	}
-	assert.Equal(t, 1, retried)
-	t.Logf("24 jobs at concurrency 4 with a 429 asking for 1s: %v; %d requests in the paused second", took.Round(time.Millisecond), during)
 }
 
 // A ledger that cannot be opened stops the run before any job: the run

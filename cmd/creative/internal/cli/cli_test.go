@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -298,33 +299,36 @@ func TestVerboseLogsStayOffTheProgressLine(t *testing.T) {
 	assert.Equal(t, 2, srv.Count("image/generate-qr"))
 }
 
+// The progress line names the attempt and the wait before a retry, on the
+// bubble's clock: the backoff of 300 ms shows as 0.3s.
 func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
-	srv, _ := fakeEnv(t)
-	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
-	s := newCallStatus("image/generate-qr")
-	var lines []string
-	look := func() { lines = append(lines, s.String()) }
-	// Seen from the client's middleware (outside the call's) and from the
-	// handler the records go to after the status read them.
-	c := srv.Client(creative.WithRetryWait(300*time.Millisecond, 300*time.Millisecond), creative.WithMiddleware(
-		func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
-			resp, err := next(req)
-			look()
-			return resp, err
-		}))
-	after := &recordsHandler{seen: func(r slog.Record) {
-		if r.Message == "creative: retrying" {
-			look()
-		}
-	}}
-	_, err := c.GenerateQR(t.Context(), creative.GenerateQRRequest{URL: "https://e.example", Prompt: "p"}, s.track(after)...)
-	require.NoError(t, err)
-	require.Len(t, lines, 3)
-	assert.Regexp(t, `^image/generate-qr \d\.\ds$`, lines[0], "the first attempt is not named")
-	assert.Regexp(t, `^image/generate-qr \d\.\ds \(retry in 0\.[0-3]s\)$`, lines[1], "the wait before the retry")
-	assert.Regexp(t, `^image/generate-qr \d\.\ds attempt 2$`, lines[2], "the retry, and no wait")
-	assert.Equal(t, int32(2), s.attempt.Load())
-
+	synctest.Test(t, func(t *testing.T) {
+		srv := creativetest.Start(t, creativetest.WithInMemoryNetwork())
+		srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
+		s := newCallStatus("image/generate-qr")
+		var lines []string
+		look := func() { lines = append(lines, s.String()) }
+		// Seen from the client's middleware (outside the call's) and from the
+		// handler the records go to after the status read them.
+		c := srv.Client(creative.WithRetryWait(300*time.Millisecond, 300*time.Millisecond), creative.WithMiddleware(
+			func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+				resp, err := next(req)
+				look()
+				return resp, err
+			}))
+		after := &recordsHandler{seen: func(r slog.Record) {
+			if r.Message == "creative: retrying" {
+				look()
+			}
+		}}
+		_, err := c.GenerateQR(t.Context(), creative.GenerateQRRequest{URL: "https://e.example", Prompt: "p"}, s.track(after)...)
+		require.NoError(t, err)
+		require.Len(t, lines, 3)
+		assert.Equal(t, "image/generate-qr 0.0s", lines[0], "the first attempt is not named")
+		assert.Regexp(t, `^image/generate-qr 0\.0s \(retry in 0\.[0-3]s\)$`, lines[1], "the wait before the retry (jittered)")
+		assert.Regexp(t, `^image/generate-qr 0\.[0-3]s attempt 2$`, lines[2], "the retry, and no wait")
+		assert.Equal(t, int32(2), s.attempt.Load())
+	})
 }
 
 func TestProgressCountsUploadsAndDownloadsWithTheirSizes(t *testing.T) {

@@ -43,6 +43,19 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, s
 	return code, stdout.String(), stderr.String()
 }
 
+// inMemory starts the fake on an in-memory network, inside a synctest
+// bubble, and returns it with an app whose calls reach it: a run's waits
+// (backoff, Retry-After, the rate) then pass on the bubble's clock.
+func inMemory(t *testing.T, signals <-chan os.Signal) (*creativetest.Server, *app, *bytes.Buffer) {
+	t.Helper()
+	srv := creativetest.Start(t, creativetest.WithInMemoryNetwork())
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey}
+	var stderr bytes.Buffer
+	a := &app{stdout: io.Discard, stderr: &stderr, getenv: func(k string) string { return env[k] }, buckets: testBuckets,
+		hc: srv.HTTPClient(), signals: signals}
+	return srv, a, &stderr
+}
+
 // recorded is one request a recording server saw.
 type recorded struct {
 	path, key, ctype string
