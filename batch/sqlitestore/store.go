@@ -47,7 +47,7 @@ const DBFile = "ledger.db"
 const (
 	busyTimeout = 30000 // ms a write waits for another process's transaction
 	readers     = 4     // connections that read beside the writer's
-	cacheKiB    = 1024  // the page cache of each connection
+	cacheKiB    = 256   // the page cache of each connection: memory stays flat
 )
 
 // A Store is a local folder holding a batch's ledger and outputs. It is
