@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/creativegen/creative-go/internal/jsonsyntax"
 )
 
 // A Job is one call to make: an operation and its fields, named as in the
@@ -147,7 +149,7 @@ func lineErrorOf(line int, text []byte, err error) *LineError {
 	le := &LineError{Line: line, Field: fe.field, Err: fe.err}
 	if fe.at > 0 {
 		lead := len(text) - len(bytes.TrimLeftFunc(text, unicode.IsSpace))
-		le.Column = utf8.RuneCount(text[:lead+fe.at-1]) + 1
+		le.Column = jsonsyntax.Column(text, lead+fe.at-1)
 	}
 	return le
 }
@@ -222,7 +224,7 @@ func lineEnd(dec *jsontext.Decoder, raw []byte) *fieldError {
 	end := int(dec.InputOffset())
 	switch _, err := dec.ReadToken(); {
 	case err == nil:
-		return &fieldError{err: errors.New("more than one JSON value on the line"), at: skipSpace(raw, end) + 1}
+		return &fieldError{err: errors.New("more than one JSON value on the line"), at: len(raw) - len(bytes.TrimLeft(raw[end:], " \t\r\n")) + 1}
 	case err != io.EOF:
 		return syntaxError(raw)
 	}
@@ -255,4 +257,17 @@ func (j *Job) set(name string, val jsontext.Value) error {
 	}
 	j.Fields[name] = v
 	return nil
+}
+
+// notAnObject refuses a line that holds something else than a job.
+const notAnObject = `not a JSON object: a job is one object per line, such as {"op":"image/text-to-image","prompt":"a fox"}`
+
+// syntaxError is raw, a line that starts an object and is no JSON, as a
+// fieldError that says where, what JSON expected there, and shows it.
+func syntaxError(raw []byte) *fieldError {
+	off, what, ok := jsonsyntax.Describe(raw)
+	if !ok {
+		return &fieldError{err: errors.New(notAnObject)}
+	}
+	return &fieldError{err: errors.New(what + ": " + jsonsyntax.Excerpt(raw, off)), at: off + 1}
 }

@@ -263,7 +263,9 @@ func TestExitStatusesAndNothingSentOnUsageErrors(t *testing.T) {
 		{"a missing key", map[string]string{"CREATIVE_BASE_URL": rec.URL}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_ACCESS_KEY"},
 		{"a missing base URL", map[string]string{"CREATIVE_ACCESS_KEY": cliKey}, []string{"image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, 2, "CREATIVE_BASE_URL"},
 		{"an unknown command", env, []string{"image", "paint"}, 2, `unknown command "paint" for "creative image"`},
-		{"bad JSON inputs", env, []string{"text", "writer-tool", "--inputs", "[", "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, `"--inputs" flag: not a JSON array`},
+		{"bad JSON inputs", env, []string{"text", "writer-tool", "--inputs", "[", "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, `"--inputs" flag: not a JSON array: column 2: the line ends before the array is closed: "]" is missing`},
+		{"JSON inputs with a trailing comma", env, []string{"text", "writer-tool", "--inputs", `[{"topic":"x",}]`, "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, `not a JSON array: column 14: a trailing comma before "}" (JSON allows none)`},
+		{"JSON inputs that are no array", env, []string{"text", "writer-tool", "--inputs", `{"topic":"x"}`, "--language", "en", "--tone", "t", "--use-case", "X", "--action", "y"}, 2, `not a JSON array such as '[{"topic":"foxes"}]'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/jsonsyntax"
 	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
 )
@@ -102,7 +103,10 @@ func (p *params) setText(f ops.Field, s string) error {
 	case ops.Array:
 		var a []any
 		if err := json.Unmarshal([]byte(s), &a); err != nil || a == nil {
-			return fmt.Errorf("not a JSON array")
+			if off, what, ok := jsonsyntax.Describe([]byte(s)); ok {
+				return fmt.Errorf("not a JSON array: column %d: %s: %s", jsonsyntax.Column([]byte(s), off), what, jsonsyntax.Excerpt([]byte(s), off))
+			}
+			return fmt.Errorf(`not a JSON array such as '[{"topic":"foxes"}]'`)
 		}
 		p.vals[f.Name] = a
 	default:

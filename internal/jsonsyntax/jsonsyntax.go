@@ -1,4 +1,10 @@
-package batch
+// Package jsonsyntax says where a line of JSON that a person wrote stops
+// being JSON, and what JSON expected there, in words a person can act on:
+// a line of a jobs file, a flag that takes JSON. A decoder that reads the
+// line again token by token stops at the fault, knowing the objects and
+// arrays open there and how many names and values the innermost holds; the
+// words come from the bytes around it.
+package jsonsyntax
 
 import (
 	"bytes"
@@ -11,14 +17,32 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// A syntax problem of a line is said in a jobs file's words: where it is
-// (a byte offset, turned into a column by JSONL) and what JSON expected
-// there. A decoder that reads the line again token by token stops at the
-// fault, knowing the objects and arrays open there and how many names and
-// values the innermost holds; the words come from the bytes around it.
+// Describe reads raw again and returns the byte where it stops being JSON
+// and what is wrong there; ok is false when raw holds no syntax error.
+// Duplicate names and invalid UTF-8 are not its business: it reads past
+// them.
+func Describe(raw []byte) (off int, what string, ok bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	var err error
+	for err == nil {
+		_, err = dec.ReadToken()
+	}
+	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) {
+		return 0, "", false
+	}
+	s := stop{raw: raw, off: int(min(max(se.ByteOffset, 0), int64(len(raw)))), last: int(dec.InputOffset())}
+	for i := range dec.StackDepth() {
+		k, n := dec.StackIndex(i + 1)
+		s.open, s.top, s.length = append(s.open, byte(k)), byte(k), n
+	}
+	off, what = s.problem(errors.Is(se.Err, io.ErrUnexpectedEOF))
+	return off, what, true
+}
 
-// notAnObject refuses a line that holds something else than a job.
-const notAnObject = `not a JSON object: a job is one object per line, such as {"op":"image/text-to-image","prompt":"a fox"}`
+// Column is the column of the byte off of raw: the characters before it,
+// plus one.
+func Column(raw []byte, off int) int { return len([]rune(string(raw[:off]))) + 1 }
 
 // What the innermost object or array wants where the decoder stopped.
 const (
@@ -38,27 +62,6 @@ type stop struct {
 	top    byte   // the innermost of them, or 0
 	length int64  // the names and values the innermost holds
 	prev   byte   // the comma or colon after the last token, else its last byte
-}
-
-// syntaxError is raw, a line that starts an object and is no JSON, as a
-// fieldError that says where, what JSON expected there, and shows it.
-func syntaxError(raw []byte) *fieldError {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
-	var err error
-	for err == nil {
-		_, err = dec.ReadToken()
-	}
-	var se *jsontext.SyntacticError
-	if !errors.As(err, &se) {
-		return &fieldError{err: errors.New(notAnObject)}
-	}
-	s := stop{raw: raw, off: int(min(max(se.ByteOffset, 0), int64(len(raw)))), last: int(dec.InputOffset())}
-	for i := range dec.StackDepth() {
-		k, n := dec.StackIndex(i + 1)
-		s.open, s.top, s.length = append(s.open, byte(k)), byte(k), n
-	}
-	off, msg := s.problem(errors.Is(se.Err, io.ErrUnexpectedEOF))
-	return &fieldError{err: errors.New(msg + ": " + excerpt(raw, off)), at: off + 1}
 }
 
 // problem says what is wrong at the stop, and at which byte of the line.
@@ -186,7 +189,11 @@ func (s *stop) endProblem() (int, string) {
 	for _, b := range slices.Backward(s.open) {
 		missing += closing(b)
 	}
-	return len(raw), fmt.Sprintf("the line ends before the object is closed: %q is missing", missing)
+	outer := "object"
+	if len(s.open) > 0 && s.open[0] == '[' {
+		outer = "array"
+	}
+	return len(raw), fmt.Sprintf("the line ends before the %s is closed: %q is missing", outer, missing)
 }
 
 // closing is the bracket that closes bracket, two code points on.
@@ -216,9 +223,9 @@ func wordAt(raw []byte, i int) string {
 	return string(raw[i:j])
 }
 
-// excerpt shows the part of raw around off, at most 24 characters before
+// Excerpt shows the part of raw around off, at most 24 characters before
 // it and 12 from it, "..." marking a cut.
-func excerpt(raw []byte, off int) string {
+func Excerpt(raw []byte, off int) string {
 	before, after := []rune(string(raw[:off])), []rune(string(raw[off:]))
 	text := string(before[max(len(before)-24, 0):]) + string(after[:min(len(after), 12)])
 	if len(before) > 24 {
