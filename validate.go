@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/go-querystring/query"
@@ -39,12 +40,16 @@ func (v *checker) err() error {
 	return v.first
 }
 
-// text requires a non-empty string of valid UTF-8: encoding/json would
-// send other bytes as U+FFFD, a text the user did not write.
+// text requires a string of valid UTF-8 (encoding/json would send other
+// bytes as U+FFFD, a text the user did not write) that is not blank: a
+// prompt of spaces alone would be paid for and answered with nothing the
+// user asked for.
 func (v *checker) text(field, s string) {
 	switch {
 	case s == "":
 		v.fail(field, "is required", "")
+	case strings.TrimSpace(s) == "":
+		v.fail(field, "must not be blank", quoteShort(s))
 	case !utf8.ValidString(s):
 		v.fail(field, "must be valid UTF-8 text", quoteShort(s))
 	}

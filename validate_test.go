@@ -38,6 +38,8 @@ func TestBadInputFailsBeforeAByteIsSent(t *testing.T) {
 		{"a cover letter input without a job role", CoverLetterRequest{JobSkills: "Go", Language: "en", Tone: "t"}, "inputs[0].jobRole", "is required"},
 		{"a cover letter input of the wrong type", WriterToolRequest{Inputs: []any{"just text"}, Language: "en", Number: 1, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "t"}, "inputs[0]", "must be a CoverLetterInput"},
 		{"text-to-music without a prompt", TextToMusicRequest{}, "prompt", "is required"},
+		{"text-to-music with a prompt of spaces", TextToMusicRequest{Prompt: " \t\n "}, "prompt", "must not be blank"},
+		{"writer-tool with a blank tone", WriterToolRequest{Inputs: []any{CoverLetterInput{"a", "b"}}, Language: "en", Number: 1, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "  "}, "tone", "must not be blank"},
 		{"text-to-music with a negative duration", TextToMusicRequest{Prompt: "p", Duration: -1}, "duration", "must be a positive number"},
 		{"text-to-music with a NaN duration", TextToMusicRequest{Prompt: "p", Duration: math.NaN()}, "duration", "must be a positive number"},
 		{"text-to-speech without a voice", TextToSpeechRequest{Prompt: "p"}, "voiceId", "is required"},

@@ -316,6 +316,8 @@ func TestTheFakeRefusesWithTheSDKsWords(t *testing.T) {
 			creative.TextToSpeechRequest{Prompt: "p", VoiceID: "female 1"}},
 		{"an empty tone", creativetest.OpWriterTool, `{"inputs":["x"],"language":"en","number":1,"useCase":"Blog","action":"a","tone":""}`,
 			creative.WriterToolRequest{Inputs: []any{"x"}, Language: "en", Number: 1, UseCase: "Blog", Action: "a"}},
+		{"a prompt of spaces", creativetest.OpTextToSpeech, `{"prompt":"  ","voiceId":"` + voice + `"}`,
+			creative.TextToSpeechRequest{Prompt: "  ", VoiceID: ids.VoiceMale1}},
 		{"negative zoom steps", creativetest.OpInfiniteZoom, `{"prompt":"p","numberOfIteration":-1}`,
 			creative.InfiniteZoomRequest{Prompt: "p", NumberOfIteration: -1}},
 	}
@@ -332,11 +334,6 @@ func TestTheFakeRefusesWithTheSDKsWords(t *testing.T) {
 			assert.Equal(t, want, env["message"])
 		})
 	}
-	t.Run("a prompt of spaces, which Validate takes", func(t *testing.T) {
-		require.NoError(t, creative.TextToSpeechRequest{Prompt: "  ", VoiceID: ids.VoiceMale1}.Validate())
-		resp, env := post(t, s, creativetest.OpTextToSpeech, `{"prompt":"  ","voiceId":"`+voice+`"}`)
-		assert.Equal(t, http.StatusOK, resp.StatusCode, env)
-	})
 }
 
 func TestOtherWriterUseCasesTakeAnyInputs(t *testing.T) {
