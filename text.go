@@ -11,14 +11,14 @@ import (
 type UseCase string
 
 // UseCaseCoverLetter writes cover letters; each input is a CoverLetterInput.
-const UseCaseCoverLetter UseCase = "CoverLetter"
+const UseCaseCoverLetter UseCase = ops.UseCaseCoverLetter
 
 // Action names what the writer tool does. Any value the service knows may
 // be used; the spec shows ActionGenerateWriteNow.
 type Action string
 
 // ActionGenerateWriteNow is the action the spec uses with UseCaseCoverLetter.
-const ActionGenerateWriteNow Action = "generate_writenow"
+const ActionGenerateWriteNow Action = ops.CoverLetterAction
 
 // Tone is the tone of the written text, such as "formal". The spec does not
 // list the allowed values.
@@ -103,9 +103,7 @@ func (r WriterToolRequest) Validate() error {
 // filled is r with its defaults: one text, and a cover letter's action.
 func (r WriterToolRequest) filled() WriterToolRequest {
 	r.Number = orDefault(ops.WriterTool, "number", r.Number)
-	if r.UseCase == UseCaseCoverLetter && r.Action == "" {
-		r.Action = ActionGenerateWriteNow
-	}
+	r.Action = Action(ops.WriterAction(string(r.UseCase), string(r.Action)))
 	return r
 }
 

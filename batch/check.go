@@ -71,13 +71,6 @@ func (c *checker) resolve(j Job) (*task, error) {
 		return nil, lineErr(j, "id", `must be letters, digits, ".", "_" or "-", starting with a letter or digit and not digits only (it names files), got %q`, j.ID)
 	}
 	t := &task{job: j, op: op, vals: map[string]any{}, paths: map[string]string{}}
-	for _, f := range op.Fields {
-		if f.Required && f.Default != 0 {
-			// What the SDK sends for it, so that leaving it out and giving
-			// the default are one job.
-			t.vals[f.Name] = f.Default
-		}
-	}
 	for _, name := range slices.Sorted(maps.Keys(j.Fields)) {
 		f, ok := op.Field(name)
 		if !ok {
@@ -87,6 +80,9 @@ func (c *checker) resolve(j Job) (*task, error) {
 			return nil, &LineError{Line: j.Line, Field: name, Err: err}
 		}
 	}
+	// One form for the lines the SDK sends alike, so that leaving a field
+	// out and giving what it means are one job, paid once.
+	ops.Canonical(op, t.vals)
 	return t, nil
 }
 

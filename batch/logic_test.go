@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -111,12 +112,53 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 		assert.Contains(t, le.Err.Error(), tc.want, "%+v", tc.job)
 	}
 
-	// Leaving a count out and giving its default are one job.
-	a, err := c.resolve(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p"}})
+}
+
+// Jobs whose requests the SDK sends alike are one job, whatever the line
+// left out: a rerun of either pays nothing twice.
+func TestJobsSentAlikeAreOneJob(t *testing.T) {
+	c := newChecker(&files{fsys: nil})
+	letter := map[string]any{"inputs": []any{map[string]any{"jobRole": "r", "jobSkills": "s"}}, "language": "en", "useCase": "CoverLetter", "tone": "warm"}
+	with := func(m map[string]any, k string, v any) map[string]any {
+		m = maps.Clone(m)
+		m[k] = v
+		return m
+	}
+	for _, group := range [][]Job{
+		{
+			{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p"}},
+			{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 1}},
+			{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 0}},
+			{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 1.0}},
+		},
+		{
+			{Op: ops.WriterTool, Fields: letter},
+			{Op: ops.WriterTool, Fields: with(letter, "action", "generate_writenow")},
+			{Op: ops.WriterTool, Fields: with(letter, "number", 0)},
+			{Op: ops.WriterTool, Fields: with(letter, "number", 1)},
+		},
+	} {
+		var contents []string
+		for _, j := range group {
+			task, err := c.check(j)
+			require.NoError(t, err, "%+v", j)
+			contents = append(contents, task.content)
+		}
+		for i := range contents {
+			assert.Equal(t, contents[0], contents[i], "%+v", group[i])
+		}
+	}
+	// What the SDK sends differently is another job.
+	a, err := c.check(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p"}})
 	require.NoError(t, err)
-	b, err := c.resolve(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 1}})
+	b, err := c.check(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "numberOfResults": 2}})
 	require.NoError(t, err)
-	assert.Equal(t, a.vals, b.vals)
+	assert.NotEqual(t, a.content, b.content)
+	d, err := c.check(Job{Op: ops.WriterTool, Fields: with(letter, "action", "other")})
+	require.NoError(t, err)
+	e, err := c.check(Job{Op: ops.WriterTool, Fields: letter})
+	require.NoError(t, err)
+	assert.NotEqual(t, d.content, e.content)
 }
 
 // The ledger's records keep one flat JSON object, as earlier versions

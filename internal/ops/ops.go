@@ -154,6 +154,44 @@ func Lookup(name string) (Op, bool) {
 	return Op{}, false
 }
 
+// The writer tool's use case for cover letters, and the action it takes
+// when none is given (the one the spec shows with it).
+const (
+	UseCaseCoverLetter = "CoverLetter"
+	CoverLetterAction  = "generate_writenow"
+)
+
+// WriterAction is the action the writer tool is sent for useCase when the
+// caller gave action: action, or for a cover letter left without one,
+// CoverLetterAction.
+func WriterAction(useCase, action string) string {
+	if action == "" && useCase == UseCaseCoverLetter {
+		return CoverLetterAction
+	}
+	return action
+}
+
+// Canonical brings vals, the wire-named fields of a request of op, to one
+// form for every way of writing the request the SDK sends alike: a
+// required number left out or at 0 takes its default, as the SDK sends
+// it, and a cover letter's action that is the one the SDK fills in is left
+// out, as it is most often written. Batch identifies jobs by this form.
+func Canonical(op Op, vals map[string]any) {
+	for _, f := range op.Fields {
+		if f.Type == Number && f.Required && f.Default != 0 {
+			if n, ok := vals[f.Name].(float64); !ok || n == 0 {
+				vals[f.Name] = f.Default
+			}
+		}
+	}
+	if op.Name == WriterTool {
+		useCase, _ := vals["useCase"].(string)
+		if action, _ := vals["action"].(string); action != "" && action == WriterAction(useCase, "") {
+			delete(vals, "action")
+		}
+	}
+}
+
 // Default is what field name of op means when left at 0, or 0 when it has
 // no default.
 func Default(op, name string) float64 {
