@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -96,28 +97,45 @@ func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, 
 	return last, n, decide(last, &r.o, false), err
 }
 
-// beatNow writes the run's heartbeat. One that cannot be written does not
-// stop the run: the ledger, not the heartbeat, is the record, and the
-// run's claims then look like those of a worker that is gone.
-func (ru *run) beatNow(ctx context.Context) {
+// beatNow writes the run's heartbeat.
+func (ru *run) beatNow(ctx context.Context) error {
 	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), System: thisSystem(), PID: os.Getpid()})
 	if err == nil {
-		_ = ru.store.Put(ctx, heartbeatKey(ru.token), b)
+		err = ru.store.Put(ctx, heartbeatKey(ru.token), b)
 	}
+	return err
 }
 
 // keepBeating writes the run's heartbeat now, before any claim, and again
 // every heartbeatEvery until the returned func is called, which removes
-// it: a rerun right after the run ended is not held back by it.
-func (ru *run) keepBeating(ctx context.Context) (stop func()) {
+// it: a rerun right after the run ended is not held back by it. A first
+// heartbeat that cannot be written is its error: nothing is claimed. Once
+// none could be written for all but the last beat before the run would
+// look gone, the run stops claiming (a *LedgerError): another worker would
+// soon take its claims for those of a worker that is gone, and with
+// Options.ResendUnknown send them again.
+func (ru *run) keepBeating(ctx context.Context) (stop func(), err error) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ru.beatNow(bctx)
-	stopTicks := every(heartbeatEvery, func() { ru.beatNow(bctx) })
+	if err := ru.beatNow(bctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("the run's heartbeat: %w", err)
+	}
+	last := time.Now()
+	stopTicks := every(heartbeatEvery, func() {
+		err := ru.beatNow(bctx)
+		switch {
+		case err == nil:
+			last = time.Now()
+		case bctx.Err() == nil && time.Since(last) >= (staleBeats-1)*heartbeatEvery:
+			ru.failLedger(fmt.Errorf("no heartbeat of the run could be written for %v, so other workers would soon take its claims for those of a worker that is gone: %w",
+				time.Since(last).Round(time.Second), err), nil)
+		}
+	})
 	return func() {
 		cancel() // a write under way gives up
 		stopTicks()
 		_ = ru.store.Delete(context.WithoutCancel(ctx), heartbeatKey(ru.token))
-	}
+	}, nil
 }
 
 // every calls fn every d, from a goroutine of its own, until the returned

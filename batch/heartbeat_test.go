@@ -315,33 +315,57 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 	})
 }
 
-// noBeats is a Store that cannot write a heartbeat.
+// noBeats is a Store that writes the first allow heartbeats, then no more.
 type noBeats struct {
 	batch.Store
+	allow   int32
+	written atomic.Int32
 	refused atomic.Int32
 }
 
 func (s *noBeats) Put(ctx context.Context, key string, data []byte) error {
-	if strings.HasPrefix(key, "ledger/runs/") {
+	if strings.HasPrefix(key, "ledger/runs/") && s.written.Add(1) > s.allow {
 		s.refused.Add(1)
 		return fmt.Errorf("write %s: %w", key, syscall.EACCES)
 	}
 	return s.Store.Put(ctx, key, data)
 }
 
-// A heartbeat that cannot be written, at the start of a run nor every
-// 30 s after, does not stop it: four calls of a minute each all end.
-func TestAHeartbeatThatCannotBeWrittenDoesNotStopTheRun(t *testing.T) {
+// A run whose first heartbeat cannot be written claims nothing and sends
+// nothing: its claims would look like those of a worker that is gone.
+func TestARunWhoseHeartbeatCannotBeWrittenSendsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, imageJobs(4)...)
+	r, err := batch.New(f.c, &noBeats{Store: f.openOut(t)}, batch.Options{Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	var le *batch.LedgerError
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, syscall.EACCES)
+	assert.Equal(t, 4, sum.NotStarted, "%+v", sum)
+	assert.Zero(t, f.srv.Count("image/text-to-image"))
+}
+
+// A run whose heartbeats stop being written stops claiming 60 s after the
+// last one (before another worker takes its claims for a dead worker's at
+// 90 s); the calls in flight end and are recorded. Calls take 45 s, two at
+// once: four start at 0 s and 45 s, the beats at 30 s and 60 s fail, and
+// the other four never start.
+func TestARunWhoseHeartbeatsStopStopsClaiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(time.Minute))
-		f.write(t, imageJobs(4)...)
-		store := &noBeats{Store: f.openOut(t)}
-		r, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs)})
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(45*time.Second))
+		f.write(t, imageJobs(8)...)
+		store := &noBeats{Store: f.openOut(t), allow: 1}
+		r, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 2})
 		require.NoError(t, err)
 		sum, err := checkAndRun(r, batch.File(f.jobs))
-		require.NoError(t, err)
+		var le *batch.LedgerError
+		require.ErrorAs(t, err, &le)
+		assert.Contains(t, err.Error(), "no heartbeat of the run could be written for 1m0s")
+		assert.Empty(t, le.Unrecorded)
 		assert.Equal(t, 4, sum.Done, "%+v", sum)
+		assert.Equal(t, 4, sum.NotStarted, "%+v", sum)
 		assert.Equal(t, 4, f.srv.Count("image/text-to-image"))
-		assert.GreaterOrEqual(t, store.refused.Load(), int32(3), "refused at 0 s, 30 s and 60 s")
+		assert.GreaterOrEqual(t, store.refused.Load(), int32(2), "refused at 30 s and 60 s")
 	})
 }

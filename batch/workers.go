@@ -58,7 +58,12 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	}
 	ru := &run{Runner: r, token: newRunToken()}
 	ru.sum.Jobs = c.mine
-	defer ru.keepBeating(ctx)() // stopped after the workers: every claim has ended
+	stopBeats, err := ru.keepBeating(ctx)
+	if err != nil {
+		ru.sum.NotStarted = c.mine
+		return ru.sum, &LedgerError{Err: err}
+	}
+	defer stopBeats() // stopped after the workers: every claim has ended
 	queue := make(chan *task)
 	readErr := make(chan error, 1)
 	go func() {
