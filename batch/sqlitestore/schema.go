@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -118,42 +119,63 @@ const oldLedger = "ledger"
 // keys, and the outputs at the top of the folder, as files. The files stay
 // as they are; the database is the record from now on.
 func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
-	if st, err := root.Stat(oldLedger); err != nil || !st.IsDir() {
+	st, err := root.Lstat(oldLedger)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
+	case err != nil:
+		return fmt.Errorf("the ledger/ folder of an earlier version: %w", err)
+	case !st.IsDir():
+		return errors.New("ledger in the folder is not the folder of records an earlier version kept " +
+			"(a symbolic link or a file): put the folder itself there, or give another output folder")
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == "." {
+	err = importOutputs(ctx, stmt, root)
+	if err == nil {
+		err = fs.WalkDir(root.FS(), oldLedger, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") || !d.Type().IsRegular() {
+				return err
+			}
+			data, err := root.ReadFile(p)
+			if err == nil {
+				_, err = stmt.ExecContext(ctx, p, data)
+			}
 			return err
-		}
-		return importEntry(ctx, stmt, root, p, d)
-	})
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("importing the ledger/ folder of an earlier version: %w", err)
 	}
 	return nil
 }
 
-// importEntry imports what importFolder's walk meets at p.
-func importEntry(ctx context.Context, stmt *sql.Stmt, root *os.Root, p string, d fs.DirEntry) error {
-	inLedger := p == oldLedger || strings.HasPrefix(p, oldLedger+"/")
-	hidden := strings.HasPrefix(d.Name(), ".")
-	switch {
-	case d.IsDir() && (hidden || !inLedger):
-		return fs.SkipDir // a folder of outputs is flat: only the ledger's are walked
-	case hidden || reserved[p] || !d.Type().IsRegular():
-		return nil
-	case !inLedger:
-		_, err := stmt.ExecContext(ctx, p, nil)
+// importOutputs records the files at the top of the folder, the outputs
+// of the earlier version, reading the folder a page of names at a time: it
+// may hold a million of them.
+func importOutputs(ctx context.Context, stmt *sql.Stmt, root *os.Root) error {
+	f, err := root.Open(".")
+	if err != nil {
 		return err
 	}
-	data, err := root.ReadFile(p)
-	if err == nil {
-		_, err = stmt.ExecContext(ctx, p, data)
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(listPage)
+		for _, e := range entries {
+			if n := e.Name(); !strings.HasPrefix(n, ".") && !reserved[n] && e.Type().IsRegular() {
+				if _, err := stmt.ExecContext(ctx, n, nil); err != nil {
+					return err
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) || err == nil && len(entries) == 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
 }

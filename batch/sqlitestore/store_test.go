@@ -213,6 +213,47 @@ func TestTheLedgerFolderOfAnEarlierVersionIsImportedOnce(t *testing.T) {
 	assert.False(t, ok, "the folder is imported only when the database is made")
 }
 
+// The outputs of an earlier version are read a page of names at a time:
+// more than a page of them are all imported.
+func TestEveryOutputOfAnEarlierVersionIsImported(t *testing.T) {
+	dir, _ := oldFolder(t)
+	n := 3*listPage + 7
+	for i := range n {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("out-%04d.png", i)), []byte("png"), 0o644))
+	}
+	s := openT(t, dir)
+	count := 0
+	for k, err := range s.List(t.Context(), "out-") {
+		require.NoError(t, err)
+		ok, err := s.Exists(t.Context(), k)
+		require.NoError(t, err)
+		assert.True(t, ok, k)
+		count++
+	}
+	assert.Equal(t, n, count)
+}
+
+// A ledger that is not the folder itself (a symbolic link to where it was
+// moved, say) is refused: taken as no ledger, its claims and ended jobs
+// would be forgotten and paid for again.
+func TestAnEarlierVersionsLedgerThatIsNotAFolderIsRefused(t *testing.T) {
+	dir, _ := oldFolder(t)
+	moved := filepath.Join(t.TempDir(), "ledger")
+	require.NoError(t, os.Rename(filepath.Join(dir, "ledger"), moved))
+	require.NoError(t, os.Symlink(moved, filepath.Join(dir, "ledger")))
+	_, err := Open(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is not the folder of records an earlier version kept")
+
+	// The folder put back, the import is made then.
+	require.NoError(t, os.Remove(filepath.Join(dir, "ledger")))
+	require.NoError(t, os.Rename(moved, filepath.Join(dir, "ledger")))
+	s := openT(t, dir)
+	ok, err := s.Exists(t.Context(), "ledger/3fa/3fa00000000000000000000000000001.0001.end.json")
+	require.NoError(t, err)
+	assert.True(t, ok, "imported once the folder is back")
+}
+
 func TestAnEarlierVersionsFolderThatDidNotCloseIsRefused(t *testing.T) {
 	dir, _ := oldFolder(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".journal"), 0o755))

@@ -109,12 +109,15 @@ func (w *writer) loop() {
 	}
 }
 
-// commit commits the writes and tells each its outcome. Writes whose
-// transaction fails are tried again one at a time, so that one bad write
-// fails alone.
+// commit commits the writes and tells each its outcome. When one write's
+// statement fails, the writes are tried again one at a time, so that one
+// bad write fails alone; a transaction that cannot begin or commit (the
+// database locked past the busy timeout, the disk failing) fails them all
+// at once, since each alone would fail the same way, one timeout after
+// another.
 func (w *writer) commit(ws []*write) {
-	err := w.apply(ws)
-	if err != nil && len(ws) > 1 {
+	stmtFailed, err := w.apply(ws)
+	if stmtFailed && len(ws) > 1 {
 		for _, wr := range ws {
 			w.commit([]*write{wr})
 		}
@@ -134,13 +137,14 @@ var statements = [...]string{
 }
 
 // apply runs the writes in one transaction, begun IMMEDIATE (see dsn), and
-// commits it. A create whose key exists is no failure of the transaction:
-// that write alone fails, with batch.ErrExist.
-func (w *writer) apply(ws []*write) error {
+// commits it; stmtFailed says that a write's own statement failed. A
+// create whose key exists is no failure of the transaction: that write
+// alone fails, with batch.ErrExist.
+func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 	ctx := context.Background()
 	tx, err := w.conn.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, wr := range ws {
 		args := []any{wr.key, wr.data}
@@ -152,7 +156,7 @@ func (w *writer) apply(ws []*write) error {
 		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, args...)
 		if err != nil {
 			_ = tx.Rollback()
-			return err
+			return true, err
 		}
 		wr.err = nil
 		if n, _ := res.RowsAffected(); wr.kind == opCreate && n == 0 {
@@ -160,8 +164,8 @@ func (w *writer) apply(ws []*write) error {
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return false, err
 	}
 	w.commits.Add(1)
-	return nil
+	return false, nil
 }
