@@ -439,3 +439,42 @@ func TestAMistypedFieldGetsTheNearestNameAndNothingIsSent(t *testing.T) {
 	assert.Equal(t, "line 4: flavour: image/text-to-image takes no such field"+takes, ce.Lines[3].Error(), "no name is near")
 	assert.Empty(t, f.srv.Requests())
 }
+
+// ctxStore is a Store that, as a database's or a bucket's does, refuses
+// what is asked of it once the context has ended.
+type ctxStore struct{ batch.Store }
+
+func (s ctxStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s ctxStore) Create(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Store.Create(ctx, key, data)
+}
+
+// A run whose context has ended says so, not that its ledger failed, and
+// counts every job it did not start as not started.
+func TestACancelledRunIsNoLedgerFailure(t *testing.T) {
+	for range 20 {
+		f := newFixture(t)
+		f.write(t, imageJobs(10)...)
+		r, err := batch.New(f.c, ctxStore{f.store}, batch.Options{Base: filepath.Dir(f.jobs)})
+		require.NoError(t, err)
+		c, err := r.Check(context.Background(), batch.File(f.jobs))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		sum, err := r.Run(ctx, c)
+		require.ErrorIs(t, err, context.Canceled)
+		var le *batch.LedgerError
+		require.False(t, errors.As(err, &le), "%v", err)
+		assert.Equal(t, 10, sum.NotStarted, "%+v", sum)
+		assert.Zero(t, f.srv.Count("image/text-to-image"))
+	}
+}

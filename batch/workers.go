@@ -157,8 +157,15 @@ func (ru *run) do(ctx context.Context, t *task) {
 		return
 	default:
 	}
+	if ctx.Err() != nil {
+		return
+	}
 	ru.started.Add(1)
 	last, n, act, err := ru.assess(ctx, t.key)
+	if cancelled(ctx, err) {
+		ru.started.Add(-1)
+		return
+	}
 	if err != nil {
 		ru.failLedger(err, nil)
 		return
@@ -177,6 +184,12 @@ func (ru *run) do(ctx context.Context, t *task) {
 	}
 }
 
+// cancelled reports whether err is the end of ctx rather than a failure
+// of the Store: the job read or claimed with it was not started.
+func cancelled(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+}
+
 // skip counts with f a job this run leaves as it is, rec its last attempt.
 func (ru *run) skip(rec *record, f func(s *Summary)) {
 	ru.count(f)
@@ -189,6 +202,10 @@ func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
 	err := putStage(ctx, ru.store, rec, stageClaim)
 	if errors.Is(err, ErrExist) {
 		ru.skip(rec, func(s *Summary) { s.Elsewhere++ })
+		return false
+	}
+	if cancelled(ctx, err) {
+		ru.started.Add(-1)
 		return false
 	}
 	if err != nil {
@@ -296,6 +313,10 @@ func (ru *run) unrecorded(rec *record, err error) {
 func (ru *run) checkDone(ctx context.Context, last *record, n int) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
+		if cancelled(ctx, err) {
+			ru.started.Add(-1)
+			return
+		}
 		if err != nil {
 			ru.failLedger(err, nil)
 			return
