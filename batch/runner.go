@@ -47,8 +47,14 @@ type Options struct {
 	// process id).
 	Worker string
 	// CallOptions are given to every call and download (a logger, a
-	// timeout).
+	// timeout). A download is bounded to an hour unless they give
+	// WithTimeout.
 	CallOptions []creative.Option
+	// MaxDownloadBytes bounds each file a job's answer links to (default
+	// 4 GiB): a larger one, or a link that streams without end, leaves
+	// its job answered and nothing of the file, and a rerun with a higher
+	// bound downloads it without paying again.
+	MaxDownloadBytes int64
 	// IndexEvery, when above 0, keeps index.html (see WriteIndex) current
 	// while the run goes: it is written again this often while jobs end.
 	// Run does not write it at its end: call WriteIndex then.
@@ -91,6 +97,9 @@ type Runner struct {
 
 // New returns a Runner that calls c and records in store.
 func New(c *creative.Client, store Store, o Options) (*Runner, error) {
+	if o.MaxDownloadBytes <= 0 {
+		o.MaxDownloadBytes = 4 << 30
+	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}

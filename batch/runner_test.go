@@ -478,3 +478,25 @@ func TestACancelledRunIsNoLedgerFailure(t *testing.T) {
 		assert.Zero(t, f.srv.Count("image/text-to-image"))
 	}
 }
+
+// A download is bounded: one larger than the bound leaves the job answered,
+// its partial file nowhere, and a rerun that allows it downloads the answer
+// without paying again.
+func TestADownloadOverItsBoundIsNotKeptAndARerunFetchesItFree(t *testing.T) {
+	const op = "audio/text-to-music"
+	f := newFixture(t)
+	f.write(t, `{"op":"audio/text-to-music","prompt":"tune"}`)
+	sum, err := f.run(t, batch.Options{MaxDownloadBytes: 64})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Waiting, "answered, its file not kept: %+v", sum)
+	var files int
+	for range f.store.List(context.Background(), "000001") {
+		files++
+	}
+	assert.Zero(t, files, "no partial file")
+
+	sum, err = f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Done, "%+v", sum)
+	assert.Equal(t, 1, f.srv.Count(op), "paid once")
+}

@@ -145,6 +145,10 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 	ru.finish(ctx, rec, start, err)
 }
 
+// downloadTimeout bounds a download unless Options.CallOptions give
+// WithTimeout: a link that stalls would hold a worker for ever.
+const downloadTimeout = time.Hour
+
 // fetch downloads link i of rec to its file, named by its first bytes.
 func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) error {
 	count := creative.WithMiddleware(func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
@@ -153,7 +157,9 @@ func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) error
 	})
 	name := func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head, link)) }
 	return ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
-		return ru.c.Download(ctx, creative.URL(link), w, append([]creative.Option{count}, ru.o.CallOptions...)...)
+		opts := append([]creative.Option{count, creative.WithTimeout(downloadTimeout)}, ru.o.CallOptions...)
+		opts = append(opts, creative.WithMaxResponseBytes(ru.o.MaxDownloadBytes))
+		return ru.c.Download(ctx, creative.URL(link), w, opts...)
 	})
 }
 
