@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mattn/go-isatty"
+
 	"github.com/creativegen/creative-go/batch"
 )
 
@@ -39,15 +41,22 @@ type Buckets struct {
 func Main(buckets *Buckets) int {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, progress: isTerminal(os.Stderr), stdoutTerminal: isTerminal(os.Stdout), signals: signals, buckets: buckets}
+	a := newApp(os.Stdout, os.Stderr, os.Getenv, signals, buckets)
 	if buckets == nil {
 		a.handOver = func() error { return handOverToCloud(os.Args[1:]) }
 	}
 	return a.run(os.Args[1:])
 }
 
-// isTerminal reports whether f is a character device, such as a terminal.
+// newApp is a run on the streams stdout and stderr: progress is shown on
+// stderr, and binary output refused on stdout, when each is a terminal.
+func newApp(stdout, stderr *os.File, getenv func(string) string, signals <-chan os.Signal, buckets *Buckets) *app {
+	return &app{stdout: stdout, stderr: stderr, getenv: getenv, progress: isTerminal(stderr), stdoutTerminal: isTerminal(stdout), signals: signals, buckets: buckets}
+}
+
+// isTerminal reports whether f is a terminal. A character device is not
+// enough: /dev/null is one, and output sent there is meant to be dropped.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	fd := f.Fd()
+	return isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd)
 }

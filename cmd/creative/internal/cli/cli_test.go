@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -492,6 +493,83 @@ func TestOutDashRefusesToWriteBytesOnATerminal(t *testing.T) {
 		}
 		assert.Len(t, srv.Requests(), 3)
 	})
+}
+
+// TestOutDashWritesToDevNull: /dev/null is a character device and no
+// terminal, and what is written there is meant to be dropped: --out - on
+// it runs the call and writes the result, as on a pipe or a file.
+func TestOutDashWritesToDevNull(t *testing.T) {
+	srv, env := fakeEnv(t)
+	for _, tt := range []struct {
+		name, op string
+		args     []string
+	}{
+		{"speech", "audio/text-to-speech", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"}},
+		{"an image", "image/generate-qr", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			require.NoError(t, err)
+			defer devNull.Close()
+			stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+			require.NoError(t, err)
+			defer stderr.Close()
+			a := newApp(devNull, stderr, func(k string) string { return env[k] }, nil, testBuckets)
+			written := &countingWriter{w: a.stdout}
+			a.stdout = written
+			code := a.run(append(tt.args, "--out", "-"))
+			said, err := os.ReadFile(stderr.Name())
+			require.NoError(t, err)
+			require.Equal(t, 0, code, "%s", said)
+			assert.Empty(t, string(said))
+			assert.Positive(t, written.n, "the result was written to /dev/null")
+			assert.Equal(t, 1, srv.Count(tt.op))
+			entries, err := os.ReadDir(".")
+			require.NoError(t, err)
+			assert.Empty(t, entries, "no file and no directory named -")
+		})
+	}
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+func TestIsTerminalTellsATerminalFromOtherFiles(t *testing.T) {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer devNull.Close()
+	assert.False(t, isTerminal(devNull), "/dev/null")
+
+	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	require.NoError(t, err)
+	defer file.Close()
+	assert.False(t, isTerminal(file), "a file")
+
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	assert.False(t, isTerminal(w), "a pipe")
+
+	if runtime.GOOS != "linux" {
+		t.Skip("a pseudo-terminal is opened here only on Linux")
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	assert.True(t, isTerminal(ptmx), "a pseudo-terminal")
 }
 
 func isPNG(b []byte) bool {
