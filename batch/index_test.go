@@ -83,6 +83,35 @@ func TestTheIndexIsKeptCurrentWhileARunGoes(t *testing.T) {
 	})
 }
 
+// slowIndex is a Store whose index takes 10 s to write, as a page of a
+// ledger of a million jobs may.
+type slowIndex struct{ indexWatch }
+
+func (s *slowIndex) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
+	if key == batch.IndexFile {
+		time.Sleep(10 * time.Second)
+	}
+	return s.indexWatch.NewWriter(ctx, key, meta)
+}
+
+// A page that takes long to write waits ten times as long before the next:
+// eight jobs of 20 s, one at a time, IndexEvery 7 s; written at 7 s (until
+// 17 s), then not before 117 s: at 119 s (until 129 s), and not again
+// before the run ends at 160 s.
+func TestASlowIndexIsWrittenLessOften(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(20*time.Second))
+		f.write(t, imageJobs(8)...)
+		store := &slowIndex{indexWatch{Store: f.store}}
+		r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, IndexEvery: 7 * time.Second, Base: filepath.Dir(f.jobs)})
+		require.NoError(t, err)
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		require.NoError(t, err)
+		assert.Equal(t, 8, sum.Done)
+		assert.Equal(t, int32(2), store.writes.Load())
+	})
+}
+
 func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	f := newFixture(t)
 	f.srv.Fail("image/generate-logo", creativetest.Fault{Status: 400, Message: "prompt: <refused>"})

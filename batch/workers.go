@@ -92,16 +92,21 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 
 // keepIndex rewrites index.html every Options.IndexEvery while jobs end,
 // until the returned func is called; a page that cannot be written is left
-// as it was, since the ledger, not the page, is the record.
+// as it was, since the ledger, not the page, is the record. A page that
+// took long to write (a ledger of a million jobs) waits ten times as long
+// before the next, so that the run's own work comes first.
 func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	if ru.o.IndexEvery <= 0 {
 		return func() {}
 	}
 	written := int64(-1)
+	var next time.Time
 	return every(ru.o.IndexEvery, func() {
-		if n := ru.ended.Load(); n != written {
+		if n := ru.ended.Load(); n != written && !time.Now().Before(next) {
 			written = n
+			start := time.Now()
 			_ = WriteIndex(ctx, ru.store)
+			next = time.Now().Add(10 * time.Since(start))
 		}
 	})
 }
