@@ -46,8 +46,8 @@ func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) 
 		ru.answered(ctx, rec, v, start)
 		return
 	case *creative.Audio:
-		key := fileName(rec.Stem, 0, 1, v.Ext())
-		err = ru.write(ctx, rec, func([]byte) string { return key }, func(w io.Writer) (int64, error) {
+		name := func(head []byte) string { return fileName(rec.Stem, 0, 1, sniff.DeclaredExt(v.Ext(), head)) }
+		err = ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
 			defer v.Close()
 			return io.Copy(w, v)
 		})

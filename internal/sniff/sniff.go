@@ -122,3 +122,14 @@ func FileExt(head []byte, link string) string {
 	}
 	return ".bin"
 }
+
+// DeclaredExt is declared, the extension of the type an answer declared,
+// unless that is ".bin" (a type not known): then the extension its first
+// bytes head name, else ".bin". A stream of audio is named so wherever it
+// is saved.
+func DeclaredExt(declared string, head []byte) string {
+	if declared != ".bin" {
+		return declared
+	}
+	return FileExt(head, "")
+}

@@ -469,6 +469,17 @@ func TestSpeechIsNamedByItsTypeElseByItsBytes(t *testing.T) {
 			"audio", "text-to-speech", "--prompt", "hi", "--voice-id", "female-1", "--out", out)
 		require.Equal(t, 0, code, stderr)
 		assert.Equal(t, filepath.Join(out, tt.name)+"\n", stdout, tt.ctype)
+
+		// A batch names it alike.
+		jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
+		require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"audio/text-to-speech","prompt":"hi","voiceId":"female-1"}`+"\n"), 0o644))
+		out = t.TempDir()
+		code, _, stderr = runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey}, "batch", jobs, "--out", out)
+		require.Equal(t, 0, code, stderr)
+		recs := readResults(t, out)
+		require.Len(t, recs, 1)
+		require.Len(t, recs[0].Files, 1)
+		assert.Equal(t, filepath.Ext(tt.name), filepath.Ext(recs[0].Files[0]), tt.ctype)
 	}
 }
 

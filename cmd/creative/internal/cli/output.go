@@ -58,12 +58,7 @@ func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err 
 		n := namer{stem: stem}
 		// Named as the SDK names the type the service declared; by the
 		// first bytes when it declared none it knows.
-		err = s.write(&n, &out, func(head []byte) string {
-			if ext := v.Ext(); ext != ".bin" {
-				return ext
-			}
-			return sniff.FileExt(head, "")
-		}, func(w io.Writer) error {
+		err = s.write(&n, &out, func(head []byte) string { return sniff.DeclaredExt(v.Ext(), head) }, func(w io.Writer) error {
 			_, err := io.Copy(w, v)
 			return err
 		})
