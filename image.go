@@ -69,7 +69,7 @@ func (c *Client) TextToImage(ctx context.Context, req TextToImageRequest, opts .
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	n := orDefault(op, "numberOfResults", req.NumberOfResults)
+	n := ops.OrDefault(op, "numberOfResults", req.NumberOfResults)
 	wire := textToImageWire{
 		Prompt: req.Prompt, NumberOfResults: n,
 		ImageSizeID: string(req.ImageSizeID), DimensionsID: string(req.ImageSizeID),
@@ -105,7 +105,7 @@ func (c *Client) GenerateLogo(ctx context.Context, req GenerateLogoRequest, opts
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	return invokeJSON(ctx, c, op, req, opts, images(orDefault(op, "numberOfResults", req.NumberOfResults)))
+	return invokeJSON(ctx, c, op, req, opts, images(ops.OrDefault(op, "numberOfResults", req.NumberOfResults)))
 }
 
 // GenerateQRRequest asks for a QR code that links to a site, styled by a

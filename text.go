@@ -102,7 +102,7 @@ func (r WriterToolRequest) Validate() error {
 
 // filled is r with its defaults: one text, and a cover letter's action.
 func (r WriterToolRequest) filled() WriterToolRequest {
-	r.Number = orDefault(ops.WriterTool, "number", r.Number)
+	r.Number = ops.OrDefault(ops.WriterTool, "number", r.Number)
 	r.Action = Action(ops.WriterAction(string(r.UseCase), string(r.Action)))
 	return r
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-querystring/query"
 
 	"github.com/creativegen/creative-go/ids"
-	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // A checker validates one request before anything is sent and keeps the
@@ -64,7 +63,7 @@ func quoteShort(s string) string {
 }
 
 // count requires lo <= n <= hi, or 0: a count left at 0 is its default
-// (see orDefault).
+// (see ops.OrDefault).
 func (v *checker) count(field string, n, lo, hi int) {
 	if n == 0 {
 		return
@@ -102,15 +101,6 @@ func (v *checker) id(field, s string, required bool) {
 }
 
 const maxInt = int(^uint(0) >> 1)
-
-// orDefault is n, or when it is 0 the default of field of op in the table
-// of operations: the one place that says what a count left out means.
-func orDefault(op, field string, n int) int {
-	if n == 0 {
-		return int(ops.Default(op, field))
-	}
-	return n
-}
 
 // link requires an absolute http or https URL with a host and, if it has
 // one, a port from 1 to 65535.

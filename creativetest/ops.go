@@ -142,15 +142,6 @@ func opByPath(p string) *operation {
 	return opByName(area + "/" + rest)
 }
 
-// orDefault is n, or when it is 0 (left out) the default the table gives
-// field of op.
-func orDefault(op, field string, n float64) float64 {
-	if n == 0 {
-		return ops.Default(op, field)
-	}
-	return n
-}
-
 // b64 is the data of an image answer.
 func b64(b []byte) map[string]string {
 	return map[string]string{"base64": base64.StdEncoding.EncodeToString(b)}
@@ -213,7 +204,7 @@ func writerTool(s *Server, in *input, r creative.WriterToolRequest) (result, err
 }
 
 func textToMusic(s *Server, in *input, r creative.TextToMusicRequest) (result, error) {
-	secs := orDefault(ops.TextToMusic, "duration", r.Duration)
+	secs := ops.OrDefault(ops.TextToMusic, "duration", r.Duration)
 	return result{data: s.store(".wav", "audio/wav", media.Music(r.Prompt, secs))}, nil
 }
 
@@ -251,7 +242,7 @@ func textToImage(s *Server, in *input, r creative.TextToImageRequest) (result, e
 }
 
 func generateLogo(s *Server, in *input, r creative.GenerateLogoRequest) (result, error) {
-	n := int(orDefault(ops.GenerateLogo, "numberOfResults", float64(r.NumberOfResults)))
+	n := ops.OrDefault(ops.GenerateLogo, "numberOfResults", r.NumberOfResults)
 	logos := media.Logo(r.Prompt, n)
 	if n == 1 {
 		return result{data: b64(logos[0])}, nil
@@ -317,7 +308,7 @@ func changeBackground(s *Server, in *input, r creative.ChangeBackgroundRequest) 
 }
 
 func infiniteZoom(s *Server, in *input, r creative.InfiniteZoomRequest) (result, error) {
-	steps := int(orDefault(ops.InfiniteZoom, "numberOfIteration", float64(r.NumberOfIteration)))
+	steps := ops.OrDefault(ops.InfiniteZoom, "numberOfIteration", r.NumberOfIteration)
 	return result{data: s.store(".gif", "image/gif", media.Zoom(r.Prompt, steps))}, nil
 }
 

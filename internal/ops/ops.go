@@ -192,6 +192,15 @@ func Canonical(op Op, vals map[string]any) {
 	}
 }
 
+// OrDefault is n, or when it is 0 (left out) the default of field of op:
+// the one place that says what a count left out means.
+func OrDefault[N int | float64](op, field string, n N) N {
+	if n == 0 {
+		return N(Default(op, field))
+	}
+	return n
+}
+
 // Default is what field name of op means when left at 0, or 0 when it has
 // no default.
 func Default(op, name string) float64 {

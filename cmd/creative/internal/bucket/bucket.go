@@ -191,19 +191,10 @@ func (s *Store) probe(ctx context.Context) error {
 	}
 }
 
-// checkKey refuses keys that are not clean slash-separated relative paths
-// (a backslash would be a separator on some drivers' disks).
-func checkKey(key string) error {
-	if key == "" || key == "." || !fs.ValidPath(key) || strings.Contains(key, `\`) {
-		return fmt.Errorf("bucket: invalid key %q", key)
-	}
-	return nil
-}
-
 // Create writes data to key only if key does not exist, as one conditional
 // request; it returns an error matching batch.ErrExist if it does.
 func (s *Store) Create(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
@@ -234,7 +225,7 @@ func inFlightConflict(err error) bool {
 
 // Put writes data to key, replacing any earlier object in one request.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return err
 	}
 	if err := s.write(ctx, key, data, false); err != nil {
@@ -252,7 +243,7 @@ func (s *Store) write(ctx context.Context, key string, data []byte, ifNotExist b
 
 // Get reads key, or returns an error matching batch.ErrNotExist.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return nil, err
 	}
 	data, err := s.b.ReadAll(ctx, key)
@@ -294,7 +285,7 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 // Close returns nil; a writer whose context is cancelled, or that is closed
 // after a failed Write, leaves nothing.
 func (s *Store) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return nil, err
 	}
 	// A "content-type" in meta is the object's Content-Type, so that a
@@ -371,7 +362,7 @@ func (w *writer) Close() error {
 // the job, operation, id and request id that made it), and its
 // Content-Type as "content-type".
 func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, error) {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return nil, err
 	}
 	attrs, err := s.b.Attributes(ctx, key)
@@ -391,7 +382,7 @@ func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, er
 
 // Exists reports whether key names an object.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return false, err
 	}
 	ok, err := s.b.Exists(ctx, key)
@@ -403,7 +394,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 
 // Delete removes key; a key that does not exist is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
+	if err := batch.CheckKey(key); err != nil {
 		return err
 	}
 	err := s.b.Delete(ctx, key)
