@@ -121,6 +121,9 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 		return nil
 	}
 	s, ok := v.(string)
+	if rv := reflect.ValueOf(v); !ok && rv.Kind() == reflect.String {
+		s, ok = rv.String(), true // a named string type: ids.StyleAnime, creative.UseCase
+	}
 	if !ok {
 		return errors.New("must be a string")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
@@ -148,6 +149,14 @@ func TestJobsSentAlikeAreOneJob(t *testing.T) {
 			assert.Equal(t, contents[0], contents[i], "%+v", group[i])
 		}
 	}
+	// A Go program may give the ids' constants: a style as a constant is
+	// the job of the style as a string.
+	g, err := c.check(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "styleId": ids.StyleAnime}})
+	require.NoError(t, err)
+	h, err := c.check(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p", "styleId": "anime"}})
+	require.NoError(t, err)
+	assert.Equal(t, h.content, g.content)
+
 	// What the SDK sends differently is another job.
 	a, err := c.check(Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": "p"}})
 	require.NoError(t, err)
