@@ -103,8 +103,6 @@ func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts
 	if err != nil {
 		return "", err
 	}
-	// The form is built from a plain string: go-querystring would print the
-	// typed id through its String method, which gives the label.
 	body, err := form(op, req, audio)
 	if err != nil {
 		return "", err

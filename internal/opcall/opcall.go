@@ -109,8 +109,11 @@ func set(f reflect.Value, v any) error {
 		f.SetString(s)
 	case reflect.Int:
 		n, ok := v.(float64)
-		if !ok || n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+		if !ok || n != math.Trunc(n) {
 			return fmt.Errorf("must be a whole number, got %v", v)
+		}
+		if math.Abs(n) > math.MaxInt32 {
+			return fmt.Errorf("is out of range, got %v", v)
 		}
 		f.SetInt(int64(n))
 	case reflect.Float64:

@@ -98,6 +98,7 @@ func TestBuildNamesTheFieldAtFault(t *testing.T) {
 		{map[string]any{"prompt": 3.0}, "prompt: must be a string, got float64"},
 		{map[string]any{"numberOfResults": 1.5}, "numberOfResults: must be a whole number, got 1.5"},
 		{map[string]any{"numberOfResults": "2"}, "numberOfResults: must be a whole number, got 2"},
+		{map[string]any{"numberOfResults": 3e9}, "numberOfResults: is out of range, got 3e+09"},
 	} {
 		_, err := opcall.Build(op, tc.fields)
 		assert.EqualError(t, err, tc.want)
