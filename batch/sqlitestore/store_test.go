@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,6 +69,51 @@ func TestTheLedgerIsTheDatabaseAndOutputsAreFiles(t *testing.T) {
 	assert.True(t, isFile, "an output is recorded as a file once in place")
 	for _, key := range []string{DBFile, DBFile + "-wal", ".hidden", "a/.hidden"} {
 		assert.Error(t, s.Put(ctx, key, []byte("x")), "the key %s is the store's own", key)
+	}
+}
+
+// Deleting an output removes its row and its file.
+func TestDeletingAnOutputRemovesItsFile(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	ctx := t.Context()
+	w, err := s.NewWriter(ctx, "out/000001.png", nil)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("\x89PNG"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, s.Delete(ctx, "out/000001.png"))
+	_, err = os.Stat(filepath.Join(dir, "out", "000001.png"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, err = s.Get(ctx, "out/000001.png")
+	assert.ErrorIs(t, err, batch.ErrNotExist)
+	var rows int
+	require.NoError(t, s.db.QueryRow(`SELECT count(*) FROM objects`).Scan(&rows))
+	assert.Zero(t, rows)
+}
+
+// Opening the folder removes the temporary files a killed process left a
+// day ago or more, and nothing else.
+func TestOpeningSweepsTheTemporaryFilesOfKilledProcesses(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-25 * time.Hour)
+	files := map[string]bool{ // name: kept
+		"." + tempPrefix + "0123456789abcdef.tmp": false,
+		"." + tempPrefix + "fedcba9876543210.tmp": true, // fresh: a process may write it
+		".other.tmp":          true,
+		"000001-a-3fa9c1.png": true,
+	}
+	for name, kept := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+		if !kept || name == ".other.tmp" || name == "000001-a-3fa9c1.png" {
+			require.NoError(t, os.Chtimes(p, old, old))
+		}
+	}
+	openT(t, dir)
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		assert.Equal(t, kept, err == nil, "%s kept", name)
 	}
 }
 
