@@ -369,3 +369,67 @@ func TestARunWhoseHeartbeatsStopStopsClaiming(t *testing.T) {
 		assert.GreaterOrEqual(t, store.refused.Load(), int32(2), "refused at 30 s and 60 s")
 	})
 }
+
+// heldEnds is a Store that holds back how an attempt ended, as a worker
+// that has not yet written it.
+type heldEnds struct {
+	batch.Store
+	mu         sync.Mutex
+	key        string
+	data       []byte
+	endsBefore string // a heartbeat key: reading it first writes the held end
+}
+
+func (s *heldEnds) Create(ctx context.Context, key string, data []byte) error {
+	if strings.HasSuffix(key, ".end.json") && s.endsBefore == "" {
+		s.mu.Lock()
+		s.key, s.data = key, data
+		s.mu.Unlock()
+		return fmt.Errorf("create %s: %w", key, syscall.ENOSPC)
+	}
+	return s.Store.Create(ctx, key, data)
+}
+
+func (s *heldEnds) Get(ctx context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	if key == s.endsBefore && s.data != nil {
+		if err := s.Store.Create(ctx, s.key, s.data); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.data = nil
+	}
+	s.mu.Unlock()
+	return s.Store.Get(ctx, key)
+}
+
+// A claim whose worker ends the job, then its run, between a rerun's read
+// of the claim and of its heartbeat is not taken for a dead worker's: even
+// with ResendUnknown, the job is not paid twice.
+func TestAClaimEndedWhileItsHeartbeatIsReadIsNotSentAgain(t *testing.T) {
+	const op = "image/text-to-image"
+	f := newFixture(t)
+	f.write(t, `{"op":"image/text-to-image","prompt":"owl"}`)
+	store := &heldEnds{Store: f.store}
+	var run string
+	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobStarted {
+			run = e.Record.Run
+		}
+	}})
+	require.NoError(t, err)
+	_, err = checkAndRun(r, batch.File(f.jobs))
+	require.ErrorAs(t, err, new(*batch.LedgerError))
+	require.NotEmpty(t, store.data, "the end was held back")
+	require.Equal(t, 1, f.srv.Count(op))
+
+	// The run is gone (no heartbeat): the rerun reads the claim, then the
+	// heartbeat, and the end is written in between.
+	store.endsBefore = heartbeatKey(run)
+	r, err = batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs), ResendUnknown: true})
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.DoneBefore, "%+v", sum)
+	assert.Equal(t, 1, f.srv.Count(op), "paid once")
+}
