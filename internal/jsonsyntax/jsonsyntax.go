@@ -18,25 +18,37 @@ import (
 )
 
 // Describe reads raw again and returns the byte where it stops being JSON
-// and what is wrong there; ok is false when raw holds no syntax error.
-// Duplicate names and invalid UTF-8 are not its business: it reads past
-// them.
+// and what is wrong there; ok is false when raw holds one JSON value and
+// nothing else but spaces, or nothing but spaces. Duplicate names and
+// invalid UTF-8 are not its business: it reads past them.
 func Describe(raw []byte) (off int, what string, ok bool) {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var err error
 	for err == nil {
-		_, err = dec.ReadToken()
+		// The decoder reads a stream of values; a line holds one.
+		if _, err = dec.ReadToken(); err == nil && dec.StackDepth() == 0 {
+			break
+		}
 	}
+	s := stop{raw: raw, last: int(dec.InputOffset())}
 	var se *jsontext.SyntacticError
-	if !errors.As(err, &se) {
+	switch {
+	case err == nil:
+		// One whole value: whatever follows it is a second, or a word the
+		// decoder cut after a number ("01").
+		if s.off = skipSpace(raw, s.last); s.off == len(raw) {
+			return 0, "", false
+		}
+	case errors.As(err, &se):
+		s.off = int(min(max(se.ByteOffset, 0), int64(len(raw))))
+	default:
 		return 0, "", false
 	}
-	s := stop{raw: raw, off: int(min(max(se.ByteOffset, 0), int64(len(raw)))), last: int(dec.InputOffset())}
 	for i := range dec.StackDepth() {
 		k, n := dec.StackIndex(i + 1)
 		s.open, s.top, s.length = append(s.open, byte(k)), byte(k), n
 	}
-	off, what = s.problem(errors.Is(se.Err, io.ErrUnexpectedEOF))
+	off, what = s.problem(se != nil && errors.Is(se.Err, io.ErrUnexpectedEOF))
 	return off, what, true
 }
 
@@ -73,6 +85,10 @@ func (s *stop) problem(eof bool) (int, string) {
 	switch {
 	case bytes.IndexByte(raw[s.last:s.off], '"') >= 0:
 		return stringProblem(raw, s.off)
+	case len(s.open) == 0 && s.last == 0:
+		return s.firstProblem()
+	case len(s.open) == 0 && isWordByte(raw[s.off]) && isWordByte(raw[s.off-1]):
+		return s.valueProblem()
 	case len(s.open) == 0 && raw[s.off] == '}':
 		return s.off, `an extra "}" after the end of the object`
 	case len(s.open) == 0:
@@ -86,6 +102,21 @@ func (s *stop) problem(eof bool) (int, string) {
 		s.off-- // the decoder faults a bare word where it stops reading it
 	}
 	return s.placeProblem()
+}
+
+// firstProblem says what is wrong at the stop, in the line's first value
+// and outside brackets: the decoder read nothing before it.
+func (s *stop) firstProblem() (int, string) {
+	for s.off > 0 && isWordByte(s.raw[s.off-1]) {
+		s.off--
+	}
+	switch s.raw[s.off] {
+	case ',':
+		return s.off, "a comma with nothing before it"
+	case '\'':
+		return s.off, `a single quote: JSON takes double quotes (") around names and text`
+	}
+	return s.valueProblem()
 }
 
 // placeProblem says what is wrong at the stop, outside strings.
@@ -156,8 +187,65 @@ func (s *stop) valueProblem() (int, string) {
 		return off, fmt.Sprintf("%s is no JSON value: write %s, in lower case", word, lower)
 	case strings.HasPrefix(word, "0") && len(word) > 1 && word[1] != '.':
 		return off, fmt.Sprintf("%s is no JSON number: a number does not start with 0", word)
+	case numberProblem(word) != "":
+		return off, fmt.Sprintf("%s is no JSON number: %s", word, numberProblem(word))
 	}
 	return off, fmt.Sprintf("%s is no JSON value: text takes double quotes, %q (the bare words are true, false and null)", word, word)
+}
+
+// numberProblem says why word, which the decoder stopped in, is no JSON
+// number, or returns "" when word does not start like one, or is one with
+// more after it ("1.5.3", "12px"): text in want of quotes.
+func numberProblem(word string) string {
+	i := 0
+	if word == "" {
+		return ""
+	}
+	if word[0] == '-' || word[0] == '+' {
+		i = 1
+	}
+	switch {
+	case word == "-":
+		return "a lone minus, with no digits after it"
+	case i < len(word) && word[i] == '.' && i+1 < len(word) && isDigit(word[i+1]):
+		if word[0] == '+' {
+			return "a number takes no plus sign"
+		}
+		return "a digit must come before the point"
+	case i == len(word) || !isDigit(word[i]):
+		return ""
+	case word[0] == '+':
+		return "a number takes no plus sign"
+	case word[i] == '0' && i+1 < len(word) && isDigit(word[i+1]):
+		return "a number does not start with 0"
+	}
+	i = digitsEnd(word, i)
+	if i < len(word) && word[i] == '.' {
+		if i+1 == len(word) || !isDigit(word[i+1]) {
+			return "digits must follow the point"
+		}
+		i = digitsEnd(word, i+1)
+	}
+	if i < len(word) && (word[i] == 'e' || word[i] == 'E') {
+		if i++; i < len(word) && (word[i] == '+' || word[i] == '-') {
+			i++
+		}
+		if i == len(word) || !isDigit(word[i]) {
+			return "the exponent needs digits"
+		}
+	}
+	return ""
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// digitsEnd returns the offset of the first byte from i of word that is no
+// digit.
+func digitsEnd(word string, i int) int {
+	for i < len(word) && isDigit(word[i]) {
+		i++
+	}
+	return i
 }
 
 // stringProblem says what is wrong at raw[off], inside a string.
@@ -167,10 +255,21 @@ func stringProblem(raw []byte, off int) (int, string) {
 		return off, `a tab inside a string: write \t`
 	case c < 0x20:
 		return off, fmt.Sprintf(`a control character inside a string: write \u%04x`, c)
+	case c == '\\' && off+1 < len(raw) && raw[off+1] == 'u' && hexDigits(raw[off+2:]) < 4:
+		return off, `a \u escape needs four hexadecimal digits, as in \u00e9`
 	case c == '\\' && off+1 < len(raw):
 		return off, fmt.Sprintf(`an escape JSON does not know, \%c: write \\ for a backslash`, raw[off+1])
 	}
 	return off, "this string cannot be read"
+}
+
+// hexDigits counts the hexadecimal digits b starts with, up to 4.
+func hexDigits(b []byte) int {
+	n := 0
+	for n < min(len(b), 4) && strings.IndexByte("0123456789abcdefABCDEF", b[n]) >= 0 {
+		n++
+	}
+	return n
 }
 
 // endProblem says what is missing from a line that ends too soon.
@@ -178,6 +277,18 @@ func (s *stop) endProblem() (int, string) {
 	raw := s.raw
 	if q := bytes.IndexByte(raw[s.last:], '"'); q >= 0 {
 		return s.last + q, `this string is not closed: a closing " is missing`
+	}
+	// A line that ends in a number cut short ("[1.") or in its one bare
+	// value ("tru") has that word at fault.
+	if end := len(bytes.TrimRight(raw, " \t\r\n")); end > 0 && isWordByte(raw[end-1]) {
+		start := end
+		for start > s.last && isWordByte(raw[start-1]) {
+			start--
+		}
+		if start < end && (len(s.open) == 0 || numberProblem(string(raw[start:end])) != "") {
+			s.off = start
+			return s.valueProblem()
+		}
 	}
 	switch lastByte(raw) {
 	case ',':
