@@ -22,10 +22,13 @@ const cloudProgram = "creative-cloud"
 
 // Environment of the hand-off: $CREATIVE_CLOUD names the creative-cloud to
 // run, overriding the search; creative sets $CREATIVE_CLOUD_CALLER to its
-// build's version for creative-cloud to compare with its own.
+// build's version for creative-cloud to compare with its own, and
+// $CREATIVE_CLOUD_FOUND to where it found the program it runs, for the
+// message of a program that is not creative-cloud.
 const (
 	envCloud  = "CREATIVE_CLOUD"
 	envCaller = "CREATIVE_CLOUD_CALLER"
+	envFound  = "CREATIVE_CLOUD_FOUND"
 )
 
 // errNoCloud is the refusal of a bucket URL when no creative-cloud is
@@ -64,10 +67,15 @@ func namesBucket(cmd *cobra.Command, args []string) bool {
 // handOverBuckets hands the whole command over to creative-cloud when it
 // names a bucket URL and this build opens none. It comes before anything
 // is checked, printed, sent or created, since creative-cloud does it all
-// again.
+// again. A command that was itself handed over is refused instead: the
+// program found as creative-cloud opens no bucket either, and handing it
+// on would run it again, for ever.
 func (a *app) handOverBuckets(cmd *cobra.Command, args []string) error {
 	if a.buckets != nil || !namesBucket(cmd, args) {
 		return nil
+	}
+	if a.getenv(envCaller) != "" {
+		return handedBack(a.getenv(envFound))
 	}
 	if a.handOver == nil {
 		return errNoCloud
@@ -75,36 +83,47 @@ func (a *app) handOverBuckets(cmd *cobra.Command, args []string) error {
 	return a.handOver()
 }
 
+// handedBack is the refusal, in a program without bucket drivers, of a
+// command handed over to it as creative-cloud: found says where creative
+// found it ("" when not told).
+func handedBack(found string) error {
+	if found != "" {
+		found = " (" + found + ")"
+	}
+	return usagef("the program found as %s%s handed the command back to creative, so it is not %s (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset %s if it was set by hand", cloudProgram, found, cloudProgram, envCaller)
+}
+
 // handOverToCloud runs creative-cloud with args and this process's
-// environment, plus its version in $CREATIVE_CLOUD_CALLER. On unix it
-// returns only on failure.
+// environment, plus its version in $CREATIVE_CLOUD_CALLER and where it was
+// found in $CREATIVE_CLOUD_FOUND. On unix it returns only on failure.
 func handOverToCloud(args []string) error {
-	path, err := findCloud(os.Getenv)
+	path, from, err := findCloud(os.Getenv)
 	if err != nil {
 		return err
 	}
-	return execCloud(path, args, callerEnv(os.Environ(), handOffVersion(buildInfo())))
+	return execCloud(path, args, callerEnv(os.Environ(), handOffVersion(buildInfo()), path+", "+from))
 }
 
-// callerEnv is env with $CREATIVE_CLOUD_CALLER set to version: any value
-// it held is dropped, since exec(2) passes duplicates on and the first
-// would win.
-func callerEnv(env []string, version string) []string {
-	out := make([]string, 0, len(env)+1)
+// callerEnv is env with $CREATIVE_CLOUD_CALLER set to version and
+// $CREATIVE_CLOUD_FOUND to found: any value they held is dropped, since
+// exec(2) passes duplicates on and the first would win.
+func callerEnv(env []string, version, found string) []string {
+	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, envCaller+"=") {
+		if !strings.HasPrefix(kv, envCaller+"=") && !strings.HasPrefix(kv, envFound+"=") {
 			out = append(out, kv)
 		}
 	}
-	return append(out, envCaller+"="+version)
+	return append(out, envCaller+"="+version, envFound+"="+found)
 }
 
 // findCloud finds creative-cloud: $CREATIVE_CLOUD, else beside the running
 // executable (symbolic links followed, so that a link to creative finds
-// the creative-cloud installed with it), else on PATH.
-func findCloud(getenv func(string) string) (string, error) {
+// the creative-cloud installed with it), else on PATH. from says which, for
+// messages.
+func findCloud(getenv func(string) string) (path, from string, err error) {
 	if p := getenv(envCloud); p != "" {
-		return p, nil
+		return p, "named by $" + envCloud, nil
 	}
 	name := cloudProgram
 	if runtime.GOOS == "windows" {
@@ -114,14 +133,14 @@ func findCloud(getenv func(string) string) (string, error) {
 		if self, err = filepath.EvalSymlinks(self); err == nil {
 			p := filepath.Join(filepath.Dir(self), name)
 			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-				return p, nil
+				return p, "beside " + self, nil
 			}
 		}
 	}
 	if p, err := exec.LookPath(cloudProgram); err == nil {
-		return p, nil
+		return p, "on PATH", nil
 	}
-	return "", errNoCloud
+	return "", "", errNoCloud
 }
 
 // handOffVersion is the version creative and creative-cloud compare: the

@@ -126,29 +126,102 @@ func TestCreativeCloudRefusesACreativeOfAnotherVersion(t *testing.T) {
 }
 
 func TestCallerEnvReplacesAnEarlierValue(t *testing.T) {
-	assert.Equal(t, []string{"HOME=/h", "PATH=/bin", envCaller + "=v1"},
-		callerEnv([]string{"HOME=/h", envCaller + "=stale", "PATH=/bin"}, "v1"))
+	assert.Equal(t, []string{"HOME=/h", "PATH=/bin", envCaller + "=v1", envFound + "=/bin/creative-cloud, on PATH"},
+		callerEnv([]string{"HOME=/h", envCaller + "=stale", envFound + "=stale", "PATH=/bin"}, "v1", "/bin/creative-cloud, on PATH"))
+}
+
+// TestACommandHandedBackIsRefusedNotHandedOnAgain: a program without
+// bucket drivers that was handed a command as creative-cloud is creative
+// (a copy or a link): it refuses the command instead of handing it on to
+// itself for ever.
+func TestACommandHandedBackIsRefusedNotHandedOnAgain(t *testing.T) {
+	srv, env := fakeEnv(t)
+	jobs := writeJobs(t, 2)
+	env[envCaller] = handOffVersion(buildInfo())
+	for _, tt := range []struct{ found, want string }{
+		{"/opt/bin/creative-cloud, on PATH", "creative: the program found as creative-cloud (/opt/bin/creative-cloud, on PATH) handed the command back to creative, so it is not creative-cloud (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset CREATIVE_CLOUD_CALLER if it was set by hand\n"},
+		{"", "creative: the program found as creative-cloud handed the command back to creative, so it is not creative-cloud (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset CREATIVE_CLOUD_CALLER if it was set by hand\n"},
+	} {
+		env[envFound] = tt.found
+		handed := 0
+		code, stdout, stderr := runLight(t, env, func() error { handed++; return &exitStatus{0} }, "batch", jobs, "--out", "mem://x")
+		assert.Equal(t, exitUsage, code)
+		assert.Equal(t, 0, handed, "not handed on")
+		assert.Empty(t, stdout)
+		assert.Equal(t, tt.want, stderr)
+	}
+	assert.Empty(t, srv.Requests(), "nothing sent")
+	entries, err := os.ReadDir(filepath.Dir(jobs))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing created beside the jobs file")
+
+	// A command that names no bucket runs as ever.
+	code, _, stderr := runLight(t, env, nil, "--version")
+	assert.Equal(t, 0, code, stderr)
+}
+
+// TestTheBuiltCreativeFoundAsCreativeCloudRefusesAtOnce runs the built
+// creative beside a creative-cloud that is creative again (through a
+// script, which stops the loop after a few rounds when creative hands the
+// command on): it is run once, and refuses.
+func TestTheBuiltCreativeFoundAsCreativeCloudRefusesAtOnce(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the script is a shell script")
+	}
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	creativeCopy := filepath.Join(dir, "creative")
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(creativeCopy, data, 0o755))
+	rounds := filepath.Join(t.TempDir(), "rounds")
+	cloud := filepath.Join(dir, cloudProgram)
+	// Shell builtins only: the command runs with a PATH that holds none.
+	script := "#!/bin/sh\nn=0\n[ -f '" + rounds + "' ] && read n < '" + rounds + "'\necho $((n+1)) > '" + rounds + "'\n[ \"$n\" -ge 3 ] && exit 9\nexec '" + creativeCopy + "' \"$@\"\n"
+	require.NoError(t, os.WriteFile(cloud, []byte(script), 0o755))
+
+	// As creative names them: symbolic links in the folder's path followed.
+	resolved, err := filepath.EvalSymlinks(creativeCopy)
+	require.NoError(t, err)
+	found := filepath.Join(filepath.Dir(resolved), cloudProgram) + ", beside " + resolved
+
+	srv, _ := fakeEnv(t)
+	jobs := writeJobs(t, 2)
+	cmd := exec.Command(creativeCopy, "batch", jobs, "--out", "mem://out")
+	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + srv.URL, "CREATIVE_ACCESS_KEY=" + srv.AccessKey}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	assert.Equal(t, exitUsage, cmd.ProcessState.ExitCode(), stderr.String())
+	assert.Equal(t, "creative: the program found as creative-cloud ("+found+") handed the command back to creative, so it is not creative-cloud (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset CREATIVE_CLOUD_CALLER if it was set by hand\n", stderr.String())
+	assert.Equal(t, "1\n", readFile(t, rounds), "creative-cloud was run once")
+	assert.Empty(t, srv.Requests(), "nothing sent")
 }
 
 func TestFindCloudLooksInTheEnvironmentBesideCreativeThenOnPath(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("a program on PATH is a .exe there")
 	}
-	p, err := findCloud(func(k string) string { return map[string]string{envCloud: "/opt/creative-cloud"}[k] })
+	p, from, err := findCloud(func(k string) string { return map[string]string{envCloud: "/opt/creative-cloud"}[k] })
 	require.NoError(t, err)
 	assert.Equal(t, "/opt/creative-cloud", p)
+	assert.Equal(t, "named by $CREATIVE_CLOUD", from)
 
 	// The test binary has no creative-cloud beside it.
 	t.Setenv("PATH", t.TempDir())
-	_, err = findCloud(func(string) string { return "" })
+	_, _, err = findCloud(func(string) string { return "" })
 	assert.Equal(t, errNoCloud, err)
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, cloudProgram), []byte("#!/bin/sh\n"), 0o755))
 	t.Setenv("PATH", dir)
-	p, err = findCloud(func(string) string { return "" })
+	p, from, err = findCloud(func(string) string { return "" })
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, cloudProgram), p)
+	assert.Equal(t, "on PATH", from)
 }
 
 // TestTheInstalledPairHandsBucketURLsOver runs the built creative on a
@@ -196,7 +269,7 @@ func TestTheInstalledPairHandsBucketURLsOver(t *testing.T) {
 
 	for name, env := range map[string][]string{
 		"$CREATIVE_CLOUD":                     {noPath, envCloud + "=" + cloud},
-		"beside creative, through a link":     {noPath, envCaller + "=a stale value, replaced"},
+		"beside creative, through a link":     {noPath},
 		"on PATH":                             {"PATH=" + filepath.Dir(cloud)},
 		"beside creative, as installed":       {noPath},
 		"$CREATIVE_CLOUD, a file that is not": {noPath, envCloud + "=" + cloud + ".missing"},
