@@ -120,9 +120,15 @@ func callerEnv(env []string, version, found string) []string {
 // findCloud finds creative-cloud: $CREATIVE_CLOUD, else beside the running
 // executable (symbolic links followed, so that a link to creative finds
 // the creative-cloud installed with it), else on PATH. from says which, for
-// messages.
+// messages. A program named relative to the current folder is refused,
+// since it would be given the access key: $CREATIVE_CLOUD must be an
+// absolute path, and a PATH entry such as "." is passed over as
+// exec.LookPath does.
 func findCloud(getenv func(string) string) (path, from string, err error) {
 	if p := getenv(envCloud); p != "" {
+		if !filepath.IsAbs(p) {
+			return "", "", usagef("$%s must be an absolute path, and is %q: a relative one would run whatever program of that name the current folder holds", envCloud, p)
+		}
 		return p, "named by $" + envCloud, nil
 	}
 	name := cloudProgram
@@ -137,10 +143,14 @@ func findCloud(getenv func(string) string) (path, from string, err error) {
 			}
 		}
 	}
-	if p, err := exec.LookPath(cloudProgram); err == nil {
-		return p, "on PATH", nil
+	p, err := exec.LookPath(cloudProgram)
+	if errors.Is(err, exec.ErrDot) || err == nil && !filepath.IsAbs(p) {
+		return "", "", usagef("the %s found on PATH is %q, relative to the current folder, and is not run: give its absolute path in $%s, or take relative folders out of PATH", cloudProgram, p, envCloud)
 	}
-	return "", "", errNoCloud
+	if err != nil {
+		return "", "", errNoCloud
+	}
+	return p, "on PATH", nil
 }
 
 // handOffVersion is the version creative and creative-cloud compare: the

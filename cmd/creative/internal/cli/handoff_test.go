@@ -224,6 +224,70 @@ func TestFindCloudLooksInTheEnvironmentBesideCreativeThenOnPath(t *testing.T) {
 	assert.Equal(t, "on PATH", from)
 }
 
+func TestFindCloudRefusesAProgramRelativeToTheCurrentFolder(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a program on PATH is a .exe there")
+	}
+	for _, p := range []string{"creative-cloud", "./creative-cloud", "bin/creative-cloud"} {
+		_, _, err := findCloud(func(k string) string { return map[string]string{envCloud: p}[k] })
+		assert.Equal(t, usagef("$CREATIVE_CLOUD must be an absolute path, and is %q: a relative one would run whatever program of that name the current folder holds", p), err)
+	}
+
+	dir := t.TempDir()
+	t.Chdir(dir)
+	require.NoError(t, os.Mkdir("bin", 0o755))
+	for _, p := range []string{cloudProgram, filepath.Join("bin", cloudProgram)} {
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
+	}
+	for path, found := range map[string]string{".": cloudProgram, "bin": filepath.Join("bin", cloudProgram)} {
+		t.Setenv("PATH", path)
+		_, _, err := findCloud(func(string) string { return "" })
+		assert.Equal(t, usagef("the creative-cloud found on PATH is %q, relative to the current folder, and is not run: give its absolute path in $CREATIVE_CLOUD, or take relative folders out of PATH", found), err, "PATH=%s", path)
+	}
+}
+
+// TestTheBuiltCreativeRunsNoCreativeCloudFromTheCurrentFolder: a
+// creative-cloud named relative to the current folder, by $CREATIVE_CLOUD
+// or a PATH entry, is not run (it would be given the access key): the
+// command exits 2 with nothing sent.
+func TestTheBuiltCreativeRunsNoCreativeCloudFromTheCurrentFolder(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the programs are .exe files there")
+	}
+	bin := buildCLI(t)
+	lone := filepath.Join(t.TempDir(), "creative") // no creative-cloud beside it
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(lone, data, 0o755))
+	here := t.TempDir()
+	ran := filepath.Join(here, "ran")
+	require.NoError(t, os.WriteFile(filepath.Join(here, cloudProgram), []byte("#!/bin/sh\necho \"$CREATIVE_ACCESS_KEY\" > '"+ran+"'\n"), 0o755))
+
+	srv, _ := fakeEnv(t)
+	jobs := writeJobs(t, 2)
+	for name, tt := range map[string]struct{ env, want string }{
+		"$CREATIVE_CLOUD": {envCloud + "=" + cloudProgram, `creative: $CREATIVE_CLOUD must be an absolute path, and is "creative-cloud": a relative one would run whatever program of that name the current folder holds` + "\n"},
+		"PATH":            {"PATH=.", `creative: the creative-cloud found on PATH is "creative-cloud", relative to the current folder, and is not run: give its absolute path in $CREATIVE_CLOUD, or take relative folders out of PATH` + "\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_ = os.Remove(ran)
+			cmd := exec.Command(lone, "batch", jobs, "--out", "mem://out")
+			cmd.Dir = here
+			cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + srv.URL, "CREATIVE_ACCESS_KEY=" + srv.AccessKey, tt.env}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if _, ok := err.(*exec.ExitError); err != nil && !ok {
+				t.Fatal(err)
+			}
+			assert.Equal(t, exitUsage, cmd.ProcessState.ExitCode())
+			assert.Equal(t, tt.want, stderr.String())
+			assert.NoFileExists(t, ran, "the program in the current folder was not run")
+			assert.Empty(t, srv.Requests(), "nothing sent")
+		})
+	}
+}
+
 // TestTheInstalledPairHandsBucketURLsOver runs the built creative on a
 // bucket URL (mem://, which lives in the one process that runs the
 // command): it is refused, with nothing sent, when no creative-cloud is
