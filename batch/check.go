@@ -300,11 +300,5 @@ func (s *seen) reset() {
 
 // suggestOp names the operations closest to a mistyped name.
 func suggestOp(name string) string {
-	var near []string
-	for _, o := range ops.All {
-		if strings.Contains(o.Name, name) || strings.Contains(name, o.Verb()) || suggest.Distance(name, o.Name) <= 3 {
-			near = append(near, o.Name)
-		}
-	}
-	return didYouMean(near, " (creative --help lists the operations)")
+	return didYouMean(ops.Nearest(name), " (creative --help lists the operations)")
 }

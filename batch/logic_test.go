@@ -96,6 +96,7 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 	}{
 		{Job{}, "op", "must name the operation"},
 		{Job{Op: "image/text-to-imag"}, "op", `did you mean "image/text-to-image"?`},
+		{Job{Op: "image/remove-bg"}, "op", `did you mean "image/remove-background"?`},
 		{Job{Op: ops.TextToImage, ID: "../up"}, "id", "must be letters"},
 		{Job{Op: ops.TextToImage, ID: "123"}, "id", "not digits only"},
 		{Job{Op: ops.TextToImage, Fields: map[string]any{"colour": "red"}}, "colour", "takes no such field"},

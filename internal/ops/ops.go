@@ -4,7 +4,11 @@
 // so an operation the service adds is one row here.
 package ops
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/creativegen/creative-go/internal/suggest"
+)
 
 // A Result is the kind of answer an operation gives on success.
 type Result int
@@ -199,6 +203,16 @@ func OrDefault[N int | float64](op, field string, n N) N {
 		return N(Default(op, field))
 	}
 	return n
+}
+
+// Nearest names the operations nearest to name, one that is none (see
+// package suggest): the one rule batch and the command line suggest by.
+func Nearest(name string) []string {
+	names := make([]string, len(All))
+	for i, o := range All {
+		names[i] = o.Name
+	}
+	return suggest.Nearest(name, names)
 }
 
 // Default is what field name of op means when left at 0, or 0 when it has

@@ -45,7 +45,8 @@ func lastRow(a, b []rune) []int {
 // edit per three of its runes of the name or of a start of it ("promt" of
 // "prompt", "colour" of "colorId", "style" of "styleId"), or, for a word of
 // three runes or more, when the name contains it ("size" in
-// "imageSizeId"). Of the names near, those at the least distance are
+// "imageSizeId"), or when word starts with a name of three runes or more
+// ("output" of "out"). Of the names near, those at the least distance are
 // returned.
 func Nearest(word string, names []string) []string {
 	w := fold(word)
@@ -74,8 +75,12 @@ func score(w, name []rune, tolerance int) int {
 	for _, cell := range lastRow(w, name)[1:] {
 		d = min(d, cell)
 	}
-	if d > tolerance && len(w) >= 3 && strings.Contains(string(name), string(w)) {
+	switch {
+	case d <= tolerance:
+	case len(w) >= 3 && strings.Contains(string(name), string(w)):
 		d = tolerance
+	case len(name) >= 3 && strings.HasPrefix(string(w), string(name)):
+		d = tolerance // "output" of "out"
 	}
 	return d
 }

@@ -42,6 +42,8 @@ func TestNearest(t *testing.T) {
 		{"British spelling, without the Id", "colour", textToImage, []string{"colorId"}},
 		{"the start of a name", "style", textToImage, []string{"styleId"}},
 		{"a word inside a name", "size", textToImage, []string{"imageSizeId"}},
+		{"a word that goes on past a name", "output", flags, []string{"out"}},
+		{"a word that goes on past a name too short to tell", "helpme", []string{"he", "json"}, nil},
 		{"a letter too many", "timeoutt", flags, []string{"timeout"}},
 		{"two letters swapped", "verobse", flags, []string{"verbose"}},
 		{"the nearest wins over one also near", "retires", []string{"retries", "retry-wait"}, []string{"retries"}},

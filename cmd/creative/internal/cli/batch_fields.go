@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/creativegen/creative-go/internal/ops"
-	"github.com/creativegen/creative-go/internal/suggest"
 )
 
 // batchFieldsCommand lists what a line of a jobs file may hold, for every
@@ -45,7 +44,7 @@ default. Every line may also have an "id" naming the job and its files.`,
 			if len(args) == 1 {
 				op, ok := ops.Lookup(args[0])
 				if !ok {
-					return unknownOp(args[0], names)
+					return unknownOp(args[0])
 				}
 				list = []ops.Op{op}
 			}
@@ -63,9 +62,9 @@ default. Every line may also have an "id" naming the job and its files.`,
 }
 
 // unknownOp refuses a name that is no operation, with the nearest names.
-func unknownOp(name string, names []string) error {
+func unknownOp(name string) error {
 	msg := fmt.Sprintf("batch fields: no operation %q", name)
-	if near := suggest.Nearest(name, names); len(near) > 0 {
+	if near := ops.Nearest(name); len(near) > 0 {
 		msg += "; did you mean " + strings.Join(quoteAll(near), " or ") + "?"
 	} else {
 		msg += " (creative batch fields lists them all)"
