@@ -32,6 +32,9 @@
 // missing or stale, or names a process gone from this machine, is of a
 // worker that is gone (Summary.Claimed: maybe paid, sent again with
 // Options.ResendUnknown; a download is fetched again, which costs nothing).
+// A run whose first heartbeat cannot be written claims nothing, and one
+// whose heartbeats fail for 60 s stops claiming (a *LedgerError), before
+// its claims could be taken for those of a worker that is gone.
 package batch
 
 import (
