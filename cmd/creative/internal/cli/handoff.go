@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
 )
@@ -101,7 +107,7 @@ func handOverToCloud(args []string) error {
 	if err != nil {
 		return err
 	}
-	return execCloud(path, args, callerEnv(os.Environ(), handOffVersion(buildInfo()), path+", "+from))
+	return execCloud(path, args, callerEnv(os.Environ(), handOffVersion(buildInfo(), commandTree()), path+", "+from))
 }
 
 // callerEnv is env with $CREATIVE_CLOUD_CALLER set to version and
@@ -155,10 +161,12 @@ func findCloud(getenv func(string) string) (path, from string, err error) {
 
 // handOffVersion is the version creative and creative-cloud compare: the
 // module's version and the revision it was built from (marked when built
-// with changes not committed), as --version prints them, and the SDK's
-// version. Two builds of one commit agree whatever Go built them; builds
-// of two commits or two releases do not.
-func handOffVersion(bi *debug.BuildInfo) string {
+// with changes not committed), as --version prints them, the SDK's
+// version, and tree, the digest of the command line the build makes (see
+// treeDigest). Two builds of one commit agree whatever Go built them;
+// builds of two commits or two releases do not, nor builds that recorded
+// no revision (a (devel) build) whose commands or flags differ.
+func handOffVersion(bi *debug.BuildInfo, tree string) string {
 	if bi == nil {
 		bi = &debug.BuildInfo{Main: debug.Module{Version: "unknown"}}
 	}
@@ -175,7 +183,48 @@ func handOffVersion(bi *debug.BuildInfo) string {
 	if modified {
 		v = append(v, "modified")
 	}
-	return strings.Join(append(v, "sdk", creative.Version), " ")
+	return strings.Join(append(v, "sdk", creative.Version), " ") + commandsWord + tree
+}
+
+// commandsWord comes before the digest of the command line in a hand-off
+// version.
+const commandsWord = ", commands "
+
+// commandTree is treeDigest of this build's command line.
+var commandTree = sync.OnceValue(func() string {
+	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	a.con = &console{w: io.Discard}
+	return treeDigest(a.commands())
+})
+
+// treeDigest is a short digest (12 hexadecimal digits of SHA-256) of the
+// command tree under root: every command's path, with the name, shorthand,
+// type and default of each of its flags, sorted. Two builds whose command
+// lines differ in one flag differ in it. root must not have run: running
+// adds help flags.
+func treeDigest(root *cobra.Command) string {
+	var lines []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := c.CommandPath()
+		lines = append(lines, path)
+		seen := map[string]bool{}
+		flag := func(f *pflag.Flag) {
+			if !seen[f.Name] {
+				seen[f.Name] = true
+				lines = append(lines, fmt.Sprintf("%s --%s -%s %s %q", path, f.Name, f.Shorthand, f.Value.Type(), f.DefValue))
+			}
+		}
+		c.PersistentFlags().VisitAll(flag)
+		c.Flags().VisitAll(flag)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])[:12]
 }
 
 // checkCaller refuses, in creative-cloud, a hand-off from a creative of
@@ -185,10 +234,16 @@ func (a *app) checkCaller() error {
 	if a.buckets == nil || caller == "" {
 		return nil
 	}
-	if own := handOffVersion(buildInfo()); caller != own {
-		return usagef("creative and %s are of different versions (creative %s; %s %s): install both again with go install ./cmd/creative/...", cloudProgram, caller, cloudProgram, own)
+	own := handOffVersion(buildInfo(), commandTree())
+	if caller == own {
+		return nil
 	}
-	return nil
+	callerBuild, callerTree, told := strings.Cut(caller, commandsWord)
+	ownBuild, ownTree, _ := strings.Cut(own, commandsWord)
+	if told && callerBuild == ownBuild {
+		return usagef("creative and %s were built from different sources: both are %s, but their commands and flags differ (digest %s in creative, %s in %s): install both again with go install ./cmd/creative/...", cloudProgram, ownBuild, callerTree, ownTree, cloudProgram)
+	}
+	return usagef("creative and %s are of different versions (creative %s; %s %s): install both again with go install ./cmd/creative/...", cloudProgram, caller, cloudProgram, own)
 }
 
 // handedOver reports the status of a command creative-cloud ran.

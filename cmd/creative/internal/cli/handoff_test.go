@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -99,18 +102,74 @@ func TestHandOffVersionTellsCommitsApartNotToolchains(t *testing.T) {
 		return b
 	}
 	const rev1, rev2 = "3e30735a9c1d4e0f8b2a6c7d5e4f3a2b1c0d9e8f", "9f1d2c3b4a5e6f708192a3b4c5d6e7f8091a2b3c"
-	one := handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev1, "vcs.time", "2026-11-26T01:16:00Z", "vcs.modified", "false"))
-	assert.Equal(t, "v0.3.0 "+rev1+" sdk "+creative.Version, one)
-	assert.Equal(t, one, handOffVersion(bi("v0.3.0", "go1.26.9", "vcs.revision", rev1, "vcs.modified", "false")), "another Go, one commit")
-	assert.NotEqual(t, one, handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev2, "vcs.modified", "false")), "another commit")
-	assert.NotEqual(t, one, handOffVersion(bi("v0.3.1", "go1.26.8", "vcs.revision", rev1)), "another release")
-	assert.Equal(t, "v0.3.0 "+rev1+" modified sdk "+creative.Version, handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev1, "vcs.modified", "true")))
-	assert.Equal(t, "(devel) sdk "+creative.Version, handOffVersion(bi("(devel)", "go1.26.8")), "a build that recorded no revision")
-	assert.Equal(t, "unknown sdk "+creative.Version, handOffVersion(nil))
+	const tree = "0123456789ab"
+	one := handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev1, "vcs.time", "2026-11-26T01:16:00Z", "vcs.modified", "false"), tree)
+	assert.Equal(t, "v0.3.0 "+rev1+" sdk "+creative.Version+", commands "+tree, one)
+	assert.Equal(t, one, handOffVersion(bi("v0.3.0", "go1.26.9", "vcs.revision", rev1, "vcs.modified", "false"), tree), "another Go, one commit")
+	assert.NotEqual(t, one, handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev2, "vcs.modified", "false"), tree), "another commit")
+	assert.NotEqual(t, one, handOffVersion(bi("v0.3.1", "go1.26.8", "vcs.revision", rev1), tree), "another release")
+	assert.Equal(t, "v0.3.0 "+rev1+" modified sdk "+creative.Version+", commands "+tree, handOffVersion(bi("v0.3.0", "go1.26.8", "vcs.revision", rev1, "vcs.modified", "true"), tree))
+	assert.Equal(t, "(devel) sdk "+creative.Version+", commands "+tree, handOffVersion(bi("(devel)", "go1.26.8"), tree), "a build that recorded no revision")
+	assert.NotEqual(t, handOffVersion(bi("(devel)", "go1.26.8"), tree), handOffVersion(bi("(devel)", "go1.26.8"), "ba9876543210"), "two trees that recorded no revision")
+	assert.Equal(t, "unknown sdk "+creative.Version+", commands "+tree, handOffVersion(nil, tree))
+}
+
+// TestTheCommandTreeDigestTellsTreesApartByOneFlag: two builds that
+// recorded no revision agree only when their commands and flags do.
+func TestTheCommandTreeDigestTellsTreesApartByOneFlag(t *testing.T) {
+	tree := func(change func(root *cobra.Command)) string {
+		a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+		a.con = &console{w: io.Discard}
+		root := a.commands()
+		if change != nil {
+			change(root)
+		}
+		return treeDigest(root)
+	}
+	find := func(root *cobra.Command, path ...string) *cobra.Command {
+		c, _, err := root.Find(path)
+		require.NoError(t, err)
+		return c
+	}
+	same := tree(nil)
+	assert.Regexp(t, `^[0-9a-f]{12}$`, same)
+	assert.Equal(t, same, tree(nil), "one tree, one digest, whatever order its flags were added in")
+	assert.Equal(t, same, commandTree())
+	devel := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}
+	for name, change := range map[string]func(*cobra.Command){
+		"a flag more": func(root *cobra.Command) {
+			find(root, "image", "generate-qr").Flags().String("colour", "", "")
+		},
+		"a flag's default": func(root *cobra.Command) {
+			find(root, "batch").Flags().Lookup("concurrency").DefValue = "8"
+		},
+		"a flag's type": func(root *cobra.Command) {
+			c := find(root, "batch")
+			fs := pflag.NewFlagSet("batch", pflag.ContinueOnError)
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if f.Name == "rate" {
+					fs.Int("rate", 0, f.Usage)
+				} else {
+					fs.AddFlag(f)
+				}
+			})
+			c.ResetFlags()
+			c.Flags().AddFlagSet(fs)
+		},
+		"a command more": func(root *cobra.Command) {
+			find(root, "image").AddCommand(&cobra.Command{Use: "paint"})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			other := tree(change)
+			assert.NotEqual(t, same, other)
+			assert.NotEqual(t, handOffVersion(devel, same), handOffVersion(devel, other))
+		})
+	}
 }
 
 func TestCreativeCloudRefusesACreativeOfAnotherVersion(t *testing.T) {
-	own := handOffVersion(buildInfo())
+	own := handOffVersion(buildInfo(), commandTree())
 	code, stdout, stderr := runCLI(t, map[string]string{envCaller: "v0.1.0 3e30735a9c1d sdk 0.1.0"}, "--version")
 	assert.Equal(t, exitUsage, code)
 	assert.Empty(t, stdout)
@@ -119,6 +178,13 @@ func TestCreativeCloudRefusesACreativeOfAnotherVersion(t *testing.T) {
 	code, stdout, stderr = runCLI(t, map[string]string{envCaller: own}, "--version")
 	assert.Equal(t, 0, code, stderr)
 	assert.Equal(t, versionText(buildInfo()), stdout)
+
+	// A build like this one but for its command line: its tree is another.
+	build, _, _ := strings.Cut(own, ", commands ")
+	code, stdout, stderr = runCLI(t, map[string]string{envCaller: build + ", commands 0123456789ab"}, "--version")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "creative: creative and creative-cloud were built from different sources: both are "+build+", but their commands and flags differ (digest 0123456789ab in creative, "+commandTree()+" in creative-cloud): install both again with go install ./cmd/creative/...\n", stderr)
 
 	// creative itself has nothing to compare.
 	code, _, stderr = runLight(t, map[string]string{envCaller: "v0.1.0"}, nil, "--version")
@@ -137,7 +203,7 @@ func TestCallerEnvReplacesAnEarlierValue(t *testing.T) {
 func TestACommandHandedBackIsRefusedNotHandedOnAgain(t *testing.T) {
 	srv, env := fakeEnv(t)
 	jobs := writeJobs(t, 2)
-	env[envCaller] = handOffVersion(buildInfo())
+	env[envCaller] = handOffVersion(buildInfo(), commandTree())
 	for _, tt := range []struct{ found, want string }{
 		{"/opt/bin/creative-cloud, on PATH", "creative: the program found as creative-cloud (/opt/bin/creative-cloud, on PATH) handed the command back to creative, so it is not creative-cloud (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset CREATIVE_CLOUD_CALLER if it was set by hand\n"},
 		{"", "creative: the program found as creative-cloud handed the command back to creative, so it is not creative-cloud (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset CREATIVE_CLOUD_CALLER if it was set by hand\n"},
