@@ -572,6 +572,39 @@ func TestIsTerminalTellsATerminalFromOtherFiles(t *testing.T) {
 	assert.True(t, isTerminal(ptmx), "a pseudo-terminal")
 }
 
+// TestAnOperationsOutTakesNoURL: a URL as an operation's --out is refused
+// before anything is sent, and no folder such as ./s3:/b/x is made.
+func TestAnOperationsOutTakesNoURL(t *testing.T) {
+	srv, env := fakeEnv(t)
+	for _, tt := range []struct{ out, op string }{
+		{"s3://b/x", "image generate-qr --url https://example.com --prompt flowers"},
+		{"gs://b/x", "audio text-to-speech --prompt Hello --voice-id female-1"},
+		{"azblob://c/x", "audio text-to-music --prompt piano --duration 1"},
+		{"mem://x", "image text-to-image --prompt fox"},
+		{"file:///tmp/x", "image generate-qr --url https://example.com --prompt flowers"},
+		{"S3://b/x", "image generate-qr --url https://example.com --prompt flowers"},
+	} {
+		for _, fake := range []bool{false, true} {
+			args := strings.Fields(tt.op)
+			if fake {
+				args = append([]string{"--fake"}, args...)
+			}
+			args = append(args, "--out", tt.out)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				t.Chdir(t.TempDir())
+				code, stdout, stderr := runCLI(t, env, args...)
+				assert.Equal(t, exitUsage, code)
+				assert.Empty(t, stdout)
+				assert.Equal(t, "creative: --out of an operation takes a folder on this machine or \"-\", not a URL such as \""+tt.out+"\": buckets are for creative batch --out\n", stderr)
+				assert.Empty(t, srv.Requests(), "nothing sent")
+				entries, err := os.ReadDir(".")
+				require.NoError(t, err)
+				assert.Empty(t, entries, "no folder made")
+			})
+		}
+	}
+}
+
 func isPNG(b []byte) bool {
 	_, err := png.Decode(bytes.NewReader(b))
 	return err == nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -294,11 +295,19 @@ func completeIDs(kind string) cobra.CompletionFunc {
 	}
 }
 
+// schemeURL matches a name that starts with a URL's scheme, such as
+// s3://b/x: an operation's --out is never one, and "s3:/b/x" is no folder
+// to make.
+var schemeURL = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
+
 // runOp makes one call with the fields given as flags and writes its
 // result: files under --out (each path printed), the writer's text, or
 // JSON with --json. Ctrl-C cancels the call, removes temporary files and
 // clears the progress line.
 func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
+	if schemeURL.MatchString(out.dir) {
+		return usagef("--out of an operation takes a folder on this machine or \"-\", not a URL such as %q: buckets are for creative batch --out", out.dir)
+	}
 	status := newCallStatus(p.op.Name)
 	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
 	switch {
