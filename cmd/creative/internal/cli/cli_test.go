@@ -605,6 +605,38 @@ func TestAnOperationsOutTakesNoURL(t *testing.T) {
 	}
 }
 
+// TestAFlagsMistakeComesBeforeTheFolderAndTheClient: a request that its
+// flags make invalid is reported as such, whatever else is missing, and
+// leaves no --out folder and no fake service started.
+func TestAFlagsMistakeComesBeforeTheFolderAndTheClient(t *testing.T) {
+	const tooMany = "creative: image/text-to-image: --number-of-results must be between 1 and 10, got 11\n"
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"no base URL", map[string]string{"CREATIVE_ACCESS_KEY": cliKey}, nil},
+		{"no access key", map[string]string{"CREATIVE_BASE_URL": "http://127.0.0.1:9"}, nil},
+		{"nothing set", nil, nil},
+		{"the fake", nil, []string{"--fake"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "x")
+			args := append(tt.args, "image", "text-to-image", "--prompt", "p", "--number-of-results", "11", "--out", out)
+			code, stdout, stderr := runCLI(t, tt.env, args...)
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, stdout)
+			assert.Equal(t, tooMany, stderr)
+			assert.NoDirExists(t, out, "no folder made")
+		})
+	}
+	t.Run("a missing field of the writer", func(t *testing.T) {
+		code, _, stderr := runCLI(t, nil, "text", "writer-tool", "--language", "en", "--tone", "t")
+		assert.Equal(t, exitUsage, code)
+		assert.Equal(t, "creative: no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array\n", stderr)
+	})
+}
+
 func isPNG(b []byte) bool {
 	_, err := png.Decode(bytes.NewReader(b))
 	return err == nil

@@ -302,11 +302,17 @@ var schemeURL = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
 
 // runOp makes one call with the fields given as flags and writes its
 // result: files under --out (each path printed), the writer's text, or
-// JSON with --json. Ctrl-C cancels the call, removes temporary files and
+// JSON with --json. The request is built and checked first, so that a
+// mistake in a flag is reported as such and leaves nothing made: no --out
+// folder, no client. Ctrl-C cancels the call, removes temporary files and
 // clears the progress line.
 func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
 	if schemeURL.MatchString(out.dir) {
 		return usagef("--out of an operation takes a folder on this machine or \"-\", not a URL such as %q: buckets are for creative batch --out", out.dir)
+	}
+	req, err := p.request(b)
+	if err != nil {
+		return err
 	}
 	status := newCallStatus(p.op.Name)
 	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
@@ -337,7 +343,7 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	if d != nil && out.dir != stdoutName {
 		stdout = &held
 	}
-	err = a.callAndWrite(ctx, stdout, b, p, out, c, status)
+	err = a.callAndWrite(ctx, stdout, req, p, out, c, status)
 	d.stop()
 	if _, werr := held.WriteTo(a.stdout); err == nil {
 		err = werr
@@ -348,12 +354,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	return err
 }
 
-func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, b binding, p *params, out *output, c *creative.Client, status *callStatus) error {
+func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Request, p *params, out *output, c *creative.Client, status *callStatus) error {
 	opts := status.track(a.logHandler())
-	req, err := p.request(b)
-	if err != nil {
-		return err
-	}
 	res, err := opcall.Call(ctx, c, p.op, req, opts...)
 	if err != nil {
 		return err
