@@ -176,22 +176,17 @@ func WriterAction(useCase, action string) string {
 }
 
 // Canonical brings vals, the wire-named fields of a request of op, to one
-// form for every way of writing the request the SDK sends alike: a
-// required number left out or at 0 takes its default, as the SDK sends
-// it, and a cover letter's action that is the one the SDK fills in is left
-// out, as it is most often written. Batch identifies jobs by this form.
+// form for the ways of writing a count the SDK sends alike: a required
+// number left out or at 0 takes its default, as the SDK sends it. Batch
+// identifies jobs by this form. (A cover letter's action is left as
+// written: ledgers identify a line with it and one without it apart, and
+// changing that would send their jobs again.)
 func Canonical(op Op, vals map[string]any) {
 	for _, f := range op.Fields {
 		if f.Type == Number && f.Required && f.Default != 0 {
 			if n, ok := vals[f.Name].(float64); !ok || n == 0 {
 				vals[f.Name] = f.Default
 			}
-		}
-	}
-	if op.Name == WriterTool {
-		useCase, _ := vals["useCase"].(string)
-		if action, _ := vals["action"].(string); action != "" && action == WriterAction(useCase, "") {
-			delete(vals, "action")
 		}
 	}
 }
