@@ -134,3 +134,28 @@ func names(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+type atomicCount struct{ n atomic.Int64 }
+
+// wav is a short silent WAV file.
+func wav() []byte {
+	const samples = 800
+	b := []byte("RIFF")
+	le := func(v uint32, n int) {
+		for i := range n {
+			b = append(b, byte(v>>(8*i)))
+		}
+	}
+	le(36+samples*2, 4)
+	b = append(b, "WAVEfmt "...)
+	le(16, 4)
+	le(1, 2)
+	le(1, 2)
+	le(8000, 4)
+	le(16000, 4)
+	le(2, 2)
+	le(16, 2)
+	b = append(b, "data"...)
+	le(samples*2, 4)
+	return append(b, make([]byte, samples*2)...)
+}
