@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
