@@ -9,8 +9,8 @@
 // plugs into a Client as middleware (Option), so every call and download
 // of the Client passes it:
 //
-//	cas := cassette.Start(t, "testdata/cassettes/"+t.Name(), cassette.Replay, nil)
-//	c, err := creative.New(creative.WithAccessKey(cassette.AccessKey()), cas.Option())
+//	cas := cassette.Start(t, filepath.Join("testdata", "cassettes", t.Name()), cassette.Replay, nil)
+//	c, err := cas.Client() // or creative.New(..., cas.Option())
 //
 // In Record mode every request goes to the service, and each answer is
 // written and flushed to disk before the caller gets it: a process that
@@ -290,3 +290,25 @@ func (c *Cassette) Close() error {
 
 // errClosed refuses a request after Close.
 var errClosed = errors.New("cassette: closed")
+
+// ReplayBaseURL is the base URL Client gives a replaying Client when
+// CREATIVE_BASE_URL is unset: a name that never resolves, since nothing
+// is sent.
+const ReplayBaseURL = "https://" + cassetteHost
+
+// Client returns a Client whose calls and downloads go through the
+// cassette, its base URL and key read from CREATIVE_BASE_URL and
+// CREATIVE_ACCESS_KEY as creative.New reads them; when replaying, unset
+// ones get stand-ins (ReplayBaseURL, AccessKey), so CI needs neither.
+// opts come after and override.
+func (c *Cassette) Client(opts ...creative.Option) (*creative.Client, error) {
+	var all []creative.Option
+	if c.mode == Replay {
+		if os.Getenv(creative.EnvBaseURL) == "" {
+			all = append(all, creative.WithBaseURL(ReplayBaseURL))
+		}
+		all = append(all, creative.WithAccessKey(AccessKey()))
+	}
+	all = append(all, c.Option())
+	return creative.New(append(all, opts...)...)
+}

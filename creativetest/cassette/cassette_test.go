@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/creativetest/cassette"
 )
@@ -37,4 +38,41 @@ func TestRecordedOnceReplaysOfflineWithNoRequest(t *testing.T) {
 		t.Errorf("replay sent %d requests to the service and %d to the network", n, sent.Load())
 	}
 	t.Logf("recorded %d paid calls; replayed %d answers, 0 sent\n%s", paid, rep.Replayed(), live)
+}
+
+// A test written as docs/testing.md shows: Start and Client, recording
+// when CREATIVE_RECORD_MODE says so, replaying with no key and no base URL
+// otherwise.
+func TestStartAndClientRecordThenReplayFromTheEnvironment(t *testing.T) {
+	srv := creativetest.Start(t)
+	dir := t.TempDir()
+	call := func(t *testing.T) string {
+		cas := cassette.Start(t, dir, cassette.Replay, &cassette.Options{HTTPClient: srv.HTTPClient()})
+		c, err := cas.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr, err := c.GenerateQR(context.Background(), creative.GenerateQRRequest{URL: "https://example.com", Prompt: "flowers"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum(qr.Data)
+	}
+	var live, replayed string
+	t.Run("record", func(t *testing.T) {
+		t.Setenv(cassette.EnvMode, "record")
+		t.Setenv(creative.EnvBaseURL, srv.URL)
+		t.Setenv(creative.EnvAccessKey, srv.AccessKey)
+		live = call(t)
+	})
+	recorded := srv.Count("image/generate-qr")
+	t.Run("replay", func(t *testing.T) {
+		t.Setenv(cassette.EnvMode, "")
+		t.Setenv(creative.EnvBaseURL, "")
+		t.Setenv(creative.EnvAccessKey, "")
+		replayed = call(t)
+	})
+	if recorded != 1 || srv.Count("image/generate-qr") != 1 || live == "" || replayed != live {
+		t.Errorf("the service saw %d calls recording, %d in all; the QR code was %s, replayed %s", recorded, srv.Count("image/generate-qr"), live, replayed)
+	}
 }
