@@ -145,7 +145,8 @@ type Cassette struct {
 	mu      sync.Mutex
 	keys    []string
 	red     keyredact.Redactor
-	used    map[string]int // recordings of a request replayed or made so far
+	used    map[string]int    // recordings of a request replayed or made so far
+	links   map[string]string // rewritten link -> the link it stands for, this run
 	sent    int
 	replays int
 	closed  bool
@@ -176,7 +177,7 @@ func Open(dir string, mode Mode, o *Options) (*Cassette, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cassette{dir: dir, mode: mode, o: opts, st: st, dl: opts.HTTPClient, used: map[string]int{}}
+	c := &Cassette{dir: dir, mode: mode, o: opts, st: st, dl: opts.HTTPClient, used: map[string]int{}, links: map[string]string{}}
 	if c.dl == nil {
 		c.dl = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}

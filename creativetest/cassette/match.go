@@ -39,7 +39,10 @@ type request struct {
 	key    string         // the canonical content it matches by
 	ctype  string         // the declared media type of its answer's op
 	send   *http.Request  // the request to send, its body whole again
-	done   func()         // releases what the body was kept in
+	// sendBody, when set, makes the request to send at the moment it is
+	// sent, with the links rewritten links stand for.
+	sendBody func() (*http.Request, error)
+	done     func() // releases what the body was kept in
 }
 
 // operation names the operation of req by its path, "download" for a GET,
@@ -86,7 +89,7 @@ func (c *Cassette) read(req *http.Request) (*request, error) {
 			return nil, err
 		}
 	default:
-		if err := readJSON(req, r, fields); err != nil {
+		if err := c.readJSON(req, r, fields); err != nil {
 			return nil, err
 		}
 		ops.Canonical(op, fields)
@@ -110,8 +113,9 @@ func (c *Cassette) read(req *http.Request) (*request, error) {
 }
 
 // readJSON reads a JSON body into fields; a body that is no JSON object
-// is known by its hash.
-func readJSON(req *http.Request, r *request, fields map[string]any) error {
+// is known by its hash. When recording, the body sent holds the links
+// rewritten links stand for.
+func (c *Cassette) readJSON(req *http.Request, r *request, fields map[string]any) error {
 	b, err := io.ReadAll(io.LimitReader(req.Body, maxJSON+1))
 	_ = req.Body.Close()
 	if err != nil {
@@ -125,6 +129,15 @@ func readJSON(req *http.Request, r *request, fields map[string]any) error {
 		fields["body"] = hashOf(b)
 	}
 	r.send = withBody(req, b)
+	if c.mode != Replay {
+		r.sendBody = func() (*http.Request, error) {
+			out, err := c.sendable(b)
+			if err != nil {
+				return nil, err
+			}
+			return withBody(req, out), nil
+		}
+	}
 	return nil
 }
 

@@ -37,10 +37,17 @@ func (c *Cassette) middleware(req *http.Request, next creative.MiddlewareNext) (
 		}
 		return nil, miss
 	}
+	send := r.send
+	if r.sendBody != nil {
+		if send, err = r.sendBody(); err != nil {
+			c.unuse(r)
+			return nil, err
+		}
+	}
 	c.mu.Lock()
 	c.sent++
 	c.mu.Unlock()
-	resp, err := next(r.send)
+	resp, err := next(send)
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +86,18 @@ func (c *Cassette) lookup(r *request, u *url.URL) (*entry, int, error) {
 }
 
 func (c *Cassette) missOf(r *request, replayed int) *MissError {
+	c.unuse(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.used[r.key]-- // nothing was recorded for it
 	return c.st.miss(r, replayed)
+}
+
+// unuse gives back the recording lookup set aside for r: nothing was
+// recorded for it.
+func (c *Cassette) unuse(r *request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.used[r.key]--
 }
 
 // learnKey adds the key a request carries to those kept out of the

@@ -236,6 +236,26 @@ func (c *Cassette) rewriteLinks(ctx context.Context, b []byte) []byte {
 	}
 }
 
+// sendable returns the JSON body b as it goes to the service: each
+// rewritten link in it replaced by the link it stands for, downloaded in
+// this run. A rewritten link of an earlier run is refused before anything
+// is sent: the service could not fetch it.
+func (c *Cassette) sendable(b []byte) ([]byte, error) {
+	prefix := []byte("https://" + cassetteHost + "/files/")
+	if !bytes.Contains(b, prefix) {
+		return b, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for rec, real := range c.links {
+		b = bytes.ReplaceAll(b, []byte(rec), []byte(real))
+	}
+	if bytes.Contains(b, prefix) {
+		return nil, errors.New("cassette: the request holds a link rewritten by an earlier recording, which the service cannot fetch; record the call that made it and this one in one run")
+	}
+	return b, nil
+}
+
 func isLink(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && !strings.ContainsAny(s, " \n")
@@ -286,6 +306,9 @@ func (c *Cassette) fetch(ctx context.Context, link string) string {
 	if e.key, err = keyOf(opDownload, e.Request); err != nil || c.commit(e) != nil {
 		return link
 	}
+	c.mu.Lock()
+	c.links[recorded] = link
+	c.mu.Unlock()
 	return recorded
 }
 

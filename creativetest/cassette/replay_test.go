@@ -139,3 +139,43 @@ func TestIdenticalRequestsReplayInOrder(t *testing.T) {
 		t.Errorf("a third identical call: %v", err)
 	}
 }
+
+// A link an answer gave, rewritten by the recording, fed to another
+// operation: the service gets the link it can fetch, the cassette the
+// rewritten one, and the chain replays.
+func TestARecordedLinkFedToAnotherOperationReplays(t *testing.T) {
+	ctx := context.Background()
+	srv := creativetest.Start(t)
+	dir := t.TempDir()
+	chain := func(c *creative.Client) (creative.URL, error) {
+		zoom, err := c.InfiniteZoom(ctx, creative.InfiniteZoomRequest{Prompt: "a forest"})
+		if err != nil {
+			return "", err
+		}
+		return c.RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: string(zoom)})
+	}
+	rec := open(t, dir, cassette.Record, srv)
+	live, err := chain(srv.Client(rec.Option()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	for _, r := range srv.Requests() {
+		if r.Operation == "video/remove-background" && !strings.Contains(string(r.JSON), srv.URL+"/files/") {
+			t.Errorf("the service was sent %s, not the link it made", r.JSON)
+		}
+	}
+	srv.Reset()
+	var sent atomicCount
+	replayed, err := chain(offline(t, open(t, dir, cassette.Replay, nil), &sent.n))
+	if err != nil || replayed != live || sent.n.Load() != 0 {
+		t.Errorf("replay: %v, %q (recorded %q), %d sent", err, replayed, live, sent.n.Load())
+	}
+	// A rewritten link from an earlier run cannot be fetched by the
+	// service: refused before anything is sent.
+	later := open(t, t.TempDir(), cassette.RecordMissing, srv)
+	_, err = srv.Client(later.Option()).RemoveVideoBackground(ctx, creative.RemoveVideoBackgroundRequest{URL: string(live)})
+	if err == nil || !strings.Contains(err.Error(), "earlier recording") || len(srv.Requests()) != 0 {
+		t.Errorf("a rewritten link of an earlier run: %v, %d sent", err, len(srv.Requests()))
+	}
+}
