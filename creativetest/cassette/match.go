@@ -37,7 +37,6 @@ type request struct {
 	op     string
 	fields jsontext.Value // canonical, redacted, without the operation
 	key    string         // the canonical content it matches by
-	ctype  string         // the declared media type of its answer's op
 	send   *http.Request  // the request to send, its body whole again
 	// sendBody, when set, makes the request to send at the moment it is
 	// sent, with the links rewritten links stand for.
