@@ -75,7 +75,7 @@ func (c *Cassette) record(r *request, resp *http.Response) (*http.Response, erro
 			return nil, err
 		}
 		now := time.Now()
-		resp.Body = &tee{c: c, e: e, src: resp.Body, s: s, start: now, last: now}
+		resp.Body = &tee{c: c, e: e, src: resp.Body, s: s, start: now, last: now, want: resp.ContentLength}
 		return resp, nil
 	}
 	defer resp.Body.Close()
@@ -94,7 +94,7 @@ func (c *Cassette) record(r *request, resp *http.Response) (*http.Response, erro
 	}
 	op, _ := ops.Lookup(r.op)
 	links := (op.Result == ops.URL || op.Result == ops.URLs) && resp.StatusCode/100 == 2
-	if s, err = c.clean(resp.Request.Context(), s, resp.Header.Get("Content-Type"), links); err != nil {
+	if s, err = c.clean(r.send.Context(), s, resp.Header.Get("Content-Type"), links); err != nil {
 		return nil, err
 	}
 	if e.Body, err = s.keep(extOf(resp.Header.Get("Content-Type"), s.head)); err != nil {
@@ -103,7 +103,7 @@ func (c *Cassette) record(r *request, resp *http.Response) (*http.Response, erro
 	if err := c.commit(e); err != nil {
 		return nil, err
 	}
-	return c.replay(e, resp.Request)
+	return c.replay(e, r.send)
 }
 
 // extOf names a body's extension by its declared type, else its bytes.
@@ -321,6 +321,7 @@ type tee struct {
 	src         io.ReadCloser
 	s           *spool
 	start, last time.Time
+	want        int64 // the stream's declared length, -1 when unknown
 	done        bool
 }
 
@@ -372,7 +373,16 @@ func (t *tee) abandon() {
 	}
 }
 
+// Close keeps a stream read to its declared length, though its end was
+// not read, and forgets one that was cut short.
 func (t *tee) Close() error {
+	if !t.done && t.want >= 0 && t.s.n == t.want {
+		t.done = true
+		if err := t.finish(); err != nil {
+			_ = t.src.Close()
+			return err
+		}
+	}
 	t.abandon()
 	return t.src.Close()
 }

@@ -138,3 +138,41 @@ func TestASpeechStreamReplaysItsChunksInOrderAndPaced(t *testing.T) {
 		}
 	})
 }
+
+// A stream read to its declared length and closed, its end never read,
+// is kept; one closed half-way is not, and the next record-missing run
+// pays for it again.
+func TestAStreamIsKeptWhenWholeAndOnlyThen(t *testing.T) {
+	ctx := context.Background()
+	srv := creativetest.Start(t)
+	dir := t.TempDir()
+	rec := open(t, dir, cassette.Record, srv)
+	c := srv.Client(rec.Option())
+	speak := func(prompt string, part bool) {
+		a, err := c.TextToSpeech(ctx, creative.TextToSpeechRequest{Prompt: prompt, VoiceID: ids.VoiceMale1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := a.ContentLength
+		if part {
+			n /= 2
+		}
+		if _, err := io.ReadFull(a, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	speak("whole", false)
+	speak("half", true)
+	rec.Close()
+	srv.Reset()
+	again := open(t, dir, cassette.RecordMissing, srv)
+	c = srv.Client(again.Option())
+	speak("whole", false)
+	speak("half", false)
+	if n := srv.Count("audio/text-to-speech"); n != 1 || again.Replayed() != 1 {
+		t.Errorf("the second run paid %d streams and replayed %d, want the half-read one paid again and the whole one replayed", n, again.Replayed())
+	}
+}
