@@ -5,7 +5,9 @@
 // A Cassette is a folder: an index, cassette.jsonl, with one line per
 // interaction (the operation, the request's fields, the status, the
 // request id, the headers and where the body lives), and the bodies
-// beside it in bodies/, each named by the SHA-256 of its content. It
+// beside it in bodies/, each named by the SHA-256 of its content; the
+// base64 images of a JSON answer are taken out of it to image files of
+// their own, and put back when it replays. It
 // plugs into a Client as middleware (Option), so every call and download
 // of the Client passes it:
 //

@@ -2,6 +2,7 @@ package cassette_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -24,6 +25,22 @@ func TestRecordedOnceReplaysOfflineWithNoRequest(t *testing.T) {
 	}
 	paid := len(srv.Requests())
 	srv.Reset()
+	// Binary bodies are files named by their hash: the two images, taken
+	// out of their JSON answer, the speech and the music.
+	got := files(t, dir)
+	for _, line := range strings.Split(strings.TrimSpace(live), "\n") {
+		f := strings.Fields(line)
+		if f[0] != "image" && f[0] != "speech" {
+			continue
+		}
+		found := false
+		for name := range got {
+			found = found || strings.HasPrefix(name, "bodies/"+f[2])
+		}
+		if !found {
+			t.Errorf("no body file is named by the hash of the %s (%s): %v", f[0], f[2], names(got))
+		}
+	}
 
 	var sent atomic.Int64
 	rep := open(t, dir, cassette.Replay, nil)

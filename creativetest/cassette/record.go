@@ -94,7 +94,7 @@ func (c *Cassette) record(r *request, resp *http.Response) (*http.Response, erro
 	}
 	op, _ := ops.Lookup(r.op)
 	links := (op.Result == ops.URL || op.Result == ops.URLs) && resp.StatusCode/100 == 2
-	if s, err = c.clean(r.send.Context(), s, resp.Header.Get("Content-Type"), links); err != nil {
+	if s, e.Parts, err = c.clean(r.send.Context(), s, resp.Header.Get("Content-Type"), links); err != nil {
 		return nil, err
 	}
 	if e.Body, err = s.keep(extOf(resp.Header.Get("Content-Type"), s.head)); err != nil {
@@ -138,42 +138,48 @@ func (c *Cassette) commit(e *entry) error {
 
 // clean returns the spool s with the keys removed and, for an answer that
 // links to files, each link rewritten to the recording of its download:
-// a new spool when anything changed, s itself otherwise.
-func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool) (*spool, error) {
+// a new spool when anything changed, s itself otherwise. From a JSON body
+// the base64 images are taken out to files of their own, whose names it
+// returns.
+func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool) (*spool, []string, error) {
 	red := c.redactor()
 	text := isText(ctype) && s.n <= maxText
 	if !text && !holdsForm(s, red.Forms) {
-		return s, nil
+		return s, nil, nil
 	}
 	b, err := c.st.root.ReadFile(s.t.Name())
 	if err != nil {
 		s.t.Remove()
-		return nil, fmt.Errorf("cassette: %w", err)
+		return nil, nil, fmt.Errorf("cassette: %w", err)
 	}
 	orig := b
-	if links {
-		b = c.rewriteLinks(ctx, b)
-	}
+	var parts []string
 	if text {
+		if links {
+			b = c.rewriteLinks(ctx, b)
+		}
 		b = []byte(red.Redact(string(b)))
+		if mt, _, _ := mime.ParseMediaType(ctype); strings.HasSuffix(mt, "json") {
+			b, parts = c.extractImages(ctx, b)
+		}
 	} else {
 		for _, f := range red.Forms {
 			b = bytes.ReplaceAll(b, []byte(f), []byte(strings.Repeat("x", len(f))))
 		}
 	}
 	if bytes.Equal(b, orig) {
-		return s, nil
+		return s, parts, nil
 	}
 	s.t.Remove()
 	out, err := c.st.spool()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := out.Write(b); err != nil {
 		out.t.Remove()
-		return nil, fmt.Errorf("cassette: %w", err)
+		return nil, nil, fmt.Errorf("cassette: %w", err)
 	}
-	return out, nil
+	return out, parts, nil
 }
 
 // holdsForm reports whether the spooled bytes hold one of forms, reading
@@ -283,7 +289,7 @@ func (c *Cassette) fetch(ctx context.Context, link string) string {
 		return link
 	}
 	ctype := resp.Header.Get("Content-Type")
-	if s, err = c.clean(ctx, s, ctype, false); err != nil {
+	if s, _, err = c.clean(ctx, s, ctype, false); err != nil {
 		return link
 	}
 	e := &entry{Op: opDownload, Status: resp.StatusCode}
@@ -355,7 +361,7 @@ func (t *tee) Read(p []byte) (int, error) {
 
 // finish keeps the whole stream and its entry.
 func (t *tee) finish() error {
-	s, err := t.c.clean(context.Background(), t.s, "audio/mpeg", false)
+	s, _, err := t.c.clean(context.Background(), t.s, "audio/mpeg", false)
 	if err != nil {
 		return err
 	}

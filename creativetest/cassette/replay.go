@@ -1,6 +1,7 @@
 package cassette
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -29,6 +30,17 @@ func (c *Cassette) replay(e *entry, req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("cassette: %w", err)
 		}
 		size, body = st.Size(), f
+		if len(e.Parts) > 0 {
+			b, err := c.st.root.ReadFile(e.Body)
+			_ = f.Close()
+			if err == nil {
+				b, err = c.joinImages(b)
+			}
+			if err != nil {
+				return nil, err
+			}
+			size, body = int64(len(b)), io.NopCloser(bytes.NewReader(b))
+		}
 		if len(e.Chunks) > 0 {
 			body = &paced{f: f, chunks: e.Chunks, start: time.Now(), ctx: req.Context(), pace: !c.o.NoPacing}
 		}

@@ -45,6 +45,9 @@ type entry struct {
 	// Body names the body's file, "bodies/" and its SHA-256 and an
 	// extension; "" for an empty body.
 	Body string `json:"body,omitzero"`
+	// Parts are the images taken out of a JSON body, each a file beside
+	// it that the body names in their place.
+	Parts []string `json:"parts,omitzero"`
 	// Chunks are a stream's chunks as they came: each its size in bytes
 	// and when it came, in milliseconds after the answer's headers.
 	Chunks [][2]int64 `json:"chunks,omitzero"`
@@ -267,6 +270,9 @@ func (st *store) close() error {
 		}
 		buf.Write(b)
 		named[e.Body] = true
+		for _, p := range e.Parts {
+			named[p] = true
+		}
 	}
 	t, err := atomicfile.CreateTemp(st.root, ".", "index-")
 	if err != nil {
