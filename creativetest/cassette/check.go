@@ -108,47 +108,60 @@ func Check(dir string, o *CheckOptions) error {
 // for the keys' literal forms and the patterns.
 func checkFile(name string, b []byte, red keyredact.Redactor, patterns []*regexp.Regexp) []Finding {
 	if !isTextFile(b) {
-		var out []Finding
-		for _, f := range red.Forms {
-			if bytes.Contains(b, []byte(f)) {
-				out = append(out, Finding{File: name, Line: 1, What: "the access key, in a binary body"})
-				break
-			}
-		}
-		for _, re := range patterns {
-			if re.Match(b) {
-				out = append(out, Finding{File: name, Line: 1, What: "a match of " + re.String() + ", in a binary body"})
-			}
-		}
-		return out
+		return checkBinary(name, b, red, patterns)
 	}
 	var out []Finding
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), len(b)+1)
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		add := func(what string) { out = append(out, Finding{File: name, Line: n, What: what}) }
-		if red.Redact(line) != line {
-			add("the access key")
+		for _, what := range checkLine(sc.Text(), red, patterns) {
+			out = append(out, Finding{File: name, Line: n, What: what})
 		}
-		for _, re := range patterns {
-			if re.MatchString(line) {
-				add("a match of " + re.String())
-			}
+	}
+	return out
+}
+
+// checkBinary looks through a file that is not text for the keys' literal
+// forms and the patterns.
+func checkBinary(name string, b []byte, red keyredact.Redactor, patterns []*regexp.Regexp) []Finding {
+	var out []Finding
+	for _, f := range red.Forms {
+		if bytes.Contains(b, []byte(f)) {
+			out = append(out, Finding{File: name, Line: 1, What: "the access key, in a binary body"})
+			break
 		}
-		for _, m := range secretField.FindAllStringSubmatch(line, -1) {
-			if v := m[2]; v != "" && v != keyredact.Marker {
-				add(fmt.Sprintf("%q holds a value that is not %s (%s)", m[1], keyredact.Marker, mask(v)))
-			}
+	}
+	for _, re := range patterns {
+		if re.Match(b) {
+			out = append(out, Finding{File: name, Line: 1, What: "a match of " + re.String() + ", in a binary body"})
 		}
-		for _, m := range secretQuery.FindAllStringSubmatch(line, -1) {
-			if v := m[2]; v != keyredact.Marker && v != "%5Bredacted%5D" {
-				add(fmt.Sprintf("the query parameter %s holds a value (%s)", m[1], mask(v)))
-			}
+	}
+	return out
+}
+
+// checkLine says what looks like a key on one line of text.
+func checkLine(line string, red keyredact.Redactor, patterns []*regexp.Regexp) []string {
+	var out []string
+	if red.Redact(line) != line {
+		out = append(out, "the access key")
+	}
+	for _, re := range patterns {
+		if re.MatchString(line) {
+			out = append(out, "a match of "+re.String())
 		}
-		for _, m := range bearer.FindAllStringSubmatch(line, -1) {
-			add("a bearer token (" + mask(m[1]) + ")")
+	}
+	for _, m := range secretField.FindAllStringSubmatch(line, -1) {
+		if v := m[2]; v != "" && v != keyredact.Marker {
+			out = append(out, fmt.Sprintf("%q holds a value that is not %s (%s)", m[1], keyredact.Marker, mask(v)))
 		}
+	}
+	for _, m := range secretQuery.FindAllStringSubmatch(line, -1) {
+		if v := m[2]; v != keyredact.Marker && v != "%5Bredacted%5D" {
+			out = append(out, fmt.Sprintf("the query parameter %s holds a value (%s)", m[1], mask(v)))
+		}
+	}
+	for _, m := range bearer.FindAllStringSubmatch(line, -1) {
+		out = append(out, "a bearer token ("+mask(m[1])+")")
 	}
 	return out
 }
