@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json"
-
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/ops"
@@ -221,12 +219,11 @@ func (c *checker) identify(t *task) error {
 		}
 		canon[field] = "sha256:" + sum
 	}
-	canon["op"] = t.op.Name
-	b, err := json.Marshal(canon, json.Deterministic(true))
+	content, err := ops.Content(t.op.Name, canon)
 	if err != nil {
 		return &LineError{Line: t.job.Line, Err: err}
 	}
-	t.content = string(b)
+	t.content = content
 	return nil
 }
 

@@ -474,6 +474,14 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		opts = append(opts, creative.WithLogger(slog.New(h)))
 	}
 	opts = append(opts, extra...)
+	cas, err := a.openCassette()
+	if err != nil {
+		return nil, nil, &usageError{err.Error()}
+	}
+	if cas != nil {
+		opts = append(opts, cas.Option())
+		defer func() { close = closeCassette(cas, close, err) }()
+	}
 	if a.hc != nil {
 		opts = append(opts, creative.WithHTTPClient(a.hc))
 	}
@@ -493,7 +501,7 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 	if u, err := url.Parse(a.g.baseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, nil, usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
 	}
-	key := a.getenv(creative.EnvAccessKey)
+	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
 	if key == "" {
 		return nil, nil, usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
 	}

@@ -1,0 +1,25 @@
+// Package keyredact lends the SDK's redactor to the packages of its module
+// that write what came from the network to disk (creativetest/cassette): the
+// one list of the forms an access key takes when a server echoes it, kept
+// in package creative. Package creative sets New when it is initialised,
+// so any program that imports it finds New set.
+package keyredact
+
+// Marker is what a key is replaced with, as in the SDK's errors.
+const Marker = "[redacted]"
+
+// A Redactor removes a set of access keys from text.
+type Redactor struct {
+	// Redact returns s without the keys, in every form the SDK's redactor
+	// knows: as they are, escaped for a URL, quoted for Go or JSON, in a
+	// JSON pointer, and written with HTML, JSON, Go or URL escapes in any
+	// mix.
+	Redact func(s string) string
+	// Forms are the keys' literal forms, longest first: what to look for
+	// in bytes that are not text.
+	Forms []string
+}
+
+// New returns the Redactor of keys. Keys shorter than 4 bytes are not
+// looked for.
+var New func(keys []string) Redactor
