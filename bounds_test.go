@@ -3,6 +3,7 @@ package creative
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -121,4 +122,32 @@ func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
 		assert.Zero(t, b.holders)
 		assert.Empty(t, b.waiting)
 	})
+}
+
+// An answer without a Content-Length is read in chunks, each within the
+// budget, and joined whole; one past half the budget fails, since joined
+// it takes twice its length.
+func TestAnAnswerWithoutALengthIsReadWithinTheBudget(t *testing.T) {
+	img := bytes.Repeat([]byte("\x89PNG image bytes"), 200<<10) // 3.2 MiB
+	body := `{"success":true,"data":[{"base64":"` + base64.StdEncoding.EncodeToString(img) + `"}]}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.(http.Flusher).Flush() // chunked: no Content-Length
+		_, _ = io.WriteString(w, body)
+	})
+	c := ts.client(t)
+	ims, err := c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+	require.NoError(t, err)
+	require.Len(t, ims, 1)
+	assert.Equal(t, img, ims[0].Data)
+	b := answerBudget.Load()
+	assert.Zero(t, b.used, "every byte given back")
+
+	SetAnswerBudget(8 << 20)
+	t.Cleanup(func() { SetAnswerBudget(0) })
+	_, err = c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+	assert.ErrorIs(t, err, ErrUnexpectedResponse)
+	assert.ErrorContains(t, err, "has no Content-Length and holds more than 4194304 bytes, half the 8388608 bytes of answers the process holds at once (raise it with SetAnswerBudget)")
+	assert.Zero(t, answerBudget.Load().used)
 }

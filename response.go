@@ -253,16 +253,18 @@ const chunkMax = 4 << 20
 
 // readChunks reads a body of unknown length (chunked, or decompressed by
 // the transport) in pieces, each reserved before it is allocated, then
-// joins them in one buffer of the body's length.
+// joins them in one buffer of the body's length. Joined, it takes twice its
+// length for a moment: it may hold at most half the budget.
 func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 	ctx := rs.ctx()
 	var (
 		chunks [][]byte
 		total  int64
 	)
+	most := min(limit, r.b.size/2)
 	size := int64(32 << 10)
 	for {
-		size = min(size, limit+1-total)
+		size = min(size, most+1-total)
 		if err := r.take(ctx, size); err != nil {
 			return nil, rs.readFailed(err)
 		}
@@ -272,6 +274,9 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 		r.give(size - int64(m))
 		if total > limit {
 			return nil, rs.tooLarge(-1)
+		}
+		if total > most {
+			return nil, rs.overBudget(-1, r.b.size)
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			break
@@ -305,11 +310,16 @@ func (rs *response) ctx() context.Context {
 }
 
 // overBudget is the error of an answer that declares more bytes than the
-// process's answer budget holds: read, it would not fit.
+// process's answer budget holds, or (declared -1) of one without a
+// Content-Length that holds more than half of it: read, it would not fit.
 func (rs *response) overBudget(declared, size int64) error {
 	e := rs.apiError()
 	e.unexpected = true
-	e.Message = fmt.Sprintf("the answer declares %d bytes, more than the %d bytes of answers the process holds at once (raise it with SetAnswerBudget)", declared, size)
+	what := fmt.Sprintf("declares %d bytes, more than the %d bytes", declared, size)
+	if declared < 0 {
+		what = fmt.Sprintf("has no Content-Length and holds more than %d bytes, half the %d bytes", size/2, size)
+	}
+	e.Message = fmt.Sprintf("the answer %s of answers the process holds at once (raise it with SetAnswerBudget)", what)
 	return e
 }
 
