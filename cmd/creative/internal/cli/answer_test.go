@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,4 +83,38 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, de.Name())
 	}
 	return names
+}
+
+// An answer listing more links than --max-links allows downloads none;
+// the flag raises the bound.
+func TestMaxLinksBoundsTheLinksOfAnAnswer(t *testing.T) {
+	wav := string(media.Music("stem", 0.1))
+	const stems = 17
+	var base string
+	rec := newRecorder(t, http.StatusOK, func(path string) (string, string) {
+		if strings.HasPrefix(path, "/f/") {
+			return "audio/wav", wav
+		}
+		var links []string
+		for i := range stems {
+			links = append(links, fmt.Sprintf(`"%s/f/stem-%d.wav"`, base, i))
+		}
+		return "application/json", `{"success":true,"data":[` + strings.Join(links, ",") + `]}`
+	})
+	base = rec.URL
+	song := filepath.Join(t.TempDir(), "song.wav")
+	require.NoError(t, os.WriteFile(song, []byte(wav), 0o644))
+	env := map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey}
+
+	out := t.TempDir()
+	code, _, stderr := runCLI(t, env, "audio", "split-audio", "--audio", song, "--out", out)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "more than the 16 links the client accepts")
+	assert.Empty(t, dirNames(t, out))
+	assert.Len(t, rec.seen, 1, "no link is fetched")
+
+	out = t.TempDir()
+	code, _, stderr = runCLI(t, env, "--max-links", "17", "audio", "split-audio", "--audio", song, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Len(t, dirNames(t, out), stems)
 }
