@@ -218,11 +218,20 @@ func (rs *response) readBody() (body []byte, release func(), err error) {
 	return body, r.release, err
 }
 
-// readKnown reads a body of Content-Length n: the first 128th (at least
-// 16 KiB) into a buffer that grows, then the whole into one of n bytes.
+// trustUpTo is the Content-Length up to which a body's buffer is made
+// before its bytes come: a header that lies makes the client allocate at
+// most this (within the budget) for nothing.
+const trustUpTo = 4 << 20
+
+// readKnown reads a body of Content-Length n: up to trustUpTo, into one
+// buffer of n bytes; past it, the first 128th into a buffer that grows
+// from 16 KiB, then the whole into one of n bytes.
 func (rs *response) readKnown(n int64) ([]byte, error) {
-	first := min(n, max(n/128, 16<<10))
-	buf := make([]byte, 0, min(first, 16<<10))
+	first, start := n, n
+	if n > trustUpTo {
+		first, start = n/128, 16<<10
+	}
+	buf := make([]byte, 0, start)
 	for int64(len(buf)) < n {
 		if len(buf) == cap(buf) {
 			c := min(2*int64(cap(buf)), first)
