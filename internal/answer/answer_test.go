@@ -16,7 +16,7 @@ import (
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
-func pngFile(t *testing.T) []byte {
+func pngFile(t testing.TB) []byte {
 	var b bytes.Buffer
 	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
 	for i := range img.Pix {
@@ -28,7 +28,7 @@ func pngFile(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-func jpegFile(t *testing.T) []byte {
+func jpegFile(t testing.TB) []byte {
 	var b bytes.Buffer
 	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
 	for i := range img.Pix {
@@ -48,7 +48,7 @@ func withThumbnail(outer, thumb []byte) []byte {
 	return append(append(append([]byte{0xff, 0xd8}, seg...), thumb...), outer[2:]...)
 }
 
-func gifFile(t *testing.T) []byte {
+func gifFile(t testing.TB) []byte {
 	var b bytes.Buffer
 	err := gif.EncodeAll(&b, &gif.GIF{Image: []*image.Paletted{
 		image.NewPaletted(image.Rect(0, 0, 8, 8), color.Palette{color.Black, color.White}),
