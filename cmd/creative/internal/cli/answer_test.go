@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/internal/media"
 )
 
@@ -117,4 +119,27 @@ func TestMaxLinksBoundsTheLinksOfAnAnswer(t *testing.T) {
 	code, _, stderr = runCLI(t, env, "--max-links", "17", "audio", "split-audio", "--audio", song, "--out", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Len(t, dirNames(t, out), stems)
+}
+
+// --max-download-bytes bounds each file a batch downloads: past it the job
+// waits, its file not kept, and a rerun that allows it fetches it without
+// paying again.
+func TestMaxDownloadBytesBoundsABatchsFiles(t *testing.T) {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey}
+	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
+	require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"audio/text-to-music","prompt":"tune","duration":1}`+"\n"), 0o644))
+	out := t.TempDir()
+	_, _, stderr := runCLI(t, env, "batch", jobs, "--out", out, "--max-download-bytes", "1000")
+	recs := readResults(t, out)
+	require.Len(t, recs, 1, stderr)
+	assert.NotEqual(t, batch.Done, recs[0].State, stderr)
+	assert.Contains(t, recs[0].Error, "1000 bytes")
+
+	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	recs = readResults(t, out)
+	assert.Equal(t, batch.Done, recs[len(recs)-1].State)
+	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "paid once")
 }
