@@ -1,9 +1,13 @@
 package batch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -98,23 +102,29 @@ func (f *fixture) ledgerHolds(t *testing.T, s string) bool {
 // end. The job waits, and a rerun fetches it again without paying; a link's
 // name never names the file.
 func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
-	const op = "audio/text-to-music"
+	const music, zoom = "audio/text-to-music", "video/infinite-zoom"
 	wav := string(media.Music("tune", 0.2))
+	mp4 := mp4File()
 	for _, tc := range []struct {
-		name, link, file, says string
+		name, op, link, file, says, whole, ext string
 	}{
-		{"a cut wav", "/x.wav", wav[:len(wav)/2], "is cut after"},
-		{"html at a .html link", "/x.html", "<html><script>alert(1)</script></html>", "not audio"},
-		{"svg at a .svg link", "/x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not audio"},
-		{"the error envelope", "/x.wav", `{"success":false,"message":"the link expired"}`, "the link expired"},
-		{"a png for audio", "/x.wav", pngFile(t), "not audio"},
+		{"a cut wav", music, "/x.wav", wav[:len(wav)/2], "is cut after", wav, ".wav"},
+		{"html at a .html link", music, "/x.html", "<html><script>alert(1)</script></html>", "not audio", wav, ".wav"},
+		{"svg at a .svg link", music, "/x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not audio", wav, ".wav"},
+		{"the error envelope", music, "/x.wav", `{"success":false,"message":"the link expired"}`, "the link expired", wav, ".wav"},
+		{"a png for audio", music, "/x.wav", pngFile(t), "not audio", wav, ".wav"},
+		{"a cut mp4", zoom, "/x.mp4", mp4[:len(mp4)-100], "is cut after", mp4, ".mp4"},
+		{"an mp4 without its moov", zoom, "/x.mp4", mp4[:len(mp4)-108], "no moov box", mp4, ".mp4"},
+		{"html for a video", zoom, "/x.html", "<!DOCTYPE html><p>gone</p>", "not a video", mp4, ".mp4"},
+		{"a wav for a video", zoom, "/x.mp4", wav, "not a video", mp4, ".mp4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			op := tc.op
 			f := newFixture(t)
 			fs := newFiles(t)
 			f.answerWith(op, func() string { return `"` + fs.URL + tc.link + `"` })
 			fs.set(tc.link, tc.file)
-			f.write(t, `{"op":"audio/text-to-music","prompt":"tune"}`)
+			f.write(t, `{"op":"`+op+`","prompt":"tune"}`)
 			sum, err := f.run(t, batch.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, 0, sum.Done, "%+v", sum)
@@ -123,7 +133,7 @@ func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
 			assert.True(t, f.ledgerHolds(t, tc.says), "the record says why")
 
 			// The file is whole now: a rerun fetches it, without paying.
-			fs.set(tc.link, wav)
+			fs.set(tc.link, tc.whole)
 			sum, err = f.run(t, batch.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, 1, sum.Done, "%+v", sum)
@@ -131,9 +141,20 @@ func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
 			assert.EqualValues(t, 2, fs.hits.Load(), "fetched twice")
 			outs := f.outputs(t)
 			require.Len(t, outs, 1)
-			assert.True(t, strings.HasSuffix(outs[0], ".wav"), "named by its bytes: %s", outs[0])
+			assert.True(t, strings.HasSuffix(outs[0], tc.ext), "named by its bytes: %s", outs[0])
 		})
 	}
+}
+
+// mp4File is an MP4 of an ftyp, an mdat and, last, its moov (108 bytes).
+func mp4File() string {
+	box := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+		return append(append(b, typ...), body...)
+	}
+	f := box("ftyp", []byte("isom\x00\x00\x02\x00isomiso2mp41"))
+	f = append(f, box("mdat", bytes.Repeat([]byte{0xab}, 3000))...)
+	return string(append(f, box("moov", box("mvhd", make([]byte, 92)))...))
 }
 
 func pngFile(t *testing.T) string {
@@ -142,17 +163,37 @@ func pngFile(t *testing.T) string {
 	return string(b)
 }
 
-// An image that is not one (HTML in the base64) is never done.
-func TestAnImageThatIsNoImageIsNotDone(t *testing.T) {
-	f := newFixture(t)
-	html := base64.StdEncoding.EncodeToString([]byte("<!DOCTYPE html><script>alert(1)</script>"))
-	f.answerWith("image/text-to-image", func() string { return `[{"base64":"` + html + `"}]` })
-	f.write(t, imageJobs(1)...)
-	sum, err := f.run(t, batch.Options{})
-	require.NoError(t, err)
-	assert.Equal(t, 0, sum.Done, "%+v", sum)
-	assert.Empty(t, f.outputs(t))
-	assert.True(t, f.ledgerHolds(t, "not an image"))
+// An image that is not one, or is cut, is never done: the answer is kept
+// nowhere, and the record says why.
+func TestAnImageThatIsNoWholeImageIsNotDone(t *testing.T) {
+	png := pngFile(t)
+	jpg := jpegFile(t)
+	for _, tc := range []struct{ name, file, says string }{
+		{"html", "<!DOCTYPE html><script>alert(1)</script>", "not an image"},
+		{"svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not an image"},
+		{"the error envelope", `{"success":false,"message":"no credits"}`, "not an image"},
+		{"a cut png", png[:len(png)-20], "its IEND chunk"},
+		{"a cut jpeg", jpg[:len(jpg)/2], "its end-of-image marker"},
+		{"a wav", string(media.Music("x", 0.05)), "not an image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			b64 := base64.StdEncoding.EncodeToString([]byte(tc.file))
+			f.answerWith("image/text-to-image", func() string { return `[{"base64":"` + b64 + `"}]` })
+			f.write(t, imageJobs(1)...)
+			sum, err := f.run(t, batch.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, 0, sum.Done, "%+v", sum)
+			assert.Empty(t, f.outputs(t))
+			assert.True(t, f.ledgerHolds(t, tc.says))
+		})
+	}
+}
+
+func jpegFile(t *testing.T) string {
+	var b bytes.Buffer
+	require.NoError(t, jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, 64, 64)), nil))
+	return b.String()
 }
 
 // An answer listing more links than the bound downloads none of them.
