@@ -131,6 +131,9 @@ func TestLyingAnswersAreRefused(t *testing.T) {
 		{"webp", Image, webp, false, true},
 		{"gif", Image, gf, false, true},
 		{"wav", Audio, wav, false, true},
+		{"a streamed wav that states no length", Audio, riffSized(wav, 0xffffffff), false, true},
+		{"a streamed wav with SoX's length", Audio, riffSized(wav, 0x7ffff024), false, true},
+		{"a wav that states 0", Audio, riffSized(wav, 0), false, true},
 		{"mp3", Audio, mp3, false, true},
 		{"mp4", Video, mp4, false, true},
 		{"gif as video", Video, gf, false, true},
@@ -228,4 +231,11 @@ func TestACutWAVSaysWhatItsHeaderStates(t *testing.T) {
 	if _, err := c.Write(wav); err != nil || c.Close() != nil || c.Ext() != ".wav" || c.Type() != "audio/wav" {
 		t.Fatalf("a whole WAV: %v, %q %q", err, c.Ext(), c.Type())
 	}
+}
+
+// riffSized is a copy of the RIFF file b whose header states size.
+func riffSized(b []byte, size uint32) []byte {
+	b = bytes.Clone(b)
+	binary.LittleEndian.PutUint32(b[4:8], size)
+	return b
 }

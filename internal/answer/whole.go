@@ -100,7 +100,9 @@ func (w *pngWalk) cut(int64) string {
 }
 
 // riffWalk checks a RIFF file (WAV, WebP) against the size its header
-// states. A size of 0 or 0xffffffff is a stream's "not known".
+// states. A size of 0, or of 2 GiB or more, is a stream's "not known":
+// writers that cannot seek back put 0, 0xffffffff or, as SoX does, about
+// 0x7ffff000 there.
 type riffWalk struct {
 	hdr  [8]byte
 	have int
@@ -113,7 +115,7 @@ func (w *riffWalk) cut(n int64) string {
 		return "it ends inside its RIFF header"
 	}
 	size := binary.LittleEndian.Uint32(w.hdr[4:8])
-	if size == 0 || size == 0xffffffff {
+	if size == 0 || size >= 0x7ffff000 {
 		return ""
 	}
 	if want := int64(size) + 8; n < want {
