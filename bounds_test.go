@@ -121,6 +121,12 @@ func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
 		assert.Zero(t, b.used)
 		assert.Zero(t, b.holders)
 		assert.Empty(t, b.waiting)
+
+		// Nothing taken is nothing held: an empty answer leaves no holder.
+		e := &reservation{b: b}
+		require.NoError(t, e.take(ctx, 0))
+		e.release()
+		assert.Zero(t, b.holders)
 	})
 }
 

@@ -100,6 +100,9 @@ func reserve() *reservation { return &reservation{b: answerBudget.Load()} }
 // take adds n bytes to the reservation, waiting until they are free or
 // ctx ends.
 func (r *reservation) take(ctx context.Context, n int64) error {
+	if n <= 0 {
+		return nil
+	}
 	b := r.b
 	holding := r.held > 0
 	b.mu.Lock()
