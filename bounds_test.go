@@ -157,3 +157,44 @@ func TestAnAnswerWithoutALengthIsReadWithinTheBudget(t *testing.T) {
 	assert.ErrorContains(t, err, "has no Content-Length and holds more than 4194304 bytes, half the 8388608 bytes of answers the process holds at once (raise it with SetAnswerBudget)")
 	assert.Zero(t, answerBudget.Load().used)
 }
+
+// Whatever an answer does (empty, cut, past the cap, chunked, whole), every
+// byte it took of the budget is given back when its call returns.
+func TestEveryAnswerGivesItsBudgetBack(t *testing.T) {
+	img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("\x89PNG"), 300<<10))
+	bodies := []func(w http.ResponseWriter){
+		func(w http.ResponseWriter) { w.Header().Set("Content-Length", "0") },
+		func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "100")
+			_, _ = io.WriteString(w, `{"success":`)
+		},
+		func(w http.ResponseWriter) {
+			_, _ = io.WriteString(w, `{"success":true,"data":[{"base64":"`+img+`"}]}`)
+		},
+		func(w http.ResponseWriter) {
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, `{"success":true,"data":[{"base64":"`+img+`"}]}`)
+		},
+		func(w http.ResponseWriter) {
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, `{"success":true,"data":[{"base64":"`+img+img+`"}]}`)
+		},
+		func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"success":false,"message":"no"}`) },
+	}
+	var i int
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		bodies[i](w)
+	})
+	c := ts.client(t, WithMaxResponseBytes(3<<20), WithMaxRetries(0))
+	for i = range bodies {
+		_, _ = c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+		b := answerBudget.Load()
+		b.mu.Lock()
+		used, holders := b.used, b.holders
+		b.mu.Unlock()
+		assert.Zero(t, used, "answer %d", i)
+		assert.Zero(t, holders, "answer %d", i)
+	}
+}
