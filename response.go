@@ -189,9 +189,10 @@ func (cl *call) describeBody(contentType string, body []byte) string {
 // readBody reads a whole success body, within the call's cap on decoded
 // bytes and the process's answer budget (budget.go), which the body holds
 // until release is called. Memory follows the bytes that arrived: a body
-// whose Content-Length is known is read into a buffer of that length once
-// a 128th of it came (a header that lies must send that much first), so
-// its memory is its length at any size; one without grows in chunks.
+// whose Content-Length is known is read into one buffer of that length,
+// made at once up to trustUpTo and past it once a 128th of the body came (a
+// header that lies must send that much first), so that its memory is its
+// length at any size; one without is read in chunks (readChunks).
 func (rs *response) readBody() (body []byte, release func(), err error) {
 	limit := rs.cl.s.maxBytes
 	n := rs.ContentLength
