@@ -15,7 +15,7 @@ import (
 	"github.com/creativegen/creative-go/batch"
 )
 
-// endlessEnv makes the test binary run the endless answers themselves, in a
+// endlessEnv makes the test binary run the endlessAnswer answers themselves, in a
 // process of their own whose peak RSS the parent reads.
 const endlessEnv = "CREATIVE_TEST_ENDLESS_CHILD"
 
@@ -27,31 +27,31 @@ func TestEightEndlessAnswersStayUnderAGiB(t *testing.T) {
 		endlessRun(t)
 		return
 	}
-	if raceOn {
+	if raceDetector {
 		t.Skip("the race detector multiplies the memory of the program it watches")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEightEndlessAnswersStayUnderAGiB$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), endlessEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), "endless: 0 done of 8", "the child ran the answers: %s", out)
+	require.Contains(t, string(out), "endlessAnswer: 0 done of 8", "the child ran the answers: %s", out)
 	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
-	t.Logf("peak RSS of eight endless answers at concurrency 8: %d MiB", peak>>20)
+	t.Logf("peak RSS of eight endlessAnswer answers at concurrency 8: %d MiB", peak>>20)
 	assert.Less(t, peak, int64(1<<30), "peak RSS")
 }
 
 func endlessRun(t *testing.T) {
 	f := newFixture(t)
-	f.srv.Handle("image/text-to-image", endless)
+	f.srv.Handle("image/text-to-image", endlessAnswer)
 	f.write(t, imageJobs(8)...)
 	sum, err := f.run(t, batch.Options{Concurrency: 8})
 	require.NoError(t, err)
-	t.Logf("endless: %d done of %d: %+v", sum.Done, sum.Jobs, sum)
+	t.Logf("endlessAnswer: %d done of %d: %+v", sum.Done, sum.Jobs, sum)
 }
 
-// endless answers an image call with an envelope whose base64 never ends,
+// endlessAnswer answers an image call with an envelope whose base64 never ends,
 // without a Content-Length, until the caller goes away.
-func endless(w http.ResponseWriter, r *http.Request) {
+func endlessAnswer(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := io.WriteString(w, `{"success":true,"data":[{"base64":"`); err != nil {
 		return

@@ -2,5 +2,5 @@
 
 package batch_test
 
-// raceOn is set when the race detector runs (see race_on_test.go).
-const raceOn = false
+// raceDetector is set when the race detector runs (see race_on_test.go).
+const raceDetector = false

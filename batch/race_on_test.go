@@ -2,7 +2,7 @@
 
 package batch_test
 
-// raceOn is set when the race detector runs, which multiplies the memory
+// raceDetector is set when the race detector runs, which multiplies the memory
 // a program takes: bounds on the memory of the program as built are not
 // held then.
-const raceOn = true
+const raceDetector = true

@@ -48,7 +48,7 @@ func TestASingleOperationKeepsNoLyingAnswer(t *testing.T) {
 			out := t.TempDir()
 			code, stdout, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
 				"audio", "text-to-music", "--prompt", "tune", "--out", out)
-			names := dirNames(t, out)
+			names := answerDirNames(t, out)
 			if tc.want != "" {
 				require.Equal(t, 0, code, stderr)
 				assert.Equal(t, filepath.Join(out, tc.want)+"\n", stdout)
@@ -72,11 +72,11 @@ func TestSpeechThatIsNoAudioIsNotKept(t *testing.T) {
 			"audio", "text-to-speech", "--prompt", "hi", "--voice-id", "female-1", "--out", out)
 		assert.NotEqual(t, 0, code, "%q", body)
 		assert.Contains(t, stderr, "answer: the ")
-		assert.Empty(t, dirNames(t, out))
+		assert.Empty(t, answerDirNames(t, out))
 	}
 }
 
-func dirNames(t *testing.T, dir string) []string {
+func answerDirNames(t *testing.T, dir string) []string {
 	t.Helper()
 	des, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -112,13 +112,13 @@ func TestMaxLinksBoundsTheLinksOfAnAnswer(t *testing.T) {
 	code, _, stderr := runCLI(t, env, "audio", "split-audio", "--audio", song, "--out", out)
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, stderr, "more than the 16 links the client accepts")
-	assert.Empty(t, dirNames(t, out))
+	assert.Empty(t, answerDirNames(t, out))
 	assert.Len(t, rec.seen, 1, "no link is fetched")
 
 	out = t.TempDir()
 	code, _, stderr = runCLI(t, env, "--max-links", "17", "audio", "split-audio", "--audio", song, "--out", out)
 	require.Equal(t, 0, code, stderr)
-	assert.Len(t, dirNames(t, out), stems)
+	assert.Len(t, answerDirNames(t, out), stems)
 }
 
 // --max-download-bytes bounds each file a batch downloads: past it the job
