@@ -60,6 +60,9 @@ func dataURLs(d *bodyDecoder) ([]URL, error) {
 	}
 	var out []URL
 	for d.PeekKind() != ']' {
+		if len(out) == d.maxLinks && d.maxLinks > 0 {
+			return nil, fmt.Errorf("data holds more than the %d links the client accepts (raise it with WithMaxLinks)", d.maxLinks)
+		}
 		u, err := dataURL(d, fmt.Sprintf("data[%d]", len(out)))
 		if err != nil {
 			return nil, err

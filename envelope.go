@@ -34,6 +34,8 @@ type bodyDecoder struct {
 	long  []longString // the strings the skeleton leaves out
 	taken int          // how many of them a decoder has read
 	keys  *redactor    // the call's: data that holds a key is refused
+	// maxLinks bounds the URLs of a list (WithMaxLinks); 0 for none.
+	maxLinks int
 }
 
 // An envelopeError is a body that is not the envelope, or an envelope that
@@ -58,7 +60,7 @@ func envelope(body []byte, skim bool, keys *redactor, data func(d *bodyDecoder) 
 	defer func() {
 		bd.buf = bytes.Buffer{}
 		bd.Reset(&bd.buf)
-		bd.body, bd.long, bd.taken, bd.keys = nil, bd.long[:0], 0, nil
+		bd.body, bd.long, bd.taken, bd.keys, bd.maxLinks = nil, bd.long[:0], 0, nil, 0
 		if cap(bd.skel) > 64<<10 {
 			bd.skel = nil
 		}
@@ -245,17 +247,21 @@ func (rs *response) serviceFailure(body []byte, msg string) *APIError {
 // decodeEnvelope reads the body of rs and decodes its data with data,
 // turning every failure into the *APIError a caller gets.
 func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error) error {
-	body, err := rs.readBody()
+	body, release, err := rs.readBody()
 	if err != nil {
 		return err
 	}
+	defer release()
 	head := body
 	if inPlace {
 		// Image data is decoded over the body: keep its start for an
 		// error's Body.
 		head = rs.cl.keep(body, 1<<10) // a redacted copy, cut after redaction
 	}
-	err = envelope(body, inPlace, rs.cl.redactor, data)
+	err = envelope(body, inPlace, rs.cl.redactor, func(d *bodyDecoder) error {
+		d.maxLinks = rs.cl.s.links()
+		return data(d)
+	})
 	if err == nil {
 		return nil
 	}

@@ -262,8 +262,9 @@ func fmFaults() []fmFault {
 				return fmOutcome{attempts: 1, status: 400, sentinel: ErrInvalidRequest, message: "HTTP 400: prompt: too long"}
 			}},
 		{name: "200 with success false", handle: always(200, "application/json", `{"success":false,"message":"quota used up"}`),
-			expect: func(e fmEndpoint) fmOutcome {
-				return raw2xxOK(e, fmOutcome{attempts: 1, status: 200, message: "quota used up"})
+			expect: func(fmEndpoint) fmOutcome {
+				// A download too: the service's error envelope is never the file.
+				return fmOutcome{attempts: 1, status: 200, message: "quota used up"}
 			}},
 		{name: "200 that is not JSON", handle: always(200, "text/html", "<html>maintenance</html>"),
 			expect: func(e fmEndpoint) fmOutcome {

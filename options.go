@@ -42,6 +42,7 @@ type settings struct {
 	responseInto **http.Response
 	maxBytes     int64
 	maxBytesSet  bool
+	maxLinks     int // WithMaxLinks (budget.go)
 	payAgain     bool
 }
 

@@ -1,11 +1,13 @@
 package creative
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -30,11 +32,6 @@ const (
 	// is 10 MiB, which a flood of 1xx answers turns into some 80 MiB of
 	// garbage per attempt). The service's headers are a few hundred bytes.
 	maxHeaderBytes = 1 << 20
-	// upfrontBudget bounds the memory reserved, across every call in the
-	// process, for bodies on the word of their Content-Length alone: a
-	// header that lies cannot make the client allocate more than this
-	// before the bytes arrive.
-	upfrontBudget = 64 << 20
 )
 
 // response is a 2xx answer on its way through the gate.
@@ -189,54 +186,151 @@ func (cl *call) describeBody(contentType string, body []byte) string {
 	return fmt.Sprintf("body is not the JSON envelope (%s): %q", contentType, snippet)
 }
 
-// upfront is the memory reserved for bodies on the word of a header.
-var upfront atomic.Int64
-
 // readBody reads a whole success body, within the call's cap on decoded
-// bytes. Memory follows the bytes that arrived: the body is allocated at its
-// Content-Length up front only within the process-wide upfrontBudget, and
-// otherwise grows as bytes come.
-func (rs *response) readBody() ([]byte, error) {
+// bytes and the process's answer budget (budget.go), which the body holds
+// until release is called. Memory follows the bytes that arrived: a body
+// whose Content-Length is known is read into one buffer of that length,
+// made at once up to trustUpTo and past it once a 128th of the body came (a
+// header that lies must send that much first), so that its memory is its
+// length at any size; one without is read in chunks (readChunks).
+func (rs *response) readBody() (body []byte, release func(), err error) {
 	limit := rs.cl.s.maxBytes
 	n := rs.ContentLength
 	if n > limit {
-		return nil, rs.tooLarge(n)
+		return nil, nil, rs.tooLarge(n)
 	}
-	if n >= 0 && upfront.Add(n) <= upfrontBudget {
-		defer upfront.Add(-n)
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(rs.Body, buf); err != nil {
-			return nil, rs.readFailed(err)
+	r := reserve()
+	if n > r.b.size {
+		return nil, nil, rs.overBudget(n, r.b.size)
+	}
+	defer func() {
+		if err != nil {
+			r.release()
 		}
-		return buf, nil
-	} else if n >= 0 {
-		upfront.Add(-n)
+	}()
+	if n >= 0 {
+		if err := r.take(rs.ctx(), n); err != nil {
+			return nil, nil, rs.readFailed(err)
+		}
+		body, err = rs.readKnown(n)
+	} else {
+		body, err = rs.readChunks(r, limit)
 	}
-	buf := make([]byte, 0, 32<<10)
-	for {
+	return body, r.release, err
+}
+
+// trustUpTo is the Content-Length up to which a body's buffer is made
+// before its bytes come: a header that lies makes the client allocate at
+// most this (within the budget) for nothing.
+const trustUpTo = 4 << 20
+
+// readKnown reads a body of Content-Length n: up to trustUpTo, into one
+// buffer of n bytes; past it, the first 128th into a buffer that grows
+// from 16 KiB, then the whole into one of n bytes.
+func (rs *response) readKnown(n int64) ([]byte, error) {
+	first, start := n, n
+	if n > trustUpTo {
+		first, start = n/128, 16<<10
+	}
+	buf := make([]byte, 0, start)
+	for int64(len(buf)) < n {
 		if len(buf) == cap(buf) {
-			grow := min(2*int64(cap(buf)), limit+1)
-			if n >= 0 {
-				grow = min(grow, n+1)
+			c := min(2*int64(cap(buf)), first)
+			if int64(len(buf)) >= first {
+				c = n
 			}
-			// Not append: its growth policy would make the buffer up to
-			// 2.5 times what was asked for.
-			next := make([]byte, len(buf), max(grow, int64(len(buf))+512))
+			next := make([]byte, len(buf), c)
 			copy(next, buf)
 			buf = next
 		}
 		m, err := rs.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
-		if int64(len(buf)) > limit {
-			return nil, rs.tooLarge(-1)
+		if err == io.EOF && int64(len(buf)) < n {
+			err = fmt.Errorf("got %d of %d bytes: %w", len(buf), n, io.ErrUnexpectedEOF)
 		}
 		if err == io.EOF {
-			return buf, nil
+			break
 		}
 		if err != nil {
 			return nil, rs.readFailed(err)
 		}
 	}
+	return buf, nil
+}
+
+// chunkMax is the largest piece a body of unknown length is read in.
+const chunkMax = 4 << 20
+
+// readChunks reads a body of unknown length (chunked, or decompressed by
+// the transport) in pieces, each reserved before it is allocated, then
+// joins them in one buffer of the body's length. Joined, it takes twice its
+// length for a moment: it may hold at most half the budget.
+func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
+	ctx := rs.ctx()
+	var (
+		chunks [][]byte
+		total  int64
+	)
+	most := min(limit, r.b.size/2)
+	size := int64(32 << 10)
+	for {
+		size = min(size, most+1-total)
+		if err := r.take(ctx, size); err != nil {
+			return nil, rs.readFailed(err)
+		}
+		c := make([]byte, size)
+		m, err := io.ReadFull(rs.Body, c)
+		chunks, total = append(chunks, c[:m]), total+int64(m)
+		r.give(size - int64(m))
+		if total > limit {
+			return nil, rs.tooLarge(-1)
+		}
+		if total > most {
+			return nil, rs.overBudget(-1, r.b.size)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, rs.readFailed(err)
+		}
+		size = min(2*size, chunkMax)
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	if err := r.take(ctx, total); err != nil {
+		return nil, rs.readFailed(err)
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	r.give(total)
+	return body, nil
+}
+
+// ctx is the context of the request the answer is to; a middleware may
+// answer without one.
+func (rs *response) ctx() context.Context {
+	if rs.Request != nil {
+		return rs.Request.Context()
+	}
+	return context.Background()
+}
+
+// overBudget is the error of an answer that declares more bytes than the
+// process's answer budget holds, or (declared -1) of one without a
+// Content-Length that holds more than half of it: read, it would not fit.
+func (rs *response) overBudget(declared, size int64) error {
+	e := rs.apiError()
+	e.unexpected = true
+	what := fmt.Sprintf("declares %d bytes, more than the %d bytes", declared, size)
+	if declared < 0 {
+		what = fmt.Sprintf("has no Content-Length and holds more than %d bytes, half the %d bytes", size/2, size)
+	}
+	e.Message = fmt.Sprintf("the answer %s of answers the process holds at once (raise it with SetAnswerBudget)", what)
+	return e
 }
 
 // tooLarge is the error of an answer past the call's cap; declared is the
@@ -268,7 +362,12 @@ func (rs *response) copyTo(w io.Writer) (int64, error) {
 	if rs.cl.s.maxBytesSet {
 		limit = rs.cl.s.maxBytes
 	}
-	n, err := io.Copy(w, &capped{r: rs.Body, left: limit, rs: rs})
+	body := &capped{r: rs.Body, left: limit, rs: rs}
+	head, err := rs.downloadHead(body)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(w, io.MultiReader(bytes.NewReader(head), body))
 	if err != nil {
 		switch err.(type) {
 		case *APIError, *NetworkError:
@@ -280,4 +379,29 @@ func (rs *response) copyTo(w io.Writer) (int64, error) {
 		return n, rs.readFailed(fmt.Errorf("got %d of %d bytes: %w", n, rs.ContentLength, io.ErrUnexpectedEOF))
 	}
 	return n, nil
+}
+
+// downloadHead reads the start of a download. One that starts as a JSON
+// object is read on, up to maxErrorBody bytes: the service's error
+// envelope (success false) sent with a 200 is the service's failure, with
+// its message redacted, and never the file. Anything else is returned to be
+// passed on whole.
+func (rs *response) downloadHead(r io.Reader) ([]byte, error) {
+	head, err := readHead(r, 512)
+	if err != nil {
+		return nil, err
+	}
+	if t := textStart(head); len(t) == 0 || t[0] != '{' {
+		return head, nil
+	}
+	more, err := io.ReadAll(io.LimitReader(r, int64(maxErrorBody+rs.cl.keyLen())))
+	if err != nil {
+		return nil, err
+	}
+	body := append(head, more...)
+	var ee *envelopeError
+	if err := envelope(body, false, rs.cl.redactor, func(d *bodyDecoder) error { return d.SkipValue() }); errors.As(err, &ee) && ee.failed {
+		return nil, rs.serviceFailure(body, ee.msg)
+	}
+	return body, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/answer"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
 
@@ -107,7 +108,7 @@ func (ru *run) write(ctx context.Context, rec *record, name func(head []byte) st
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: name}
-	if _, err := fill(lw); err != nil {
+	if _, err := answer.Fill(rec.Op, lw, fill); err != nil {
 		cancel()
 		if lw.w != nil {
 			_ = lw.w.Close() // its context cancelled: it leaves nothing
@@ -155,7 +156,7 @@ func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) error
 		rec.Requests++
 		return next(req)
 	})
-	name := func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head, link)) }
+	name := func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head)) }
 	return ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
 		opts := append([]creative.Option{count, creative.WithTimeout(downloadTimeout)}, ru.o.CallOptions...)
 		opts = append(opts, creative.WithMaxResponseBytes(ru.o.MaxDownloadBytes))

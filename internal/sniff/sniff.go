@@ -7,8 +7,6 @@ package sniff
 import (
 	"bytes"
 	"net/http"
-	"net/url"
-	"path"
 	"strings"
 )
 
@@ -31,7 +29,7 @@ var kinds = []kind{
 	{ctype: "audio/mpeg", aliases: []string{"audio/mp3"}, ext: ".mp3", match: mp3},
 	{ctype: "audio/ogg", aliases: []string{"audio/opus", "application/ogg"}, ext: ".ogg", match: prefix("OggS")},
 	{ctype: "audio/flac", ext: ".flac", match: prefix("fLaC")},
-	{ctype: "audio/aac", ext: ".aac"},
+	{ctype: "audio/aac", ext: ".aac", match: adts},
 	{ctype: "audio/mp4", aliases: []string{"audio/x-m4a"}, ext: ".m4a", match: ftyp("M4A ", "M4B ")},
 	{ctype: "video/mp4", ext: ".mp4", match: ftyp("")},
 	{ctype: "video/webm", aliases: []string{"audio/webm"}, ext: ".webm", match: prefix("\x1a\x45\xdf\xa3")},
@@ -62,10 +60,14 @@ func ftyp(brands ...string) func([]byte) bool {
 	}
 }
 
-// mp3 matches an ID3 tag or an MPEG audio frame's sync bits.
+// mp3 matches an ID3 tag or an MPEG audio frame's sync bits with a layer
+// (an AAC stream's ADTS header has the same sync and layer 0).
 func mp3(h []byte) bool {
-	return bytes.HasPrefix(h, []byte("ID3")) || len(h) >= 2 && h[0] == 0xff && h[1]&0xe0 == 0xe0
+	return bytes.HasPrefix(h, []byte("ID3")) || len(h) >= 2 && h[0] == 0xff && h[1]&0xe0 == 0xe0 && h[1]&0x06 != 0
 }
+
+// adts matches an AAC stream's ADTS header: twelve sync bits, layer 0.
+func adts(h []byte) bool { return len(h) >= 2 && h[0] == 0xff && h[1]&0xf6 == 0xf0 }
 
 // Type returns the content type of the table whose signature head starts
 // with, or "" when none does.
@@ -109,27 +111,23 @@ func Ext(ct string) string {
 	return ""
 }
 
-// FileExt names a file's extension from its first bytes, else from the path
-// of the link it came from (an extension of at most 6 bytes), else ".bin".
-func FileExt(head []byte, link string) string {
+// FileExt names a file's extension from its first bytes, or ".bin" when
+// they show no type of the table. The name of the link a file came from is
+// never asked: a service's link that ends in .html or .svg must not name a
+// file that a browser would run.
+func FileExt(head []byte) string {
 	if ext := Ext(Type(head)); ext != "" {
 		return ext
-	}
-	if u, err := url.Parse(link); err == nil && link != "" {
-		if ext := path.Ext(u.Path); ext != "" && len(ext) <= 6 && !strings.ContainsAny(ext, `\/`) {
-			return ext
-		}
 	}
 	return ".bin"
 }
 
-// DeclaredExt is declared, the extension of the type an answer declared,
-// unless that is ".bin" (a type not known): then the extension its first
-// bytes head name, else ".bin". A stream of audio is named so wherever it
-// is saved.
+// DeclaredExt names a stream of audio, wherever it is saved: the extension
+// its first bytes head show, else the one of the type the answer declared
+// (declared, ".bin" for a type not known).
 func DeclaredExt(declared string, head []byte) string {
-	if declared != ".bin" {
-		return declared
+	if ext := Ext(Type(head)); ext != "" {
+		return ext
 	}
-	return FileExt(head, "")
+	return declared
 }

@@ -154,20 +154,36 @@ func FuzzJPEGSize(f *testing.F) {
 	})
 }
 
-func TestFileExtTrustsTheBytesThenTheLink(t *testing.T) {
+// A file's extension comes from its bytes only; a stream's from its bytes,
+// then from the type its answer declared.
+func TestFileExtTrustsTheBytesOnly(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n0000")
 	for _, tc := range []struct {
-		head       []byte
-		link, want string
+		head []byte
+		want string
 	}{
-		{png, "https://f.example/a.mp3", ".png"},
-		{[]byte("not a known type"), "https://f.example/files/a.wav?sig=x", ".wav"},
-		{[]byte("not a known type"), "https://f.example/files/a.toolongext", ".bin"},
-		{[]byte("not a known type"), "", ".bin"},
-		{nil, "https://f.example/dir.x/", ".bin"},
+		{png, ".png"},
+		{[]byte("<html><script>"), ".bin"},
+		{[]byte("<svg xmlns="), ".bin"},
+		{nil, ".bin"},
+		{[]byte{0xff, 0xf1, 0x50, 0x80}, ".aac"},
+		{[]byte{0xff, 0xfb, 0x90, 0x00}, ".mp3"},
 	} {
-		if got := FileExt(tc.head, tc.link); got != tc.want {
-			t.Errorf("FileExt(%q, %q) = %q, want %q", tc.head, tc.link, got, tc.want)
+		if got := FileExt(tc.head); got != tc.want {
+			t.Errorf("FileExt(%q) = %q, want %q", tc.head, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		declared string
+		head     []byte
+		want     string
+	}{
+		{".mp3", []byte("RIFF\x24\x00\x00\x00WAVEfmt "), ".wav"},
+		{".mp3", []byte("unknown bytes"), ".mp3"},
+		{".bin", []byte("ID3\x04\x00"), ".mp3"},
+	} {
+		if got := DeclaredExt(tc.declared, tc.head); got != tc.want {
+			t.Errorf("DeclaredExt(%q, %q) = %q, want %q", tc.declared, tc.head, got, tc.want)
 		}
 	}
 }

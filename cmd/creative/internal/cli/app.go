@@ -61,6 +61,7 @@ type globals struct {
 	timeout time.Duration
 	retries int
 	verbose bool
+	links   int // --max-links
 }
 
 // usageError is a mistake in the command line, reported with exit status 2.
@@ -199,6 +200,7 @@ error (nothing was sent), 130 interrupted.`,
 	pf.DurationVar(&a.g.timeout, "timeout", 5*time.Minute, "bound on each call, retries included (0: none)")
 	pf.IntVar(&a.g.retries, "retries", creative.DefaultMaxRetries, "retries of a failed attempt (0: none)")
 	pf.BoolVarP(&a.g.verbose, "verbose", "v", false, "log attempts and retries on stderr (the key is never logged)")
+	pf.IntVar(&a.g.links, "max-links", creative.DefaultMaxLinks, "most links an answer may list (split-audio's stems), each a download")
 
 	areas := map[string]*cobra.Command{}
 	for _, op := range ops.All {
@@ -469,7 +471,7 @@ func (a *app) checkGlobals() error {
 // newClient returns the client the run's calls go through: the built-in
 // fake's, or one made from the flags and environment. close releases it.
 func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close func(), err error) {
-	opts := []creative.Option{creative.WithTimeout(a.g.timeout), creative.WithMaxRetries(a.g.retries), creative.WithUserAgent("creative-cli")}
+	opts := []creative.Option{creative.WithTimeout(a.g.timeout), creative.WithMaxRetries(a.g.retries), creative.WithUserAgent("creative-cli"), creative.WithMaxLinks(a.g.links)}
 	if h := a.logHandler(); h != nil {
 		opts = append(opts, creative.WithLogger(slog.New(h)))
 	}

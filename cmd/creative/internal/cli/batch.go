@@ -33,6 +33,7 @@ type batchFlags struct {
 	resendUnknown bool
 	repayExpired  bool
 	allowOutside  bool
+	maxFile       int64 // --max-download-bytes
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
@@ -131,6 +132,7 @@ Exit status
 	fs.BoolVar(&f.resendUnknown, "resend-unknown", false, "send again the jobs whose outcome is unknown, and those claimed by a worker that is gone, not those in flight on a running worker (they may have been paid: this may pay twice)")
 	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for answered jobs whose links expired before they were downloaded")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
+	fs.Int64Var(&f.maxFile, "max-download-bytes", 4<<30, "most bytes of each file an answer links to: a run writes at most this per link, --max-links links per job")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
 	// Usage and flags first, the rest after them.
@@ -192,7 +194,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	defer closeClient()
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile}
 	jobs := batch.File(path)
 	if isURL(path) {
 		// The jobs file and the files its lines name, from a bucket or

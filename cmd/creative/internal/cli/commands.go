@@ -390,7 +390,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{dir: out.dir, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{op: p.op.Name, dir: out.dir, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/answer"
 	"github.com/creativegen/creative-go/internal/atomicfile"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
@@ -22,6 +23,7 @@ import (
 // then linked to its name, so it appears whole or not at all, and never
 // replaces a file. Files get mode 0644, less the umask.
 type saver struct {
+	op     string // the operation's name: what its files must be (package answer)
 	dir    string
 	c      *creative.Client
 	status *callStatus // the call's; may be nil
@@ -88,8 +90,7 @@ func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *s
 	}
 	n := namer{stem: stem, several: len(us) > 1}
 	for _, u := range us {
-		link := string(u)
-		err := s.write(&n, out, func(head []byte) string { return sniff.FileExt(head, link) }, func(w io.Writer) error {
+		err := s.write(&n, out, sniff.FileExt, func(w io.Writer) error {
 			if s.status != nil {
 				s.status.attempt.Store(0) // the attempts of this download
 			}
@@ -137,7 +138,7 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 		return fmt.Errorf("creative: %w", err)
 	}
 	defer tmp.Remove()
-	err = fill(tmp)
+	_, err = answer.Fill(s.op, tmp, func(w io.Writer) (int64, error) { return 0, fill(w) })
 	if ferr := tmp.Flush(); err == nil {
 		err = ferr
 	}

@@ -1,0 +1,216 @@
+package batch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/internal/media"
+)
+
+// files is a host of files whose bodies a test sets, served without a
+// Content-Length (chunked), as a close-delimited or streamed answer comes:
+// only the file's own format tells it is cut.
+type answerFiles struct {
+	*httptest.Server
+	mu    sync.Mutex
+	body  map[string]string
+	ctype string
+	hits  atomic.Int64
+}
+
+func newAnswerFiles(t *testing.T) *answerFiles {
+	fs := &answerFiles{body: map[string]string{}}
+	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fs.hits.Add(1)
+		fs.mu.Lock()
+		body, ok := fs.body[r.URL.Path]
+		ctype := fs.ctype
+		fs.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.(http.Flusher).Flush() // no Content-Length
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(fs.Close)
+	return fs
+}
+
+func (fs *answerFiles) set(path, body string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.body[path] = body
+}
+
+// answerRaw makes the fake answer op with data, as raw JSON.
+func (f *fixture) answerRaw(op string, data func() string) {
+	f.srv.Handle(op, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"success":true,"data":`+data()+`}`)
+	})
+}
+
+// outputs lists the files a run kept, without the ledger and the page.
+func (f *fixture) keptOutputs(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	for k, err := range f.store.List(context.Background(), "") {
+		require.NoError(t, err)
+		if !strings.HasPrefix(k, "ledger/") && !strings.HasSuffix(k, ".html") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// ledgerSays reports whether a record of the ledger holds s.
+func (f *fixture) ledgerSays(t *testing.T, s string) bool {
+	t.Helper()
+	for k, err := range f.store.List(context.Background(), "ledger/") {
+		require.NoError(t, err)
+		b, err := f.store.Get(context.Background(), k)
+		require.NoError(t, err)
+		if strings.Contains(string(b), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// A download that lies is never done: another kind than the operation
+// promises, the service's error envelope, a file cut before its format's
+// end. The job waits, and a rerun fetches it again without paying; a link's
+// name never names the file.
+func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
+	const music, zoom = "audio/text-to-music", "video/infinite-zoom"
+	wav := string(media.Music("tune", 0.2))
+	mp4 := answerMP4()
+	for _, tc := range []struct {
+		name, op, link, file, says, whole, ext string
+	}{
+		{"a cut wav", music, "/x.wav", wav[:len(wav)/2], "is cut after", wav, ".wav"},
+		{"html at a .html link", music, "/x.html", "<html><script>alert(1)</script></html>", "not audio", wav, ".wav"},
+		{"svg at a .svg link", music, "/x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not audio", wav, ".wav"},
+		{"the error envelope", music, "/x.wav", `{"success":false,"message":"the link expired"}`, "the link expired", wav, ".wav"},
+		{"a png for audio", music, "/x.wav", answerPNG(t), "not audio", wav, ".wav"},
+		{"a cut mp4", zoom, "/x.mp4", mp4[:len(mp4)-100], "is cut after", mp4, ".mp4"},
+		{"an mp4 without its moov", zoom, "/x.mp4", mp4[:len(mp4)-108], "no moov box", mp4, ".mp4"},
+		{"html for a video", zoom, "/x.html", "<!DOCTYPE html><p>gone</p>", "not a video", mp4, ".mp4"},
+		{"a wav for a video", zoom, "/x.mp4", wav, "not a video", mp4, ".mp4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := tc.op
+			f := newFixture(t)
+			fs := newAnswerFiles(t)
+			f.answerRaw(op, func() string { return `"` + fs.URL + tc.link + `"` })
+			fs.set(tc.link, tc.file)
+			f.write(t, `{"op":"`+op+`","prompt":"tune"}`)
+			sum, err := f.run(t, batch.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, 0, sum.Done, "%+v", sum)
+			assert.Equal(t, 1, sum.Waiting, "%+v", sum)
+			assert.Empty(t, f.keptOutputs(t), "nothing is kept")
+			assert.True(t, f.ledgerSays(t, tc.says), "the record says why")
+
+			// The file is whole now: a rerun fetches it, without paying.
+			fs.set(tc.link, tc.whole)
+			sum, err = f.run(t, batch.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, 1, sum.Done, "%+v", sum)
+			assert.Equal(t, 1, f.srv.Count(op), "paid once")
+			assert.EqualValues(t, 2, fs.hits.Load(), "fetched twice")
+			outs := f.keptOutputs(t)
+			require.Len(t, outs, 1)
+			assert.True(t, strings.HasSuffix(outs[0], tc.ext), "named by its bytes: %s", outs[0])
+		})
+	}
+}
+
+// answerMP4 is an MP4 of an ftyp, an mdat and, last, its moov (108 bytes).
+func answerMP4() string {
+	box := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+		return append(append(b, typ...), body...)
+	}
+	f := box("ftyp", []byte("isom\x00\x00\x02\x00isomiso2mp41"))
+	f = append(f, box("mdat", bytes.Repeat([]byte{0xab}, 3000))...)
+	return string(append(f, box("moov", box("mvhd", make([]byte, 92)))...))
+}
+
+func answerPNG(t *testing.T) string {
+	b, err := os.ReadFile(pngPath(t))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// An image that is not one, or is cut, is never done: the answer is kept
+// nowhere, and the record says why.
+func TestAnImageThatIsNoWholeImageIsNotDone(t *testing.T) {
+	png := answerPNG(t)
+	jpg := answerJPEG(t)
+	for _, tc := range []struct{ name, file, says string }{
+		{"html", "<!DOCTYPE html><script>alert(1)</script>", "not an image"},
+		{"svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not an image"},
+		{"the error envelope", `{"success":false,"message":"no credits"}`, "not an image"},
+		{"a cut png", png[:len(png)-20], "its IEND chunk"},
+		{"a cut jpeg", jpg[:len(jpg)/2], "its end-of-image marker"},
+		{"a wav", string(media.Music("x", 0.05)), "not an image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			b64 := base64.StdEncoding.EncodeToString([]byte(tc.file))
+			f.answerRaw("image/text-to-image", func() string { return `[{"base64":"` + b64 + `"}]` })
+			f.write(t, imageJobs(1)...)
+			sum, err := f.run(t, batch.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, 0, sum.Done, "%+v", sum)
+			assert.Empty(t, f.keptOutputs(t))
+			assert.True(t, f.ledgerSays(t, tc.says))
+		})
+	}
+}
+
+func answerJPEG(t *testing.T) string {
+	var b bytes.Buffer
+	require.NoError(t, jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, 64, 64)), nil))
+	return b.String()
+}
+
+// An answer listing more links than the bound downloads none of them.
+func TestAnAnswerWithTooManyLinksDownloadsNone(t *testing.T) {
+	f := newFixture(t)
+	fs := newAnswerFiles(t)
+	var links []string
+	for i := range 5000 {
+		links = append(links, fmt.Sprintf(`"%s/stem-%d.wav"`, fs.URL, i))
+	}
+	f.answerRaw("audio/split-audio", func() string { return "[" + strings.Join(links, ",") + "]" })
+	song := filepath.Join(filepath.Dir(f.jobs), "song.wav")
+	require.NoError(t, os.WriteFile(song, media.Music("song", 0.2), 0o644))
+	f.write(t, `{"op":"audio/split-audio","audio":"song.wav"}`)
+	sum, err := f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 0, sum.Done, "%+v", sum)
+	assert.Zero(t, fs.hits.Load(), "no link is fetched")
+	assert.True(t, f.ledgerSays(t, "more than the 16 links"))
+}

@@ -1,0 +1,200 @@
+package creative
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A 200 download whose body is the service's error envelope is the
+// service's failure, with its message redacted; it never reaches the file.
+// JSON that is not the envelope is passed on whole, for the caller's check
+// of what the operation promises.
+func TestADownloadThatIsTheErrorEnvelopeIsTheServicesFailure(t *testing.T) {
+	body := `{"success":false,"message":"no file for key ` + testKey + `"}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if r.URL.Path == "/other" {
+			_, _ = io.WriteString(w, ` {"a":[1,2]}`)
+			return
+		}
+		_, _ = io.WriteString(w, "\n  "+body)
+	})
+	c := ts.client(t)
+	var out bytes.Buffer
+	n, err := c.Download(context.Background(), URL(ts.URL+"/f.wav"), &out)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, 200, ae.StatusCode)
+	assert.Contains(t, ae.Message, "no file for key")
+	assert.NotContains(t, err.Error(), testKey)
+	assert.NotContains(t, string(ae.Body), testKey)
+	assert.Zero(t, n)
+	assert.Zero(t, out.Len(), "nothing of the envelope is written")
+
+	out.Reset()
+	n, err = c.Download(context.Background(), URL(ts.URL+"/other"), &out)
+	require.NoError(t, err)
+	assert.Equal(t, ` {"a":[1,2]}`, out.String())
+	assert.EqualValues(t, out.Len(), n)
+}
+
+// An answer that lists more links than the bound is refused: each is a
+// download, and the spec states no maximum.
+func TestALinkListPastItsBoundIsRefused(t *testing.T) {
+	links := func(n int) string {
+		var l []string
+		for i := range n {
+			l = append(l, fmt.Sprintf(`"https://f.example/stem-%d.wav"`, i))
+		}
+		return `{"success":true,"data":[` + strings.Join(l, ",") + `]}`
+	}
+	count := DefaultMaxLinks + 1
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, links(count))
+	})
+	c := ts.client(t)
+	split := func(opts ...Option) ([]URL, error) {
+		return c.SplitAudio(context.Background(), SplitAudioRequest{Audio: FileFromBytes("a.wav", wavBytes)}, opts...)
+	}
+	_, err := split()
+	assert.ErrorIs(t, err, ErrUnexpectedResponse)
+	assert.ErrorContains(t, err, "more than the 16 links the client accepts (raise it with WithMaxLinks)")
+
+	us, err := split(WithMaxLinks(count))
+	require.NoError(t, err)
+	assert.Len(t, us, count)
+	count = 5000
+	_, err = split(WithMaxLinks(100))
+	assert.ErrorContains(t, err, "more than the 100 links")
+	_, err = split(WithMaxLinks(0))
+	assert.ErrorContains(t, err, "WithMaxLinks: want a positive count")
+}
+
+// The budget: a call that holds nothing waits for room; one that holds
+// bytes and needs more while every other holder waits fails rather than
+// wait for ever; bytes given back wake the waiters.
+func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBudget(100)
+		a, c := &reservation{b: b}, &reservation{b: b}
+		ctx := context.Background()
+		require.NoError(t, a.take(ctx, 60))
+		require.NoError(t, c.take(ctx, 30))
+
+		// c needs 20 more: it waits, since a is not waiting and may give
+		// back.
+		done := make(chan error, 1)
+		go func() { done <- c.take(ctx, 20) }()
+		synctest.Wait()
+		assert.Equal(t, 1, b.stuck)
+		// a needs more too: every holder would wait, so a fails.
+		assert.ErrorIs(t, a.take(ctx, 20), errBudgetSpent)
+		a.release()
+		require.NoError(t, <-done)
+		assert.EqualValues(t, 50, c.held)
+
+		// A call that holds nothing waits until its whole size is free,
+		// or its context ends.
+		d := &reservation{b: b}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		assert.ErrorIs(t, d.take(short, 60), context.DeadlineExceeded)
+		go func() { done <- d.take(ctx, 60) }()
+		synctest.Wait()
+		assert.Equal(t, 0, b.stuck, "a call that holds nothing is not stuck")
+		c.release()
+		require.NoError(t, <-done)
+		d.release()
+		assert.Zero(t, b.used)
+		assert.Zero(t, b.holders)
+		assert.Empty(t, b.waiting)
+
+		// Nothing taken is nothing held: an empty answer leaves no holder.
+		e := &reservation{b: b}
+		require.NoError(t, e.take(ctx, 0))
+		e.release()
+		assert.Zero(t, b.holders)
+	})
+}
+
+// An answer without a Content-Length is read in chunks, each within the
+// budget, and joined whole; one past half the budget fails, since joined
+// it takes twice its length.
+func TestAnAnswerWithoutALengthIsReadWithinTheBudget(t *testing.T) {
+	img := bytes.Repeat([]byte("\x89PNG image bytes"), 200<<10) // 3.2 MiB
+	body := `{"success":true,"data":[{"base64":"` + base64.StdEncoding.EncodeToString(img) + `"}]}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.(http.Flusher).Flush() // chunked: no Content-Length
+		_, _ = io.WriteString(w, body)
+	})
+	c := ts.client(t)
+	ims, err := c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+	require.NoError(t, err)
+	require.Len(t, ims, 1)
+	assert.Equal(t, img, ims[0].Data)
+	b := answerBudget.Load()
+	assert.Zero(t, b.used, "every byte given back")
+
+	SetAnswerBudget(8 << 20)
+	t.Cleanup(func() { SetAnswerBudget(0) })
+	_, err = c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+	assert.ErrorIs(t, err, ErrUnexpectedResponse)
+	assert.ErrorContains(t, err, "has no Content-Length and holds more than 4194304 bytes, half the 8388608 bytes of answers the process holds at once (raise it with SetAnswerBudget)")
+	assert.Zero(t, answerBudget.Load().used)
+}
+
+// Whatever an answer does (empty, cut, past the cap, chunked, whole), every
+// byte it took of the budget is given back when its call returns.
+func TestEveryAnswerGivesItsBudgetBack(t *testing.T) {
+	img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("\x89PNG"), 300<<10))
+	bodies := []func(w http.ResponseWriter){
+		func(w http.ResponseWriter) { w.Header().Set("Content-Length", "0") },
+		func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "100")
+			_, _ = io.WriteString(w, `{"success":`)
+		},
+		func(w http.ResponseWriter) {
+			_, _ = io.WriteString(w, `{"success":true,"data":[{"base64":"`+img+`"}]}`)
+		},
+		func(w http.ResponseWriter) {
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, `{"success":true,"data":[{"base64":"`+img+`"}]}`)
+		},
+		func(w http.ResponseWriter) {
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, `{"success":true,"data":[{"base64":"`+img+img+`"}]}`)
+		},
+		func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"success":false,"message":"no"}`) },
+	}
+	var i int
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		bodies[i](w)
+	})
+	c := ts.client(t, WithMaxResponseBytes(3<<20), WithMaxRetries(0))
+	for i = range bodies {
+		_, _ = c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+		b := answerBudget.Load()
+		b.mu.Lock()
+		used, holders := b.used, b.holders
+		b.mu.Unlock()
+		assert.Zero(t, used, "answer %d", i)
+		assert.Zero(t, holders, "answer %d", i)
+	}
+}

@@ -1,0 +1,51 @@
+package creative_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/creativetest"
+)
+
+// A service that splits audio into more parts than DefaultMaxLinks is
+// allowed to, for a call or for a Client, with WithMaxLinks.
+func ExampleWithMaxLinks() {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	srv.Handle("audio/split-audio", func(w http.ResponseWriter, r *http.Request) {
+		links := make([]string, 20)
+		for i := range links {
+			links[i] = fmt.Sprintf(`"https://files.example/stem-%d.wav"`, i+1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"success":true,"data":[`+strings.Join(links, ",")+`]}`)
+	})
+	c := srv.Client()
+	song := creative.FileFromBytes("song.wav", []byte("RIFF\x24\x00\x00\x00WAVEfmt "))
+
+	_, err := c.SplitAudio(context.Background(), creative.SplitAudioRequest{Audio: song})
+	fmt.Println(err != nil)
+	stems, err := c.SplitAudio(context.Background(), creative.SplitAudioRequest{Audio: song}, creative.WithMaxLinks(32))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	fmt.Println(len(stems), "stems")
+	// Output:
+	// true
+	// 20 stems
+}
+
+// A process that reads very large answers, or many at once, and has the
+// memory for them raises the budget they share, once, before its calls.
+func ExampleSetAnswerBudget() {
+	creative.SetAnswerBudget(1 << 30) // 1 GiB of answers in flight
+	defer creative.SetAnswerBudget(0) // back to DefaultAnswerBudget
+	fmt.Println(creative.DefaultAnswerBudget>>20, "MiB by default")
+	// Output: 384 MiB by default
+}
