@@ -241,7 +241,7 @@ func (c *Cassette) readPart(p *multipart.Part) (any, error) {
 		return nil, fmt.Errorf("cassette: reading the form: %w", err)
 	}
 	sum := hex.EncodeToString(s.h.Sum(nil))
-	if _, err := s.keep(sniff.FileExt(s.head, p.FileName())); err != nil {
+	if _, err := s.keep(sniff.FileExt(s.head)); err != nil {
 		return nil, err
 	}
 	return "sha256:" + sum, nil

@@ -117,7 +117,7 @@ func extOf(ctype string, head []byte) string {
 	if isText(ctype) {
 		return ".txt"
 	}
-	return sniff.FileExt(head, "")
+	return sniff.FileExt(head)
 }
 
 // isText reports whether a body of type ctype is text, which the key is
@@ -294,7 +294,7 @@ func (c *Cassette) fetch(ctx context.Context, link string) string {
 	}
 	e := &entry{Op: opDownload, Status: resp.StatusCode}
 	e.Header, e.RequestID = c.keepHeader(resp.Header)
-	ext := sniff.FileExt(s.head, link)
+	ext := sniff.FileExt(s.head)
 	if sniff.Ext(ctype) != "" {
 		ext = sniff.Ext(ctype)
 	}
