@@ -39,6 +39,7 @@ import (
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/internal/atomicfile"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // DBFile is the name of the ledger's database in the folder.
@@ -54,7 +55,8 @@ const (
 // safe for concurrent use.
 type Store struct {
 	path string
-	root *os.Root
+	dir  *outdir.Dir // the one way into the folder
+	root *os.Root    // dir's
 	db   *sql.DB
 	w    *writer
 	get  *sql.Stmt // the reads, prepared once
@@ -81,13 +83,13 @@ func open(dir string, netFS func(string) (string, error), maxPages int) (*Store,
 		return nil, fmt.Errorf("sqlitestore: %s is on a network file system (%s), where SQLite's locks do not hold: "+
 			"give a local folder, or a bucket URL (s3://, gs://, azblob://) for workers on several machines", dir, name)
 	}
-	root, err := os.OpenRoot(dir)
+	d, err := outdir.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	s := &Store{path: dir, root: root}
+	s := &Store{path: dir, dir: d, root: d.Root()}
 	if err := s.openDB(maxPages); err != nil {
-		root.Close()
+		d.Close()
 		return nil, fmt.Errorf("sqlitestore: %s: %w", filepath.Join(dir, DBFile), err)
 	}
 	s.sweep()
@@ -114,6 +116,9 @@ func (s *Store) openDB(maxPages int) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDBFiles(s.dir); err != nil {
+		return err
+	}
 	db, err := sql.Open("sqlite", name)
 	if err != nil {
 		return err
@@ -122,7 +127,13 @@ func (s *Store) openDB(maxPages int) error {
 	db.SetMaxIdleConns(readers + 1)
 	conn, err := db.Conn(context.Background())
 	if err == nil {
+		err = checkLedger(conn)
+	}
+	if err == nil {
 		err = migrate(conn, s.root)
+	}
+	if err == nil {
+		err = markLedger(conn)
 	}
 	if err == nil && maxPages > 0 {
 		_, err = conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA max_page_count = %d`, maxPages))
@@ -182,7 +193,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil || !isFile {
 		return data, err
 	}
-	data, err = s.root.ReadFile(key)
+	data, err = s.dir.ReadFile(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", key, batch.ErrNotExist)
 	}
@@ -217,7 +228,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	case err != nil || !isFile:
 		return err == nil, err
 	}
-	st, err := s.root.Stat(key)
+	st, err := s.root.Lstat(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -33,6 +33,7 @@ type batchFlags struct {
 	resendUnknown bool
 	repayExpired  bool
 	allowOutside  bool
+	startOver     bool
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
@@ -131,6 +132,7 @@ Exit status
 	fs.BoolVar(&f.resendUnknown, "resend-unknown", false, "send again the jobs whose outcome is unknown, and those claimed by a worker that is gone, not those in flight on a running worker (they may have been paid: this may pay twice)")
 	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for answered jobs whose links expired before they were downloaded")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
+	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
 	// Usage and flags first, the rest after them.
@@ -215,6 +217,9 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.dryRun {
 		return a.dryRunReport(ctx, checked, f, o)
 	}
+	if err := checkEarlier(a.con, f.out, f.startOver); err != nil {
+		return err
+	}
 	store, err := a.buckets.openStore(ctx, f.out)
 	if err != nil {
 		return err
@@ -256,6 +261,9 @@ func plural(n int, what string) string {
 // dryRunReport prints, per operation, the calls a run would make, then
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
+	if err := checkEarlier(io.Discard, f.out, false); err != nil && !f.startOver {
+		return err
+	}
 	var store batch.Store
 	if hasLedger(f.out) {
 		d, err := a.buckets.openStore(ctx, f.out)

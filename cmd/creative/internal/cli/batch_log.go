@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // resultLog appends the jobs that end to results.jsonl, one line each, for
@@ -21,11 +22,19 @@ type resultLog struct {
 	err  error          // the first failed write
 }
 
-func openResultLog(path string) (*resultLog, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+// openResultLog opens results.jsonl in the folder dir, through the
+// folder's gate: a link, a FIFO or a device there is refused.
+func openResultLog(dir string) (*resultLog, error) {
+	d, err := outdir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	f, err := d.OpenFile(resultsFile, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	path := d.Join(resultsFile)
 	// A crash in the middle of a write leaves a line without its end: end
 	// it, so the next record starts on a line of its own.
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
