@@ -192,8 +192,12 @@ func (t *Temp) Rename(name string) error {
 }
 
 // WriteFile writes name whole or not at all: write fills a temporary file
-// beside it, which is flushed and renamed to name (see Temp.Rename).
+// beside it, which is flushed and renamed to name (see Temp.Rename). The
+// folders of name are made when missing.
 func (d *Dir) WriteFile(name string, write func(io.Writer) error) error {
+	if err := d.MkdirAll(path.Dir(name)); err != nil {
+		return err
+	}
 	if _, err := d.Check(name); err != nil {
 		return err
 	}

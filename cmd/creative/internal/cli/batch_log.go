@@ -23,13 +23,18 @@ type resultLog struct {
 }
 
 // openResultLog opens results.jsonl in the folder dir, through the
-// folder's gate: a link, a FIFO or a device there is refused.
+// folder's gate: a link, a FIFO or a device there is refused, and so is
+// one at the results page's name, which the run writes as it goes: both
+// before anything is sent.
 func openResultLog(dir string) (*resultLog, error) {
 	d, err := outdir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
+	if _, err := d.Check(batch.IndexFile); err != nil {
+		return nil, err
+	}
 	f, err := d.OpenFile(resultsFile, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
