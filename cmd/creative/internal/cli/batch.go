@@ -104,7 +104,8 @@ Rate, shards and Ctrl-C
 
 Exit status
   0 when every job is done, 1 when some are not (see the summary), 2 on a
-  usage error or a bad line (nothing was sent), 130 when interrupted.`,
+  usage error, a bad line, or an --out folder or ledger that cannot be
+  used (nothing was sent), 130 when interrupted.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
