@@ -110,9 +110,10 @@ func TestTheDatabaseFilesGoThroughTheGate(t *testing.T) {
 		"dangling symlink": func(path, outside string) error {
 			return os.Symlink(outside+".new", path)
 		},
-		"FIFO":   func(path, _ string) error { return syscall.Mkfifo(path, 0o644) },
-		"folder": func(path, _ string) error { return os.Mkdir(path, 0o755) },
-		"device": func(path, _ string) error { return syscall.Mknod(path, syscall.S_IFCHR|0o666, 1<<8|3) },
+		"hard link": func(path, outside string) error { return os.Link(outside, path) },
+		"FIFO":      func(path, _ string) error { return syscall.Mkfifo(path, 0o644) },
+		"folder":    func(path, _ string) error { return os.Mkdir(path, 0o755) },
+		"device":    func(path, _ string) error { return syscall.Mknod(path, syscall.S_IFCHR|0o666, 1<<8|3) },
 	}
 	for _, name := range dbFiles {
 		for kind, plant := range plants {

@@ -108,6 +108,25 @@ func (d *Dir) Check(name string) (bool, error) {
 	return true, nil
 }
 
+// CheckWritable is Check for a name that is written in place, as SQLite
+// writes its database: a file there with more than one name (a hard link
+// to another's file) is refused too.
+func (d *Dir) CheckWritable(name string) (bool, error) {
+	ok, err := d.Check(name)
+	if ok {
+		if st, lerr := d.root.Lstat(name); lerr == nil && links(st) > 1 {
+			return false, d.linked(name, links(st))
+		}
+	}
+	return ok, err
+}
+
+// linked is the refusal to write name, a file with n names.
+func (d *Dir) linked(name string, n uint64) error {
+	return fmt.Errorf("outdir: %s has %d names (hard links), so writing it would write another's file too: %w; remove it, or give another folder",
+		d.Join(name), n, ErrNotRegular)
+}
+
 // OpenFile opens the regular file name with flag (os.O_RDONLY, O_RDWR,
 // O_APPEND, O_CREATE, O_EXCL, O_TRUNC as os.OpenFile takes them) and perm.
 // A new file is created with O_EXCL, which follows no link; an existing
@@ -134,8 +153,7 @@ func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 		case flag&os.O_EXCL != 0:
 			return nil, fmt.Errorf("outdir: %w", &fs.PathError{Op: "open", Path: d.Join(name), Err: fs.ErrExist})
 		case flag&(os.O_WRONLY|os.O_RDWR) != 0 && links(st) > 1:
-			return nil, fmt.Errorf("outdir: %s has %d names (hard links), so writing it would write another's file too: %w; remove it, or give another folder",
-				d.Join(name), links(st), ErrNotRegular)
+			return nil, d.linked(name, links(st))
 		}
 		f, err := d.root.OpenFile(name, flag&^os.O_CREATE|openFlags, perm)
 		if err != nil {
