@@ -129,7 +129,7 @@ func (n *namer) next() string {
 // of its first bytes and the first free name from n, and records it. The
 // temporary file is removed whatever happens, also when ctx ends. When the
 // folder fails to take the bytes, they go on to a file in the system's
-// temporary folder (see rescue).
+// temporary folder (see rescuer).
 func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill func(io.Writer) error) error {
 	tmp, err := s.dir.CreateTemp(".", tempPrefix[1:])
 	if err != nil {
@@ -197,11 +197,11 @@ func (r *rescuer) Write(p []byte) (int, error) {
 		r.why = err
 	}
 	if r.rescue == nil && r.err == nil {
-		var so io.Reader
+		var took io.Reader
 		if r.n > 0 {
-			so = io.NewSectionReader(r.f, 0, r.n) // the bytes the folder took
+			took = io.NewSectionReader(r.f, 0, r.n) // the bytes the folder took
 		}
-		r.start(so)
+		r.start(took)
 	}
 	if r.err != nil {
 		return k, r.err
@@ -271,10 +271,10 @@ func (s *saver) lostErr(why error, rescue *os.File, rerr, fillErr error) error {
 	}
 	msg := fmt.Sprintf("creative: the answer (request id %s) was paid for and could not be saved in %s (%v)", id, s.dir.Path(), why)
 	switch {
-	case rerr != nil && rescue != nil:
-		_ = os.Remove(rescue.Name())
-		return fmt.Errorf("%s, nor kept in %s (%v): it is lost; do not send the request again before checking with the service", msg, os.TempDir(), rerr)
 	case rerr != nil:
+		if rescue != nil {
+			_ = os.Remove(rescue.Name()) // a part of the answer, which misleads
+		}
 		return fmt.Errorf("%s, nor kept in %s (%v): it is lost; do not send the request again before checking with the service", msg, os.TempDir(), rerr)
 	case fillErr != nil:
 		return fmt.Errorf("%s; the part that arrived is kept in %s: %w", msg, rescue.Name(), fillErr)
