@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -17,6 +19,37 @@ const applicationID = 0x43474C44
 // dbFiles are the database's file and the side files SQLite makes beside
 // it.
 var dbFiles = []string{DBFile, DBFile + "-wal", DBFile + "-shm", DBFile + "-journal"}
+
+// checkDB refuses a folder whose database files cannot be used (see
+// checkDBFiles), or whose database is not a ledger (see checkLedger). The
+// database is read on a connection of its own, opened without the
+// pragmas of the Store's connections (journal_mode=WAL would rewrite
+// another program's database before it is found out) and closed before
+// they open it.
+func checkDB(d *outdir.Dir, file string) error {
+	if err := checkDBFiles(d); err != nil {
+		return err
+	}
+	if st, err := d.Lstat(DBFile); err != nil || st.Size() == 0 {
+		return nil // none yet, or empty: a new ledger
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	u := url.URL{Path: "/" + strings.TrimPrefix(filepath.ToSlash(abs), "/")}
+	db, err := sql.Open("sqlite", "file:"+u.EscapedPath()+fmt.Sprintf("?_pragma=busy_timeout(%d)", busyTimeout))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return checkLedger(conn)
+}
 
 // checkDBFiles refuses, before SQLite opens the database by its path, a
 // symbolic link, a FIFO, a device, a socket, a folder or a file with

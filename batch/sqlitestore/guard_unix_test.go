@@ -56,6 +56,8 @@ func TestADatabaseThatIsNotALedgerIsRefused(t *testing.T) {
 			require.NoError(t, err)
 			before := tables(t, db)
 			require.NoError(t, db.Close())
+			raw, err := os.ReadFile(path)
+			require.NoError(t, err)
 
 			s, err := Open(dir)
 			if err == nil {
@@ -64,6 +66,12 @@ func TestADatabaseThatIsNotALedgerIsRefused(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "not a ledger")
 			assert.Contains(t, err.Error(), path)
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, raw, after, "the database was changed")
+			es, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Len(t, es, 1, "files were made beside the database")
 			assert.Equal(t, before, tables(t, rawDB(t, path)), "the database was given tables")
 		})
 	}

@@ -116,7 +116,7 @@ func (s *Store) openDB(maxPages int) error {
 	if err != nil {
 		return err
 	}
-	if err := checkDBFiles(s.dir); err != nil {
+	if err := checkDB(s.dir, filepath.Join(s.path, DBFile)); err != nil {
 		return err
 	}
 	db, err := sql.Open("sqlite", name)
