@@ -177,3 +177,19 @@ func TestAnOperationWritesNothingThroughWhatIsPlanted(t *testing.T) {
 		})
 	}
 }
+
+// A FIFO at results.jsonl stops no run: the built command, given enough
+// jobs that their records fill a pipe's buffer many times over, refuses
+// the folder at once with exit status 2 and sends nothing, where it used to
+// block on its first full buffer with the log's lock held, past SIGTERM.
+func TestTheBuiltCommandRefusesAFIFOAtTheResultsLog(t *testing.T) {
+	bin := buildCLI(t)
+	srv, env := fakeEnv(t)
+	jobs := writeJobs(t, 1000)
+	out := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(out, resultsFile), 0o644))
+	cmd, stderr := startCLI(t, bin, env, "batch", jobs, "--out", out, "--concurrency", "8")
+	assert.Equal(t, exitUsage, waitExit(t, cmd), stderr.String())
+	assert.Contains(t, stderr.String(), filepath.Join(out, resultsFile)+" is a FIFO")
+	assert.Empty(t, srv.Requests(), "nothing sent")
+}
