@@ -155,20 +155,35 @@ func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 		case flag&(os.O_WRONLY|os.O_RDWR) != 0 && links(st) > 1:
 			return nil, d.linked(name, links(st))
 		}
-		f, err := d.root.OpenFile(name, flag&^os.O_CREATE|openFlags, perm)
-		if err != nil {
-			return nil, fmt.Errorf("outdir: %s: %w", d.Join(name), err)
-		}
-		if got, err := f.Stat(); err != nil || !got.Mode().IsRegular() || !os.SameFile(st, got) {
-			f.Close()
-			if err != nil {
-				return nil, fmt.Errorf("outdir: %w", err)
-			}
-			return nil, fmt.Errorf("outdir: %s changed while it was opened: %w", d.Join(name), ErrNotRegular)
-		}
-		return f, nil
+		return d.openLooked(name, st, flag, perm)
 	}
 	return nil, fmt.Errorf("outdir: %s keeps changing while it is opened", d.Join(name))
+}
+
+// openLooked opens the existing regular file name, which Lstat described
+// as st, with O_NOFOLLOW and O_NONBLOCK, and refuses what it opened unless
+// it is that file; O_TRUNC empties it only then.
+func (d *Dir) openLooked(name string, st fs.FileInfo, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := d.root.OpenFile(name, flag&^(os.O_CREATE|os.O_TRUNC)|openFlags, perm)
+	if err != nil {
+		return nil, fmt.Errorf("outdir: %s: %w", d.Join(name), err)
+	}
+	got, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	if !got.Mode().IsRegular() || !os.SameFile(st, got) {
+		f.Close()
+		return nil, fmt.Errorf("outdir: %s changed while it was opened: %w", d.Join(name), ErrNotRegular)
+	}
+	if flag&os.O_TRUNC != 0 {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("outdir: %w", err)
+		}
+	}
+	return f, nil
 }
 
 // ReadFile reads the regular file name whole.
