@@ -74,14 +74,23 @@ func Open(dir string) (*Store, error) { return open(dir, networkFS, 0) }
 // of a folder, or says "", and maxPages, when above 0, bounds the database
 // as a full disk would.
 func open(dir string, netFS func(string) (string, error), maxPages int) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
+	// The file system is that of the folder, or of the nearest folder
+	// above it that is there: a refused folder is not made.
+	there := dir
+	for {
+		if _, err := os.Stat(there); err == nil || filepath.Dir(there) == there {
+			break
+		}
+		there = filepath.Dir(there)
 	}
-	if name, err := netFS(dir); err != nil {
+	if name, err := netFS(there); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", dir, err)
 	} else if name != "" {
 		return nil, fmt.Errorf("sqlitestore: %s is on a network file system (%s), where SQLite's locks do not hold: "+
 			"give a local folder, or a bucket URL (s3://, gs://, azblob://) for workers on several machines", dir, name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	d, err := outdir.Open(dir)
 	if err != nil {
