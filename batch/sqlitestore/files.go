@@ -3,19 +3,18 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path"
 	"strings"
 	"time"
 
-	"github.com/creativegen/creative-go/internal/atomicfile"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
-// Files are opened through an os.Root, so that no key, and no symbolic link
-// met on the way, reaches outside the folder.
+// Files are opened through the folder's outdir.Dir, so that no key, no
+// symbolic link, FIFO or device put in the folder, reaches outside it or
+// stops a run.
 
 // tempPrefix starts the names of the store's temporary files.
 const tempPrefix = "store-"
@@ -27,33 +26,17 @@ func (s *Store) NewWriter(ctx context.Context, key string, _ map[string]string) 
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	if err := s.mkdirs(path.Dir(key)); err != nil {
+	if err := s.dir.MkdirAll(path.Dir(key)); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	t, err := atomicfile.CreateTemp(s.root, path.Dir(key), tempPrefix)
+	if _, err := s.dir.Check(key); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	t, err := s.dir.CreateTemp(path.Dir(key), tempPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	return &fileWriter{ctx: ctx, s: s, key: key, t: t}, nil
-}
-
-// mkdirs makes the folders of dir that are missing, each flushed into its
-// parent, so that a file put in them survives a crash.
-func (s *Store) mkdirs(dir string) error {
-	if dir == "." {
-		return nil
-	}
-	if err := s.mkdirs(path.Dir(dir)); err != nil {
-		return err
-	}
-	err := s.root.Mkdir(dir, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return atomicfile.SyncDir(s.root, path.Dir(dir))
 }
 
 // A fileWriter is a temporary file that becomes key when closed whole.
@@ -61,7 +44,7 @@ type fileWriter struct {
 	ctx    context.Context
 	s      *Store
 	key    string
-	t      *atomicfile.Temp
+	t      *outdir.Temp
 	err    error // the first failed Write
 	closed bool
 }

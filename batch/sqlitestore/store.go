@@ -39,6 +39,7 @@ import (
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/internal/atomicfile"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // DBFile is the name of the ledger's database in the folder.
@@ -54,7 +55,8 @@ const (
 // safe for concurrent use.
 type Store struct {
 	path string
-	root *os.Root
+	dir  *outdir.Dir // the one way into the folder
+	root *os.Root    // dir's
 	db   *sql.DB
 	w    *writer
 	get  *sql.Stmt // the reads, prepared once
@@ -72,22 +74,31 @@ func Open(dir string) (*Store, error) { return open(dir, networkFS, 0) }
 // of a folder, or says "", and maxPages, when above 0, bounds the database
 // as a full disk would.
 func open(dir string, netFS func(string) (string, error), maxPages int) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
+	// The file system is that of the folder, or of the nearest folder
+	// above it that is there: a refused folder is not made.
+	there := dir
+	for {
+		if _, err := os.Stat(there); err == nil || filepath.Dir(there) == there {
+			break
+		}
+		there = filepath.Dir(there)
 	}
-	if name, err := netFS(dir); err != nil {
+	if name, err := netFS(there); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", dir, err)
 	} else if name != "" {
 		return nil, fmt.Errorf("sqlitestore: %s is on a network file system (%s), where SQLite's locks do not hold: "+
 			"give a local folder, or a bucket URL (s3://, gs://, azblob://) for workers on several machines", dir, name)
 	}
-	root, err := os.OpenRoot(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	d, err := outdir.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	s := &Store{path: dir, root: root}
+	s := &Store{path: dir, dir: d, root: d.Root()}
 	if err := s.openDB(maxPages); err != nil {
-		root.Close()
+		d.Close()
 		return nil, fmt.Errorf("sqlitestore: %s: %w", filepath.Join(dir, DBFile), err)
 	}
 	s.sweep()
@@ -114,6 +125,9 @@ func (s *Store) openDB(maxPages int) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDB(s.dir, filepath.Join(s.path, DBFile)); err != nil {
+		return err
+	}
 	db, err := sql.Open("sqlite", name)
 	if err != nil {
 		return err
@@ -122,7 +136,13 @@ func (s *Store) openDB(maxPages int) error {
 	db.SetMaxIdleConns(readers + 1)
 	conn, err := db.Conn(context.Background())
 	if err == nil {
+		err = checkLedger(conn)
+	}
+	if err == nil {
 		err = migrate(conn, s.root)
+	}
+	if err == nil {
+		err = markLedger(conn)
 	}
 	if err == nil && maxPages > 0 {
 		_, err = conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA max_page_count = %d`, maxPages))
@@ -182,7 +202,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil || !isFile {
 		return data, err
 	}
-	data, err = s.root.ReadFile(key)
+	data, err = s.dir.ReadFile(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", key, batch.ErrNotExist)
 	}
@@ -217,7 +237,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	case err != nil || !isFile:
 		return err == nil, err
 	}
-	st, err := s.root.Stat(key)
+	st, err := s.root.Lstat(key)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

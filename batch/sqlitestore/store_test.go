@@ -178,8 +178,8 @@ func TestAFolderOnANetworkFileSystemIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "network file system (NFS)")
 	assert.Contains(t, err.Error(), "a bucket URL")
-	_, err = os.Stat(filepath.Join(dir, DBFile))
-	assert.ErrorIs(t, err, os.ErrNotExist, "no database is made")
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, os.ErrNotExist, "no folder is made")
 
 	// This machine's own temporary folder is local.
 	name, err := networkFS(t.TempDir())

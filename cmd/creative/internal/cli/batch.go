@@ -34,6 +34,7 @@ type batchFlags struct {
 	repayExpired  bool
 	allowOutside  bool
 	maxFile       int64 // --max-download-bytes
+	startOver     bool
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
@@ -104,7 +105,8 @@ Rate, shards and Ctrl-C
 
 Exit status
   0 when every job is done, 1 when some are not (see the summary), 2 on a
-  usage error or a bad line (nothing was sent), 130 when interrupted.`,
+  usage error, a bad line, or an --out folder or ledger that cannot be
+  used (nothing was sent), 130 when interrupted.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
@@ -133,6 +135,7 @@ Exit status
 	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for answered jobs whose links expired before they were downloaded")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
 	fs.Int64Var(&f.maxFile, "max-download-bytes", 4<<30, "most bytes of each file an answer links to: a run writes at most this per link, --max-links links per job")
+	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
 	// Usage and flags first, the rest after them.
@@ -217,6 +220,9 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.dryRun {
 		return a.dryRunReport(ctx, checked, f, o)
 	}
+	if err := checkEarlier(a.con, f.out, f.startOver); err != nil {
+		return err
+	}
 	store, err := a.buckets.openStore(ctx, f.out)
 	if err != nil {
 		return err
@@ -258,6 +264,9 @@ func plural(n int, what string) string {
 // dryRunReport prints, per operation, the calls a run would make, then
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
+	if err := checkEarlier(io.Discard, f.out, false); err != nil && !f.startOver {
+		return err
+	}
 	var store batch.Store
 	if hasLedger(f.out) {
 		d, err := a.buckets.openStore(ctx, f.out)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // resultLog appends the jobs that end to results.jsonl, one line each, for
@@ -21,11 +22,24 @@ type resultLog struct {
 	err  error          // the first failed write
 }
 
-func openResultLog(path string) (*resultLog, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+// openResultLog opens results.jsonl in the folder dir, through the
+// folder's gate: a link, a FIFO or a device there is refused, and so is
+// one at the results page's name, which the run writes as it goes: both
+// before anything is sent.
+func openResultLog(dir string) (*resultLog, error) {
+	d, err := outdir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	if _, err := d.Check(batch.IndexFile); err != nil {
+		return nil, err
+	}
+	f, err := d.OpenFile(resultsFile, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	path := d.Join(resultsFile)
 	// A crash in the middle of a write leaves a line without its end: end
 	// it, so the next record starts on a line of its own.
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {

@@ -742,15 +742,16 @@ func TestBatchA429PausesEveryWorker(t *testing.T) {
 	})
 }
 
-// A ledger that cannot be opened stops the run before any job: the run
-// that fails while it goes is in package sqlitestore's tests.
+// A ledger that cannot be opened stops the run before any job, with exit
+// status 2 since nothing was sent: the run that fails while it goes is in
+// package sqlitestore's tests.
 func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
 	srv, env := fakeEnv(t)
 	path := writeJobs(t, 8)
 	out := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(out, "ledger.db", "in the way"), 0o755))
 	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "2")
-	assert.Equal(t, 1, code, stderr)
+	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "ledger.db")
 	assert.Empty(t, srv.Requests(), "no job is sent without its claim")
 	_, err := os.Stat(filepath.Join(out, "results.jsonl"))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // A binding is what the command line adds to an operation of the table in
@@ -213,7 +213,9 @@ func (v *fieldValue) Type() string {
 
 // output holds the flags that say where results go.
 type output struct {
-	dir        string
+	dir string
+	d   *outdir.Dir // dir, opened once writable
+
 	json       bool
 	noDownload bool
 }
@@ -321,16 +323,19 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 		if err := a.toStdout(p); err != nil {
 			return err
 		}
-	case writesFiles:
-		if err := os.MkdirAll(out.dir, 0o755); err != nil {
-			return usagef("--out: %v", err)
-		}
 	}
 	c, closeClient, err := a.newClient()
 	if err != nil {
 		return err
 	}
 	defer closeClient()
+	if writesFiles && out.dir != stdoutName {
+		// Made once the call could be sent, and proven writable before.
+		if out.d, err = openOut(out.dir); err != nil {
+			return err
+		}
+		defer out.d.Close()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	signalled := a.watchSignals(cancel)
@@ -390,7 +395,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{op: p.op.Name, dir: out.dir, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }

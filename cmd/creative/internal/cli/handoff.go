@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -107,6 +109,9 @@ func handOverToCloud(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCloud(path, buildInfo()); err != nil {
+		return err
+	}
 	return execCloud(path, args, callerEnv(os.Environ(), handOffVersion(buildInfo(), commandTree()), path+", "+from))
 }
 
@@ -157,6 +162,60 @@ func findCloud(getenv func(string) string) (path, from string, err error) {
 		return "", "", errNoCloud
 	}
 	return p, "on PATH", nil
+}
+
+// checkCloud reads the build information of the program at path from its
+// file, before it is run with the access key in its environment, and
+// refuses it unless it is the creative-cloud of creative's own build
+// (own): the same module and program, the same version and revision
+// (modified or not), and the same version of every module creative is
+// built of. What the file cannot tell, the commands and flags of two
+// builds that recorded no revision, creative-cloud compares once run (see
+// checkCaller).
+func checkCloud(path string, own *debug.BuildInfo) error {
+	refuse := func(why string, args ...any) error {
+		return usagef("%s is not run: %s: install both again with go install ./cmd/creative/...", path, fmt.Sprintf(why, args...))
+	}
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return refuse("its build cannot be read (%v), so it is not a creative-cloud built with creative", err)
+	}
+	if own == nil {
+		return refuse("this creative holds no build information to compare it with")
+	}
+	if want := own.Main.Path + "/" + cloudProgram; bi.Path != want || bi.Main.Path != own.Main.Path {
+		return refuse("it is the program %s of module %s, not %s", bi.Path, bi.Main.Path, want)
+	}
+	if got, want := buildVersion(bi), buildVersion(own); got != want {
+		return refuse("it is of another build (%s; creative is %s)", got, want)
+	}
+	deps := map[string]string{}
+	for _, d := range bi.Deps {
+		deps[d.Path] = moduleVersion(d)
+	}
+	for _, d := range own.Deps {
+		if got, want := deps[d.Path], moduleVersion(d); got != want {
+			return refuse("it is built with module %s %s, and creative with %s", d.Path, cmp.Or(got, "missing"), want)
+		}
+	}
+	return nil
+}
+
+// buildVersion is the module version and revision a build recorded, as
+// handOffVersion words them.
+func buildVersion(bi *debug.BuildInfo) string {
+	v, _, _ := strings.Cut(handOffVersion(bi, ""), " sdk ")
+	return v
+}
+
+// moduleVersion words a module of a build: its version and checksum, and
+// what replaced it.
+func moduleVersion(m *debug.Module) string {
+	v := strings.TrimSpace(m.Version + " " + m.Sum)
+	if m.Replace != nil {
+		v += " => " + moduleVersion(m.Replace)
+	}
+	return v
 }
 
 // handOffVersion is the version creative and creative-cloud compare: the

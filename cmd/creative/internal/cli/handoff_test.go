@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -226,45 +227,71 @@ func TestACommandHandedBackIsRefusedNotHandedOnAgain(t *testing.T) {
 	assert.Equal(t, 0, code, stderr)
 }
 
-// TestTheBuiltCreativeFoundAsCreativeCloudRefusesAtOnce runs the built
-// creative beside a creative-cloud that is creative again (through a
-// script, which stops the loop after a few rounds when creative hands the
-// command on): it is run once, and refuses.
-func TestTheBuiltCreativeFoundAsCreativeCloudRefusesAtOnce(t *testing.T) {
+// TestTheBuiltCreativeRunsNoCreativeCloudOfAnotherBuild runs the built
+// creative with a program found as creative-cloud beside it or on PATH
+// that is not the creative-cloud of its build: a script, a copy of
+// creative, and copies of the real creative-cloud whose build information
+// says another version or another module. Each is refused from what its
+// file says, before it is run with the key: the command exits 2, and
+// nothing is sent.
+func TestTheBuiltCreativeRunsNoCreativeCloudOfAnotherBuild(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the script is a shell script")
 	}
 	bin := buildCLI(t)
-	dir := t.TempDir()
-	creativeCopy := filepath.Join(dir, "creative")
-	data, err := os.ReadFile(bin)
+	real, err := os.ReadFile(filepath.Join(filepath.Dir(bin), cloudProgram))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(creativeCopy, data, 0o755))
-	rounds := filepath.Join(t.TempDir(), "rounds")
-	cloud := filepath.Join(dir, cloudProgram)
-	// Shell builtins only: the command runs with a PATH that holds none.
-	script := "#!/bin/sh\nn=0\n[ -f '" + rounds + "' ] && read n < '" + rounds + "'\necho $((n+1)) > '" + rounds + "'\n[ \"$n\" -ge 3 ] && exit 9\nexec '" + creativeCopy + "' \"$@\"\n"
-	require.NoError(t, os.WriteFile(cloud, []byte(script), 0o755))
-
-	// As creative names them: symbolic links in the folder's path followed.
-	resolved, err := filepath.EvalSymlinks(creativeCopy)
+	self, err := os.ReadFile(bin)
 	require.NoError(t, err)
-	found := filepath.Join(filepath.Dir(resolved), cloudProgram) + ", beside " + resolved
-
-	srv, _ := fakeEnv(t)
-	jobs := writeJobs(t, 2)
-	cmd := exec.Command(creativeCopy, "batch", jobs, "--out", "mem://out")
-	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + srv.URL, "CREATIVE_ACCESS_KEY=" + srv.AccessKey}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	err = cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
+	ran := filepath.Join(t.TempDir(), "ran")
+	patched := func(old, new string) []byte {
+		require.Len(t, new, len(old), "the build information keeps its length")
+		require.Contains(t, string(real), old)
+		return bytes.ReplaceAll(real, []byte(old), []byte(new))
 	}
-	assert.Equal(t, exitUsage, cmd.ProcessState.ExitCode(), stderr.String())
-	assert.Equal(t, "creative: the program found as creative-cloud ("+found+") handed the command back to creative, so it is not creative-cloud (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset CREATIVE_CLOUD_CALLER if it was set by hand\n", stderr.String())
-	assert.Equal(t, "1\n", readFile(t, rounds), "creative-cloud was run once")
-	assert.Empty(t, srv.Requests(), "nothing sent")
+	const module = "github.com/creativegen/creative-go/cmd/creative"
+	for _, tt := range []struct {
+		name    string
+		program []byte
+		want    string
+	}{
+		{"a script", []byte("#!/bin/sh\necho \"$CREATIVE_ACCESS_KEY\" > '" + ran + "'\n"), "its build cannot be read"},
+		{"a copy of creative", self, "it is the program " + module + " of module " + module + ", not " + module + "/creative-cloud"},
+		{"another version", patched("cmd/creative\t(devel)", "cmd/creative\t(devex)"), "it is of another build ((devex)"},
+		{"another module", patched("dep\tgithub.com/spf13/cobra\tv", "dep\tgithub.com/spf13/cobrx\tv"), "it is built with module github.com/spf13/cobra missing"},
+	} {
+		for _, where := range []string{"beside creative", "on PATH"} {
+			t.Run(tt.name+" "+where, func(t *testing.T) {
+				_ = os.Remove(ran)
+				dir, onPath := t.TempDir(), t.TempDir()
+				creativeCopy := filepath.Join(dir, "creative")
+				require.NoError(t, os.WriteFile(creativeCopy, self, 0o755))
+				cloudDir := dir
+				if where == "on PATH" {
+					cloudDir = onPath
+				}
+				cloud := filepath.Join(cloudDir, cloudProgram)
+				require.NoError(t, os.WriteFile(cloud, tt.program, 0o755))
+
+				srv, _ := fakeEnv(t)
+				jobs := writeJobs(t, 2)
+				cmd := exec.Command(creativeCopy, "batch", jobs, "--out", "mem://out")
+				cmd.Env = []string{"PATH=" + onPath, "HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + srv.URL, "CREATIVE_ACCESS_KEY=" + srv.AccessKey}
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				err := cmd.Run()
+				if _, ok := err.(*exec.ExitError); err != nil && !ok {
+					t.Fatal(err)
+				}
+				assert.Equal(t, exitUsage, cmd.ProcessState.ExitCode(), stderr.String())
+				assert.True(t, strings.HasPrefix(stderr.String(), "creative: "+cloud+" is not run: "), stderr.String())
+				assert.Contains(t, stderr.String(), tt.want)
+				assert.Contains(t, stderr.String(), "install both again with go install ./cmd/creative/...")
+				assert.NoFileExists(t, ran, "the program was not run")
+				assert.Empty(t, srv.Requests(), "nothing sent")
+			})
+		}
+	}
 }
 
 func TestFindCloudLooksInTheEnvironmentBesideCreativeThenOnPath(t *testing.T) {
@@ -415,7 +442,8 @@ func TestTheInstalledPairHandsBucketURLsOver(t *testing.T) {
 			code, stderr := run(program, env...)
 			if strings.HasSuffix(name, "not") {
 				assert.Equal(t, exitUsage, code)
-				assert.Equal(t, "creative: run "+cloud+".missing: no such file or directory\n", stderr)
+				assert.Contains(t, stderr, "creative: "+cloud+".missing is not run: its build cannot be read")
+				assert.Contains(t, stderr, "no such file or directory")
 				return
 			}
 			require.Equal(t, 0, code, stderr)

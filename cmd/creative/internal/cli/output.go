@@ -7,24 +7,26 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/answer"
-	"github.com/creativegen/creative-go/internal/atomicfile"
+	"github.com/creativegen/creative-go/internal/outdir"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
 
-// A saver writes results as files in one directory. Every file is named
-// by one rule, <stem>.<ext> for a result of one file and <stem>-1.<ext>,
-// <stem>-2.<ext> ... for several, the number going up past names already
-// taken; it is written to a temporary file in the same directory first and
-// then linked to its name, so it appears whole or not at all, and never
-// replaces a file. Files get mode 0644, less the umask.
+// A saver writes results as files in one folder, through the folder's
+// gate (package internal/outdir). Every file is named by one rule,
+// <stem>.<ext> for a result of one file and <stem>-1.<ext>, <stem>-2.<ext>
+// ... for several, the number going up past names already taken; it is
+// written to a temporary file in the same folder first and then linked to
+// its name, so it appears whole or not at all, and never replaces a file.
+// Files get mode 0644, less the umask. An answer the folder cannot take
+// (the disk filled, the folder went away) is kept in the system's
+// temporary folder instead, and the error says where: it was paid for.
 type saver struct {
 	op     string // the operation's name: what its files must be (package answer)
-	dir    string
+	dir    *outdir.Dir
 	c      *creative.Client
 	status *callStatus // the call's; may be nil
 	// opts are the call's options, given to each download too: they keep
@@ -124,30 +126,32 @@ func (n *namer) next() string {
 	return n.stem + "-" + strconv.Itoa(n.n)
 }
 
-// write fills a temporary file in the directory, names it by what ext
-// says of its first bytes and the first free name from n, and records it.
-// The temporary file is removed whatever happens, also when ctx ends.
+// write fills a temporary file in the folder, names it by what ext says
+// of its first bytes and the first free name from n, and records it. The
+// temporary file is removed whatever happens, also when ctx ends. When the
+// folder fails to take the bytes, they go on to a file in the system's
+// temporary folder (see rescuer).
 func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill func(io.Writer) error) error {
-	root, err := os.OpenRoot(s.dir)
+	tmp, err := s.dir.CreateTemp(".", tempPrefix[1:])
 	if err != nil {
-		return fmt.Errorf("creative: %w", err)
-	}
-	defer root.Close()
-	tmp, err := atomicfile.CreateTemp(root, ".", tempPrefix[1:])
-	if err != nil {
-		return fmt.Errorf("creative: %w", err)
+		r := &rescuer{s: s, stem: n.stem, why: err}
+		return r.end(fill(r))
 	}
 	defer tmp.Remove()
-	_, err = answer.Fill(s.op, tmp, func(w io.Writer) (int64, error) { return 0, fill(w) })
-	if ferr := tmp.Flush(); err == nil {
-		err = ferr
+	w := &rescuer{s: s, stem: n.stem, f: tmp.File}
+	_, err = answer.Fill(s.op, w, func(cw io.Writer) (int64, error) { return 0, fill(cw) })
+	if w.rescue != nil {
+		return w.end(err)
+	}
+	if ferr := tmp.Flush(); err == nil && ferr != nil {
+		return s.rescueFrom(tmp, n.stem, ferr)
 	}
 	if err != nil {
 		return err
 	}
-	head, err := readHead(root, tmp.Name())
+	head, err := readHead(s.dir, tmp.Name())
 	if err != nil {
-		return err
+		return s.rescueFrom(tmp, n.stem, err)
 	}
 	e := ext(head)
 	for {
@@ -157,9 +161,9 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 			continue
 		}
 		if err != nil {
-			return err
+			return s.rescueFrom(tmp, n.stem, err)
 		}
-		name := filepath.Join(s.dir, base)
+		name := s.dir.Join(base)
 		out.files = append(out.files, base)
 		if s.saved != nil {
 			s.saved(name)
@@ -168,12 +172,123 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 	}
 }
 
+// A rescuer is where an answer's bytes are written: the temporary file in
+// the folder, f, until a write to it fails, then a new file in the
+// system's temporary folder, which gets the bytes written so far and the
+// rest. No write of an answer fails for the folder's sake alone.
+type rescuer struct {
+	s      *saver
+	stem   string
+	f      *os.File // the temporary file in the folder; nil when none
+	n      int64    // bytes written to f
+	why    error    // the folder's failure
+	rescue *os.File // in the system's temporary folder, once f failed
+	err    error    // the rescue's own failure
+}
+
+func (r *rescuer) Write(p []byte) (int, error) {
+	k := 0
+	if r.rescue == nil && r.why == nil {
+		var err error
+		k, err = r.f.Write(p)
+		r.n += int64(k)
+		if err == nil {
+			return k, nil
+		}
+		r.why = err
+	}
+	if r.rescue == nil && r.err == nil {
+		var took io.Reader
+		if r.n > 0 {
+			took = io.NewSectionReader(r.f, 0, r.n) // the bytes the folder took
+		}
+		r.start(took)
+	}
+	if r.err != nil {
+		return k, r.err
+	}
+	m, err := r.rescue.Write(p[k:])
+	return k + m, r.fail(err)
+}
+
+// start creates the rescue file and copies from, when not nil, into it.
+func (r *rescuer) start(from io.Reader) {
+	r.rescue, r.err = os.CreateTemp("", "creative-"+r.stem+"-*")
+	if r.err == nil && from != nil {
+		_, r.err = io.Copy(r.rescue, from)
+	}
+}
+
+func (r *rescuer) fail(err error) error {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return err
+}
+
+// end closes the rescue file and returns the error that says where the
+// answer is, or that it is lost: fillErr is the failure of the answer's
+// own stream, if any.
+func (r *rescuer) end(fillErr error) error {
+	if r.rescue == nil && r.err == nil {
+		r.start(nil) // an answer of no bytes
+	}
+	if r.rescue != nil {
+		if err := r.rescue.Sync(); r.err == nil {
+			r.err = err
+		}
+		if err := r.rescue.Close(); r.err == nil {
+			r.err = err
+		}
+	}
+	return r.s.lostErr(r.why, r.rescue, r.err, fillErr)
+}
+
+// rescueFrom copies the answer, whole in the temporary file tmp of the
+// folder, into the system's temporary folder, after the folder failed to
+// flush it or give it its name (why).
+func (s *saver) rescueFrom(tmp *outdir.Temp, stem string, why error) error {
+	r := &rescuer{s: s, stem: stem, why: why}
+	f, err := s.dir.OpenFile(tmp.Name(), os.O_RDONLY, 0)
+	if err != nil {
+		r.err = err
+		return r.end(nil)
+	}
+	defer f.Close()
+	r.start(f)
+	return r.end(nil)
+}
+
+// lostErr is the error of an answer the folder could not take (why): it
+// names the folder, the call's request id and where the answer was kept
+// (rescue), or says that it could not be kept (rerr). fillErr, when not
+// nil, is a failure of the answer itself: what was kept is only part of it.
+func (s *saver) lostErr(why error, rescue *os.File, rerr, fillErr error) error {
+	id := "not given"
+	if s.status != nil {
+		if v := s.status.requestID.Load(); v != nil && *v != "" {
+			id = *v
+		}
+	}
+	msg := fmt.Sprintf("creative: the answer (request id %s) was paid for and could not be saved in %s (%v)", id, s.dir.Path(), why)
+	switch {
+	case rerr != nil:
+		if rescue != nil {
+			_ = os.Remove(rescue.Name()) // a part of the answer, which misleads
+		}
+		return fmt.Errorf("%s, nor kept in %s (%v): it is lost; do not send the request again before checking with the service", msg, os.TempDir(), rerr)
+	case fillErr != nil:
+		return fmt.Errorf("%s; the part that arrived is kept in %s: %w", msg, rescue.Name(), fillErr)
+	}
+	return fmt.Errorf("%s; it is kept in %s: move it where you want it", msg, rescue.Name())
+}
+
 // tempPrefix starts the names of temporary files; they are hidden and
 // never left behind.
 const tempPrefix = ".creative-"
 
-func readHead(root *os.Root, name string) ([]byte, error) {
-	f, err := root.Open(name)
+func readHead(d *outdir.Dir, name string) ([]byte, error) {
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -181,4 +296,20 @@ func readHead(root *os.Root, name string) ([]byte, error) {
 	head := make([]byte, 16)
 	n, _ := io.ReadFull(f, head)
 	return head[:n], nil
+}
+
+// openOut opens the folder --out of an operation, making it when missing,
+// and proves it writable through its gate before the call is sent: a
+// folder that cannot take the answer is a usage error, and nothing is
+// paid for.
+func openOut(dir string) (*outdir.Dir, error) {
+	d, err := outdir.Create(dir)
+	if err != nil {
+		return nil, usagef("--out: %v", err)
+	}
+	if err := d.ProveWritable(); err != nil {
+		d.Close()
+		return nil, usagef("--out: %v", err)
+	}
+	return d, nil
 }

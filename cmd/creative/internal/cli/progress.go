@@ -138,6 +138,9 @@ type callStatus struct {
 	size    atomic.Int64 // bytes of the upload in all, 0 when unknown
 	got     atomic.Int64 // bytes of the download received
 	total   atomic.Int64 // bytes of the download in all, 0 when unknown
+	// requestID is the request id of the call's answer, for a message
+	// about a paid answer.
+	requestID atomic.Pointer[string]
 }
 
 func newCallStatus(op string) *callStatus {
@@ -169,6 +172,10 @@ func (s *callStatus) attempted(req *http.Request, next creative.MiddlewareNext) 
 		req.Body = &countingBody{ReadCloser: req.Body, n: &s.sent}
 	}
 	resp, err := next(req)
+	if err == nil && req.Method == http.MethodPost && resp.StatusCode/100 == 2 {
+		id := resp.Header.Get("X-Request-Id")
+		s.requestID.Store(&id)
+	}
 	if err == nil && req.Method == http.MethodGet && resp.StatusCode/100 == 2 {
 		s.got.Store(0)
 		s.total.Store(max(resp.ContentLength, 0))

@@ -14,6 +14,8 @@ import (
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // isURL reports whether --out or a jobs file names a bucket URL
@@ -69,16 +71,17 @@ func (b *Buckets) openStore(ctx context.Context, out string) (batch.Store, error
 	}
 	s, err := b.Open(ctx, out)
 	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
+		return nil, usagef("--out: %v", err)
 	}
 	return s, nil
 }
 
-// openDir opens the local folder store at path.
+// openDir opens the local folder store at path. A folder or ledger that
+// cannot be used is a usage error: nothing was sent.
 func openDir(path string) (batch.Store, error) {
 	d, err := sqlitestore.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
+		return nil, usagef("--out: %v", err)
 	}
 	return d, nil
 }
@@ -112,13 +115,17 @@ func (b *Buckets) openJobs(ctx context.Context, name string) (fs.FS, string, io.
 // the run ends (the ledger holds every result meanwhile).
 func openLog(ctx context.Context, store batch.Store, out string) (*resultLog, error) {
 	if d, ok := store.(*sqlitestore.Store); ok {
-		return openResultLog(filepath.Join(d.Path(), resultsFile))
+		log, err := openResultLog(d.Path())
+		if err != nil {
+			return nil, usagef("--out: %v", err)
+		}
+		return log, nil
 	}
 	host, _ := os.Hostname()
 	key := fmt.Sprintf("results/%s-%s-%d.jsonl", time.Now().UTC().Format("20060102T150405Z"), safeName(host), os.Getpid())
 	w, err := store.NewWriter(ctx, key, nil)
 	if err != nil {
-		return nil, err
+		return nil, usagef("--out: %v", err)
 	}
 	shown := out
 	if u, err := url.Parse(out); err == nil {
@@ -146,8 +153,149 @@ func hasLedger(out string) bool {
 	if isURL(out) {
 		return true
 	}
-	if st, err := os.Stat(filepath.Join(out, sqlitestore.DBFile)); err == nil && st.Mode().IsRegular() {
-		return true
+	if st, err := os.Lstat(filepath.Join(out, sqlitestore.DBFile)); err == nil && !st.Mode().IsRegular() || err == nil && st.Size() > 0 {
+		return true // one that is not a file is refused when opened
 	}
 	return existsDir(filepath.Join(out, "ledger"))
+}
+
+// earlierFolder names the folder under --out that --start-over moves the
+// files of earlier runs into.
+const earlierFolder = "earlier-"
+
+// checkEarlier refuses, before anything is sent, a folder --out that holds
+// what earlier runs wrote (results.jsonl, the results page, outputs) but
+// no ledger to say which jobs they paid for: ledger.db is missing or
+// empty, so a run would pay for every job again and write over the
+// earlier outputs. With startOver it moves those files, and nothing else,
+// into a new folder earlier-<time>/ under --out, and says so on w; a new
+// ledger is begun.
+func checkEarlier(w io.Writer, out string, startOver bool) error {
+	if isBucket(out) {
+		return nil
+	}
+	path, err := localPath(out)
+	if err != nil || !existsDir(path) || hasLedger(path) {
+		return nil
+	}
+	d, err := outdir.Open(path)
+	if err != nil {
+		return usagef("--out: %v", err)
+	}
+	defer d.Close()
+	found, n, err := earlierFiles(d)
+	if err != nil {
+		return usagef("--out: %v", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	ledger := "missing"
+	if st, err := d.Lstat(sqlitestore.DBFile); err == nil && st.Size() == 0 {
+		ledger = "empty"
+	}
+	if !startOver {
+		return usagef("batch: %s holds %s of earlier runs (%s) but its ledger, %s, is %s: a run would pay for every job again and write over them; nothing was sent. "+
+			"Give another --out, or --start-over to move those files into a folder %s<time> of their own there and begin a new ledger",
+			path, plural(n, "file"), strings.Join(found, ", "), sqlitestore.DBFile, ledger, earlierFolder)
+	}
+	return moveEarlier(w, d)
+}
+
+// earlierFiles lists (the first few) and counts the files at the top of
+// the folder that a run writes: results.jsonl, the page, outputs named
+// <stem>-<operation>..., and the database's files left without it. It
+// reads the folder a page of names at a time.
+func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
+	f, err := d.Root().Open(".")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	for {
+		es, err := f.ReadDir(256)
+		for _, e := range es {
+			if e.Type().IsRegular() && isRunFile(e.Name()) {
+				if n++; len(found) < 3 {
+					found = append(found, e.Name())
+				}
+			}
+		}
+		if err == io.EOF || len(es) == 0 {
+			return found, n, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// isRunFile reports whether a name at the top of --out is one a batch
+// writes.
+func isRunFile(name string) bool {
+	switch name {
+	case resultsFile, batch.IndexFile, sqlitestore.DBFile + "-wal", sqlitestore.DBFile + "-journal":
+		return true
+	}
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, op := range ops.All {
+		if strings.Contains(name, "-"+op.Verb()+".") || strings.Contains(name, "-"+op.Verb()+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// moveEarlier moves the files of earlier runs, and an empty ledger.db and
+// its side files, into a new folder earlier-<time>/ under d.
+func moveEarlier(w io.Writer, d *outdir.Dir) error {
+	to := earlierFolder + time.Now().UTC().Format("20060102T150405Z")
+	if err := d.Root().Mkdir(to, 0o755); err != nil {
+		return usagef("--start-over: %v", err)
+	}
+	moved := 0
+	for {
+		n, err := movePass(d, to)
+		moved += n
+		if err != nil {
+			return usagef("--start-over: %v (%d files were moved to %s before it)", err, moved, d.Join(to))
+		}
+		if n == 0 {
+			break
+		}
+	}
+	fmt.Fprintf(w, "creative: batch: moved %s of earlier runs into %s; a new ledger begins\n", plural(moved, "file"), d.Join(to))
+	return nil
+}
+
+// movePass moves the files moveEarlier moves that one reading of the
+// folder finds, and counts them: the folder changes as it is read, so
+// passes go on until one finds none.
+func movePass(d *outdir.Dir, to string) (moved int, err error) {
+	f, err := d.Root().Open(".")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	for {
+		es, rerr := f.ReadDir(256)
+		for _, e := range es {
+			n := e.Name()
+			if !e.Type().IsRegular() || !isRunFile(n) && n != sqlitestore.DBFile && n != sqlitestore.DBFile+"-shm" {
+				continue
+			}
+			if ok, _ := d.Check(n); !ok {
+				continue // moved already, read again
+			}
+			if err := d.Move(n, to+"/"+n); err != nil {
+				return moved, err
+			}
+			moved++
+		}
+		if rerr != nil || len(es) == 0 {
+			return moved, nil
+		}
+	}
 }
