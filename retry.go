@@ -213,6 +213,8 @@ func kindOf(a attemptSeen) attemptKind {
 	switch {
 	case a.err != nil && isRedirect(a.err):
 		return attemptAnswered // the answer was a redirect the client does not follow
+	case a.err != nil && refused(a.err):
+		return attemptNotSent // the service said it did not process it, though it may have read it all
 	case a.err != nil && a.written:
 		return attemptUnknown
 	case a.err != nil:
@@ -223,6 +225,13 @@ func kindOf(a attemptSeen) attemptKind {
 		return attemptUnknown
 	}
 	return attemptAnswered
+}
+
+// refused reports whether err is a failure of the network that says the
+// service did not process the request (transport.go, unprocessed).
+func refused(err error) bool {
+	var ae *attemptError
+	return errors.As(err, &ae) && ae.refused
 }
 
 // isRedirect reports whether err is a redirect the client refused.

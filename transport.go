@@ -2,10 +2,12 @@ package creative
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -135,10 +137,54 @@ func (b *watchedBody) Close() error {
 type attemptError struct {
 	err      error
 	timedOut bool
+	refused  bool // the service said it did not process the request (HTTP/2)
+}
+
+func newAttemptError(err error) *attemptError {
+	return &attemptError{err: err, refused: unprocessed(err)}
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
 func (e *attemptError) Unwrap() error { return e.err }
+
+// h2StreamError mirrors net/http's HTTP/2 stream error, whose type is
+// unexported: errors.As fills any struct with its fields' names and types
+// (as it fills golang.org/x/net/http2.StreamError).
+type h2StreamError struct {
+	StreamID uint32
+	Code     uint32
+	Cause    error
+}
+
+func (e h2StreamError) Error() string {
+	return fmt.Sprintf("http2: stream %d reset with code %d", e.StreamID, e.Code)
+}
+
+// h2RefusedStream is REFUSED_STREAM (RFC 9113, section 8.7): the server
+// did not process the stream, and says so.
+const h2RefusedStream = 0x7
+
+// h2NotResent is the one error net/http leaves as text only: asked to send
+// again a request whose body it cannot reopen (the SDK gives it no
+// GetBody), it formats the cause with %v. Of the causes it would send
+// again for, two say the service did not process the request: REFUSED_STREAM
+// from the server, and a graceful GOAWAY whose last stream is below the
+// request's. The pattern is the whole text, built by net/http from fixed
+// words and a number only (a server's GOAWAY debug data never enters it):
+// no echo of the other end can make it match.
+var h2NotResent = regexp.MustCompile(`^http2: Transport: cannot retry err \[(stream error: stream ID \d+; REFUSED_STREAM; received from peer|http2: Transport received Server's graceful shutdown GOAWAY)\] after Request\.Body was written; define Request\.GetBody to avoid this error$`)
+
+// unprocessed reports whether err, a failure of net/http's RoundTrip, says
+// the service did not process the request though it may have been written
+// whole: an HTTP/2 REFUSED_STREAM, by its type and code when net/http keeps
+// them, and the two causes above when it keeps only their text.
+func unprocessed(err error) bool {
+	var se h2StreamError
+	if errors.As(err, &se) {
+		return se.Code == h2RefusedStream
+	}
+	return h2NotResent.MatchString(err.Error())
+}
 
 // RoundTrip sends one attempt of the call, or one redirect of it.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -204,17 +250,31 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 	return resp, nil
 }
 
+// roundTrip hands one request to net/http so that net/http cannot send it
+// again: without GetBody. net/http replays a request that has one when a
+// kept-alive connection drops (over HTTP/1.1, once the caller's headers
+// hold an Idempotency-Key) and when an HTTP/2 stream is reset or refused,
+// even after the service read the whole body. The SDK alone decides to send
+// again (retry.go), each attempt with a body opened anew. The http.Client
+// keeps the call's own GetBody, which it needs to follow a 307 or 308.
 func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
 	if limit <= 0 {
+		if req.GetBody != nil {
+			once := *req
+			once.GetBody = nil
+			req = &once
+		}
 		resp, err := t.next.RoundTrip(req)
 		if err != nil {
-			return nil, &attemptError{err: err}
+			return nil, newAttemptError(err)
 		}
 		return resp, nil
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	timer := time.AfterFunc(limit, cancel)
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	once := req.WithContext(ctx)
+	once.GetBody = nil
+	resp, err := t.next.RoundTrip(once)
 	if !timer.Stop() {
 		cancel()
 		if resp != nil {
@@ -226,7 +286,7 @@ func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Res
 	}
 	if err != nil {
 		cancel()
-		return nil, &attemptError{err: err}
+		return nil, newAttemptError(err)
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
