@@ -233,6 +233,9 @@ func (t *transport) send(req *http.Request) (*http.Response, error) {
 // here, where its status is known: net/http would fail with an error that
 // names neither the answer nor its status.
 func (t *transport) network(req *http.Request, limit time.Duration) (*http.Response, error) {
+	if err := t.sendable(req); err != nil {
+		return nil, err
+	}
 	resp, err := t.roundTrip(req, limit)
 	if err != nil {
 		return nil, err
@@ -314,29 +317,48 @@ func (e *redirectError) Error() string {
 	return fmt.Sprintf("the answer redirected (HTTP %d) to %s: not followed, %s", e.status, e.to, e.why)
 }
 
-// checkRedirect follows a redirect only when it keeps the request what it
-// was: the method and body (307, 308, or any redirect of a GET), and https.
-// The key, and the headers of WithHeader, are dropped before a redirect to
-// another origin. The user's own CheckRedirect, if any, runs after.
+// checkRedirect is the redirect policy, the one place a redirect is
+// judged. It follows a redirect only when it keeps the request what it was:
+// the method and body (307, 308, or any redirect of a GET), https, and the
+// key's place. A call (a POST to the service) stays with the base URL's
+// origin: the service has no reason to move it elsewhere. A Download may
+// follow a file host's redirect anywhere. No hop whose URL carries user
+// information (net/http would send it as Basic auth) or holds the key in
+// any form redact knows is followed. Before a hop to another origin, the
+// key, the headers of WithHeader and the Referer are dropped; sendable,
+// which every request passes, checks what is left. The user's own
+// CheckRedirect, if any, runs after.
 func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error {
 	prev := via[len(via)-1]
 	status := 0
 	if req.Response != nil {
 		status = req.Response.StatusCode
 	}
+	same := t.cl.c.sameOrigin(req.URL)
+	why := ""
 	switch {
 	case len(via) >= 10:
-		return &redirectError{status: status, to: req.URL.String(), why: "after 10 redirects"}
+		why = "after 10 redirects"
 	case prev.Method != req.Method:
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would turn the " + prev.Method + " into a " + req.Method}
+		why = "since it would turn the " + prev.Method + " into a " + req.Method
 	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would leave https"}
+		why = "since it would leave https"
 	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
-		return &redirectError{status: status, to: req.URL.String(), why: "since it is not an http(s) URL"}
+		why = "since it is not an http(s) URL"
+	case req.URL.User != nil:
+		why = "since its URL carries user information"
+	case t.cl.holds(req.URL.String()):
+		why = "since its URL holds the access key"
+	case t.cl.body != nil && !same:
+		why = "since a call to the service stays with the base URL's origin"
 	}
-	if !t.cl.c.sameOrigin(req.URL) {
+	if why != "" {
+		return &redirectError{status: status, to: t.cl.redact(req.URL.Redacted()), why: why}
+	}
+	if !same {
 		// The key and the headers of WithHeader are meant for the service.
 		req.Header.Del(headerAccessKey)
+		req.Header.Del("Referer")
 		for k := range t.cl.s.header {
 			req.Header.Del(k)
 		}
@@ -345,4 +367,37 @@ func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error 
 		return user(req, via)
 	}
 	return nil
+}
+
+// sendable is the last check of every request, an attempt or a redirect of
+// it, before the network: a request to any origin but the base URL's
+// carries the key nowhere, neither in its URL nor in a header's value (the
+// key's own header, a header of WithHeader, a Referer, Basic auth).
+func (t *transport) sendable(req *http.Request) error {
+	if t.cl.c.sameOrigin(req.URL) {
+		return nil
+	}
+	where := ""
+	if req.URL.User != nil || t.cl.holds(req.URL.String()) {
+		where = "its URL"
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			if where == "" && t.cl.holds(v) {
+				where = "its " + k + " header"
+			}
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return &keyError{host: req.URL.Host, where: where}
+}
+
+// A keyError is a request the client refused to send, since it would carry
+// the access key to another origin.
+type keyError struct{ host, where string }
+
+func (e *keyError) Error() string {
+	return fmt.Sprintf("creative: not sent to %s: %s would carry the access key, which goes only to the base URL's origin", e.host, e.where)
 }
