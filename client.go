@@ -2,6 +2,7 @@ package creative
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -87,7 +88,10 @@ func New(opts ...Option) (*Client, error) {
 	}
 	base, err := parseBaseURL(s.baseURL, s.insecure)
 	if err != nil {
-		return nil, err
+		// A base URL may hold the key: the two variables swapped, or a
+		// key in a query.
+		keys := newRedactor([]string{s.accessKey})
+		return nil, errors.New(keys.redact(err.Error()))
 	}
 	if s.accessKey == "" {
 		return nil, fmt.Errorf("creative: no access key: set %s or use WithAccessKey", EnvAccessKey)
@@ -127,13 +131,15 @@ func parseBaseURL(raw string, insecure bool) (*url.URL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("creative: base URL %q is not an http(s) URL with a host (check %s or WithBaseURL)", raw, EnvBaseURL)
+		// Not quoted: a value that is no URL may be the key, put in the
+		// wrong variable.
+		return nil, fmt.Errorf("creative: the base URL (%d bytes) is not an http(s) URL with a host; it is not quoted, in case it is the access key (check %s or WithBaseURL)", len(raw), EnvBaseURL)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("creative: base URL must not carry user information (check %s or WithBaseURL)", EnvBaseURL)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("creative: base URL %q must not carry a query or fragment (check %s or WithBaseURL)", raw, EnvBaseURL)
+		return nil, fmt.Errorf("creative: base URL %q must not carry a query or fragment, which are not quoted (check %s or WithBaseURL)", u.Scheme+"://"+u.Host+u.EscapedPath(), EnvBaseURL)
 	}
 	if u.Scheme == "http" && !insecure && !isLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("creative: base URL %q is plain http to a host that is not loopback: use https, or WithInsecureHTTP to allow it", raw)

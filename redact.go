@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -378,4 +380,31 @@ func (r *redactor) redactErr(err error) error {
 		return &url.Error{Op: ue.Op, URL: r.redact(ue.URL), Err: r.redactErr(ue.Err)}
 	}
 	return &redactedError{err: r.redactErr(errors.Unwrap(err)), text: r.redact(err.Error())}
+}
+
+// redactResponse returns the copy of resp a caller may keep (the answer of
+// WithResponseInto), with body as its Body: everything the other end wrote
+// into it redacted (the status line, header names and values, trailers)
+// and so every answer of the redirects before it, which it reaches through
+// Request.Response. Each request of the chain keeps its headers but the
+// access key. Trailers are those declared when it is handed over: values
+// that arrive later stay in the original, never reach the caller.
+func (r *redactor) redactResponse(resp *http.Response, body io.ReadCloser) *http.Response {
+	out := *resp
+	out.Body = body
+	out.Status = string(r.keep([]byte(resp.Status), maxMessage))
+	out.Header = r.redactHeader(resp.Header)
+	if resp.Trailer != nil {
+		out.Trailer = r.redactHeader(resp.Trailer)
+	}
+	if resp.Request != nil {
+		req := *resp.Request
+		req.Header = r.redactHeader(req.Header)
+		req.Header.Del(headerAccessKey)
+		if req.Response != nil {
+			req.Response = r.redactResponse(req.Response, http.NoBody)
+		}
+		out.Request = &req
+	}
+	return &out
 }
