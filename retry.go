@@ -60,10 +60,14 @@ func (cl *call) setBody(rreq *retryablehttp.Request) error {
 	case *jsonBody:
 		rreq.GetBody = b.readCloser
 	default:
+		ctx, stall := rreq.Context(), mayStall(b)
 		err = rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) {
 			r, err := b.open()
 			if err != nil {
 				return nil, err
+			}
+			if stall {
+				r = untilDone(ctx, r)
 			}
 			return cl.tr.watch(r), nil
 		}))
