@@ -195,6 +195,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.network(req, 0)
 	}
 	c, l := t.cl.c, t.cl.s.logger
+	if !c.sameOrigin(req.URL) {
+		// The pause is the service's: a file host's Retry-After is the
+		// Download's own (retry.go), never every call's.
+		return t.send(req)
+	}
 	if err := c.pause.wait(req.Context(), l, t.cl.op); err != nil {
 		return nil, err
 	}
