@@ -261,6 +261,9 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 // any other answer, *NetworkError when none came). Every answer passes
 // response.go's gate.
 func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, error) {
+	if err := c.usable(ctx, r.op); err != nil {
+		return nil, err
+	}
 	s, key, err := c.callSettings(r.op, opts)
 	if err != nil {
 		return nil, err
@@ -339,6 +342,9 @@ func inPlace[T any]() bool {
 // transport, as http.Client.CloseIdleConnections does. Calls in flight are
 // not affected.
 func (c *Client) CloseIdleConnections() {
+	if c == nil {
+		return
+	}
 	if ci, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}

@@ -19,6 +19,9 @@ import (
 // answer other than 2xx is an *APIError. The file is not bounded unless
 // WithMaxResponseBytes is given (to New or to this call).
 func (c *Client) Download(ctx context.Context, u URL, w io.Writer, opts ...Option) (int64, error) {
+	if w == nil {
+		return 0, &misuseError{"download", "a nil io.Writer"}
+	}
 	rs, err := c.download(ctx, u, opts)
 	if err != nil {
 		return 0, err
@@ -42,6 +45,9 @@ func (c *Client) DownloadFile(ctx context.Context, u URL, path string, opts ...O
 
 func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response, error) {
 	const op = "download"
+	if err := c.usable(ctx, op); err != nil {
+		return nil, err
+	}
 	// The keys are the call's and the Client's; a bad option is do's to
 	// report.
 	_, key, _ := c.callSettings(op, opts)
