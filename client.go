@@ -64,6 +64,8 @@ type Client struct {
 	urls    map[string]string                          // operation name -> its URL under the base URL
 	limiter RateLimiter                                // nil without WithRateLimiter
 	pause   *pause                                     // the wait a 429 or 503 asked of every call
+	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
+	private bool                                       // Downloads may reach private addresses (download.go)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -114,6 +116,8 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.limiter = s.limiter
 	c.useHTTPClient(s.hc)
+	c.private = s.private || privateHost(base.Hostname())
+	c.dl = c.downloadTransport()
 	return c, nil
 }
 
@@ -249,6 +253,9 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 		cl.redactor = &redactor{keys: newRedactor(key, own).keys}
 	}
 	cl.tr = transport{cl: cl, next: c.rt}
+	if r.rawURL != "" {
+		cl.tr.next = c.dl
+	}
 	cl.hc.Transport = &cl.tr
 	cl.hc.CheckRedirect = cl.tr.checkRedirect
 	cl.trace.WroteRequest = cl.tr.wroteRequest

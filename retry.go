@@ -284,12 +284,13 @@ func transient(err error) bool {
 		record           tls.RecordHeaderError
 		alert            tls.AlertError
 		source           *sourceError
+		private          *privateAddrError
 	)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &unknownAuthority), errors.As(err, &invalidCert), errors.As(err, &hostname),
 		errors.As(err, &verification), errors.As(err, &record), errors.As(err, &alert),
-		errors.As(err, &source):
+		errors.As(err, &source), errors.As(err, &private):
 		return false
 	}
 	return true

@@ -356,6 +356,8 @@ func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error 
 		why = "since its URL holds the access key"
 	case t.cl.body != nil && !same:
 		why = "since a call to the service stays with the base URL's origin"
+	case !t.cl.c.private && privateHost(req.URL.Hostname()):
+		why = "since it points to a loopback, link-local or private address (WithPrivateDownloads allows it)"
 	}
 	if why != "" {
 		return &redirectError{status: status, to: t.cl.redact(req.URL.Redacted()), why: why}
