@@ -334,32 +334,12 @@ func (e *redirectError) Error() string {
 // which every request passes, checks what is left. The user's own
 // CheckRedirect, if any, runs after.
 func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error {
-	prev := via[len(via)-1]
 	status := 0
 	if req.Response != nil {
 		status = req.Response.StatusCode
 	}
 	same := t.cl.c.sameOrigin(req.URL)
-	why := ""
-	switch {
-	case len(via) >= 10:
-		why = "after 10 redirects"
-	case prev.Method != req.Method:
-		why = "since it would turn the " + prev.Method + " into a " + req.Method
-	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
-		why = "since it would leave https"
-	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
-		why = "since it is not an http(s) URL"
-	case req.URL.User != nil:
-		why = "since its URL carries user information"
-	case t.cl.holds(req.URL.String()):
-		why = "since its URL holds the access key"
-	case t.cl.body != nil && !same:
-		why = "since a call to the service stays with the base URL's origin"
-	case !t.cl.c.private && privateHost(req.URL.Hostname()):
-		why = "since it points to a loopback, link-local or private address (WithPrivateDownloads allows it)"
-	}
-	if why != "" {
+	if why := t.refusal(req, via, same); why != "" {
 		return &redirectError{status: status, to: t.cl.redact(req.URL.Redacted()), why: why}
 	}
 	if !same {
@@ -374,6 +354,30 @@ func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error 
 		return user(req, via)
 	}
 	return nil
+}
+
+// refusal says why the redirect to req is not followed, or "".
+func (t *transport) refusal(req *http.Request, via []*http.Request, same bool) string {
+	prev := via[len(via)-1]
+	switch {
+	case len(via) >= 10:
+		return "after 10 redirects"
+	case prev.Method != req.Method:
+		return "since it would turn the " + prev.Method + " into a " + req.Method
+	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
+		return "since it would leave https"
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return "since it is not an http(s) URL"
+	case req.URL.User != nil:
+		return "since its URL carries user information"
+	case t.cl.holds(req.URL.String()):
+		return "since its URL holds the access key"
+	case t.cl.body != nil && !same:
+		return "since a call to the service stays with the base URL's origin"
+	case !t.cl.c.private && privateHost(req.URL.Hostname()):
+		return "since it points to a loopback, link-local or private address (WithPrivateDownloads allows it)"
+	}
+	return ""
 }
 
 // sendable is the last check of every request, an attempt or a redirect of
