@@ -175,7 +175,7 @@ func (s *replayServer) h2Act(conn net.Conn, stream uint32, a h2Act, done <-chan 
 		_ = h2Frame(conn, h2GoAwayFrame, 0, 0, h2GoAwayPayload(stream, h2NoError))
 		return false
 	case "goaway-below": // not processed: the client may send it elsewhere
-		if h2Frame(conn, h2GoAwayFrame, 0, 0, h2GoAwayPayload(stream-2, h2NoError)) != nil {
+		if h2Frame(conn, h2GoAwayFrame, 0, 0, h2GoAwayPayload(max(stream, 2)-2, a.code)) != nil {
 			return false
 		}
 		awaitClose(conn, done)
@@ -277,6 +277,15 @@ func TestNetHTTPNeverReplaysACall(t *testing.T) {
 		{name: "RST_STREAM REFUSED_STREAM every time", act: forever(h2Reset(h2RefusedStream)), want: notSent, whole: 3, processed: 0},
 		{name: "GOAWAY after the request, naming it processed, then closed", act: forever(h2GoAway), want: unknown, whole: 1, processed: 1},
 		{name: "GOAWAY below the request (not processed), then an answer on a new connection", act: after(h2GoAwayBelow), want: ok, whole: 2, processed: 1},
+		{name: "GOAWAY with an error code below the first stream of a new connection", act: func(n int) h2Act {
+			switch n {
+			case 0:
+				return h2AnswerGoAway // the call goes on a new connection, as its stream 1
+			case 1:
+				return h2Act{kind: "goaway-below", code: h2ProtocolError}
+			}
+			return h2Answer
+		}, want: ok, whole: 2, processed: 1},
 		{name: "GOAWAY before the request (after the warm-up's answer)", act: func(n int) h2Act {
 			if n == 0 {
 				return h2AnswerGoAway
@@ -361,4 +370,6 @@ func TestUnprocessedReadsTheStreamErrorsCode(t *testing.T) {
 	assert.True(t, unprocessed(errors.New("http2: Transport: cannot retry err [stream error: stream ID 5; REFUSED_STREAM; received from peer] after Request.Body was written; define Request.GetBody to avoid this error")))
 	assert.False(t, unprocessed(errors.New("http2: Transport: cannot retry err [stream error: stream ID 5; PROTOCOL_ERROR; received from peer] after Request.Body was written; define Request.GetBody to avoid this error")))
 	assert.False(t, unprocessed(errors.New(strings.Repeat("REFUSED_STREAM", 2))))
+	assert.True(t, unprocessed(errors.New("http2: Transport received GOAWAY from server ErrCode:PROTOCOL_ERROR")))
+	assert.False(t, unprocessed(errors.New(`http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=NO_ERROR, debug="http2: Transport received GOAWAY from server ErrCode:PROTOCOL_ERROR"`)))
 }

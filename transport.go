@@ -174,16 +174,23 @@ const h2RefusedStream = 0x7
 // no echo of the other end can make it match.
 var h2NotResent = regexp.MustCompile(`^http2: Transport: cannot retry err \[(stream error: stream ID \d+; REFUSED_STREAM; received from peer|http2: Transport received Server's graceful shutdown GOAWAY)\] after Request\.Body was written; define Request\.GetBody to avoid this error$`)
 
+// h2GoAwayFirst is the error net/http gives the first stream of a
+// connection above a GOAWAY's last stream when the GOAWAY carries an error
+// code: the server did not process it. Also fixed words and a code's name.
+var h2GoAwayFirst = regexp.MustCompile(`^http2: Transport received GOAWAY from server ErrCode:([A-Z_]+|unknown error code 0x[0-9a-f]+)$`)
+
 // unprocessed reports whether err, a failure of net/http's RoundTrip, says
 // the service did not process the request though it may have been written
 // whole: an HTTP/2 REFUSED_STREAM, by its type and code when net/http keeps
-// them, and the two causes above when it keeps only their text.
+// them, and by their whole text the causes above, which net/http keeps as
+// text only.
 func unprocessed(err error) bool {
 	var se h2StreamError
 	if errors.As(err, &se) {
 		return se.Code == h2RefusedStream
 	}
-	return h2NotResent.MatchString(err.Error())
+	text := err.Error()
+	return h2NotResent.MatchString(text) || h2GoAwayFirst.MatchString(text)
 }
 
 // RoundTrip sends one attempt of the call, or one redirect of it.
