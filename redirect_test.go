@@ -162,6 +162,16 @@ func TestAHopToAnotherOriginCarriesTheKeyInNoHeader(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotSent)
 	assert.Contains(t, err.Error(), "Authorization header")
 	assert.Empty(t, key, "nothing arrived")
+	for _, h := range [][2]string{
+		{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+testKey))},
+		{"X-Echo", strings.ToUpper(testKey)},
+		{"X-" + testKey, "1"},
+	} {
+		_, err = c.Download(context.Background(), URL(other.URL+"/direct"), io.Discard, WithHeader(h[0], h[1]))
+		assert.ErrorIs(t, err, ErrNotSent, "%s", h[0])
+		assert.Empty(t, leak(err.Error(), testKey))
+	}
+	assert.Empty(t, key, "nothing arrived")
 
 	_, err = c.Download(context.Background(), URL(home.URL+"/file"), io.Discard, WithHeader("X-Trace", "t-1"))
 	require.NoError(t, err)

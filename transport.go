@@ -400,6 +400,9 @@ func (t *transport) sendable(req *http.Request) error {
 		where = "its URL"
 	}
 	for k, vs := range req.Header {
+		if where == "" && t.cl.holds(k) {
+			where = "a header's name"
+		}
 		for _, v := range vs {
 			if where == "" && t.cl.holds(v) {
 				where = "its " + k + " header"
