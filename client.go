@@ -355,4 +355,7 @@ func (c *Client) CloseIdleConnections() {
 	if ci, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
+	if ci, ok := c.dl.(interface{ CloseIdleConnections() }); ok && c.dl != c.rt {
+		ci.CloseIdleConnections() // the Downloads' own pool (download.go)
+	}
 }

@@ -151,8 +151,12 @@ func (c *Client) downloadTransport() http.RoundTripper {
 	}
 	plain := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	guarded := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: guard}).DialContext
-	if t.DialContext != nil { // the caller's dialer: check what it connected to
-		plain, guarded = t.DialContext, checkRemote(t.DialContext)
+	legacy, legacyTLS := legacyDials(dl)
+	if dial := t.DialContext; dial != nil || legacy != nil { // the caller's dialer: check what it connected to
+		if dial == nil {
+			dial = legacy
+		}
+		plain, guarded = dial, checkRemote(dial)
 	}
 	dl.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if _, ok := proxies.Load(addr); ok {
@@ -162,11 +166,30 @@ func (c *Client) downloadTransport() http.RoundTripper {
 	}
 	if t.DialTLSContext != nil {
 		dl.DialTLSContext = checkRemote(t.DialTLSContext)
+	} else if legacyTLS != nil {
+		dl.DialTLSContext = checkRemote(legacyTLS)
 	}
 	return dl
 }
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// legacyDials takes the deprecated Dial and DialTLS out of t, as dialFuncs
+// (nil when unset): a caller's transport may still dial with them, and its
+// Downloads must dial the same way, checked.
+func legacyDials(t *http.Transport) (dial, dialTLS dialFunc) {
+	//lint:ignore SA1019 a caller's transport may still set it
+	d, dt := t.Dial, t.DialTLS
+	if d != nil {
+		dial = func(_ context.Context, network, addr string) (net.Conn, error) { return d(network, addr) }
+	}
+	if dt != nil {
+		dialTLS = func(_ context.Context, network, addr string) (net.Conn, error) { return dt(network, addr) }
+	}
+	//lint:ignore SA1019 cleared, since the checked DialContext and DialTLSContext replace them
+	t.Dial, t.DialTLS = nil, nil
+	return dial, dialTLS
+}
 
 // checkRemote returns dial refusing a connection whose remote address is
 // private, before anything is written to it.

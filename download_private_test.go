@@ -56,6 +56,19 @@ func TestDownloadRefusesPrivateAddresses(t *testing.T) {
 		assert.Equal(t, 1, ne.Attempts, "not retried")
 		assert.Zero(t, files.hits.Load())
 	})
+	t.Run("through a caller's dialer, by the connection's remote address", func(t *testing.T) {
+		var d net.Dialer
+		for name, tr := range map[string]*http.Transport{
+			"DialContext":      {DialContext: d.DialContext},
+			"Dial, deprecated": {Dial: d.Dial}, // deprecated, still honoured
+		} {
+			c := newTestClient(t, public, WithHTTPClient(&http.Client{Transport: tr}))
+			_, err := c.Download(context.Background(), URL("http://localhost:"+port+"/f.wav"), io.Discard)
+			var pe *privateAddrError
+			assert.True(t, errors.As(err, &pe), "%s: %v", name, err)
+		}
+		assert.Zero(t, files.hits.Load())
+	})
 	t.Run("at a redirect, through a proxy", func(t *testing.T) {
 		// The proxy is reached (it is the caller's), and answers for the
 		// file host with a redirect to a private address.
