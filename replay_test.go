@@ -106,6 +106,7 @@ func h2GoAwayPayload(last, code uint32) []byte {
 
 // serveH2 serves one HTTP/2 connection.
 func (s *replayServer) serveH2(conn net.Conn, done <-chan struct{}) {
+	defer closeWhenDone(conn, done)()
 	br := bufio.NewReader(conn)
 	preface := make([]byte, len(http2Preface))
 	if _, err := io.ReadFull(br, preface); err != nil || string(preface) != http2Preface {
@@ -185,7 +186,8 @@ func (s *replayServer) h2Act(conn net.Conn, stream uint32, a h2Act, done <-chan 
 }
 
 // serveH1 serves one HTTP/1.1 connection, kept alive.
-func (s *replayServer) serveH1(conn net.Conn, _ <-chan struct{}) {
+func (s *replayServer) serveH1(conn net.Conn, done <-chan struct{}) {
+	defer closeWhenDone(conn, done)()
 	br := bufio.NewReader(conn)
 	for {
 		if readRequest(br) != nil {
@@ -198,6 +200,21 @@ func (s *replayServer) serveH1(conn net.Conn, _ <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// closeWhenDone closes conn when the test ends (done), so that a connection
+// a client keeps open (one that got a GOAWAY, say) does not hold the
+// server's end; the function it returns stops watching.
+func closeWhenDone(conn net.Conn, done <-chan struct{}) func() {
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			_ = conn.Close()
+		case <-stop:
+		}
+	}()
+	return func() { close(stop) }
 }
 
 // replayProto is a way to reach a replayServer: the server's listener and
