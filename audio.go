@@ -99,6 +99,9 @@ func (r EnhanceAudioRequest) check() (checkedFile, error) {
 // EnhanceAudio enhances an audio file and returns the URL of the result.
 func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts ...Option) (URL, error) {
 	const op = ops.EnhanceAudio
+	if err := awaitUploads(ctx, op, req.Audio); err != nil {
+		return "", err
+	}
 	audio, err := req.check()
 	if err != nil {
 		return "", err
@@ -130,6 +133,9 @@ func (r SplitAudioRequest) check() (checkedFile, error) {
 // SplitAudio splits an audio file and returns the URLs of the parts.
 func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest, opts ...Option) ([]URL, error) {
 	const op = ops.SplitAudio
+	if err := awaitUploads(ctx, op, req.Audio); err != nil {
+		return nil, err
+	}
 	audio, err := req.check()
 	if err != nil {
 		return nil, err

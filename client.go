@@ -2,6 +2,7 @@ package creative
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,6 +64,8 @@ type Client struct {
 	urls    map[string]string                          // operation name -> its URL under the base URL
 	limiter RateLimiter                                // nil without WithRateLimiter
 	pause   *pause                                     // the wait a 429 or 503 asked of every call
+	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
+	private bool                                       // Downloads may reach private addresses (download.go)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -87,7 +90,10 @@ func New(opts ...Option) (*Client, error) {
 	}
 	base, err := parseBaseURL(s.baseURL, s.insecure)
 	if err != nil {
-		return nil, err
+		// A base URL may hold the key: the two variables swapped, or a
+		// key in a query.
+		keys := newRedactor([]string{s.accessKey})
+		return nil, errors.New(keys.redact(err.Error()))
 	}
 	if s.accessKey == "" {
 		return nil, fmt.Errorf("creative: no access key: set %s or use WithAccessKey", EnvAccessKey)
@@ -110,6 +116,8 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.limiter = s.limiter
 	c.useHTTPClient(s.hc)
+	c.private = s.private || privateHost(base.Hostname())
+	c.dl = c.downloadTransport()
 	return c, nil
 }
 
@@ -127,13 +135,15 @@ func parseBaseURL(raw string, insecure bool) (*url.URL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("creative: base URL %q is not an http(s) URL with a host (check %s or WithBaseURL)", raw, EnvBaseURL)
+		// Not quoted: a value that is no URL may be the key, put in the
+		// wrong variable.
+		return nil, fmt.Errorf("creative: the base URL (%d bytes) is not an http(s) URL with a host; it is not quoted, in case it is the access key (check %s or WithBaseURL)", len(raw), EnvBaseURL)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("creative: base URL must not carry user information (check %s or WithBaseURL)", EnvBaseURL)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("creative: base URL %q must not carry a query or fragment (check %s or WithBaseURL)", raw, EnvBaseURL)
+		return nil, fmt.Errorf("creative: base URL %q must not carry a query or fragment, which are not quoted (check %s or WithBaseURL)", u.Scheme+"://"+u.Host+u.EscapedPath(), EnvBaseURL)
 	}
 	if u.Scheme == "http" && !insecure && !isLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("creative: base URL %q is plain http to a host that is not loopback: use https, or WithInsecureHTTP to allow it", raw)
@@ -243,6 +253,9 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 		cl.redactor = &redactor{keys: newRedactor(key, own).keys}
 	}
 	cl.tr = transport{cl: cl, next: c.rt}
+	if r.rawURL != "" {
+		cl.tr.next = c.dl
+	}
 	cl.hc.Transport = &cl.tr
 	cl.hc.CheckRedirect = cl.tr.checkRedirect
 	cl.trace.WroteRequest = cl.tr.wroteRequest
@@ -255,6 +268,9 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 // any other answer, *NetworkError when none came). Every answer passes
 // response.go's gate.
 func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, error) {
+	if err := c.usable(ctx, r.op); err != nil {
+		return nil, err
+	}
 	s, key, err := c.callSettings(r.op, opts)
 	if err != nil {
 		return nil, err
@@ -333,7 +349,13 @@ func inPlace[T any]() bool {
 // transport, as http.Client.CloseIdleConnections does. Calls in flight are
 // not affected.
 func (c *Client) CloseIdleConnections() {
+	if c == nil {
+		return
+	}
 	if ci, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
+	}
+	if ci, ok := c.dl.(interface{ CloseIdleConnections() }); ok && c.dl != c.rt {
+		ci.CloseIdleConnections() // the Downloads' own pool (download.go)
 	}
 }

@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,6 +57,14 @@ var (
 	// asking for a longer wait than the call allows. The call may be made
 	// again, later.
 	ErrRefused = errors.New("creative: refused by the service")
+	// ErrClosed is the error of reading an Audio that its caller closed,
+	// before or during the read (Close may come from another goroutine):
+	// the caller ended the stream, not the service or the network.
+	ErrClosed = errors.New("creative: the audio stream was closed by the caller")
+	// ErrMisuse matches an error of a call the SDK could not make as it
+	// was asked: a nil or zero Client, a nil context, a nil io.Writer, a
+	// zero Audio. Nothing was sent.
+	ErrMisuse = errors.New("creative: misuse")
 )
 
 // An APIError reports an answer from the service that is not a success: an
@@ -254,3 +263,29 @@ func (e *NetworkError) Unwrap() error { return e.Err }
 // Is reports whether target is the sentinel of the failure's kind:
 // ErrNotSent or ErrOutcomeUnknown.
 func (e *NetworkError) Is(target error) bool { return e.kind.is(target) }
+
+// A misuseError is a call the SDK could not make as it was asked (a nil or
+// zero Client, a nil context, a nil io.Writer): nothing was sent.
+type misuseError struct{ op, what string }
+
+func (e *misuseError) Error() string {
+	return "creative: " + e.op + ": " + e.what
+}
+
+// Is matches ErrMisuse and ErrNotSent.
+func (e *misuseError) Is(target error) bool { return target == ErrMisuse || target == ErrNotSent }
+
+// usable is the one check of misuse before any call of c: a nil or zero
+// Client and a nil context fail here, with nothing sent, instead of
+// panicking further on.
+func (c *Client) usable(ctx context.Context, op string) error {
+	switch {
+	case c == nil:
+		return &misuseError{op, "a nil *Client: make one with New"}
+	case c.base == nil || c.key == nil:
+		return &misuseError{op, "a zero Client: make one with New"}
+	case ctx == nil:
+		return &misuseError{op, "a nil context: give context.Background() or a context of your own"}
+	}
+	return nil
+}

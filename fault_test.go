@@ -19,7 +19,8 @@ package creative
 //	200 JSON without data                   *APIError, ErrUnexpectedResponse           1
 //	a stall beyond the call's timeout       *NetworkError wrapping DeadlineExceeded,   1
 //	                                        ErrOutcomeUnknown
-//	a 307 to another host                   the result from there, without the key     1
+//	a 307 to another host                   not followed (a Download: the file from    1
+//	                                        there, without the key)
 //
 // Download takes any 2xx body as the file: a 200 that is not JSON, or
 // without data, or with success:false, is a success for it. A Download costs
@@ -131,15 +132,16 @@ func fmEndpoints() []fmEndpoint {
 
 // fmOutcome is what a cell must end with.
 type fmOutcome struct {
-	ok        bool          // the call succeeds
-	attempts  int           // requests the first server saw
-	status    int           // *APIError's status, 0 for a *NetworkError
-	sentinel  error         // errors.Is target, if any
-	unknown   bool          // the error matches ErrOutcomeUnknown
-	cause     error         // errors.Is target for a *NetworkError, if any
-	message   string        // part of the error text
-	took      time.Duration // the call's time on the bubble's clock, for a fault that waits
-	keyAbroad bool          // the request reached the other host
+	ok            bool          // the call succeeds
+	attempts      int           // requests the first server saw
+	status        int           // *APIError's status, 0 for a *NetworkError
+	sentinel      error         // errors.Is target, if any
+	unknown       bool          // the error matches ErrOutcomeUnknown
+	cause         error         // errors.Is target for a *NetworkError, if any
+	message       string        // part of the error text
+	took          time.Duration // the call's time on the bubble's clock, for a fault that waits
+	keyAbroad     bool          // the request reached the other host
+	nothingAbroad bool          // no request reached the other host
 }
 
 // fmFault is one fault: how the first server answers attempt n (from 1),
@@ -293,7 +295,12 @@ func fmFaults() []fmFault {
 				http.Redirect(w, r, other+r.URL.Path, http.StatusTemporaryRedirect)
 				return true
 			},
-			expect: func(fmEndpoint) fmOutcome { return fmOutcome{ok: true, attempts: 1, keyAbroad: true} }},
+			expect: func(e fmEndpoint) fmOutcome {
+				if e.name == "download" { // a file host's redirect is followed
+					return fmOutcome{ok: true, attempts: 1, keyAbroad: true}
+				}
+				return fmOutcome{attempts: 1, status: http.StatusTemporaryRedirect, sentinel: ErrUnexpectedResponse, message: "stays with the base URL's origin", nothingAbroad: true}
+			}},
 	}
 }
 
@@ -436,6 +443,9 @@ func fmCell(t *testing.T, f fmFault, e fmEndpoint) {
 	}
 	if want.keyAbroad {
 		assert.Equal(t, []string{""}, abroadKeys, "the key never reaches another host")
+	}
+	if want.nothingAbroad {
+		assert.Empty(t, abroadKeys, "a call is not redirected to another host")
 	}
 	assert.Equal(t, bodies.opened.Load(), bodies.closed.Load(), "every response body is closed")
 }

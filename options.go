@@ -24,6 +24,7 @@ type settings struct {
 	baseURL   string
 	hc        *http.Client
 	insecure  bool
+	private   bool // WithPrivateDownloads
 	limiter   RateLimiter
 	clientOpt string // the name of the last client-only option applied
 
@@ -92,6 +93,20 @@ func WithHTTPClient(hc *http.Client) Option {
 // key would cross the network in clear text. Client only.
 func WithInsecureHTTP() Option {
 	return func(s *settings) error { return clientOnly("WithInsecureHTTP", s, func() { s.insecure = true }) }
+}
+
+// WithPrivateDownloads lets Download and DownloadFile fetch result URLs on
+// loopback, link-local and private addresses (127.0.0.0/8, ::1,
+// 169.254.0.0/16, fe80::/10, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16,
+// fc00::/7), which they refuse by default when the base URL is on none of
+// them: a result URL is the service's word, and one that points inside the
+// caller's network (a cloud's metadata service at 169.254.169.254, say) is
+// not followed. Without the option the address is checked where the
+// connection is made, after DNS, so a name that resolves to such an address
+// is refused too. A base URL on such an address (a local fake of the
+// service) allows them without the option. Client only.
+func WithPrivateDownloads() Option {
+	return func(s *settings) error { return clientOnly("WithPrivateDownloads", s, func() { s.private = true }) }
 }
 
 // A RateLimiter paces the attempts of a Client: Wait blocks until the next

@@ -21,6 +21,7 @@ type pause struct {
 	on     atomic.Bool // until is set: the only field read without mu
 	mu     sync.Mutex
 	until  time.Time     // zero when not paused
+	length time.Duration // how long the pause was asked to last
 	status int           // the status that asked for the pause
 	probe  bool          // the first attempt after the pause is out
 	change chan struct{} // closed when until or probe changes
@@ -50,7 +51,7 @@ func (p *pause) extend(now time.Time, d time.Duration, status int) bool {
 	if !until.After(p.until) {
 		return false
 	}
-	p.until, p.status = until, status
+	p.until, p.length, p.status = until, min(d, maxPause), status
 	p.on.Store(true)
 	return true
 }
@@ -83,6 +84,16 @@ func (p *pause) wait(ctx context.Context, l *slog.Logger, op string) error {
 			p.probe = true // this attempt goes first
 			p.mu.Unlock()
 			return nil
+		}
+		if left <= 0 {
+			// The first attempt is out: wait for its answer, but no longer
+			// than the pause lasted (at most MaxRetryAfter), so that a call
+			// that takes minutes does not hold every other call.
+			left += min(p.length, MaxRetryAfter)
+			if left <= 0 {
+				p.mu.Unlock()
+				return nil
+			}
 		}
 		if deadline, ok := ctx.Deadline(); left > MaxRetryAfter || (ok && deadline.Before(until)) {
 			err := &pausedError{until: until, status: p.status}

@@ -1,9 +1,12 @@
 package creative
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -47,9 +50,15 @@ func newRedactor(keys ...[]string) redactor {
 // case a server echoes them: every string that leaves the SDK passes here,
 // before it is truncated.
 func (r *redactor) redact(s string) string {
-	for _, f := range r.secrets() {
-		if strings.Contains(s, f) {
-			s = strings.ReplaceAll(s, f, redacted)
+	forms := r.secrets()
+	if len(forms) == 0 {
+		return s
+	}
+	folded := foldASCII(s)
+	for _, f := range forms {
+		if strings.Contains(folded, f) {
+			s = replaceFolded(s, folded, f)
+			folded = foldASCII(s)
 		}
 	}
 	if strings.ContainsAny(s, `&\%`) {
@@ -62,17 +71,19 @@ func (r *redactor) redact(s string) string {
 // removes.
 func (r *redactor) holds(s string) bool { return r.redact(s) != s }
 
-// secrets are the texts redact removes: each key as it is and in the forms
-// an echo gives it, escaped for a URL's query or path (with upper- or
-// lower-case hex, as servers write either), quoted in Go or JSON (%q, \/)
-// and in a JSON pointer (jsontext names a member by it), longest first.
-// Keys shorter than 4 bytes are not looked for. Mixed escapes, whose forms
-// are too many to list, are matched by redactEscaped.
+// secrets are the texts redact removes, in any mix of upper and lower case
+// (they are kept folded to lower case): each key as it is and in the forms
+// an echo gives it, escaped for a URL's query or path, quoted in Go or
+// JSON (%q, \/), in a JSON pointer (jsontext names a member by it) and in
+// base64 (standard or URL alphabet, at any offset in what was encoded, as
+// in Basic auth), longest first. Keys shorter than 4 bytes are not looked
+// for. Mixed escapes, whose forms are too many to list, are matched by
+// redactEscaped.
 func (r *redactor) secrets() []string {
 	r.once.Do(func() {
 		var forms []string
 		add := func(f string) {
-			if !slices.Contains(forms, f) {
+			if f = foldASCII(f); f != "" && !slices.Contains(forms, f) {
 				forms = append(forms, f)
 			}
 		}
@@ -85,6 +96,9 @@ func (r *redactor) secrets() []string {
 				strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), strconv.Quote(k)[1 : len(strconv.Quote(k))-1]} {
 				add(f)
 			}
+			for _, f := range base64Cores(k) {
+				add(f)
+			}
 			// Two layers of escapes at most, each at most maxEscape bytes.
 			r.escaped = max(r.escaped, len(k)*2*maxEscape)
 		}
@@ -92,6 +106,57 @@ func (r *redactor) secrets() []string {
 		r.forms = forms
 	})
 	return r.forms
+}
+
+// base64Cores are the parts of base64 texts that encode k whatever came
+// before it (0, 1 or 2 bytes past a group of three) and after it: the
+// characters that depend on k's bytes alone. Keys shorter than 8 bytes
+// have none, so that a short core never matches by chance.
+func base64Cores(k string) []string {
+	if len(k) < 8 {
+		return nil
+	}
+	var out []string
+	for pad := 0; pad < 3; pad++ {
+		src := append(make([]byte, pad), k...)
+		skip := (pad*8 + 5) / 6  // characters that hold a bit of the bytes before k
+		keep := len(src) * 8 / 6 // characters whose bits are all known
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			out = append(out, enc.EncodeToString(src)[skip:keep])
+		}
+	}
+	return out
+}
+
+// foldASCII is s with its ASCII letters in lower case: the same length, so
+// that an offset in one is an offset in the other.
+func foldASCII(s string) string {
+	i := strings.IndexFunc(s, func(c rune) bool { return 'A' <= c && c <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		b[i] = lowerASCII(b[i])
+	}
+	return string(b)
+}
+
+// replaceFolded replaces in s every place where folded, s folded, holds f.
+func replaceFolded(s, folded, f string) string {
+	var b strings.Builder
+	last := 0
+	for {
+		i := strings.Index(folded[last:], f)
+		if i < 0 {
+			break
+		}
+		b.WriteString(s[last : last+i])
+		b.WriteString(redacted)
+		last += i + len(f)
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // maxEscape is the longest escape redactEscaped reads for one byte of a
@@ -315,4 +380,31 @@ func (r *redactor) redactErr(err error) error {
 		return &url.Error{Op: ue.Op, URL: r.redact(ue.URL), Err: r.redactErr(ue.Err)}
 	}
 	return &redactedError{err: r.redactErr(errors.Unwrap(err)), text: r.redact(err.Error())}
+}
+
+// redactResponse returns the copy of resp a caller may keep (the answer of
+// WithResponseInto), with body as its Body: everything the other end wrote
+// into it redacted (the status line, header names and values, trailers)
+// and so every answer of the redirects before it, which it reaches through
+// Request.Response. Each request of the chain keeps its headers but the
+// access key. Trailers are those declared when it is handed over: values
+// that arrive later stay in the original, never reach the caller.
+func (r *redactor) redactResponse(resp *http.Response, body io.ReadCloser) *http.Response {
+	out := *resp
+	out.Body = body
+	out.Status = string(r.keep([]byte(resp.Status), maxMessage))
+	out.Header = r.redactHeader(resp.Header)
+	if resp.Trailer != nil {
+		out.Trailer = r.redactHeader(resp.Trailer)
+	}
+	if resp.Request != nil {
+		req := *resp.Request
+		req.Header = r.redactHeader(req.Header)
+		req.Header.Del(headerAccessKey)
+		if req.Response != nil {
+			req.Response = r.redactResponse(req.Response, http.NoBody)
+		}
+		out.Request = &req
+	}
+	return &out
 }

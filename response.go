@@ -65,19 +65,7 @@ func (rs *response) handOver(body io.ReadCloser) {
 		return
 	}
 	rs.handed = true
-	resp := *rs.Response
-	resp.Body = body
-	// Headers come from the other end: redacted like every string the
-	// client keeps, since callers log them and store request ids. The
-	// request keeps its headers but the access key.
-	resp.Header = rs.cl.redactHeader(rs.Header)
-	if resp.Request != nil {
-		req := *resp.Request
-		req.Header = req.Header.Clone()
-		req.Header.Del(headerAccessKey)
-		resp.Request = &req
-	}
-	*dst = &resp
+	*dst = rs.cl.redactResponse(rs.Response, body)
 }
 
 // redactHeader returns a copy of h with every value redacted and bounded.
@@ -88,7 +76,8 @@ func (r *redactor) redactHeader(h http.Header) http.Header {
 		for i, v := range vs {
 			kept[i] = string(r.keep([]byte(v), maxMessage))
 		}
-		out[k] = kept
+		k = r.redact(k) // a name can echo the key too
+		out[k] = append(out[k], kept...)
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 	_ "image/gif" // Image.Decode of GIF results
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/creativegen/creative-go/internal/sniff"
 )
@@ -112,19 +114,40 @@ type Audio struct {
 
 	body   io.Reader
 	closer io.Closer
+	closed atomic.Bool // Close was called: reads fail with ErrClosed
+	once   sync.Once
 }
 
-// Read reads the audio stream.
-func (a *Audio) Read(p []byte) (int, error) { return a.body.Read(p) }
+// errZeroAudio is the error of an Audio that came from no call.
+var errZeroAudio = fmt.Errorf("%w: a zero or nil Audio holds no stream: it comes from TextToSpeech", ErrMisuse)
+
+// Read reads the audio stream. After Close, or when Close ends a read from
+// another goroutine, it fails with ErrClosed.
+func (a *Audio) Read(p []byte) (int, error) {
+	if a == nil || a.body == nil {
+		return 0, errZeroAudio
+	}
+	if a.closed.Load() {
+		return 0, ErrClosed
+	}
+	n, err := a.body.Read(p)
+	if err != nil && a.closed.Load() {
+		return n, ErrClosed
+	}
+	return n, err
+}
 
 // Close releases the connection (and the call's timeout). It is safe to
-// call more than once.
+// call more than once, and from another goroutine while the stream is read.
 func (a *Audio) Close() error {
-	if a.closer == nil {
+	if a == nil || a.closer == nil {
 		return nil
 	}
-	err := a.closer.Close()
-	a.body, a.closer = eofReader{}, nil
+	var err error
+	a.once.Do(func() {
+		a.closed.Store(true)
+		err = a.closer.Close()
+	})
 	return err
 }
 
@@ -141,21 +164,23 @@ func (a *Audio) Ext() string {
 // WriteTo copies the rest of the stream to w and closes it.
 func (a *Audio) WriteTo(w io.Writer) (int64, error) {
 	defer a.Close()
-	return io.Copy(w, a.body)
+	if w == nil {
+		return 0, fmt.Errorf("%w: Audio.WriteTo: nil io.Writer", ErrMisuse)
+	}
+	return io.Copy(w, readOnly{a})
 }
+
+// readOnly hides the WriteTo of what it reads, so that io.Copy reads it.
+type readOnly struct{ io.Reader }
 
 // Save writes the rest of the stream to the file at path atomically (a
 // temporary file in the same folder, then a rename; nothing is left behind
 // on failure) and closes the stream.
 func (a *Audio) Save(path string) error {
 	defer a.Close()
-	_, err := writeFileAtomic(path, func(w io.Writer) (int64, error) { return io.Copy(w, a.body) })
+	_, err := writeFileAtomic(path, func(w io.Writer) (int64, error) { return io.Copy(w, readOnly{a}) })
 	return err
 }
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // WriterResult is what the writer tool wrote.
 type WriterResult struct {
@@ -173,6 +198,9 @@ type WriterResult struct {
 // apart from the next by a line holding "---": what a command line shows
 // and a batch records for a writer call.
 func (r *WriterResult) Text() string {
+	if r == nil {
+		return ""
+	}
 	var b strings.Builder
 	for i, ch := range r.Choices {
 		if i > 0 {

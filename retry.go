@@ -60,10 +60,14 @@ func (cl *call) setBody(rreq *retryablehttp.Request) error {
 	case *jsonBody:
 		rreq.GetBody = b.readCloser
 	default:
+		ctx, stall := rreq.Context(), mayStall(b)
 		err = rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) {
 			r, err := b.open()
 			if err != nil {
 				return nil, err
+			}
+			if stall {
+				r = untilDone(ctx, r)
 			}
 			return cl.tr.watch(r), nil
 		}))
@@ -213,6 +217,8 @@ func kindOf(a attemptSeen) attemptKind {
 	switch {
 	case a.err != nil && isRedirect(a.err):
 		return attemptAnswered // the answer was a redirect the client does not follow
+	case a.err != nil && refused(a.err):
+		return attemptNotSent // the service said it did not process it, though it may have read it all
 	case a.err != nil && a.written:
 		return attemptUnknown
 	case a.err != nil:
@@ -223,6 +229,13 @@ func kindOf(a attemptSeen) attemptKind {
 		return attemptUnknown
 	}
 	return attemptAnswered
+}
+
+// refused reports whether err is a failure of the network that says the
+// service did not process the request (transport.go, unprocessed).
+func refused(err error) bool {
+	var ae *attemptError
+	return errors.As(err, &ae) && ae.refused
 }
 
 // isRedirect reports whether err is a redirect the client refused.
@@ -271,12 +284,13 @@ func transient(err error) bool {
 		record           tls.RecordHeaderError
 		alert            tls.AlertError
 		source           *sourceError
+		private          *privateAddrError
 	)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &unknownAuthority), errors.As(err, &invalidCert), errors.As(err, &hostname),
 		errors.As(err, &verification), errors.As(err, &record), errors.As(err, &alert),
-		errors.As(err, &source):
+		errors.As(err, &source), errors.As(err, &private):
 		return false
 	}
 	return true

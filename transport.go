@@ -135,6 +135,11 @@ func (b *watchedBody) Close() error {
 type attemptError struct {
 	err      error
 	timedOut bool
+	refused  bool // the service said it did not process the request (HTTP/2)
+}
+
+func newAttemptError(err error) *attemptError {
+	return &attemptError{err: err, refused: unprocessed(err)}
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
@@ -149,6 +154,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.network(req, 0)
 	}
 	c, l := t.cl.c, t.cl.s.logger
+	if !c.sameOrigin(req.URL) {
+		// The pause is the service's: a file host's Retry-After is the
+		// Download's own (retry.go), never every call's.
+		return t.send(req)
+	}
 	if err := c.pause.wait(req.Context(), l, t.cl.op); err != nil {
 		return nil, err
 	}
@@ -187,6 +197,9 @@ func (t *transport) send(req *http.Request) (*http.Response, error) {
 // here, where its status is known: net/http would fail with an error that
 // names neither the answer nor its status.
 func (t *transport) network(req *http.Request, limit time.Duration) (*http.Response, error) {
+	if err := t.sendable(req); err != nil {
+		return nil, err
+	}
 	resp, err := t.roundTrip(req, limit)
 	if err != nil {
 		return nil, err
@@ -204,17 +217,31 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 	return resp, nil
 }
 
+// roundTrip hands one request to net/http so that net/http cannot send it
+// again: without GetBody. net/http replays a request that has one when a
+// kept-alive connection drops (over HTTP/1.1, once the caller's headers
+// hold an Idempotency-Key) and when an HTTP/2 stream is reset or refused,
+// even after the service read the whole body. The SDK alone decides to send
+// again (retry.go), each attempt with a body opened anew. The http.Client
+// keeps the call's own GetBody, which it needs to follow a 307 or 308.
 func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
 	if limit <= 0 {
+		if req.GetBody != nil {
+			once := *req
+			once.GetBody = nil
+			req = &once
+		}
 		resp, err := t.next.RoundTrip(req)
 		if err != nil {
-			return nil, &attemptError{err: err}
+			return nil, newAttemptError(err)
 		}
 		return resp, nil
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	timer := time.AfterFunc(limit, cancel)
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	once := req.WithContext(ctx)
+	once.GetBody = nil
+	resp, err := t.next.RoundTrip(once)
 	if !timer.Stop() {
 		cancel()
 		if resp != nil {
@@ -226,7 +253,7 @@ func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Res
 	}
 	if err != nil {
 		cancel()
-		return nil, &attemptError{err: err}
+		return nil, newAttemptError(err)
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
@@ -254,29 +281,30 @@ func (e *redirectError) Error() string {
 	return fmt.Sprintf("the answer redirected (HTTP %d) to %s: not followed, %s", e.status, e.to, e.why)
 }
 
-// checkRedirect follows a redirect only when it keeps the request what it
-// was: the method and body (307, 308, or any redirect of a GET), and https.
-// The key, and the headers of WithHeader, are dropped before a redirect to
-// another origin. The user's own CheckRedirect, if any, runs after.
+// checkRedirect is the redirect policy, the one place a redirect is
+// judged. It follows a redirect only when it keeps the request what it was:
+// the method and body (307, 308, or any redirect of a GET), https, and the
+// key's place. A call (a POST to the service) stays with the base URL's
+// origin: the service has no reason to move it elsewhere. A Download may
+// follow a file host's redirect anywhere. No hop whose URL carries user
+// information (net/http would send it as Basic auth) or holds the key in
+// any form redact knows is followed. Before a hop to another origin, the
+// key, the headers of WithHeader and the Referer are dropped; sendable,
+// which every request passes, checks what is left. The user's own
+// CheckRedirect, if any, runs after.
 func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error {
-	prev := via[len(via)-1]
 	status := 0
 	if req.Response != nil {
 		status = req.Response.StatusCode
 	}
-	switch {
-	case len(via) >= 10:
-		return &redirectError{status: status, to: req.URL.String(), why: "after 10 redirects"}
-	case prev.Method != req.Method:
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would turn the " + prev.Method + " into a " + req.Method}
-	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
-		return &redirectError{status: status, to: req.URL.String(), why: "since it would leave https"}
-	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
-		return &redirectError{status: status, to: req.URL.String(), why: "since it is not an http(s) URL"}
+	same := t.cl.c.sameOrigin(req.URL)
+	if why := t.refusal(req, via, same); why != "" {
+		return &redirectError{status: status, to: t.cl.redact(req.URL.Redacted()), why: why}
 	}
-	if !t.cl.c.sameOrigin(req.URL) {
+	if !same {
 		// The key and the headers of WithHeader are meant for the service.
 		req.Header.Del(headerAccessKey)
+		req.Header.Del("Referer")
 		for k := range t.cl.s.header {
 			req.Header.Del(k)
 		}
@@ -285,4 +313,64 @@ func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error 
 		return user(req, via)
 	}
 	return nil
+}
+
+// refusal says why the redirect to req is not followed, or "".
+func (t *transport) refusal(req *http.Request, via []*http.Request, same bool) string {
+	prev := via[len(via)-1]
+	switch {
+	case len(via) >= 10:
+		return "after 10 redirects"
+	case prev.Method != req.Method:
+		return "since it would turn the " + prev.Method + " into a " + req.Method
+	case strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https"):
+		return "since it would leave https"
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return "since it is not an http(s) URL"
+	case req.URL.User != nil:
+		return "since its URL carries user information"
+	case t.cl.holds(req.URL.String()):
+		return "since its URL holds the access key"
+	case t.cl.body != nil && !same:
+		return "since a call to the service stays with the base URL's origin"
+	case !t.cl.c.private && privateHost(req.URL.Hostname()):
+		return "since it points to a loopback, link-local or private address (WithPrivateDownloads allows it)"
+	}
+	return ""
+}
+
+// sendable is the last check of every request, an attempt or a redirect of
+// it, before the network: a request to any origin but the base URL's
+// carries the key nowhere, neither in its URL nor in a header's value (the
+// key's own header, a header of WithHeader, a Referer, Basic auth).
+func (t *transport) sendable(req *http.Request) error {
+	if t.cl.c.sameOrigin(req.URL) {
+		return nil
+	}
+	where := ""
+	if req.URL.User != nil || t.cl.holds(req.URL.String()) {
+		where = "its URL"
+	}
+	for k, vs := range req.Header {
+		if where == "" && t.cl.holds(k) {
+			where = "a header's name"
+		}
+		for _, v := range vs {
+			if where == "" && t.cl.holds(v) {
+				where = "its " + k + " header"
+			}
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return &keyError{host: req.URL.Host, where: where}
+}
+
+// A keyError is a request the client refused to send, since it would carry
+// the access key to another origin.
+type keyError struct{ host, where string }
+
+func (e *keyError) Error() string {
+	return fmt.Sprintf("creative: not sent to %s: %s would carry the access key, which goes only to the base URL's origin", e.host, e.where)
 }

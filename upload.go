@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	_ "image/jpeg" // registered for Image.Decode
@@ -225,4 +226,22 @@ type replayError struct{}
 
 func (*replayError) Error() string {
 	return "the upload's one-shot reader was already read and cannot be sent again"
+}
+
+// awaitUploads waits, within ctx, until the files of an upload call can be
+// checked without blocking: the head of a one-shot reader is read ahead in
+// a goroutine of its own. A context that ends first ends the call, with
+// nothing sent. (Validate, which has no context, waits for the reader.)
+func awaitUploads(ctx context.Context, op string, files ...File) error {
+	if ctx == nil {
+		return nil // the call reports it
+	}
+	for _, f := range files {
+		if s, ok := f.src.(*onceSource); ok {
+			if err := s.await(ctx); err != nil {
+				return &NetworkError{Operation: op, Err: fmt.Errorf("reading the head of the upload to tell its type: %w", err), kind: attemptNotSent}
+			}
+		}
+	}
+	return nil
 }

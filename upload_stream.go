@@ -2,6 +2,7 @@ package creative
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -147,6 +148,7 @@ func (s seekReaderAt) ReadAt(p []byte, off int64) (int, error) {
 type onceSource struct {
 	r     io.Reader
 	ahead sync.Once
+	read  chan struct{} // closed once the head was read ahead
 	head  []byte
 	facts fileInfo
 	err   error
@@ -157,8 +159,33 @@ type onceSource struct {
 // inspect reads the head once, as far as the type and, for a JPEG, the
 // frame header need; later calls get what it said.
 func (s *onceSource) inspect() (fileInfo, error) {
-	s.ahead.Do(s.readAhead)
+	<-s.start()
 	return s.facts, s.err
+}
+
+// start reads the head ahead, once, in a goroutine of its own, so that a
+// call can wait for it within its context (await): a reader that blocks
+// holds that goroutine, never the call. The channel is closed when the
+// head was read.
+func (s *onceSource) start() <-chan struct{} {
+	s.ahead.Do(func() {
+		s.read = make(chan struct{})
+		go func() {
+			defer close(s.read)
+			s.readAhead()
+		}()
+	})
+	return s.read
+}
+
+// await waits until the head was read ahead or ctx ends.
+func (s *onceSource) await(ctx context.Context) error {
+	select {
+	case <-s.start():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *onceSource) readAhead() {
@@ -259,4 +286,93 @@ func (a *aheadReader) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// mayStall reports whether an attempt's body reads a reader the caller
+// gave, which may block without end (a pipe, a socket): such a body is
+// read through untilDone.
+func mayStall(b requestBody) bool {
+	m, ok := b.(*multipartBody)
+	if !ok {
+		return false
+	}
+	switch m.src.(type) {
+	case *onceSource, *seekerSource, *readerAtSource:
+		return true
+	}
+	return false
+}
+
+// untilDone returns r as a body that gives up when ctx ends: its reads run
+// in a goroutine of their own, started at the first read, and a read
+// waiting for one returns ctx's error once ctx ends, so that net/http's
+// writer returns and the call with it. A read of the caller's reader that
+// never returns holds that goroutine only. Close is r's.
+func untilDone(ctx context.Context, r io.Reader) io.Reader {
+	return &doneBody{r: r, ctx: ctx, ask: make(chan int), got: make(chan error), stop: make(chan struct{})}
+}
+
+type doneBody struct {
+	r     io.Reader
+	ctx   context.Context
+	start sync.Once
+	ask   chan int      // a read of up to this many bytes, into buf
+	got   chan error    // its end: buf holds what it read
+	stop  chan struct{} // closed by Close
+	close sync.Once
+	buf   []byte
+	err   error // once set, every read returns it
+}
+
+func (b *doneBody) pump() {
+	for {
+		var n int
+		select {
+		case n = <-b.ask:
+		case <-b.stop:
+			return
+		}
+		if cap(b.buf) < n {
+			b.buf = make([]byte, n)
+		}
+		m, err := b.r.Read(b.buf[:n])
+		b.buf = b.buf[:m]
+		select {
+		case b.got <- err:
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+func (b *doneBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	b.start.Do(func() { go b.pump() })
+	select {
+	case b.ask <- min(len(p), 32<<10):
+	case <-b.ctx.Done():
+		b.err = b.ctx.Err()
+		return 0, b.err
+	}
+	select {
+	case err := <-b.got:
+		n := copy(p, b.buf)
+		if err != nil {
+			b.err = err
+		}
+		return n, err
+	case <-b.ctx.Done():
+		b.err = b.ctx.Err()
+		return 0, b.err
+	}
+}
+
+func (b *doneBody) Close() error {
+	b.close.Do(func() { close(b.stop) })
+	if c, ok := b.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

@@ -1,0 +1,71 @@
+package creative
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A file host that answers a Download with 503 and a Retry-After of a day
+// pauses nothing but that Download: the next call to the service goes at
+// once.
+func TestADownloadHostsRetryAfterNeverPausesTheService(t *testing.T) {
+	files := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "86400")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	service := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
+	c := service.client(t)
+	_, err := c.Download(context.Background(), URL(files.URL+"/a.wav"), io.Discard)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusServiceUnavailable, ae.StatusCode)
+	assert.EqualValues(t, 1, files.hits.Load(), "the Download is not retried after a day")
+
+	require.NoError(t, music(context.Background(), c), "the service is not paused")
+	assert.Equal(t, 1, service.count())
+	assert.False(t, c.pause.on.Load())
+}
+
+// The first call after a pause goes alone, but a call that takes minutes
+// holds the others no longer than the pause lasted.
+func TestTheFirstCallAfterAPauseHoldsOthersNoLongerThanThePause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ss := newMemStampServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			switch n {
+			case 1:
+				w.Header().Set("Retry-After", "2")
+				replyJSON(http.StatusTooManyRequests, `{"success":false,"message":"slow down"}`)(w, r)
+				return
+			case 2:
+				time.Sleep(time.Minute) // the first call after the pause takes a minute
+			}
+			replyJSON(200, musicOK)(w, r)
+		})
+		c := ss.client(t, WithMaxRetries(0))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		require.ErrorIs(t, music(ctx, c), ErrRateLimited, "the answer that pauses the Client")
+
+		// Two calls wait for the pause: the first to go after it takes a
+		// minute, the other goes at most 2 s after it.
+		took := make(chan time.Duration, 2)
+		for range 2 {
+			go func() {
+				assert.NoError(t, music(ctx, c))
+				took <- time.Since(start)
+			}()
+			time.Sleep(500 * time.Millisecond)
+		}
+		first, second := <-took, <-took
+		assert.Equal(t, 4*time.Second, first, "the pause (2 s), then at most as long again behind the first call")
+		assert.Equal(t, 62*time.Second, second, "the first call after the pause, a minute long")
+	})
+}
