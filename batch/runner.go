@@ -119,7 +119,7 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 			f.fsys = osFS{}
 		}
 	}
-	return &Runner{c: c, store: store, o: o, checker: newChecker(f), st: newStarter()}, nil
+	return &Runner{c: c, store: viewOf(store), o: o, checker: newChecker(f), st: newStarter()}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for

@@ -22,20 +22,33 @@ type Status struct {
 	InFlight int
 }
 
-// ReadStatus reads the ledger in store, one job at a time, and counts the
-// jobs by state. Each job whose outcome is unknown (unknown, or claimed and
-// not ended by a worker that is gone: see Options.ResendUnknown) is given
-// to unknown, when not nil, as its last attempt; a claim in flight on a
-// live worker is counted in InFlight instead.
+// ReadStatus reads the ledger in store by listing it, a thousand keys a
+// request on a bucket (the key of each attempt's end says how it ended),
+// and counts the jobs by state; it reads a job's record only when its keys
+// do not say enough (a claim with no end, an unknown outcome, a ledger of
+// an earlier version). Each job whose outcome is unknown (unknown, or
+// claimed and not ended by a worker that is gone: see
+// Options.ResendUnknown) is given to unknown, when not nil, as its last
+// attempt; a claim in flight on a live worker is counted in InFlight
+// instead.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	for rec, err := range lastAttempts(ctx, store) {
-		live := false
-		if err == nil && rec.State == Claimed {
-			live, err = beating(ctx, store, rec.Run)
-		}
+	runs := map[string]bool{} // heartbeats read, by run
+	for j, err := range jobsOf(ctx, store) {
 		if err != nil {
 			return st, err
+		}
+		rec := j.fromKeys()
+		if rec == nil || rec.State == Unknown && unknown != nil {
+			if rec, _, err = j.read(ctx, store); err != nil {
+				return st, err
+			}
+		}
+		live := false
+		if rec.State == Claimed {
+			if live, err = beatingOnce(ctx, store, rec.Run, runs); err != nil {
+				return st, err
+			}
 		}
 		st.add(rec)
 		if live {
@@ -47,6 +60,18 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 	return st, nil
 }
 
+// beatingOnce is beating, reading each run's heartbeat once.
+func beatingOnce(ctx context.Context, store Store, run string, runs map[string]bool) (bool, error) {
+	if live, ok := runs[run]; ok {
+		return live, nil
+	}
+	live, err := beating(ctx, store, run)
+	if err == nil && len(runs) < 4096 {
+		runs[run] = live
+	}
+	return live, err
+}
+
 // add counts a job by its last attempt.
 func (st *Status) add(rec *record) {
 	st.Jobs++
@@ -56,33 +81,47 @@ func (st *Status) add(rec *record) {
 	}
 }
 
-// lastAttempts yields the last attempt of every job of the ledger, one job
-// at a time, in the order of their keys, or an error that ends them.
-func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
-	return func(yield func(*record, error) bool) {
-		job := ""
-		// next yields the last attempt of job, and reports whether to go on.
-		next := func() bool {
-			rec, _, err := latest(ctx, store, job)
-			if rec == nil && err == nil {
-				return true // never claimed
-			}
-			return yield(rec, err) && err == nil
-		}
+// jobsOf yields the keys of every job of the ledger, one job at a time, in
+// the order of their keys, from one listing, or an error that ends them.
+func jobsOf(ctx context.Context, store Store) iter.Seq2[*jobKeys, error] {
+	return func(yield func(*jobKeys, error) bool) {
+		j := &jobKeys{}
 		for key, err := range store.List(ctx, ledgerPrefix) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if k, ok := jobOf(key); ok && k != job {
-				if job != "" && !next() {
+			ki, ok := parseKey(key)
+			if !ok {
+				continue
+			}
+			if ki.job != j.job {
+				if j.job != "" && !yield(j, nil) {
 					return
 				}
-				job = k
+				j = &jobKeys{job: ki.job}
 			}
+			j.add(key, ki)
 		}
-		if job != "" {
-			next()
+		if j.job != "" {
+			yield(j, nil)
+		}
+	}
+}
+
+// lastAttempts yields the last attempt of every job of the ledger, one job
+// at a time, in the order of their keys, or an error that ends them: a
+// listing, and a read of each job's last record.
+func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
+	return func(yield func(*record, error) bool) {
+		for j, err := range jobsOf(ctx, store) {
+			var rec *record
+			if err == nil {
+				rec, _, err = j.read(ctx, store)
+			}
+			if !yield(rec, err) || err != nil {
+				return
+			}
 		}
 	}
 }

@@ -1,0 +1,215 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A view is the Store a Runner reads its ledger through: at the first job
+// of a run (or a plan) it lists the whole Store once, a thousand keys a
+// request on a bucket, and answers from that listing where each job stands
+// (see stageKey: the keys say it) and whether a done job's files are in
+// place, asking nothing more of the Store for a job whose keys say enough.
+// A job the listing cannot settle (a claim with no end, an answer to
+// download, an earlier version's record) is read from the Store itself.
+//
+// The listing is of the moment it was taken: a job claimed since by
+// another worker is found when its claim, an exclusive create, fails, and
+// is left to that worker, so a snapshot never makes a job paid twice. A
+// run's first heartbeat and its removal start a new snapshot, so that each
+// run and plan reads the ledger as it then is.
+//
+// Memory: 24 bytes a job of the ledger and 8 an output, up to
+// maxViewJobs jobs and maxViewOutputs outputs (about 80 MiB); a ledger
+// larger than that is read one job at a time, as without a view.
+type view struct {
+	Store
+	mu   sync.Mutex
+	snap *snapshot
+	runs map[string]bool // heartbeats put through the view
+}
+
+// Bounds of a snapshot.
+const (
+	maxViewJobs    = 2 << 20
+	maxViewOutputs = 4 << 20
+)
+
+// viewOf returns s read through a view; nil stays nil.
+func viewOf(s Store) Store {
+	if s == nil {
+		return nil
+	}
+	if v, ok := s.(*view); ok {
+		return v
+	}
+	return &view{Store: s, runs: map[string]bool{}}
+}
+
+// A snapshot is what one listing of the Store said.
+type snapshot struct {
+	jobs    []entry  // by job key
+	outputs []uint64 // hashes of the keys outside the ledger, sorted
+	seed    maphash.Seed
+	whole   bool // false: the ledger was too large to hold
+}
+
+// An entry is where a job stood in the listing.
+type entry struct {
+	job   [16]byte
+	n     uint32 // its last attempt
+	state uint8  // 1 + index in entryStates; 0: its record must be read
+	lost  bool
+	// filesOK: a done job whose files were all in the listing.
+	filesOK bool
+}
+
+// entryStates are the states a key of an end may say.
+var entryStates = []State{Done, Failed, Refused, Unknown, Answered}
+
+// lookup answers for the job with key from the snapshot, taking one if
+// needed: known is false when the job's record must be read from the Store.
+func (v *view) lookup(ctx context.Context, key string) (rec *record, n int, known bool, err error) {
+	sn, err := v.current(ctx)
+	if err != nil || !sn.whole {
+		return nil, 0, false, err
+	}
+	var k [16]byte
+	if _, err := hex.Decode(k[:], []byte(key)); err != nil {
+		return nil, 0, false, nil
+	}
+	i, found := slices.BinarySearchFunc(sn.jobs, k, func(e entry, k [16]byte) int { return bytes.Compare(e.job[:], k[:]) })
+	if !found {
+		return nil, 0, true, nil // never claimed
+	}
+	e := sn.jobs[i]
+	if e.state == 0 || entryStates[e.state-1] == Done && !e.filesOK {
+		return nil, 0, false, nil
+	}
+	// A done job's files were in the listing: they need no checking again.
+	return &record{Record: Record{Job: key, Attempt: int(e.n), State: entryStates[e.state-1], Lost: e.lost}, Kind: kindCall}, int(e.n), true, nil
+}
+
+// current returns the snapshot, taking it if there is none.
+func (v *view) current(ctx context.Context) (*snapshot, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.snap != nil {
+		return v.snap, nil
+	}
+	sn, err := take(ctx, v.Store)
+	if err != nil {
+		return nil, err
+	}
+	v.snap = sn
+	return sn, nil
+}
+
+// forget drops the snapshot: the next lookup takes another.
+func (v *view) forget() {
+	v.mu.Lock()
+	v.snap = nil
+	v.mu.Unlock()
+}
+
+// take lists the whole Store once.
+func take(ctx context.Context, s Store) (*snapshot, error) {
+	sn := &snapshot{seed: maphash.MakeSeed(), whole: true}
+	type file struct {
+		job int
+		h   uint64
+	}
+	var files []file // of done jobs, checked once every output is listed
+	j := jobKeys{}
+	flush := func() {
+		if j.job == "" || !sn.whole {
+			return
+		}
+		if len(sn.jobs) == maxViewJobs {
+			sn.whole, sn.jobs, files = false, nil, nil
+			return
+		}
+		e := entry{n: uint32(j.n)}
+		_, _ = hex.Decode(e.job[:], []byte(j.job))
+		if rec := j.fromKeys(); rec != nil {
+			e.state = uint8(slices.Index(entryStates, rec.State) + 1)
+			e.lost, e.filesOK = rec.Lost, rec.State == Done
+			for _, f := range rec.Files {
+				files = append(files, file{len(sn.jobs), maphash.String(sn.seed, f)})
+			}
+		}
+		sn.jobs = append(sn.jobs, e)
+	}
+	for k, err := range s.List(ctx, "") {
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(k, ledgerPrefix) {
+			if len(sn.outputs) < maxViewOutputs {
+				sn.outputs = append(sn.outputs, maphash.String(sn.seed, k))
+			}
+			continue
+		}
+		ki, ok := parseKey(k)
+		if !ok {
+			continue
+		}
+		if ki.job != j.job {
+			flush()
+			j = jobKeys{job: ki.job}
+		}
+		j.add(k, ki)
+	}
+	flush()
+	slices.SortFunc(sn.jobs, func(a, b entry) int { return bytes.Compare(a.job[:], b.job[:]) })
+	slices.Sort(sn.outputs)
+	for _, f := range files {
+		if _, ok := slices.BinarySearch(sn.outputs, f.h); !ok {
+			sn.jobs[f.job].filesOK = false
+		}
+	}
+	return sn, nil
+}
+
+// Exists answers from the snapshot for an output it listed; for any other
+// key, it asks the Store.
+func (v *view) Exists(ctx context.Context, key string) (bool, error) {
+	v.mu.Lock()
+	sn := v.snap
+	v.mu.Unlock()
+	if sn != nil && !strings.HasPrefix(key, ledgerPrefix) {
+		if _, ok := slices.BinarySearch(sn.outputs, maphash.String(sn.seed, key)); ok {
+			return true, nil
+		}
+	}
+	return v.Store.Exists(ctx, key)
+}
+
+// Put writes through; a run's first heartbeat starts a new snapshot.
+func (v *view) Put(ctx context.Context, key string, data []byte) error {
+	err := v.Store.Put(ctx, key, data)
+	if strings.HasPrefix(key, runsPrefix) {
+		v.mu.Lock()
+		if !v.runs[key] {
+			v.runs[key], v.snap = true, nil
+		}
+		v.mu.Unlock()
+	}
+	return err
+}
+
+// Delete deletes through, and starts a new snapshot: the listing no longer
+// says what is there.
+func (v *view) Delete(ctx context.Context, key string) error {
+	err := v.Store.Delete(ctx, key)
+	v.mu.Lock()
+	delete(v.runs, key)
+	v.snap = nil
+	v.mu.Unlock()
+	return err
+}
