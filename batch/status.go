@@ -2,6 +2,9 @@ package batch
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"iter"
 
 	"github.com/creativegen/creative-go/batch/page"
@@ -109,17 +112,54 @@ func jobsOf(ctx context.Context, store Store) iter.Seq2[*jobKeys, error] {
 	}
 }
 
+// readWindow is how many records lastAttempts reads at once: a bucket
+// answers each after a round trip, and the page is written in order.
+const readWindow = 32
+
 // lastAttempts yields the last attempt of every job of the ledger, one job
 // at a time, in the order of their keys, or an error that ends them: a
-// listing, and a read of each job's last record.
+// listing, and a read of each job's last record, readWindow of them at
+// once.
 func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
+	type result struct {
+		rec *record
+		err error
+	}
 	return func(yield func(*record, error) bool) {
-		for j, err := range jobsOf(ctx, store) {
-			var rec *record
-			if err == nil {
-				rec, _, err = j.read(ctx, store)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		pending := make(chan chan result, readWindow)
+		go func() {
+			defer close(pending)
+			for j, err := range jobsOf(ctx, store) {
+				ch := make(chan result, 1)
+				if err != nil {
+					ch <- result{nil, err}
+				} else {
+					go func() {
+						rec, _, err := j.read(ctx, store)
+						ch <- result{rec, err}
+					}()
+				}
+				select {
+				case pending <- ch:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
 			}
-			if !yield(rec, err) || err != nil {
+		}()
+		for ch := range pending {
+			r := <-ch
+			if r.err != nil || !yield(r.rec, nil) {
+				if r.err != nil {
+					yield(nil, r.err)
+				}
+				cancel()
+				for range pending { // let the reader end
+				}
 				return
 			}
 		}
@@ -129,11 +169,26 @@ func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
 // IndexFile is the name of the contact sheet WriteIndex writes.
 const IndexFile = "index.html"
 
+// pageKey keeps what the ledger held when index.html was last written.
+const pageKey = ledgerPrefix + "page.json"
+
 // WriteIndex writes index.html to store, beside the outputs: the contact
 // sheet of package page, showing every job of the ledger by its last
-// attempt. The ledger is read one job at a time, and the page is written
-// as one object: a reader sees the old page or the new one.
+// attempt. The page is written as one object: a reader sees the old page
+// or the new one. A page written when the ledger held the records it holds
+// now is current, and is left as it is: a listing of the ledger says so
+// (see ledger/page.json), without reading a record. Otherwise the ledger's
+// records are read, readWindow at once, as the page is written.
 func WriteIndex(ctx context.Context, store Store) error {
+	mark, err := ledgerMark(ctx, store)
+	if err != nil {
+		return err
+	}
+	if old, err := store.Get(ctx, pageKey); err == nil && string(old) == mark {
+		if ok, err := store.Exists(ctx, IndexFile); err != nil || ok {
+			return err
+		}
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := store.NewWriter(wctx, IndexFile, map[string]string{"content-type": "text/html; charset=utf-8"})
@@ -156,7 +211,28 @@ func WriteIndex(ctx context.Context, store Store) error {
 		_ = w.Close()
 		return err
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		return err
+	}
+	// The page holds at least what the ledger held at the listing.
+	return store.Put(ctx, pageKey, []byte(mark))
+}
+
+// ledgerMark sums up the records of the ledger from one listing of it:
+// records are never replaced, so the same keys are the same ledger.
+func ledgerMark(ctx context.Context, store Store) (string, error) {
+	h := sha256.New()
+	n := 0
+	for key, err := range store.List(ctx, ledgerPrefix) {
+		if err != nil {
+			return "", err
+		}
+		if _, ok := parseKey(key); ok {
+			n++
+			_, _ = io.WriteString(h, key+"\n")
+		}
+	}
+	return fmt.Sprintf(`{"records":%d,"sha256":"%x"}`, n, h.Sum(nil)), nil
 }
 
 // entryOf is a record as the page shows it.
