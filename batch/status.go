@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -216,6 +217,16 @@ func WriteIndex(ctx context.Context, store Store) error {
 	}
 	// The page holds at least what the ledger held at the listing.
 	return store.Put(ctx, pageKey, []byte(mark))
+}
+
+// WriteIndex is the package's WriteIndex over the Runner's Store, reading
+// the records the Runner made from memory (up to a bound) rather than
+// from the Store.
+func (r *Runner) WriteIndex(ctx context.Context) error {
+	if r.store == nil {
+		return errors.New("batch: a Runner without a Store has no index to write")
+	}
+	return WriteIndex(ctx, r.store)
 }
 
 // ledgerMark sums up the records of the ledger from one listing of it:

@@ -26,18 +26,26 @@ import (
 //
 // Memory: 24 bytes a job of the ledger and 8 an output, up to
 // maxViewJobs jobs and maxViewOutputs outputs (about 80 MiB); a ledger
-// larger than that is read one job at a time, as without a view.
+// larger than that is read one job at a time, as without a view. The
+// records the Runner creates are kept too, up to maxKept bytes (64 MiB,
+// about 100,000 jobs), for index.html.
 type view struct {
 	Store
 	mu   sync.Mutex
 	snap *snapshot
 	runs map[string]bool // heartbeats put through the view
+	// kept holds the records this Runner created, up to maxKept bytes, so
+	// that index.html, written again while a run goes, reads them without
+	// asking the Store: records are never replaced.
+	kept     map[string][]byte
+	keptSize int
 }
 
-// Bounds of a snapshot.
+// Bounds of a snapshot, and of the records a view keeps.
 const (
 	maxViewJobs    = 2 << 20
 	maxViewOutputs = 4 << 20
+	maxKept        = 64 << 20
 )
 
 // viewOf returns s read through a view; nil stays nil.
@@ -48,7 +56,7 @@ func viewOf(s Store) Store {
 	if v, ok := s.(*view); ok {
 		return v
 	}
-	return &view{Store: s, runs: map[string]bool{}}
+	return &view{Store: s, runs: map[string]bool{}, kept: map[string][]byte{}}
 }
 
 // A snapshot is what one listing of the Store said.
@@ -108,13 +116,6 @@ func (v *view) current(ctx context.Context) (*snapshot, error) {
 	}
 	v.snap = sn
 	return sn, nil
-}
-
-// forget drops the snapshot: the next lookup takes another.
-func (v *view) forget() {
-	v.mu.Lock()
-	v.snap = nil
-	v.mu.Unlock()
 }
 
 // take lists the whole Store once.
@@ -212,4 +213,30 @@ func (v *view) Delete(ctx context.Context, key string) error {
 	v.snap = nil
 	v.mu.Unlock()
 	return err
+}
+
+// Create creates through, and keeps a record it created.
+func (v *view) Create(ctx context.Context, key string, data []byte) error {
+	err := v.Store.Create(ctx, key, data)
+	if _, isRecord := parseKey(key); err == nil && isRecord {
+		v.mu.Lock()
+		if v.keptSize+len(key)+len(data) <= maxKept {
+			v.kept[key] = slices.Clone(data)
+			v.keptSize += len(key) + len(data)
+		}
+		v.mu.Unlock()
+	}
+	return err
+}
+
+// Get reads a record this Runner created from memory, and anything else
+// from the Store.
+func (v *view) Get(ctx context.Context, key string) ([]byte, error) {
+	v.mu.Lock()
+	b, ok := v.kept[key]
+	v.mu.Unlock()
+	if ok {
+		return slices.Clone(b), nil
+	}
+	return v.Store.Get(ctx, key)
 }

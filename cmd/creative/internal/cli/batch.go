@@ -406,7 +406,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	if spent := r.Spent(); spent != nil {
 		fmt.Fprintf(a.con, "creative: %v: no more jobs were claimed (batch status shows the budget)\n", spent)
 	}
-	if ierr := batch.WriteIndex(context.WithoutCancel(ctx), store); ierr != nil {
+	if ierr := r.WriteIndex(context.WithoutCancel(ctx)); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
 	}
 	if log.err != nil {
