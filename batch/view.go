@@ -39,6 +39,11 @@ type view struct {
 	// asking the Store: records are never replaced.
 	kept     map[string][]byte
 	keptSize int
+	// mark sums up the ledger as the last snapshot listed it (see
+	// ledgerMark), while markFresh says that this Runner created no record
+	// since.
+	mark      string
+	markFresh bool
 }
 
 // Bounds of a snapshot, and of the records a view keeps.
@@ -61,6 +66,7 @@ func viewOf(s Store) Store {
 
 // A snapshot is what one listing of the Store said.
 type snapshot struct {
+	mark    string   // see ledgerMark
 	jobs    []entry  // by job key
 	outputs []uint64 // hashes of the keys outside the ledger, sorted
 	seed    maphash.Seed
@@ -114,7 +120,7 @@ func (v *view) current(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.snap = sn
+	v.snap, v.mark, v.markFresh = sn, sn.mark, true
 	return sn, nil
 }
 
@@ -126,6 +132,7 @@ func take(ctx context.Context, s Store) (*snapshot, error) {
 		h   uint64
 	}
 	var files []file // of done jobs, checked once every output is listed
+	mark := newMarker()
 	j := jobKeys{}
 	flush := func() {
 		if j.job == "" || !sn.whole {
@@ -160,6 +167,7 @@ func take(ctx context.Context, s Store) (*snapshot, error) {
 		if !ok {
 			continue
 		}
+		mark.add(k)
 		if ki.job != j.job {
 			flush()
 			j = jobKeys{job: ki.job}
@@ -167,6 +175,7 @@ func take(ctx context.Context, s Store) (*snapshot, error) {
 		j.add(k, ki)
 	}
 	flush()
+	sn.mark = mark.String()
 	slices.SortFunc(sn.jobs, func(a, b entry) int { return bytes.Compare(a.job[:], b.job[:]) })
 	slices.Sort(sn.outputs)
 	for _, f := range files {
@@ -220,6 +229,7 @@ func (v *view) Create(ctx context.Context, key string, data []byte) error {
 	err := v.Store.Create(ctx, key, data)
 	if _, isRecord := parseKey(key); err == nil && isRecord {
 		v.mu.Lock()
+		v.markFresh = false
 		if v.keptSize+len(key)+len(data) <= maxKept {
 			v.kept[key] = slices.Clone(data)
 			v.keptSize += len(key) + len(data)
@@ -239,4 +249,12 @@ func (v *view) Get(ctx context.Context, key string) ([]byte, error) {
 		return slices.Clone(b), nil
 	}
 	return v.Store.Get(ctx, key)
+}
+
+// freshMark returns the mark of the last snapshot when this Runner created
+// no record since.
+func (v *view) freshMark() (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.mark, v.markFresh
 }
