@@ -237,12 +237,6 @@ func (ki *keyInfo) readInfo(info []string) {
 	}
 }
 
-// jobOf returns the job key of a record's key.
-func jobOf(k string) (string, bool) {
-	ki, ok := parseKey(k)
-	return ki.job, ok
-}
-
 // A jobKeys gathers the keys of one job's records, from a listing, and
 // keeps those of its last attempt.
 type jobKeys struct {
