@@ -675,7 +675,7 @@ func budgetOf(b batch.BudgetStatus) *budgetJSON {
 		out.Calls = &spentLeft{float64(b.CallsLimit), float64(b.Calls), float64(max(0, b.CallsLimit-b.Calls))}
 	}
 	if b.SpendLimit > 0 {
-		out.Spend = &spentLeft{b.SpendLimit, b.Spent, max(0, b.SpendLimit-b.Spent)}
+		out.Spend = &spentLeft{b.SpendLimit, roundMicro(b.Spent), roundMicro(max(0, b.SpendLimit-b.Spent))}
 	}
 	if out.Calls == nil && out.Spend == nil {
 		return nil
@@ -683,5 +683,8 @@ func budgetOf(b batch.BudgetStatus) *budgetJSON {
 	return &out
 }
 
-// amount shows an amount of money as its prices were given.
-func amount(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// amount shows an amount of money as its prices were given, to the
+// millionth the budget counts in.
+func amount(v float64) string { return strconv.FormatFloat(roundMicro(v), 'f', -1, 64) }
+
+func roundMicro(v float64) float64 { return math.Round(v*1e6) / 1e6 }

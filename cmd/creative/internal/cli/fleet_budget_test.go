@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -110,4 +111,52 @@ func TestFleetBudgetIsNeverExceeded(t *testing.T) {
 	assert.Equal(t, 1, again.ProcessState.ExitCode(), "%v: %s", err, stderr)
 	assert.Contains(t, stderr.String(), "the budget is spent")
 	assert.Empty(t, calls.take(), "a run on a spent budget sent calls")
+}
+
+// --max-spend with prices by flag and from a file: what the service counts,
+// priced, stays within the cap, and batch status shows what is left.
+func TestBatchMaxSpendPricesFromFlagsAndAFile(t *testing.T) {
+	srv, env := fakeEnv(t)
+	dir := t.TempDir()
+	var lines strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&lines, `{"op":"image/text-to-image","prompt":"image %d"}`+"\n", i)
+		fmt.Fprintf(&lines, `{"op":"audio/text-to-speech","prompt":"speech %d","voiceId":"female 1"}`+"\n", i)
+	}
+	jobs := filepath.Join(dir, "jobs.jsonl")
+	require.NoError(t, os.WriteFile(jobs, []byte(lines.String()), 0o644))
+	out := filepath.Join(dir, "out")
+
+	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", out, "--concurrency", "1", "--max-spend", "0.2",
+		"--price", "image/text-to-image=0.04", "--price", "audio/text-to-speech=0.01")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "the budget is spent")
+	images, speech := srv.Count("image/text-to-image"), srv.Count("audio/text-to-speech")
+	spent := float64(images)*0.04 + float64(speech)*0.01
+	assert.LessOrEqual(t, spent, 0.2+1e-9, "%d images, %d speeches", images, speech)
+	assert.Greater(t, spent, 0.2-0.04-1e-9, "%d images, %d speeches", images, speech)
+
+	code, stdout, stderr := runCLI(t, env, "batch", "status", "--out", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, fmt.Sprintf("budget: %s of 0.2 spent, %s left", amount(spent), amount(0.2-spent)))
+
+	// The same cap from a file of prices, raised: the rest is sent.
+	prices := filepath.Join(dir, "prices.txt")
+	require.NoError(t, os.WriteFile(prices, []byte("# per call\nimage/text-to-image = 0.04\naudio/text-to-speech=0.01 # speech\n"), 0o644))
+	code, _, stderr = runCLI(t, env, "batch", jobs, "--out", out, "--max-spend", "1", "--prices", prices)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 6, srv.Count("image/text-to-image"))
+	assert.Equal(t, 6, srv.Count("audio/text-to-speech"))
+
+	for _, bad := range [][]string{
+		{"--max-spend", "1"},
+		{"--price", "image/text-to-image=0.04"},
+		{"--max-spend", "1", "--price", "image/text-to-image"},
+		{"--max-spend", "1", "--price", "image/no-such-op=1"},
+		{"--max-calls", "-1"},
+	} {
+		code, _, stderr := runCLI(t, env, append([]string{"batch", jobs, "--out", filepath.Join(dir, "bad")}, bad...)...)
+		assert.Equal(t, 2, code, "%v: %s", bad, stderr)
+	}
+	assert.NoDirExists(t, filepath.Join(dir, "bad"))
 }
