@@ -126,7 +126,7 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{c: c, store: viewOf(store), o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
+	return &Runner{c: c, store: viewOf(store, o.IndexEvery > 0), o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for

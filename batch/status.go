@@ -220,9 +220,10 @@ func WriteIndex(ctx context.Context, store Store) error {
 	return store.Put(ctx, pageKey, []byte(mark))
 }
 
-// WriteIndex is the package's WriteIndex over the Runner's Store, reading
-// the records the Runner made from memory (up to a bound) rather than
-// from the Store.
+// WriteIndex is the package's WriteIndex over the Runner's Store. A
+// Runner that keeps index.html current while it runs (Options.IndexEvery)
+// reads the records it made from memory, up to 64 MiB of them, rather
+// than from the Store.
 func (r *Runner) WriteIndex(ctx context.Context) error {
 	if r.store == nil {
 		return errors.New("batch: a Runner without a Store has no index to write")

@@ -26,9 +26,10 @@ import (
 //
 // Memory: 24 bytes a job of the ledger and 8 an output, up to
 // maxViewJobs jobs and maxViewOutputs outputs (about 80 MiB); a ledger
-// larger than that is read one job at a time, as without a view. The
-// records the Runner creates are kept too, up to maxKept bytes (64 MiB,
-// about 100,000 jobs), for index.html.
+// larger than that is read one job at a time, as without a view. A Runner
+// that writes index.html while it runs (Options.IndexEvery) keeps the
+// records it creates too, up to maxKept bytes (64 MiB, about 100,000
+// jobs), for the page.
 type view struct {
 	Store
 	mu   sync.Mutex
@@ -53,15 +54,18 @@ const (
 	maxKept        = 64 << 20
 )
 
-// viewOf returns s read through a view; nil stays nil.
-func viewOf(s Store) Store {
+// viewOf returns s read through a view, which keeps the records it
+// creates when keep is set (the Runner writes index.html while it runs);
+// nil stays nil.
+func viewOf(s Store, keep bool) Store {
 	if s == nil {
 		return nil
 	}
-	if v, ok := s.(*view); ok {
-		return v
+	v := &view{Store: s, runs: map[string]bool{}}
+	if keep {
+		v.kept = map[string][]byte{}
 	}
-	return &view{Store: s, runs: map[string]bool{}, kept: map[string][]byte{}}
+	return v
 }
 
 // A snapshot is what one listing of the Store said.
@@ -230,7 +234,7 @@ func (v *view) Create(ctx context.Context, key string, data []byte) error {
 	if _, isRecord := parseKey(key); err == nil && isRecord {
 		v.mu.Lock()
 		v.markFresh = false
-		if v.keptSize+len(key)+len(data) <= maxKept {
+		if v.kept != nil && v.keptSize+len(key)+len(data) <= maxKept {
 			v.kept[key] = slices.Clone(data)
 			v.keptSize += len(key) + len(data)
 		}
