@@ -221,9 +221,9 @@ func WriteIndex(ctx context.Context, store Store) error {
 }
 
 // WriteIndex is the package's WriteIndex over the Runner's Store. A
-// Runner that keeps index.html current while it runs (Options.IndexEvery)
-// reads the records it made from memory, up to 64 MiB of them, rather
-// than from the Store.
+// Runner on a RemoteStore that keeps index.html current while it runs
+// (Options.IndexEvery) reads the records it made from memory, up to 64 MiB
+// of them, rather than from the Store.
 func (r *Runner) WriteIndex(ctx context.Context) error {
 	if r.store == nil {
 		return errors.New("batch: a Runner without a Store has no index to write")

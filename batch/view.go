@@ -27,9 +27,9 @@ import (
 // Memory: 24 bytes a job of the ledger and 8 an output, up to
 // maxViewJobs jobs and maxViewOutputs outputs (about 80 MiB); a ledger
 // larger than that is read one job at a time, as without a view. A Runner
-// that writes index.html while it runs (Options.IndexEvery) keeps the
-// records it creates too, up to maxKept bytes (64 MiB, about 100,000
-// jobs), for the page.
+// on a RemoteStore that writes index.html while it runs
+// (Options.IndexEvery) keeps the records it creates too, up to maxKept
+// bytes (64 MiB, about 100,000 jobs), for the page.
 type view struct {
 	Store
 	mu   sync.Mutex
@@ -55,17 +55,26 @@ const (
 )
 
 // viewOf returns s read through a view, which keeps the records it
-// creates when keep is set (the Runner writes index.html while it runs);
-// nil stays nil.
+// creates when keep is set (the Runner writes index.html while it runs)
+// and s is a RemoteStore; nil stays nil.
 func viewOf(s Store, keep bool) Store {
 	if s == nil {
 		return nil
 	}
 	v := &view{Store: s, runs: map[string]bool{}}
-	if keep {
+	if r, ok := s.(RemoteStore); keep && ok && r.Remote() {
 		v.kept = map[string][]byte{}
 	}
 	return v
+}
+
+// A RemoteStore is a Store each of whose requests is a round trip (a
+// bucket), as its Remote method says: a Runner that writes index.html
+// while it runs (Options.IndexEvery) keeps the records it creates in
+// memory, up to 64 MiB of them, rather than read them again from it.
+type RemoteStore interface {
+	Store
+	Remote() bool
 }
 
 // A snapshot is what one listing of the Store said.

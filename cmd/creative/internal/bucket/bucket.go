@@ -78,7 +78,11 @@ type Store struct {
 	pageSize int    // keys asked of the service per page of a listing
 }
 
-var _ batch.Store = (*Store)(nil)
+var _ batch.RemoteStore = (*Store)(nil)
+
+// Remote reports that each request of the Store is a round trip to the
+// bucket's service.
+func (s *Store) Remote() bool { return true }
 
 // Open opens the bucket named by rawURL as a Store: s3://bucket/prefix,
 // gs://bucket/prefix, azblob://container/prefix or mem://, with the query
