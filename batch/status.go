@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"iter"
+	"strings"
 
 	"github.com/creativegen/creative-go/batch/page"
 )
@@ -242,7 +243,7 @@ func ledgerMark(ctx context.Context, store Store) (string, error) {
 			return mark, nil
 		}
 	}
-	m := newMarker()
+	m := &ledgerMarker{}
 	for key, err := range store.List(ctx, ledgerPrefix) {
 		if err != nil {
 			return "", err
@@ -254,7 +255,44 @@ func ledgerMark(ctx context.Context, store Store) (string, error) {
 	return m.String(), nil
 }
 
-// A marker sums up the keys of records, in the order listed.
+// A ledgerMarker sums up the keys of records, in the order listed, by
+// the 16 parts of the ledger (see take), so that the parts can be listed
+// at once.
+type ledgerMarker struct {
+	parts [len(hexDigits)]*marker
+}
+
+// add adds a record's key, ledger/<3 hex digits>/...
+func (m *ledgerMarker) add(key string) {
+	i := strings.IndexByte(hexDigits, key[len(ledgerPrefix)])
+	if m.parts[i] == nil {
+		m.parts[i] = newMarker()
+	}
+	m.parts[i].add(key)
+}
+
+// join takes the parts o summed up.
+func (m *ledgerMarker) join(o *ledgerMarker) {
+	for i, p := range o.parts {
+		if p != nil {
+			m.parts[i] = p
+		}
+	}
+}
+
+func (m *ledgerMarker) String() string {
+	h, n := sha256.New(), 0
+	for _, p := range m.parts {
+		if p == nil {
+			p = newMarker()
+		}
+		n += p.n
+		h.Write(p.h.Sum(nil))
+	}
+	return fmt.Sprintf(`{"records":%d,"sha256":"%x"}`, n, h.Sum(nil))
+}
+
+// A marker sums up the keys of one part of the ledger.
 type marker struct {
 	h hash.Hash
 	n int
@@ -265,10 +303,6 @@ func newMarker() *marker { return &marker{h: sha256.New()} }
 func (m *marker) add(key string) {
 	m.n++
 	_, _ = io.WriteString(m.h, key+"\n")
-}
-
-func (m *marker) String() string {
-	return fmt.Sprintf(`{"records":%d,"sha256":"%x"}`, m.n, m.h.Sum(nil))
 }
 
 // entryOf is a record as the page shows it.

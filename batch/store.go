@@ -97,6 +97,16 @@ type Store interface {
 	Close() error
 }
 
+// A DirLister is a Store that can also list the keys directly under a
+// prefix, leaving out those in its sub-folders (a bucket's listing with a
+// delimiter): a run lists the outputs so, apart from the ledger's folder.
+// storetest checks it where a Store has it.
+type DirLister interface {
+	// ListDir yields the keys under prefix, which is "" or ends in "/",
+	// that hold no "/" after it, in lexical order.
+	ListDir(ctx context.Context, prefix string) iter.Seq2[string, error]
+}
+
 // CheckKey is the check every Store makes of a key before it touches
 // anything: a key is a clean slash-separated relative path, neither empty
 // nor absolute, with no "." or ".." segment, no empty segment and no

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/hex"
 	"hash/maphash"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // A view is the Store a Runner reads its ledger through: at the first job
@@ -137,22 +139,107 @@ func (v *view) current(ctx context.Context) (*snapshot, error) {
 	return sn, nil
 }
 
-// take lists the whole Store once.
+// hexDigits name the 16 parts of the ledger, by the first digit of the
+// jobs' keys.
+const hexDigits = "0123456789abcdef"
+
+// take lists the whole Store once: its outputs, then the ledger, in one
+// listing or, when the outputs say it is large, in its 16 parts at once (a
+// listing goes a page at a time, each a round trip).
 func take(ctx context.Context, s Store) (*snapshot, error) {
 	sn := &snapshot{seed: maphash.MakeSeed(), whole: true}
-	type file struct {
-		job int
-		h   uint64
+	for k, err := range listOutputs(ctx, s) {
+		if err != nil {
+			return nil, err
+		}
+		if len(sn.outputs) < maxViewOutputs {
+			sn.outputs = append(sn.outputs, maphash.String(sn.seed, k))
+		}
 	}
-	var files []file // of done jobs, checked once every output is listed
-	mark := newMarker()
+	slices.Sort(sn.outputs)
+	prefixes := []string{ledgerPrefix}
+	if len(sn.outputs) >= partsFrom {
+		prefixes = nil
+		for i := range hexDigits {
+			prefixes = append(prefixes, ledgerPrefix+hexDigits[i:i+1])
+		}
+	}
+	parts := make([]ledgerPart, len(prefixes))
+	var jobs atomic.Int64 // over every part, against maxViewJobs
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Go(func() { parts[i].read(ctx, s, prefixes[i], sn.seed, &jobs) })
+	}
+	wg.Wait()
+	mark := &ledgerMarker{}
+	for _, p := range parts {
+		if p.err != nil {
+			return nil, p.err
+		}
+		mark.join(&p.mark)
+		sn.whole = sn.whole && !p.over
+	}
+	sn.mark = mark.String()
+	if !sn.whole {
+		return sn, nil
+	}
+	for _, p := range parts {
+		for _, f := range p.files {
+			if _, ok := slices.BinarySearch(sn.outputs, f.h); !ok {
+				p.jobs[f.job].filesOK = false
+			}
+		}
+		sn.jobs = append(sn.jobs, p.jobs...)
+	}
+	slices.SortFunc(sn.jobs, func(a, b entry) int { return bytes.Compare(a.job[:], b.job[:]) })
+	return sn, nil
+}
+
+// partsFrom is the number of outputs from which take lists the ledger in
+// its 16 parts at once: a few pages of records each.
+var partsFrom = 4000
+
+// listOutputs lists the keys outside the ledger: with ListDir where the
+// Store has it, which leaves the ledger's folder out.
+func listOutputs(ctx context.Context, s Store) iter.Seq2[string, error] {
+	if d, ok := s.(DirLister); ok {
+		return d.ListDir(ctx, "")
+	}
+	return func(yield func(string, error) bool) {
+		for k, err := range s.List(ctx, "") {
+			if err == nil && strings.HasPrefix(k, ledgerPrefix) {
+				continue
+			}
+			if !yield(k, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// A ledgerPart is what the listing of one part of the ledger said.
+type ledgerPart struct {
+	jobs  []entry
+	files []doneFile // of done jobs, checked once every output is listed
+	mark  ledgerMarker
+	over  bool // the ledger holds more than maxViewJobs jobs
+	err   error
+}
+
+// A doneFile is a file of the done job jobs[job] of a part, by its key's hash.
+type doneFile struct {
+	job int
+	h   uint64
+}
+
+func (p *ledgerPart) read(ctx context.Context, s Store, prefix string, seed maphash.Seed, jobs *atomic.Int64) {
 	j := jobKeys{}
 	flush := func() {
-		if j.job == "" || !sn.whole {
+		if j.job == "" {
 			return
 		}
-		if len(sn.jobs) == maxViewJobs {
-			sn.whole, sn.jobs, files = false, nil, nil
+		if jobs.Add(1) > maxViewJobs {
+			p.over, p.jobs, p.files = true, nil, nil
 			return
 		}
 		e := entry{n: uint32(j.n)}
@@ -161,42 +248,30 @@ func take(ctx context.Context, s Store) (*snapshot, error) {
 			e.state = uint8(slices.Index(entryStates, rec.State) + 1)
 			e.lost, e.filesOK = rec.Lost, rec.State == Done
 			for _, f := range rec.Files {
-				files = append(files, file{len(sn.jobs), maphash.String(sn.seed, f)})
+				p.files = append(p.files, doneFile{len(p.jobs), maphash.String(seed, f)})
 			}
 		}
-		sn.jobs = append(sn.jobs, e)
+		p.jobs = append(p.jobs, e)
 	}
-	for k, err := range s.List(ctx, "") {
+	for k, err := range s.List(ctx, prefix) {
 		if err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(k, ledgerPrefix) {
-			if len(sn.outputs) < maxViewOutputs {
-				sn.outputs = append(sn.outputs, maphash.String(sn.seed, k))
-			}
-			continue
+			p.err = err
+			return
 		}
 		ki, ok := parseKey(k)
 		if !ok {
 			continue
 		}
-		mark.add(k)
+		p.mark.add(k)
 		if ki.job != j.job {
-			flush()
+			if flush(); p.over {
+				return
+			}
 			j = jobKeys{job: ki.job}
 		}
 		j.add(k, ki)
 	}
 	flush()
-	sn.mark = mark.String()
-	slices.SortFunc(sn.jobs, func(a, b entry) int { return bytes.Compare(a.job[:], b.job[:]) })
-	slices.Sort(sn.outputs)
-	for _, f := range files {
-		if _, ok := slices.BinarySearch(sn.outputs, f.h); !ok {
-			sn.jobs[f.job].filesOK = false
-		}
-	}
-	return sn, nil
 }
 
 // Exists answers from the snapshot for an output it listed; for any other

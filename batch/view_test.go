@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"io"
 	"iter"
 	"path/filepath"
 	"regexp"
@@ -51,10 +52,10 @@ func (s *askCounter) List(ctx context.Context, prefix string) iter.Seq2[string, 
 	return s.Store.List(ctx, prefix)
 }
 
-// A rerun of finished jobs learns where each stands from one listing of
-// the Store: it reads no record and asks after no file, and batch status
-// lists the ledger once.
-func TestARerunReadsTheLedgerFromOneListing(t *testing.T) {
+// A rerun of finished jobs learns where each stands from listings of the
+// Store (the outputs, then the ledger): it reads no record and asks after
+// no file, and batch status lists the ledger once.
+func TestARerunReadsTheLedgerFromListings(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, imageJobs(50)...)
 	store := &askCounter{Store: f.store, asked: map[string]int{}}
@@ -63,14 +64,14 @@ func TestARerunReadsTheLedgerFromOneListing(t *testing.T) {
 	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	require.Equal(t, 50, sum.Done)
-	assert.Equal(t, map[string]int{"List": 1}, store.take(), "a first run lists once and reads nothing")
+	assert.Equal(t, map[string]int{"List": 2}, store.take(), "a first run lists and reads nothing")
 
 	r, err = batch.New(f.c, store, batch.Options{Concurrency: 4, Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
 	sum, err = checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
 	assert.Equal(t, 50, sum.DoneBefore, "%+v", sum)
-	assert.Equal(t, map[string]int{"List": 1}, store.take())
+	assert.Equal(t, map[string]int{"List": 2}, store.take())
 
 	st, err := batch.ReadStatus(context.Background(), store, nil)
 	require.NoError(t, err)
@@ -127,4 +128,46 @@ func TestTheKeyOfAnEndSaysHowTheAttemptEnded(t *testing.T) {
 	}
 	require.Len(t, ends, 1)
 	assert.Regexp(t, `^ledger/[0-9a-f]{3}/[0-9a-f]{32}\.0001\.done\.f[A-Za-z0-9_-]+\.end\.json$`, ends[0])
+}
+
+// pageWatch is a Store that counts the writes of index.html.
+type pageWatch struct {
+	batch.Store
+	mu     sync.Mutex
+	writes int
+}
+
+func (s *pageWatch) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
+	if key == batch.IndexFile {
+		s.mu.Lock()
+		s.writes++
+		s.mu.Unlock()
+	}
+	return s.Store.NewWriter(ctx, key, meta)
+}
+
+// A large ledger is listed in its 16 parts at once; what they say is what
+// one listing says: every job done, and the page written from one listing
+// is current for a rerun that listed the parts.
+func TestALedgerListedInPartsSaysWhatOneListingSays(t *testing.T) {
+	defer batch.ListLedgerInParts()()
+	f := newFixture(t)
+	f.write(t, imageJobs(40)...)
+	store := &askCounter{Store: f.store, asked: map[string]int{}}
+	_, err := f.run(t, batch.Options{Concurrency: 4})
+	require.NoError(t, err)
+	pages := &pageWatch{Store: store}
+	require.NoError(t, batch.WriteIndex(context.Background(), pages))
+	require.Equal(t, 1, pages.writes)
+	store.take()
+
+	r, err := batch.New(f.c, pages, batch.Options{Concurrency: 4, Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 40, sum.DoneBefore, "%+v", sum)
+	assert.Equal(t, map[string]int{"List": 17}, store.take(), "the outputs, and 16 parts of the ledger")
+	require.NoError(t, r.WriteIndex(context.Background()))
+	assert.Equal(t, 1, pages.writes, "the page was current")
+	assert.Equal(t, 1, store.take()["Get"], "the page's mark, and nothing else")
 }

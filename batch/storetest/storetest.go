@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) batch.Store) {
 		{"List can be stopped early", listStops},
 		{"List of a prefix that matches nothing yields nothing", listNothing},
 		{"List shows at once what was created, put, written and deleted", listAfterWrites},
+		{"ListDir, where a Store has it, lists a folder without its sub-folders", listDir},
 		{"a writer's object is visible only after Close", writerVisibleAfterClose},
 		{"a writer whose context is cancelled leaves nothing", writerCancelled},
 		{"a writer of a large object streams it", writerLarge},
@@ -297,6 +298,32 @@ func listAfterWrites(t *testing.T, s batch.Store) {
 	must(t, s.Delete(ctx(t), "ledger/runs/r.json"), "Delete")
 	if got := list(t, s, ""); !slices.Equal(got, want[:1]) {
 		t.Errorf("List right after the deletes = %q, want %q", got, want[:1])
+	}
+}
+
+func listDir(t *testing.T, s batch.Store) {
+	d, ok := s.(batch.DirLister)
+	if !ok {
+		t.Skip("the Store has no ListDir")
+	}
+	for _, k := range []string{"b.png", "a.png", "ledger/abc/x.json", "ledger/runs/r.json", "ledgers", "results/1.jsonl"} {
+		must(t, s.Put(ctx(t), k, []byte(k)), "Put")
+	}
+	var got []string
+	for k, err := range d.ListDir(ctx(t), "") {
+		must(t, err, "ListDir")
+		got = append(got, k)
+	}
+	if want := []string{"a.png", "b.png", "ledgers"}; !slices.Equal(got, want) {
+		t.Errorf("ListDir(\"\") = %q, want %q", got, want)
+	}
+	got = nil
+	for k, err := range d.ListDir(ctx(t), "ledger/") {
+		must(t, err, "ListDir")
+		got = append(got, k)
+	}
+	if len(got) != 0 {
+		t.Errorf("ListDir(\"ledger/\") = %q, want nothing (every key is in a sub-folder)", got)
 	}
 }
 
