@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 )
 
-// A view is the Store a Runner reads its ledger through: at the first job
+// A view is the RemoteStore a Runner reads its ledger through: at the first job
 // of a run (or a plan) it lists the whole Store once, a thousand keys a
 // request on a bucket, and answers from that listing where each job stands
 // (see stageKey: the keys say it) and whether a done job's files are in
@@ -27,11 +27,11 @@ import (
 // run and plan reads the ledger as it then is.
 //
 // Memory: 24 bytes a job of the ledger and 8 an output, up to
-// maxViewJobs jobs and maxViewOutputs outputs (about 80 MiB); a ledger
-// larger than that is read one job at a time, as without a view. A Runner
-// on a RemoteStore that writes index.html while it runs
-// (Options.IndexEvery) keeps the records it creates too, up to maxKept
-// bytes (64 MiB, about 100,000 jobs), for the page.
+// maxViewJobs jobs and maxViewOutputs outputs (about 80 MiB): the price of
+// asking a bucket nothing a job; a ledger larger than that is read one job
+// at a time, as without a view. A Runner that writes index.html while it
+// runs (Options.IndexEvery) keeps the records it creates too, up to
+// maxKept bytes (64 MiB, about 100,000 jobs), for the page.
 type view struct {
 	Store
 	mu   sync.Mutex
@@ -56,24 +56,27 @@ const (
 	maxKept        = 64 << 20
 )
 
-// viewOf returns s read through a view, which keeps the records it
-// creates when keep is set (the Runner writes index.html while it runs)
-// and s is a RemoteStore; nil stays nil.
+// viewOf returns s read through a view when s is a RemoteStore, whose
+// reads are round trips; a local Store, which answers a job's questions
+// in a moment each, is read one job at a time, in memory that does not
+// grow with the ledger. The view keeps the records it creates when keep is
+// set (the Runner writes index.html while it runs). nil stays nil.
 func viewOf(s Store, keep bool) Store {
-	if s == nil {
-		return nil
+	if r, ok := s.(RemoteStore); !ok || !r.Remote() {
+		return s
 	}
 	v := &view{Store: s, runs: map[string]bool{}}
-	if r, ok := s.(RemoteStore); keep && ok && r.Remote() {
+	if keep {
 		v.kept = map[string][]byte{}
 	}
 	return v
 }
 
 // A RemoteStore is a Store each of whose requests is a round trip (a
-// bucket), as its Remote method says: a Runner that writes index.html
-// while it runs (Options.IndexEvery) keeps the records it creates in
-// memory, up to 64 MiB of them, rather than read them again from it.
+// bucket), as its Remote method says: a Runner reads its ledger from
+// listings of it (see view), and one that writes index.html while it runs
+// (Options.IndexEvery) keeps the records it creates in memory, up to 64
+// MiB of them, rather than read them again from it.
 type RemoteStore interface {
 	Store
 	Remote() bool
