@@ -131,7 +131,7 @@ func (s *Store) openDB(maxPages int) error {
 		s.get, err = db.Prepare(`SELECT data, data IS NULL FROM objects WHERE key = ?`)
 	}
 	if err == nil {
-		s.page, err = db.Prepare(`SELECT key, data IS NULL FROM objects WHERE key >= ? ORDER BY key LIMIT ?`)
+		s.page, err = db.Prepare(`SELECT key, data IS NULL FROM objects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?`)
 	}
 	if err == nil {
 		s.w, err = newWriter(conn)
@@ -254,9 +254,9 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 			yield("", fmt.Errorf("sqlitestore: prefix %q is not a clean relative path", prefix))
 			return
 		}
-		from := prefix
+		from, to := prefix, prefixEnd(prefix)
 		for {
-			page, err := s.readPage(ctx, from)
+			page, err := s.readPage(ctx, from, to)
 			if err != nil {
 				yield("", fmt.Errorf("sqlitestore: list %s: %w", prefix, err))
 				return
@@ -289,9 +289,21 @@ type listed struct {
 	isFile bool
 }
 
-// readPage reads the keys that sort from from on, a page of them.
-func (s *Store) readPage(ctx context.Context, from string) ([]listed, error) {
-	rows, err := s.page.QueryContext(ctx, from, listPage)
+// prefixEnd is the first key after every key under prefix: keys are
+// UTF-8, in which no byte is 0xff.
+func prefixEnd(prefix string) string {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] < 0xff {
+			return prefix[:i] + string([]byte{prefix[i] + 1})
+		}
+	}
+	return "\xff"
+}
+
+// readPage reads the keys that sort from from on and before to, a page of
+// them.
+func (s *Store) readPage(ctx context.Context, from, to string) ([]listed, error) {
+	rows, err := s.page.QueryContext(ctx, from, to, listPage)
 	if err != nil {
 		return nil, err
 	}
