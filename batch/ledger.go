@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -139,40 +141,159 @@ func recordKey(key string, n int, st stage) string {
 	return k + ".json"
 }
 
-// jobOf returns the job key of a record's key: <job>.0001[.stage].json.
-func jobOf(k string) (string, bool) {
-	job, rest, ok := strings.Cut(path.Base(k), ".")
-	num, st, _ := strings.Cut(strings.TrimSuffix(rest, ".json"), ".")
-	_, err := strconv.Atoi(num)
-	ok = ok && len(job) == 32 && err == nil && strings.HasSuffix(rest, ".json") && (st == "" || st == "answered" || st == "end")
-	return job, ok
+// stageKey is the key of the record of stage st of r's attempt. The key of
+// an end also says how the attempt ended, <job>.0001.<state>[.f<files>].end.json,
+// so that a listing of the ledger, a thousand keys a request, tells the
+// rules where each job stands without reading its records: the state
+// ("done", "failed", ..., "answered-lost") and, for a done job, its files
+// (base64url of their keys, one a line; left out when too long for a key).
+// Claims and answers keep fixed keys: a claim is made by an exclusive
+// create of its key.
+func stageKey(r *record, st stage) string {
+	if st != stageEnd {
+		return recordKey(r.Job, r.Attempt, st)
+	}
+	info := string(r.State)
+	if r.Lost {
+		info += lostSuffix
+	}
+	if r.State == Done {
+		if f := base64.RawURLEncoding.EncodeToString([]byte(strings.Join(r.Files, "\n"))); len(f) <= maxFilesInKey {
+			info += ".f" + f
+		}
+	}
+	return recordKey(r.Job, r.Attempt, stage(info+"."+string(stageEnd)))
 }
 
-// latest returns the last attempt of the job with key, as its last record
-// says, and its number; a nil record when the job was never claimed.
-// Attempts are numbered without gaps (a worker claims attempt n+1 only
-// after reading attempt n), so the last one is found by asking for the
-// claims 1, 2, ... until one is missing, then reading that attempt's last
-// record: one question for a new job, three (one read) for a job done at
-// its first attempt, and no listing of a folder. A record that does not
-// parse (one an earlier version cut short in a crash) is passed over for
-// the one before it; a claim that does not parse is a claim.
-func latest(ctx context.Context, s Store, key string) (*record, int, error) {
-	n := 0
-	for ; ; n++ {
-		ok, err := s.Exists(ctx, recordKey(key, n+1, stageClaim))
-		if err != nil {
-			return nil, 0, err
-		}
-		if !ok {
-			break
+// lostSuffix marks the end of an attempt whose answer was lost.
+const lostSuffix = "-lost"
+
+// maxFilesInKey bounds the files a key of an end carries (S3, GCS and
+// Azure take keys of 1,024 bytes); a job with more is read from its record.
+const maxFilesInKey = 600
+
+// A keyInfo is what the key of a record says.
+type keyInfo struct {
+	job     string
+	attempt int
+	st      stage // stageClaim, stageAnswered or stageEnd
+	// For an end: its state when the key says it (ledgers of earlier
+	// versions do not), whether its answer was lost, and a done job's
+	// files when the key holds them.
+	state    State
+	lost     bool
+	files    []string
+	hasFiles bool
+}
+
+// parseKey reads a record's key, <job>.0001[.answered|[.<info>].end].json;
+// ok is false for any other key.
+func parseKey(k string) (ki keyInfo, ok bool) {
+	base, isJSON := strings.CutSuffix(path.Base(k), ".json")
+	parts := strings.Split(base, ".")
+	if !isJSON || len(parts) < 2 || len(parts[0]) != 32 || len(parts[1]) < 4 {
+		return ki, false
+	}
+	n, err := strconv.Atoi(parts[1])
+	if _, herr := hex.DecodeString(parts[0]); err != nil || herr != nil || n < 1 {
+		return ki, false
+	}
+	ki.job, ki.attempt = parts[0], n
+	switch rest := parts[2:]; {
+	case len(rest) == 0:
+		return ki, true
+	case len(rest) == 1 && rest[0] == string(stageAnswered):
+		ki.st = stageAnswered
+		return ki, true
+	case rest[len(rest)-1] == string(stageEnd):
+		ki.st = stageEnd
+		ki.readInfo(rest[:len(rest)-1])
+		return ki, true
+	}
+	return ki, false
+}
+
+// readInfo reads what the key of an end says of it; what it cannot read
+// is left for the record to say.
+func (ki *keyInfo) readInfo(info []string) {
+	if len(info) == 0 || len(info) > 2 {
+		return
+	}
+	state, lost := strings.CutSuffix(info[0], lostSuffix)
+	switch State(state) {
+	case Done, Failed, Refused, Unknown, Answered:
+	default:
+		return
+	}
+	ki.state, ki.lost = State(state), lost
+	if len(info) == 2 && strings.HasPrefix(info[1], "f") {
+		b, err := base64.RawURLEncoding.DecodeString(info[1][1:])
+		if err == nil {
+			ki.hasFiles = true
+			if len(b) > 0 {
+				ki.files = strings.Split(string(b), "\n")
+			}
 		}
 	}
-	if n == 0 {
+}
+
+// A jobKeys gathers the keys of one job's records, from a listing, and
+// keeps those of its last attempt.
+type jobKeys struct {
+	job     string
+	n       int
+	byStage [3]string // the keys of attempt n: claim, answered, end
+	end     keyInfo
+}
+
+// stageIndex orders the stages of an attempt.
+func stageIndex(st stage) int {
+	switch st {
+	case stageAnswered:
+		return 1
+	case stageEnd:
+		return 2
+	}
+	return 0
+}
+
+func (j *jobKeys) add(key string, ki keyInfo) {
+	if ki.attempt > j.n {
+		j.n, j.byStage = ki.attempt, [3]string{}
+	}
+	if ki.attempt == j.n {
+		j.byStage[stageIndex(ki.st)] = key
+		if ki.st == stageEnd {
+			j.end = ki
+		}
+	}
+}
+
+// fromKeys makes the last attempt from what its keys say, when they say
+// enough for the rules: nil when its record must be read. A claim (its run
+// is in the record), an answer not yet downloaded (its links are), and the
+// end of an earlier version's ledger are read; a done job's files, when
+// its key holds them, are named and left for the caller to check.
+func (j *jobKeys) fromKeys() *record {
+	if j.byStage[stageIndex(stageEnd)] == "" || j.end.state == "" || j.end.state == Answered && !j.end.lost ||
+		j.end.state == Done && !j.end.hasFiles {
+		return nil
+	}
+	return &record{Record: Record{Job: j.job, Attempt: j.n, State: j.end.state, Lost: j.end.lost, Files: j.end.files}, Kind: kindCall}
+}
+
+// read reads the last attempt's last record. A record that does not parse
+// (one an earlier version cut short in a crash) is passed over for the one
+// before it; a claim that does not parse is a claim.
+func (j *jobKeys) read(ctx context.Context, s Store) (*record, int, error) {
+	if j.n == 0 {
 		return nil, 0, nil
 	}
-	for _, st := range []stage{stageEnd, stageAnswered, stageClaim} {
-		b, err := s.Get(ctx, recordKey(key, n, st))
+	for i := len(j.byStage) - 1; i >= 0; i-- {
+		if j.byStage[i] == "" {
+			continue
+		}
+		b, err := s.Get(ctx, j.byStage[i])
 		if errors.Is(err, ErrNotExist) {
 			continue
 		}
@@ -181,10 +302,38 @@ func latest(ctx context.Context, s Store, key string) (*record, int, error) {
 		}
 		var r record
 		if json.Unmarshal(b, &r) == nil {
-			return &r, n, nil
+			return &r, j.n, nil
 		}
 	}
-	return &record{Record: Record{Job: key, Attempt: n, State: Claimed}, Kind: kindCall}, n, nil
+	return &record{Record: Record{Job: j.job, Attempt: j.n, State: Claimed}, Kind: kindCall}, j.n, nil
+}
+
+// jobPrefix holds the records of the job with key.
+func jobPrefix(key string) string { return ledgerPrefix + key[:3] + "/" + key + "." }
+
+// latest returns the last attempt of the job with key, as its last record
+// says, and its number; a nil record when the job was never claimed.
+// Attempts are numbered without gaps (a worker claims attempt n+1 only
+// after reading attempt n). A Store read through a snapshot (see view)
+// answers from the listing it took, asking nothing more for a job whose
+// keys say where it stands; otherwise the job's records are listed (one
+// request) and its last one read (one more).
+func latest(ctx context.Context, s Store, key string) (*record, int, error) {
+	if v, ok := s.(*view); ok {
+		if rec, n, known, err := v.lookup(ctx, key); known || err != nil {
+			return rec, n, err
+		}
+	}
+	j := jobKeys{job: key}
+	for k, err := range s.List(ctx, jobPrefix(key)) {
+		if err != nil {
+			return nil, 0, err
+		}
+		if ki, ok := parseKey(k); ok && ki.job == key {
+			j.add(k, ki)
+		}
+	}
+	return j.read(ctx, s)
 }
 
 func marshal(r *record) []byte {
@@ -198,7 +347,7 @@ func marshal(r *record) []byte {
 // putStage records stage st of r's attempt, durably; a claim that another
 // worker made first is ErrExist.
 func putStage(ctx context.Context, s Store, r *record, st stage) error {
-	return s.Create(ctx, recordKey(r.Job, r.Attempt, st), marshal(r))
+	return s.Create(ctx, stageKey(r, st), marshal(r))
 }
 
 // An action is what a run does with a job, given its last attempt.

@@ -62,6 +62,8 @@ type Options struct {
 	// OnEvent, when set, is told of every job as it starts and ends; it
 	// is called from the workers, at once, and must be quick.
 	OnEvent func(Event)
+	// Budget caps the calls and the spending of every run on the ledger.
+	Budget
 }
 
 // An EventType says what happened to a job.
@@ -93,6 +95,7 @@ type Runner struct {
 	o       Options
 	checker *checker
 	st      *starter
+	spend   *spender // nil: no Budget
 }
 
 // New returns a Runner that calls c and records in store.
@@ -119,7 +122,11 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 			f.fsys = osFS{}
 		}
 	}
-	return &Runner{c: c, store: store, o: o, checker: newChecker(f), st: newStarter()}, nil
+	sp, err := newSpender(store, o.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{c: c, store: viewOf(store, o.IndexEvery > 0), o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for

@@ -2,7 +2,13 @@ package batch
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
 	"iter"
+	"strings"
 
 	"github.com/creativegen/creative-go/batch/page"
 )
@@ -22,20 +28,33 @@ type Status struct {
 	InFlight int
 }
 
-// ReadStatus reads the ledger in store, one job at a time, and counts the
-// jobs by state. Each job whose outcome is unknown (unknown, or claimed and
-// not ended by a worker that is gone: see Options.ResendUnknown) is given
-// to unknown, when not nil, as its last attempt; a claim in flight on a
-// live worker is counted in InFlight instead.
+// ReadStatus reads the ledger in store by listing it, a thousand keys a
+// request on a bucket (the key of each attempt's end says how it ended),
+// and counts the jobs by state; it reads a job's record only when its keys
+// do not say enough (a claim with no end, an unknown outcome, a ledger of
+// an earlier version). Each job whose outcome is unknown (unknown, or
+// claimed and not ended by a worker that is gone: see
+// Options.ResendUnknown) is given to unknown, when not nil, as its last
+// attempt; a claim in flight on a live worker is counted in InFlight
+// instead.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
 	st := Status{States: map[State]int{}}
-	for rec, err := range lastAttempts(ctx, store) {
-		live := false
-		if err == nil && rec.State == Claimed {
-			live, err = beating(ctx, store, rec.Run)
-		}
+	runs := map[string]bool{} // heartbeats read, by run
+	for j, err := range jobsOf(ctx, store) {
 		if err != nil {
 			return st, err
+		}
+		rec := j.fromKeys()
+		if rec == nil || rec.State == Unknown && unknown != nil {
+			if rec, _, err = j.read(ctx, store); err != nil {
+				return st, err
+			}
+		}
+		live := false
+		if rec.State == Claimed {
+			if live, err = beatingOnce(ctx, store, rec.Run, runs); err != nil {
+				return st, err
+			}
 		}
 		st.add(rec)
 		if live {
@@ -47,6 +66,18 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 	return st, nil
 }
 
+// beatingOnce is beating, reading each run's heartbeat once.
+func beatingOnce(ctx context.Context, store Store, run string, runs map[string]bool) (bool, error) {
+	if live, ok := runs[run]; ok {
+		return live, nil
+	}
+	live, err := beating(ctx, store, run)
+	if err == nil && len(runs) < 4096 {
+		runs[run] = live
+	}
+	return live, err
+}
+
 // add counts a job by its last attempt.
 func (st *Status) add(rec *record) {
 	st.Jobs++
@@ -56,33 +87,84 @@ func (st *Status) add(rec *record) {
 	}
 }
 
-// lastAttempts yields the last attempt of every job of the ledger, one job
-// at a time, in the order of their keys, or an error that ends them.
-func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
-	return func(yield func(*record, error) bool) {
-		job := ""
-		// next yields the last attempt of job, and reports whether to go on.
-		next := func() bool {
-			rec, _, err := latest(ctx, store, job)
-			if rec == nil && err == nil {
-				return true // never claimed
-			}
-			return yield(rec, err) && err == nil
-		}
+// jobsOf yields the keys of every job of the ledger, one job at a time, in
+// the order of their keys, from one listing, or an error that ends them.
+func jobsOf(ctx context.Context, store Store) iter.Seq2[*jobKeys, error] {
+	return func(yield func(*jobKeys, error) bool) {
+		j := &jobKeys{}
 		for key, err := range store.List(ctx, ledgerPrefix) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if k, ok := jobOf(key); ok && k != job {
-				if job != "" && !next() {
+			ki, ok := parseKey(key)
+			if !ok {
+				continue
+			}
+			if ki.job != j.job {
+				if j.job != "" && !yield(j, nil) {
 					return
 				}
-				job = k
+				j = &jobKeys{job: ki.job}
 			}
+			j.add(key, ki)
 		}
-		if job != "" {
-			next()
+		if j.job != "" {
+			yield(j, nil)
+		}
+	}
+}
+
+// readWindow is how many records lastAttempts reads at once: a bucket
+// answers each after a round trip, and the page is written in order.
+const readWindow = 32
+
+// lastAttempts yields the last attempt of every job of the ledger, one job
+// at a time, in the order of their keys, or an error that ends them: a
+// listing, and a read of each job's last record, readWindow of them at
+// once.
+func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
+	type result struct {
+		rec *record
+		err error
+	}
+	return func(yield func(*record, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		pending := make(chan chan result, readWindow)
+		go func() {
+			defer close(pending)
+			for j, err := range jobsOf(ctx, store) {
+				ch := make(chan result, 1)
+				if err != nil {
+					ch <- result{nil, err}
+				} else {
+					go func() {
+						rec, _, err := j.read(ctx, store)
+						ch <- result{rec, err}
+					}()
+				}
+				select {
+				case pending <- ch:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		for ch := range pending {
+			r := <-ch
+			if r.err != nil || !yield(r.rec, nil) {
+				if r.err != nil {
+					yield(nil, r.err)
+				}
+				cancel()
+				for range pending { // let the reader end
+				}
+				return
+			}
 		}
 	}
 }
@@ -90,11 +172,26 @@ func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
 // IndexFile is the name of the contact sheet WriteIndex writes.
 const IndexFile = "index.html"
 
+// pageKey keeps what the ledger held when index.html was last written.
+const pageKey = ledgerPrefix + "page.json"
+
 // WriteIndex writes index.html to store, beside the outputs: the contact
 // sheet of package page, showing every job of the ledger by its last
-// attempt. The ledger is read one job at a time, and the page is written
-// as one object: a reader sees the old page or the new one.
+// attempt. The page is written as one object: a reader sees the old page
+// or the new one. A page written when the ledger held the records it holds
+// now is current, and is left as it is: a listing of the ledger says so
+// (see ledger/page.json), without reading a record. Otherwise the ledger's
+// records are read, readWindow at once, as the page is written.
 func WriteIndex(ctx context.Context, store Store) error {
+	mark, err := ledgerMark(ctx, store)
+	if err != nil {
+		return err
+	}
+	if old, err := store.Get(ctx, pageKey); err == nil && string(old) == mark {
+		if ok, err := store.Exists(ctx, IndexFile); err != nil || ok {
+			return err
+		}
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := store.NewWriter(wctx, IndexFile, map[string]string{"content-type": "text/html; charset=utf-8"})
@@ -117,7 +214,95 @@ func WriteIndex(ctx context.Context, store Store) error {
 		_ = w.Close()
 		return err
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		return err
+	}
+	// The page holds at least what the ledger held at the listing.
+	return store.Put(ctx, pageKey, []byte(mark))
+}
+
+// WriteIndex is the package's WriteIndex over the Runner's Store. A
+// Runner on a RemoteStore that keeps index.html current while it runs
+// (Options.IndexEvery) reads the records it made from memory, up to 64 MiB
+// of them, rather than from the Store.
+func (r *Runner) WriteIndex(ctx context.Context) error {
+	if r.store == nil {
+		return errors.New("batch: a Runner without a Store has no index to write")
+	}
+	return WriteIndex(ctx, r.store)
+}
+
+// ledgerMark sums up the records of the ledger from one listing of it:
+// records are never replaced, so the same keys are the same ledger. A
+// view that listed the ledger and created no record since says it without
+// listing it again: records others made since are theirs to put on the
+// page, which every run writes at its end.
+func ledgerMark(ctx context.Context, store Store) (string, error) {
+	if v, ok := store.(*view); ok {
+		if mark, fresh := v.freshMark(); fresh {
+			return mark, nil
+		}
+	}
+	m := &ledgerMarker{}
+	for key, err := range store.List(ctx, ledgerPrefix) {
+		if err != nil {
+			return "", err
+		}
+		if _, ok := parseKey(key); ok {
+			m.add(key)
+		}
+	}
+	return m.String(), nil
+}
+
+// A ledgerMarker sums up the keys of records, in the order listed, by
+// the 16 parts of the ledger (see take), so that the parts can be listed
+// at once.
+type ledgerMarker struct {
+	parts [len(hexDigits)]*marker
+}
+
+// add adds a record's key, ledger/<3 hex digits>/...
+func (m *ledgerMarker) add(key string) {
+	i := strings.IndexByte(hexDigits, key[len(ledgerPrefix)])
+	if m.parts[i] == nil {
+		m.parts[i] = newMarker()
+	}
+	m.parts[i].add(key)
+}
+
+// join takes the parts o summed up.
+func (m *ledgerMarker) join(o *ledgerMarker) {
+	for i, p := range o.parts {
+		if p != nil {
+			m.parts[i] = p
+		}
+	}
+}
+
+func (m *ledgerMarker) String() string {
+	h, n := sha256.New(), 0
+	for _, p := range m.parts {
+		if p == nil {
+			p = newMarker()
+		}
+		n += p.n
+		h.Write(p.h.Sum(nil))
+	}
+	return fmt.Sprintf(`{"records":%d,"sha256":"%x"}`, n, h.Sum(nil))
+}
+
+// A marker sums up the keys of one part of the ledger.
+type marker struct {
+	h hash.Hash
+	n int
+}
+
+func newMarker() *marker { return &marker{h: sha256.New()} }
+
+func (m *marker) add(key string) {
+	m.n++
+	_, _ = io.WriteString(m.h, key+"\n")
 }
 
 // entryOf is a record as the page shows it.

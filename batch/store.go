@@ -20,8 +20,12 @@
 // again only with Options.ResendUnknown). Each attempt at a job is its own
 // key in the ledger, made by an exclusive create, so two workers never make
 // the same attempt; Classify is the one place that turns a call's error
-// into a state. ReadStatus counts a ledger's jobs by state and WriteIndex
-// writes a page that shows them to a person.
+// into a state. The key of an attempt's end says how it ended, so that a
+// run, ReadStatus (which counts a ledger's jobs by state) and a rerun
+// learn where every job stands from listings of the Store, a thousand keys
+// a request on a bucket, rather than a request a job; WriteIndex writes a
+// page that shows them to a person. A Budget caps the calls and the
+// spending of every run on a ledger together.
 //
 // A claim with no end is in flight on a live worker, or its worker died
 // (maybe paid). Each run keeps a heartbeat, ledger/runs/<run>.json, written
@@ -91,6 +95,16 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// Close releases what the store holds open.
 	Close() error
+}
+
+// A DirLister is a Store that can also list the keys directly under a
+// prefix, leaving out those in its sub-folders (a bucket's listing with a
+// delimiter): a run lists the outputs so, apart from the ledger's folder.
+// storetest checks it where a Store has it.
+type DirLister interface {
+	// ListDir yields the keys under prefix, which is "" or ends in "/",
+	// that hold no "/" after it, in lexical order.
+	ListDir(ctx context.Context, prefix string) iter.Seq2[string, error]
 }
 
 // CheckKey is the check every Store makes of a key before it touches

@@ -239,7 +239,7 @@ func (ru *run) call(ctx context.Context, t *task, n int) {
 	var res any
 	var resp *http.Response
 	if err == nil {
-		opts := append([]creative.Option{creative.WithMiddleware(ru.st.gate(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
+		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(t.op.Name, ru.Stop), ru.st.gate(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
 		res, err = opcall.Call(ctx, ru.c, t.op, req, opts...)
 		closeFiles()
 	}

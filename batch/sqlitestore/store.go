@@ -151,7 +151,7 @@ func (s *Store) openDB(maxPages int) error {
 		s.get, err = db.Prepare(`SELECT data, data IS NULL FROM objects WHERE key = ?`)
 	}
 	if err == nil {
-		s.page, err = db.Prepare(`SELECT key FROM objects WHERE key >= ? ORDER BY key LIMIT ?`)
+		s.page, err = db.Prepare(`SELECT key, data IS NULL FROM objects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?`)
 	}
 	if err == nil {
 		s.w, err = newWriter(conn)
@@ -266,28 +266,36 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // List yields the keys under prefix in lexical order, reading a page of
 // them at a time, each page in a read of its own: a long List holds no
 // snapshot of the database open, so the WAL can be checkpointed meanwhile.
+// An output whose file is no longer in the folder (a person removed it) is
+// not listed, as Exists does not find it.
 func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		if dir, _ := path.Split(prefix); strings.Contains(prefix, `\`) || dir != "" && batch.CheckKey(strings.TrimSuffix(dir, "/")) != nil {
 			yield("", fmt.Errorf("sqlitestore: prefix %q is not a clean relative path", prefix))
 			return
 		}
-		from := prefix
+		from, to := prefix, prefixEnd(prefix)
 		for {
-			page, err := s.readPage(ctx, from)
+			page, err := s.readPage(ctx, from, to)
 			if err != nil {
 				yield("", fmt.Errorf("sqlitestore: list %s: %w", prefix, err))
 				return
 			}
-			for _, k := range page {
-				if !strings.HasPrefix(k, prefix) || !yield(k, nil) {
+			for _, r := range page {
+				if !strings.HasPrefix(r.key, prefix) {
+					return
+				}
+				if r.isFile && !s.fileThere(r.key) {
+					continue
+				}
+				if !yield(r.key, nil) {
 					return
 				}
 			}
 			if len(page) < listPage {
 				return
 			}
-			from = page[len(page)-1] + "\x00" // the first key after it
+			from = page[len(page)-1].key + "\x00" // the first key after it
 		}
 	}
 }
@@ -295,22 +303,46 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 // listPage is how many keys one read of List takes.
 const listPage = 256
 
-// readPage reads the keys that sort from from on, a page of them.
-func (s *Store) readPage(ctx context.Context, from string) ([]string, error) {
-	rows, err := s.page.QueryContext(ctx, from, listPage)
+// A listed is a key of a page of List, and whether it is an output's file.
+type listed struct {
+	key    string
+	isFile bool
+}
+
+// prefixEnd is the first key after every key under prefix: keys are
+// UTF-8, in which no byte is 0xff.
+func prefixEnd(prefix string) string {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] < 0xff {
+			return prefix[:i] + string([]byte{prefix[i] + 1})
+		}
+	}
+	return "\xff"
+}
+
+// readPage reads the keys that sort from from on and before to, a page of
+// them.
+func (s *Store) readPage(ctx context.Context, from, to string) ([]listed, error) {
+	rows, err := s.page.QueryContext(ctx, from, to, listPage)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	page := make([]string, 0, listPage)
+	page := make([]listed, 0, listPage)
 	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
+		var r listed
+		if err := rows.Scan(&r.key, &r.isFile); err != nil {
 			return nil, err
 		}
-		page = append(page, k)
+		page = append(page, r)
 	}
 	return page, rows.Err()
+}
+
+// fileThere reports whether the file of an output is in the folder.
+func (s *Store) fileThere(key string) bool {
+	st, err := s.root.Stat(key)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // Close stops the writer once the writes under way are committed, and

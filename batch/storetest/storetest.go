@@ -1,7 +1,8 @@
 // Package storetest checks that a batch.Store keeps the contract the
 // ledger relies on: exclusive creates under concurrency, atomic replaces,
-// lexical listing, writers that show nothing until they close whole, and
-// keys that cannot escape the store.
+// lexical listing that shows every write at once (a run reads the ledger
+// from one listing), writers that show nothing until they close whole,
+// and keys that cannot escape the store.
 //
 // A Store implementation runs it from its own tests:
 //
@@ -41,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) batch.Store) {
 		{"List yields the keys under a prefix in lexical order", listOrder},
 		{"List can be stopped early", listStops},
 		{"List of a prefix that matches nothing yields nothing", listNothing},
+		{"List shows at once what was created, put, written and deleted", listAfterWrites},
+		{"ListDir, where a Store has it, lists a folder without its sub-folders", listDir},
 		{"a writer's object is visible only after Close", writerVisibleAfterClose},
 		{"a writer whose context is cancelled leaves nothing", writerCancelled},
 		{"a writer of a large object streams it", writerLarge},
@@ -277,6 +280,50 @@ func listNothing(t *testing.T, s batch.Store) {
 	must(t, s.Put(ctx(t), "a/b", nil), "Put")
 	if got := list(t, s, "z/"); len(got) != 0 {
 		t.Errorf("List(\"z/\") = %q", got)
+	}
+}
+
+func listAfterWrites(t *testing.T, s batch.Store) {
+	must(t, s.Create(ctx(t), "ledger/abc/x.0001.json", []byte("c")), "Create")
+	must(t, s.Put(ctx(t), "ledger/runs/r.json", []byte("p")), "Put")
+	w, err := s.NewWriter(ctx(t), "out.png", nil)
+	must(t, err, "NewWriter")
+	_, _ = io.WriteString(w, "png")
+	must(t, w.Close(), "Close")
+	want := []string{"ledger/abc/x.0001.json", "ledger/runs/r.json", "out.png"}
+	if got := list(t, s, ""); !slices.Equal(got, want) {
+		t.Fatalf("List right after the writes = %q, want %q", got, want)
+	}
+	must(t, s.Delete(ctx(t), "out.png"), "Delete")
+	must(t, s.Delete(ctx(t), "ledger/runs/r.json"), "Delete")
+	if got := list(t, s, ""); !slices.Equal(got, want[:1]) {
+		t.Errorf("List right after the deletes = %q, want %q", got, want[:1])
+	}
+}
+
+func listDir(t *testing.T, s batch.Store) {
+	d, ok := s.(batch.DirLister)
+	if !ok {
+		t.Skip("the Store has no ListDir")
+	}
+	for _, k := range []string{"b.png", "a.png", "ledger/abc/x.json", "ledger/runs/r.json", "ledgers", "results/1.jsonl"} {
+		must(t, s.Put(ctx(t), k, []byte(k)), "Put")
+	}
+	var got []string
+	for k, err := range d.ListDir(ctx(t), "") {
+		must(t, err, "ListDir")
+		got = append(got, k)
+	}
+	if want := []string{"a.png", "b.png", "ledgers"}; !slices.Equal(got, want) {
+		t.Errorf("ListDir(\"\") = %q, want %q", got, want)
+	}
+	got = nil
+	for k, err := range d.ListDir(ctx(t), "ledger/") {
+		must(t, err, "ListDir")
+		got = append(got, k)
+	}
+	if len(got) != 0 {
+		t.Errorf("ListDir(\"ledger/\") = %q, want nothing (every key is in a sub-folder)", got)
 	}
 }
 

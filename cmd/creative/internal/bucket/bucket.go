@@ -78,7 +78,14 @@ type Store struct {
 	pageSize int    // keys asked of the service per page of a listing
 }
 
-var _ batch.Store = (*Store)(nil)
+var (
+	_ batch.RemoteStore = (*Store)(nil)
+	_ batch.DirLister   = (*Store)(nil)
+)
+
+// Remote reports that each request of the Store is a round trip to the
+// bucket's service.
+func (s *Store) Remote() bool { return true }
 
 // Open opens the bucket named by rawURL as a Store: s3://bucket/prefix,
 // gs://bucket/prefix, azblob://container/prefix or mem://, with the query
@@ -269,6 +276,31 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 			}
 			for _, obj := range page {
 				if obj.IsDir || strings.HasPrefix(obj.Key, probePrefix) {
+					continue
+				}
+				if !yield(obj.Key, nil) {
+					return
+				}
+			}
+			token = next
+		}
+	}
+}
+
+// ListDir yields the keys directly under prefix ("" or ending in "/"), in
+// lexical order, asking the service for a page at a time with "/" as the
+// delimiter: the keys in sub-folders are not listed.
+func (s *Store) ListDir(ctx context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		token := blob.FirstPageToken
+		for len(token) > 0 {
+			page, next, err := s.b.ListPage(ctx, token, s.pageSize, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+			if err != nil {
+				yield("", fmt.Errorf("bucket: list %s: %w", prefix, err))
+				return
+			}
+			for _, obj := range page {
+				if obj.IsDir {
 					continue
 				}
 				if !yield(obj.Key, nil) {

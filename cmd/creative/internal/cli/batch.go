@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,6 +37,10 @@ type batchFlags struct {
 	allowOutside  bool
 	maxFile       int64 // --max-download-bytes
 	startOver     bool
+	maxCalls      int
+	maxSpend      float64
+	prices        []string // OP=PRICE
+	pricesFile    string
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
@@ -136,6 +142,10 @@ Exit status
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
 	fs.Int64Var(&f.maxFile, "max-download-bytes", 4<<30, "most bytes of each file an answer links to: a run writes at most this per link, --max-links links per job")
 	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
+	fs.IntVar(&f.maxCalls, "max-calls", 0, "most calls that may be paid sent by every run and worker on this ledger together (0: no cap)")
+	fs.Float64Var(&f.maxSpend, "max-spend", 0, "most those calls may cost, priced by --price or --prices (0: no cap)")
+	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable), for --max-spend")
+	fs.StringVar(&f.pricesFile, "prices", "", "a file of prices, one OP=PRICE a line (# starts a comment), for --max-spend")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
 	// Usage and flags first, the rest after them.
@@ -173,7 +183,45 @@ func (f *batchFlags) check() (shardI, shardN int, err error) {
 	if !(f.rate >= 0) || math.IsInf(f.rate, 1) {
 		return 0, 0, usagef("--rate must be 0 (no limit) or a positive number, got %v", f.rate)
 	}
+	if f.maxCalls < 0 || !(f.maxSpend >= 0) || math.IsInf(f.maxSpend, 1) {
+		return 0, 0, usagef("--max-calls and --max-spend must be 0 (no cap) or above")
+	}
 	return parseShard(f.shard)
+}
+
+// budget reads --max-calls, --max-spend and the prices.
+func (f *batchFlags) budget() (batch.Budget, error) {
+	b := batch.Budget{MaxCalls: f.maxCalls, MaxSpend: f.maxSpend}
+	lines := slices.Clone(f.prices)
+	if f.pricesFile != "" {
+		data, err := os.ReadFile(f.pricesFile)
+		if err != nil {
+			return b, usagef("--prices: %v", err)
+		}
+		for line := range strings.Lines(string(data)) {
+			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
+				lines = append(lines, line)
+			}
+		}
+	}
+	for _, l := range lines {
+		op, price, ok := strings.Cut(l, "=")
+		p, err := strconv.ParseFloat(strings.TrimSpace(price), 64)
+		if !ok || err != nil {
+			return b, usagef("a price must be OP=PRICE, such as image/text-to-image=0.04, got %q", strings.TrimSpace(l))
+		}
+		if b.Prices == nil {
+			b.Prices = map[string]float64{}
+		}
+		b.Prices[strings.TrimSpace(op)] = p
+	}
+	if len(b.Prices) > 0 && b.MaxSpend == 0 {
+		return b, usagef("prices are for --max-spend, which is not given")
+	}
+	if b.MaxSpend > 0 && len(b.Prices) == 0 {
+		return b, usagef("--max-spend needs the price of each operation the jobs call: --price OP=PRICE or --prices FILE")
+	}
+	return b, nil
 }
 
 func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
@@ -196,8 +244,12 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		}
 	}
 	defer closeClient()
+	budget, err := f.budget()
+	if err != nil {
+		return err
+	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
 	jobs := batch.File(path)
 	if isURL(path) {
 		// The jobs file and the files its lines name, from a bucket or
@@ -362,7 +414,10 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	stopWatching()
 	d.stop()
 	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", summaryText(sum), time.Since(start).Seconds(), log.path)
-	if ierr := batch.WriteIndex(context.WithoutCancel(ctx), store); ierr != nil {
+	if spent := r.Spent(); spent != nil {
+		fmt.Fprintf(a.con, "creative: %v: no more jobs were claimed (batch status shows the budget)\n", spent)
+	}
+	if ierr := r.WriteIndex(context.WithoutCancel(ctx)); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
 	}
 	if log.err != nil {
@@ -469,17 +524,19 @@ func (a *app) batchStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status --out DIR",
 		Short: "Count the jobs of a batch's ledger by state and list the unknown ones",
-		Long: `Read the ledger under --out, one job at a time, and print how many jobs
-are in each state, for every run and worker that shared the folder; then
-list the jobs whose outcome is unknown (sent, with no answer recorded,
+		Long: `Read the ledger under --out from a listing of it (a bucket answers a
+thousand keys a request) and print how many jobs are in each state, for
+every run and worker that shared the folder, and what was taken of the
+budget (--max-calls, --max-spend); then list the jobs whose outcome is unknown (sent, with no answer recorded,
 by a worker that is gone: they may have been paid for, and are sent
 again only with creative batch --resend-unknown). Jobs in flight on a
 worker still running are counted, not listed.
 
 --json prints one JSON object for scripts: "jobs", "states" (jobs by
-state), "inFlight", "lost" and "review", every job to review before
---resend-unknown with its job key, line, id, op, state, worker, time,
-requestId and error.
+state), "inFlight", "lost", "budget" (when a run was given a cap:
+"calls" and "spend", each with its "limit", what was "spent" and what is
+"left"), and "review", every job to review before --resend-unknown with
+its job key, line, id, op, state, worker, time, requestId and error.
 
 In a folder the ledger is the SQLite database DIR/ledger.db, which the
 sqlite3 shell reads too:
@@ -536,6 +593,16 @@ func (a *app) printStatus(ctx context.Context, store batch.Store) error {
 	if st.Lost > 0 {
 		fmt.Fprintf(a.stdout, "(%d answered whose links expired: --repay-expired pays for them again)\n", st.Lost)
 	}
+	b, err := batch.ReadBudget(ctx, store)
+	if err != nil {
+		return err
+	}
+	if b.CallsLimit > 0 {
+		fmt.Fprintf(a.stdout, "budget: %d of %d calls taken, %d left\n", b.Calls, b.CallsLimit, max(0, b.CallsLimit-b.Calls))
+	}
+	if b.SpendLimit > 0 {
+		fmt.Fprintf(a.stdout, "budget: %s of %s spent, %s left\n", amount(b.Spent), amount(b.SpendLimit), amount(max(0, b.SpendLimit-b.Spent)))
+	}
 	if n > 0 {
 		fmt.Fprintf(a.stdout, "\n%s may have been paid (unknown, or claimed and never ended):\n", plural(n, "job"))
 		for _, r := range unknown {
@@ -583,12 +650,52 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Store) error {
 	if err != nil {
 		return err
 	}
+	b, err := batch.ReadBudget(ctx, store)
+	if err != nil {
+		return err
+	}
 	rest, _ := json.Marshal(struct {
 		Jobs     int                 `json:"jobs"`
 		States   map[batch.State]int `json:"states"`
 		InFlight int                 `json:"inFlight"`
 		Lost     int                 `json:"lost"`
-	}{st.Jobs, st.States, st.InFlight, st.Lost})
+		Budget   *budgetJSON         `json:"budget,omitempty"`
+	}{st.Jobs, st.States, st.InFlight, st.Lost, budgetOf(b)})
 	_, _ = fmt.Fprintf(w, "],%s\n", rest[1:])
 	return w.Flush()
 }
+
+// budgetJSON is what batch status --json says of the budget.
+type budgetJSON struct {
+	Calls *spentLeft `json:"calls,omitempty"`
+	Spend *spentLeft `json:"spend,omitempty"`
+}
+
+// spentLeft is one cap of the budget: what was taken of it, and what is left.
+type spentLeft struct {
+	Limit float64 `json:"limit"`
+	Spent float64 `json:"spent"`
+	Left  float64 `json:"left"`
+}
+
+// budgetOf is the budget as batch status --json gives it: nil when no run
+// had one.
+func budgetOf(b batch.BudgetStatus) *budgetJSON {
+	var out budgetJSON
+	if b.CallsLimit > 0 {
+		out.Calls = &spentLeft{float64(b.CallsLimit), float64(b.Calls), float64(max(0, b.CallsLimit-b.Calls))}
+	}
+	if b.SpendLimit > 0 {
+		out.Spend = &spentLeft{b.SpendLimit, roundMicro(b.Spent), roundMicro(max(0, b.SpendLimit-b.Spent))}
+	}
+	if out.Calls == nil && out.Spend == nil {
+		return nil
+	}
+	return &out
+}
+
+// amount shows an amount of money as its prices were given, to the
+// millionth the budget counts in.
+func amount(v float64) string { return strconv.FormatFloat(roundMicro(v), 'f', -1, 64) }
+
+func roundMicro(v float64) float64 { return math.Round(v*1e6) / 1e6 }

@@ -1,0 +1,117 @@
+package batch_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/creativetest"
+)
+
+// A cap of 5 calls over 20 jobs: exactly 5 reach the server, the run stops
+// claiming and says why, and a new run on the spent budget sends nothing.
+func TestACapOfCallsIsNeverExceededAndASpentBudgetSendsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, imageJobs(20)...)
+	o := batch.Options{Concurrency: 4, Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxCalls: 5}}
+	r, err := batch.New(f.c, f.store, o)
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 5, f.srv.Count("image/text-to-image"), "the server's count")
+	assert.Equal(t, 5, sum.Done, "%+v", sum)
+	assert.Equal(t, 15, sum.Refused+sum.NotStarted, "%+v", sum)
+	require.ErrorIs(t, r.Spent(), batch.ErrBudgetSpent)
+	assert.Contains(t, r.Spent().Error(), "5 of 5 calls taken")
+	b, err := batch.ReadBudget(context.Background(), f.store)
+	require.NoError(t, err)
+	assert.Equal(t, batch.BudgetStatus{Calls: 5, CallsLimit: 5}, b)
+
+	f.srv.Reset()
+	r, err = batch.New(f.c, f.store, o)
+	require.NoError(t, err)
+	sum, err = checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Zero(t, f.srv.Count("image/text-to-image"), "a run on a spent budget sent calls")
+	assert.Zero(t, sum.Done)
+	require.ErrorIs(t, r.Spent(), batch.ErrBudgetSpent)
+
+	// A larger cap lets the rest through, once each.
+	o.MaxCalls = 20
+	sum, err = f.run(t, o)
+	require.NoError(t, err)
+	assert.Equal(t, 15, f.srv.Count("image/text-to-image"))
+	assert.Equal(t, 15, sum.Done, "%+v", sum)
+	assert.Equal(t, 5, sum.DoneBefore, "%+v", sum)
+}
+
+// A cap on spending with a price table of two operations: what reached the
+// server, priced, never exceeds the cap, and a run on one worker leaves
+// less than the dearest call of it unspent.
+func TestACapOnSpendingPricesEachOperation(t *testing.T) {
+	f := newFixture(t)
+	var lines []string
+	for i := range 12 {
+		lines = append(lines, fmt.Sprintf(`{"op":"image/text-to-image","prompt":"image %d"}`, i),
+			fmt.Sprintf(`{"op":"audio/text-to-speech","prompt":"speech %d","voiceId":"female 1"}`, i))
+	}
+	f.write(t, lines...)
+	prices := map[string]float64{"image/text-to-image": 0.04, "audio/text-to-speech": 0.015}
+	sum, err := f.run(t, batch.Options{Concurrency: 1, Budget: batch.Budget{MaxSpend: 0.5, Prices: prices}})
+	require.NoError(t, err)
+	images, speech := f.srv.Count("image/text-to-image"), f.srv.Count("audio/text-to-speech")
+	spent := float64(images)*0.04 + float64(speech)*0.015
+	t.Logf("%d images and %d speeches: %.3f of 0.5; %+v", images, speech, spent, sum)
+	assert.LessOrEqual(t, spent, 0.5+1e-9)
+	assert.Greater(t, spent, 0.5-0.04)
+	assert.Equal(t, images+speech, sum.Done)
+	b, err := batch.ReadBudget(context.Background(), f.store)
+	require.NoError(t, err)
+	assert.InDelta(t, spent, b.Spent, 1e-9)
+	assert.InDelta(t, 0.5, b.SpendLimit, 1e-9)
+
+	// An operation with no price is not sent under a cap on spending.
+	f.srv.Reset()
+	f.write(t, `{"op":"image/generate-qr","url":"https://e.example","prompt":"qr"}`)
+	r, err := batch.New(f.c, f.store, batch.Options{Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxSpend: 5, Prices: prices}})
+	require.NoError(t, err)
+	sum, err = checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Empty(t, f.srv.Requests())
+	assert.Equal(t, 1, sum.Refused, "%+v", sum)
+	require.ErrorIs(t, r.Spent(), batch.ErrBudgetSpent)
+	assert.Contains(t, r.Spent().Error(), "no price was given for image/generate-qr")
+}
+
+// A retry after a 429 reuses its share (the service did nothing); every
+// attempt whose outcome may be paid takes one.
+func TestARefusedAttemptKeepsItsShare(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Fail("image/text-to-image", creativetest.Fault{Times: 2, Status: 429, RetryAfter: "0"})
+	f.write(t, imageJobs(3)...)
+	r, err := batch.New(f.c, f.store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxCalls: 3}})
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 3, sum.Done, "%+v", sum)
+	assert.NoError(t, r.Spent())
+	assert.Equal(t, 5, f.srv.Count("image/text-to-image"), "two refused, three answered")
+}
+
+func TestABudgetIsChecked(t *testing.T) {
+	for _, b := range []batch.Budget{
+		{MaxCalls: -1},
+		{MaxSpend: -1},
+		{MaxSpend: 1},
+		{MaxSpend: 1, Prices: map[string]float64{"image/no-such-thing": 1}},
+		{MaxSpend: 1, Prices: map[string]float64{"image/text-to-image": -0.5}},
+	} {
+		_, err := batch.New(nil, nil, batch.Options{Budget: b})
+		assert.Error(t, err, "%+v", b)
+	}
+}
