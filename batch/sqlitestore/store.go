@@ -139,7 +139,7 @@ func (s *Store) openDB(maxPages int) error {
 		err = checkLedger(conn)
 	}
 	if err == nil {
-		err = migrate(conn, s.root)
+		err = migrate(conn, s.dir)
 	}
 	if err == nil {
 		err = markLedger(conn)
