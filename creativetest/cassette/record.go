@@ -143,9 +143,12 @@ func (c *Cassette) commit(e *entry) error {
 // returns.
 func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool) (*spool, []string, error) {
 	red := c.redactor()
-	text := isText(ctype) && s.n <= maxText
-	if !text && !holdsForm(s, red.Forms) {
-		return s, nil, nil
+	if !isText(ctype) || s.n > maxText {
+		if !holdsForm(s, red.Forms) {
+			return s, nil, nil
+		}
+		out, err := c.scrubbed(s, red.Forms)
+		return out, nil, err
 	}
 	b, err := c.st.root.ReadFile(s.t.Name())
 	if err != nil {
@@ -154,18 +157,12 @@ func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool
 	}
 	orig := b
 	var parts []string
-	if text {
-		if links {
-			b = c.rewriteLinks(ctx, b)
-		}
-		b = []byte(red.Redact(string(b)))
-		if mt, _, _ := mime.ParseMediaType(ctype); strings.HasSuffix(mt, "json") {
-			b, parts = c.extractImages(ctx, b)
-		}
-	} else {
-		for _, f := range red.Forms {
-			b = bytes.ReplaceAll(b, []byte(f), []byte(strings.Repeat("x", len(f))))
-		}
+	if links {
+		b = c.rewriteLinks(ctx, b)
+	}
+	b = []byte(red.Redact(string(b)))
+	if mt, _, _ := mime.ParseMediaType(ctype); strings.HasSuffix(mt, "json") {
+		b, parts = c.extractImages(ctx, b)
 	}
 	if bytes.Equal(b, orig) {
 		return s, parts, nil
@@ -180,6 +177,75 @@ func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool
 		return nil, nil, fmt.Errorf("cassette: %w", err)
 	}
 	return out, parts, nil
+}
+
+// scrubbed returns a new spool of the bytes of s with each of forms
+// written over, streamed a window at a time (see scrub): a body that is
+// not text may be as long as Options.MaxBodyBytes. s is removed.
+func (c *Cassette) scrubbed(s *spool, forms []string) (*spool, error) {
+	defer s.t.Remove()
+	f, err := c.st.root.Open(s.t.Name())
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	defer f.Close()
+	out, err := c.st.spool()
+	if err != nil {
+		return nil, err
+	}
+	if err := scrub(out, f, forms); err != nil {
+		out.t.Remove()
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	return out, nil
+}
+
+// scrub copies src to dst with every one of forms (longest first) written
+// over with as many x's, in windows of 1 MiB that overlap by the longest
+// form but one byte, so that a form across two windows is whole in the
+// first that holds its end. Lengths do not change, so a stream's chunks
+// still add up.
+func scrub(dst io.Writer, src io.Reader, forms []string) error {
+	overlap := len(forms[0]) - 1
+	buf := make([]byte, 1<<20+overlap)
+	kept := 0
+	for {
+		n, err := io.ReadFull(src, buf[kept:])
+		window := buf[:kept+n]
+		for _, f := range forms {
+			hide(window, []byte(f))
+		}
+		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !end {
+			return err
+		}
+		out := len(window)
+		if !end {
+			out -= overlap
+		}
+		if _, err := dst.Write(window[:out]); err != nil {
+			return err
+		}
+		if end {
+			return nil
+		}
+		kept = copy(buf, window[out:])
+	}
+}
+
+// hide writes x's over each form in b, from the left, as bytes.ReplaceAll
+// would.
+func hide(b, form []byte) {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], form)
+		if j < 0 {
+			return
+		}
+		for k := range form {
+			b[i+j+k] = 'x'
+		}
+		i += j + len(form)
+	}
 }
 
 // holdsForm reports whether the spooled bytes hold one of forms, reading
