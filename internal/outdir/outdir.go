@@ -303,7 +303,7 @@ func (d *Dir) Move(from, to string) error {
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("outdir: %w", &fs.PathError{Op: "move", Path: d.Join(to), Err: fs.ErrExist})
 	case err == nil:
-		err = d.root.Remove(from)
+		err = d.unlinkSame(from, to)
 	default: // no hard links here
 		err = d.root.Rename(from, to)
 	}
@@ -314,6 +314,27 @@ func (d *Dir) Move(from, to string) error {
 		return fmt.Errorf("outdir: %w", err)
 	}
 	return nil
+}
+
+// unlinkSame removes the name from, just linked to to, unless from names
+// another file by now: that one took its place meanwhile and is left
+// there, the file moved being at to all the same.
+func (d *Dir) unlinkSame(from, to string) error {
+	a, err := d.root.Lstat(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b, err := d.root.Lstat(to)
+	switch {
+	case err != nil:
+		return err
+	case !os.SameFile(a, b):
+		return nil
+	}
+	return d.root.Remove(from)
 }
 
 // MoveAside moves the regular file at name to the first free name of
