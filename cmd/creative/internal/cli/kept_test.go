@@ -26,22 +26,12 @@ func TestABatchKeepsAFileAtItsOutputsNameThatTheLedgerDoesNotKnow(t *testing.T) 
 
 	// The name the job's output takes, from a run of its own.
 	first := filepath.Join(dir, "first")
-	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", first)
-	require.Equal(t, 0, code, stderr)
-	var output string
-	es, err := os.ReadDir(first)
-	require.NoError(t, err)
-	for _, e := range es {
-		if strings.HasPrefix(e.Name(), "hello-") {
-			output = e.Name()
-		}
-	}
-	require.NotEmpty(t, output)
+	output := outputName(t, env, jobs, first, "hello-")
 	answer := readFile(t, filepath.Join(first, output))
 
 	// A folder with a ledger (of another job), and a file at that name.
 	out := filepath.Join(dir, "out")
-	code, _, stderr = runCLI(t, env, "batch", other, "--out", out)
+	code, _, stderr := runCLI(t, env, "batch", other, "--out", out)
 	require.Equal(t, 0, code, stderr)
 	require.NoError(t, os.WriteFile(filepath.Join(out, output), []byte("paid before"), 0o644))
 	srv.Reset()
@@ -53,4 +43,21 @@ func TestABatchKeepsAFileAtItsOutputsNameThatTheLedgerDoesNotKnow(t *testing.T) 
 	ext := filepath.Ext(output)
 	aside := strings.TrimSuffix(output, ext) + ".earlier-1" + ext
 	assert.Equal(t, "paid before", readFile(t, filepath.Join(out, aside)), "the earlier file is kept")
+}
+
+// outputName runs the batch jobs into the folder out and returns the name
+// of the file it wrote there that starts with prefix.
+func outputName(t *testing.T, env map[string]string, jobs, out, prefix string) string {
+	t.Helper()
+	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	es, err := os.ReadDir(out)
+	require.NoError(t, err)
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), prefix) {
+			return e.Name()
+		}
+	}
+	t.Fatalf("the run wrote no file %s... in %s", prefix, out)
+	return ""
 }
