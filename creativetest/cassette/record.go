@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -201,35 +202,44 @@ func (c *Cassette) scrubbed(s *spool, forms []string) (*spool, error) {
 }
 
 // scrub copies src to dst with every one of forms (longest first) written
-// over with as many x's, in windows of 1 MiB that overlap by the longest
-// form but one byte, so that a form across two windows is whole in the
-// first that holds its end. Lengths do not change, so a stream's chunks
-// still add up.
+// over with as many x's, a window at a time (see windows), so that a form
+// across two windows is whole in the second. Lengths do not change, so a
+// stream's chunks still add up.
 func scrub(dst io.Writer, src io.Reader, forms []string) error {
 	overlap := len(forms[0]) - 1
+	var werr error
+	err := windows(src, overlap, func(w []byte, last bool) bool {
+		for _, f := range forms {
+			hide(w, []byte(f))
+		}
+		if !last {
+			w = w[:len(w)-overlap] // the rest starts the next window
+		}
+		_, werr = dst.Write(w)
+		return werr == nil
+	})
+	return cmp.Or(err, werr)
+}
+
+// windows reads r in windows of 1 MiB and overlap bytes more, each but the
+// first starting with the last overlap bytes of the one before (as fn
+// left them), so that any overlap+1 bytes in a row are whole in one
+// window. It calls fn with each window, last set on the final one, until
+// fn returns false: memory is flat at any length.
+func windows(r io.Reader, overlap int, fn func(w []byte, last bool) bool) error {
 	buf := make([]byte, 1<<20+overlap)
 	kept := 0
 	for {
-		n, err := io.ReadFull(src, buf[kept:])
-		window := buf[:kept+n]
-		for _, f := range forms {
-			hide(window, []byte(f))
-		}
-		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-		if err != nil && !end {
+		n, err := io.ReadFull(r, buf[kept:])
+		w := buf[:kept+n]
+		last := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !last {
 			return err
 		}
-		out := len(window)
-		if !end {
-			out -= overlap
-		}
-		if _, err := dst.Write(window[:out]); err != nil {
-			return err
-		}
-		if end {
+		if !fn(w, last) || last {
 			return nil
 		}
-		kept = copy(buf, window[out:])
+		kept = copy(buf, w[len(w)-overlap:])
 	}
 }
 
@@ -259,25 +269,22 @@ func holdsForm(s *spool, forms []string) bool {
 		return true // unknown: look at the whole
 	}
 	defer s.t.Seek(0, io.SeekEnd)
-	overlap := len(forms[0]) // the longest
-	buf := make([]byte, 1<<20+overlap)
-	kept := 0
-	for {
-		n, err := io.ReadFull(s.t, buf[kept:])
-		window := buf[:kept+n]
+	found, err := holdsAny(s.t, forms)
+	return found || err != nil // unknown: look at the whole
+}
+
+// holdsAny reports whether r holds one of forms (longest first), reading
+// it a window at a time.
+func holdsAny(r io.Reader, forms []string) (found bool, err error) {
+	err = windows(r, len(forms[0])-1, func(w []byte, _ bool) bool {
 		for _, form := range forms {
-			if bytes.Contains(window, []byte(form)) {
-				return true
+			if bytes.Contains(w, []byte(form)) {
+				found = true
 			}
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return false
-		}
-		if err != nil {
-			return true // unknown: look at the whole
-		}
-		kept = copy(buf, window[len(window)-overlap:])
-	}
+		return !found
+	})
+	return found, err
 }
 
 // rewriteLinks rewrites every http(s) link among the values of the JSON
