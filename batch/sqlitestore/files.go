@@ -23,8 +23,8 @@ import (
 const tempPrefix = "store-"
 
 // NewWriter streams an object to key: a temporary file that Close flushes
-// and renames to key, flushing the folder, then records as key's row. Meta
-// is not kept: a folder has no place for it.
+// and puts at key (see place), flushing the folder, then records as key's
+// row. Meta is not kept: a folder has no place for it.
 func (s *Store) NewWriter(ctx context.Context, key string, _ map[string]string) (io.WriteCloser, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
