@@ -17,6 +17,10 @@ func TestMoveReplacesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Whatever holds a name, a folder included, is passed over.
+	if err := os.Mkdir(filepath.Join(dir, "a.earlier-2.png"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -26,10 +30,10 @@ func TestMoveReplacesNothing(t *testing.T) {
 		t.Errorf("Move onto a file = %v, want fs.ErrExist", err)
 	}
 	to, err := d.MoveAside("a.png")
-	if err != nil || to != "a.earlier-2.png" {
-		t.Fatalf("MoveAside = %q, %v; want a.earlier-2.png", to, err)
+	if err != nil || to != "a.earlier-3.png" {
+		t.Fatalf("MoveAside = %q, %v; want a.earlier-3.png", to, err)
 	}
-	for name, want := range map[string]string{"b.png": "b", "a.earlier-1.png": "older", "a.earlier-2.png": "a"} {
+	for name, want := range map[string]string{"b.png": "b", "a.earlier-1.png": "older", "a.earlier-3.png": "a"} {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
 			t.Errorf("%s holds %q, %v; want %q", name, b, err, want)
 		}

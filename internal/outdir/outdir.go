@@ -338,14 +338,18 @@ func (d *Dir) unlinkSame(from, to string) error {
 }
 
 // MoveAside moves the regular file at name to the first free name of
-// <stem>.earlier-<n><ext> beside it (n from 1), replacing nothing, and
-// returns that name: the file is kept, and name is free.
+// <stem>.earlier-<n><ext> beside it (n from 1), passing over a name that
+// holds anything, and replacing nothing; it returns that name: the file is
+// kept, and name is free.
 func (d *Dir) MoveAside(name string) (string, error) {
 	dir, base := path.Split(name)
 	ext := path.Ext(base)
 	stem := strings.TrimSuffix(base, ext)
 	for n := 1; n <= 1000; n++ {
 		to := dir + stem + ".earlier-" + strconv.Itoa(n) + ext
+		if _, err := d.root.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+			continue // taken, by whatever
+		}
 		err := d.Move(name, to)
 		if errors.Is(err, fs.ErrExist) {
 			continue
