@@ -3,12 +3,15 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/internal/outdir"
 )
 
@@ -20,8 +23,8 @@ import (
 const tempPrefix = "store-"
 
 // NewWriter streams an object to key: a temporary file that Close flushes
-// and renames to key, flushing the folder, then records as key's row. Meta
-// is not kept: a folder has no place for it.
+// and puts at key (see place), flushing the folder, then records as key's
+// row. Meta is not kept: a folder has no place for it.
 func (s *Store) NewWriter(ctx context.Context, key string, _ map[string]string) (io.WriteCloser, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -76,12 +79,38 @@ func (w *fileWriter) Close() error {
 	}
 	err := w.t.Flush()
 	if err == nil {
-		err = w.t.Rename(w.key)
+		err = w.s.place(w.ctx, w.t, w.key)
 	}
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", w.key, err)
 	}
 	return w.s.w.do(context.WithoutCancel(w.ctx), opFile, w.key, nil)
+}
+
+// place gives the flushed temporary file t the name key. It replaces the
+// file at key only when the ledger records that file as key's object (a
+// writer's earlier object, replaced as Put replaces). A file there that
+// the ledger does not know may hold an answer paid for (an output of a run
+// whose ledger was lost, or of one killed before it recorded it): it is
+// moved aside to a free name beside it and kept, never written over.
+func (s *Store) place(ctx context.Context, t *outdir.Temp, key string) error {
+	for range 10 {
+		err := t.Link(key)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		_, isFile, err := s.row(context.WithoutCancel(ctx), key)
+		switch {
+		case err == nil && isFile:
+			return t.Rename(key)
+		case err != nil && !errors.Is(err, batch.ErrNotExist):
+			return err
+		}
+		if _, err := s.dir.MoveAside(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s keeps being taken while the answer is put there", s.dir.Join(key))
 }
 
 // staleTemp is the age past which a temporary file at the top of the

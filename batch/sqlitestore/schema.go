@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
 // schemaVersion is the PRAGMA user_version of the schema below.
@@ -65,8 +67,9 @@ FROM (SELECT CAST(data AS TEXT) AS j FROM objects WHERE key GLOB 'ledger/runs/*.
 // migrate brings the database to schemaVersion: it creates the schema in a
 // new database, importing the ledger folder an earlier version left, in one
 // transaction, and refuses a database of a newer version.
-func migrate(conn *sql.Conn, root *os.Root) error {
+func migrate(conn *sql.Conn, d *outdir.Dir) error {
 	ctx := context.Background()
+	root := d.Root()
 	var v int
 	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v == schemaVersion {
 		return err
@@ -89,7 +92,7 @@ func migrate(conn *sql.Conn, root *os.Root) error {
 	if again == 0 {
 		_, err = tx.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion))
 		if err == nil {
-			err = importFolder(ctx, tx, root)
+			err = importFolder(ctx, tx, d)
 		}
 		if err != nil {
 			return err
@@ -117,8 +120,10 @@ const oldLedger = "ledger"
 // importFolder records what an earlier version left in the folder, if it
 // left its ledger folder: the records and heartbeats in it, under the same
 // keys, and the outputs at the top of the folder, as files. The files stay
-// as they are; the database is the record from now on.
-func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
+// as they are; the database is the record from now on. The records are
+// read through the folder's gate: a link or a FIFO put there is refused.
+func importFolder(ctx context.Context, tx *sql.Tx, dir *outdir.Dir) error {
+	root := dir.Root()
 	st, err := root.Lstat(oldLedger)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -140,7 +145,7 @@ func importFolder(ctx context.Context, tx *sql.Tx, root *os.Root) error {
 			if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") || !d.Type().IsRegular() {
 				return err
 			}
-			data, err := root.ReadFile(p)
+			data, err := dir.ReadFile(p)
 			if err == nil {
 				_, err = stmt.ExecContext(ctx, p, data)
 			}

@@ -5,9 +5,11 @@
 // Every key is a row of the database's objects table. A small object
 // (Create, Put: the records of the ledger, the runs' heartbeats) holds its
 // bytes there; an object written with NewWriter (an output) is a file under
-// the folder, flushed under a temporary name, renamed to its key and the
+// the folder, flushed under a temporary name, given its key's name and the
 // folder flushed, and only then recorded as a row without bytes: an output
-// is durable before the record that says it is in place is committed.
+// is durable before the record that says it is in place is committed. It
+// replaces only a file the database records as its key's: any other file
+// at that name is moved aside and kept.
 //
 // The database runs in WAL mode with synchronous=FULL (a commit is on the
 // disk when it returns: a claim that is lost is a job paid twice) and a busy
@@ -139,7 +141,7 @@ func (s *Store) openDB(maxPages int) error {
 		err = checkLedger(conn)
 	}
 	if err == nil {
-		err = migrate(conn, s.root)
+		err = migrate(conn, s.dir)
 	}
 	if err == nil {
 		err = markLedger(conn)

@@ -36,7 +36,8 @@
 // index, JSON and text bodies, headers, URLs) passes the SDK's own
 // redactor, which finds the key as it is and in every escaped form a
 // server may echo it in, and binary bodies are searched for the key's
-// literal forms. Check finds what looks like a key in a cassette, for CI.
+// literal forms; an uploaded file that holds one is matched by its hash
+// and not kept. Check finds what looks like a key in a cassette, for CI.
 //
 // Links in an answer (a music or video URL) are rewritten, when recording,
 // to https://cassette.invalid/files/ and the SHA-256 of the linked file,

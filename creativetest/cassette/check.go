@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -88,12 +90,9 @@ func Check(dir string, o *CheckOptions) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		found = append(found, checkFile(p, b, red, opts.Patterns)...)
-		return nil
+		f, err := checkPath(p, red, opts.Patterns)
+		found = append(found, f...)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("cassette: %w", err)
@@ -102,6 +101,53 @@ func Check(dir string, o *CheckOptions) error {
 		return &CheckError{Findings: found}
 	}
 	return nil
+}
+
+// checkPath looks through the file at p: one of up to maxText bytes
+// whole, as checkFile does; a longer one a window at a time, in flat
+// memory (a cassette may hold videos), as checkFile would look through
+// it: every window for the keys' literal forms and the patterns, and one
+// that holds no NUL as a line of text too, so that a key in any escaped
+// form in a long text is found, whatever the recording missed. A window
+// overlaps the one before past the longest escaped form of a key (two
+// layers of escapes of at most 12 bytes a byte) and by 4 KiB at least; a
+// finding is reported once.
+func checkPath(p string, red keyredact.Redactor, patterns []*regexp.Regexp) ([]Finding, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() <= maxText {
+		b, err := io.ReadAll(f)
+		return checkFile(p, b, red, patterns), err
+	}
+	var out []Finding
+	add := func(what string) {
+		if !slices.ContainsFunc(out, func(f Finding) bool { return f.What == what }) {
+			out = append(out, Finding{File: p, Line: 1, What: what})
+		}
+	}
+	overlap := 4 << 10
+	if len(red.Forms) > 0 {
+		overlap = max(overlap, 2*12*len(red.Forms[0]))
+	}
+	err = windows(f, overlap, func(w []byte, _ bool) bool {
+		for _, g := range checkBinary(p, w, red, patterns) {
+			add(g.What)
+		}
+		if bytes.IndexByte(w, 0) < 0 {
+			for _, what := range checkLine(string(w), red, patterns) {
+				add(what)
+			}
+		}
+		return true
+	})
+	return out, err
 }
 
 // checkFile looks through one file: a text line by line, anything else

@@ -213,7 +213,7 @@ func (c *Cassette) readForm(req *http.Request, r *request, fields map[string]any
 }
 
 // readPart reads one part of a form: a text field's value, or a file's
-// hash, the file kept in bodies/ when recording.
+// hash, the file kept in bodies/ when recording unless it holds a key.
 func (c *Cassette) readPart(p *multipart.Part) (any, error) {
 	if p.FileName() == "" {
 		b, err := io.ReadAll(io.LimitReader(p, maxField+1))
@@ -241,6 +241,12 @@ func (c *Cassette) readPart(p *multipart.Part) (any, error) {
 		return nil, fmt.Errorf("cassette: reading the form: %w", err)
 	}
 	sum := hex.EncodeToString(s.h.Sum(nil))
+	if holdsForm(s, c.redactor().Forms) {
+		// Written over, it would be another file: it is matched by its
+		// hash alone, and not kept.
+		s.t.Remove()
+		return "sha256:" + sum, nil
+	}
 	if _, err := s.keep(sniff.FileExt(s.head)); err != nil {
 		return nil, err
 	}

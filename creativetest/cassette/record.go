@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,9 +144,12 @@ func (c *Cassette) commit(e *entry) error {
 // returns.
 func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool) (*spool, []string, error) {
 	red := c.redactor()
-	text := isText(ctype) && s.n <= maxText
-	if !text && !holdsForm(s, red.Forms) {
-		return s, nil, nil
+	if !isText(ctype) || s.n > maxText {
+		if !holdsForm(s, red.Forms) {
+			return s, nil, nil
+		}
+		out, err := c.scrubbed(s, red.Forms)
+		return out, nil, err
 	}
 	b, err := c.st.root.ReadFile(s.t.Name())
 	if err != nil {
@@ -154,18 +158,12 @@ func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool
 	}
 	orig := b
 	var parts []string
-	if text {
-		if links {
-			b = c.rewriteLinks(ctx, b)
-		}
-		b = []byte(red.Redact(string(b)))
-		if mt, _, _ := mime.ParseMediaType(ctype); strings.HasSuffix(mt, "json") {
-			b, parts = c.extractImages(ctx, b)
-		}
-	} else {
-		for _, f := range red.Forms {
-			b = bytes.ReplaceAll(b, []byte(f), []byte(strings.Repeat("x", len(f))))
-		}
+	if links {
+		b = c.rewriteLinks(ctx, b)
+	}
+	b = []byte(red.Redact(string(b)))
+	if mt, _, _ := mime.ParseMediaType(ctype); strings.HasSuffix(mt, "json") {
+		b, parts = c.extractImages(ctx, b)
 	}
 	if bytes.Equal(b, orig) {
 		return s, parts, nil
@@ -182,6 +180,84 @@ func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool
 	return out, parts, nil
 }
 
+// scrubbed returns a new spool of the bytes of s with each of forms
+// written over, streamed a window at a time (see scrub): a body that is
+// not text may be as long as Options.MaxBodyBytes. s is removed.
+func (c *Cassette) scrubbed(s *spool, forms []string) (*spool, error) {
+	defer s.t.Remove()
+	f, err := c.st.root.Open(s.t.Name())
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	defer f.Close()
+	out, err := c.st.spool()
+	if err != nil {
+		return nil, err
+	}
+	if err := scrub(out, f, forms); err != nil {
+		out.t.Remove()
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	return out, nil
+}
+
+// scrub copies src to dst with every one of forms (longest first) written
+// over with as many x's, a window at a time (see windows), so that a form
+// across two windows is whole in the second. Lengths do not change, so a
+// stream's chunks still add up.
+func scrub(dst io.Writer, src io.Reader, forms []string) error {
+	overlap := len(forms[0]) - 1
+	var werr error
+	err := windows(src, overlap, func(w []byte, last bool) bool {
+		for _, f := range forms {
+			hide(w, []byte(f))
+		}
+		if !last {
+			w = w[:len(w)-overlap] // the rest starts the next window
+		}
+		_, werr = dst.Write(w)
+		return werr == nil
+	})
+	return cmp.Or(err, werr)
+}
+
+// windows reads r in windows of 1 MiB and overlap bytes more, each but the
+// first starting with the last overlap bytes of the one before (as fn
+// left them), so that any overlap+1 bytes in a row are whole in one
+// window. It calls fn with each window, last set on the final one, until
+// fn returns false: memory is flat at any length.
+func windows(r io.Reader, overlap int, fn func(w []byte, last bool) bool) error {
+	buf := make([]byte, 1<<20+overlap)
+	kept := 0
+	for {
+		n, err := io.ReadFull(r, buf[kept:])
+		w := buf[:kept+n]
+		last := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !last {
+			return err
+		}
+		if !fn(w, last) || last {
+			return nil
+		}
+		kept = copy(buf, w[len(w)-overlap:])
+	}
+}
+
+// hide writes x's over each form in b, from the left, as bytes.ReplaceAll
+// would.
+func hide(b, form []byte) {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], form)
+		if j < 0 {
+			return
+		}
+		for k := range form {
+			b[i+j+k] = 'x'
+		}
+		i += j + len(form)
+	}
+}
+
 // holdsForm reports whether the spooled bytes hold one of forms, reading
 // the file a window at a time.
 func holdsForm(s *spool, forms []string) bool {
@@ -193,25 +269,22 @@ func holdsForm(s *spool, forms []string) bool {
 		return true // unknown: look at the whole
 	}
 	defer s.t.Seek(0, io.SeekEnd)
-	overlap := len(forms[0]) // the longest
-	buf := make([]byte, 1<<20+overlap)
-	kept := 0
-	for {
-		n, err := io.ReadFull(s.t, buf[kept:])
-		window := buf[:kept+n]
+	found, err := holdsAny(s.t, forms)
+	return found || err != nil // unknown: look at the whole
+}
+
+// holdsAny reports whether r holds one of forms (longest first), reading
+// it a window at a time.
+func holdsAny(r io.Reader, forms []string) (found bool, err error) {
+	err = windows(r, len(forms[0])-1, func(w []byte, _ bool) bool {
 		for _, form := range forms {
-			if bytes.Contains(window, []byte(form)) {
-				return true
+			if bytes.Contains(w, []byte(form)) {
+				found = true
 			}
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return false
-		}
-		if err != nil {
-			return true // unknown: look at the whole
-		}
-		kept = copy(buf, window[len(window)-overlap:])
-	}
+		return !found
+	})
+	return found, err
 }
 
 // rewriteLinks rewrites every http(s) link among the values of the JSON

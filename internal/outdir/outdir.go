@@ -21,6 +21,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/creativegen/creative-go/internal/atomicfile"
 )
@@ -279,7 +281,10 @@ func (d *Dir) MkdirAll(name string) error {
 }
 
 // Move renames the regular file from to to, which must be free: it moves
-// nothing but regular files and replaces nothing.
+// nothing but regular files and replaces nothing. Where the file system
+// has hard links, to is taken by a link, which fails when to is there
+// (fs.ErrExist), and only then is from removed, so that nothing put at to
+// meanwhile is replaced either.
 func (d *Dir) Move(from, to string) error {
 	if ok, err := d.Check(from); err != nil || !ok {
 		if err == nil {
@@ -293,10 +298,68 @@ func (d *Dir) Move(from, to string) error {
 		}
 		return err
 	}
-	if err := d.root.Rename(from, to); err != nil {
+	err := d.root.Link(from, to)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("outdir: %w", &fs.PathError{Op: "move", Path: d.Join(to), Err: fs.ErrExist})
+	case err == nil:
+		err = d.unlinkSame(from, to)
+	default: // no hard links here
+		err = d.root.Rename(from, to)
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(d.root, path.Dir(to))
+	}
+	if err != nil {
 		return fmt.Errorf("outdir: %w", err)
 	}
 	return nil
+}
+
+// unlinkSame removes the name from, just linked to to, unless from names
+// another file by now: that one took its place meanwhile and is left
+// there, the file moved being at to all the same.
+func (d *Dir) unlinkSame(from, to string) error {
+	a, err := d.root.Lstat(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b, err := d.root.Lstat(to)
+	switch {
+	case err != nil:
+		return err
+	case !os.SameFile(a, b):
+		return nil
+	}
+	return d.root.Remove(from)
+}
+
+// MoveAside moves the regular file at name to the first free name of
+// <stem>.earlier-<n><ext> beside it (n from 1), passing over a name that
+// holds anything, and replacing nothing; it returns that name: the file is
+// kept, and name is free.
+func (d *Dir) MoveAside(name string) (string, error) {
+	dir, base := path.Split(name)
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	for n := 1; n <= 1000; n++ {
+		to := dir + stem + ".earlier-" + strconv.Itoa(n) + ext
+		if _, err := d.root.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+			continue // taken, by whatever
+		}
+		err := d.Move(name, to)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return to, nil
+	}
+	return "", fmt.Errorf("outdir: no free name to move %s aside to", d.Join(name))
 }
 
 // ProveWritable creates a temporary file in the folder and removes it:

@@ -123,18 +123,7 @@ func TestBatchWritesNoOutputThroughWhatIsPlanted(t *testing.T) {
 	_, env := fakeEnv(t)
 	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
 	require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"audio/text-to-speech","prompt":"hi","voiceId":"female-1","id":"hello"}`+"\n"), 0o644))
-	first := t.TempDir()
-	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", first)
-	require.Equal(t, 0, code, stderr)
-	var output string
-	es, err := os.ReadDir(first)
-	require.NoError(t, err)
-	for _, e := range es {
-		if strings.HasPrefix(e.Name(), "hello-") {
-			output = e.Name()
-		}
-	}
-	require.NotEmpty(t, output)
+	output := outputName(t, env, jobs, t.TempDir(), "hello-")
 	for _, p := range plants {
 		t.Run(p.name, func(t *testing.T) {
 			srv, env := fakeEnv(t)

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A file at the name an output takes that the folder's ledger does not
+// know (an answer of a run whose ledger was lost, or of one killed before
+// it recorded it) is kept beside it, never written over: the run is done,
+// and both answers are there.
+func TestABatchKeepsAFileAtItsOutputsNameThatTheLedgerDoesNotKnow(t *testing.T) {
+	srv, env := fakeEnv(t)
+	dir := t.TempDir()
+	line := func(id string) string {
+		return `{"op":"audio/text-to-speech","prompt":"hi","voiceId":"female-1","id":"` + id + `"}` + "\n"
+	}
+	other, jobs := filepath.Join(dir, "other.jsonl"), filepath.Join(dir, "jobs.jsonl")
+	require.NoError(t, os.WriteFile(other, []byte(line("other")), 0o644))
+	require.NoError(t, os.WriteFile(jobs, []byte(line("hello")), 0o644))
+
+	// The name the job's output takes, from a run of its own.
+	first := filepath.Join(dir, "first")
+	output := outputName(t, env, jobs, first, "hello-")
+	answer := readFile(t, filepath.Join(first, output))
+
+	// A folder with a ledger (of another job), and a file at that name.
+	out := filepath.Join(dir, "out")
+	code, _, stderr := runCLI(t, env, "batch", other, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, os.WriteFile(filepath.Join(out, output), []byte("paid before"), 0o644))
+	srv.Reset()
+
+	code, _, stderr = runCLI(t, env, "batch", jobs, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 1, srv.Count("audio/text-to-speech"))
+	assert.Equal(t, answer, readFile(t, filepath.Join(out, output)), "the new answer takes the name")
+	ext := filepath.Ext(output)
+	aside := strings.TrimSuffix(output, ext) + ".earlier-1" + ext
+	assert.Equal(t, "paid before", readFile(t, filepath.Join(out, aside)), "the earlier file is kept")
+}
+
+// outputName runs the batch jobs into the folder out and returns the name
+// of the file it wrote there that starts with prefix.
+func outputName(t *testing.T, env map[string]string, jobs, out, prefix string) string {
+	t.Helper()
+	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", out)
+	require.Equal(t, 0, code, stderr)
+	es, err := os.ReadDir(out)
+	require.NoError(t, err)
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), prefix) {
+			return e.Name()
+		}
+	}
+	t.Fatalf("the run wrote no file %s... in %s", prefix, out)
+	return ""
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cassette_test
+
+const raceDetector = false
