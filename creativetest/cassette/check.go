@@ -171,8 +171,9 @@ func checkFile(name string, b []byte, red keyredact.Redactor, patterns []*regexp
 // forms and the patterns.
 func checkBinary(name string, b []byte, red keyredact.Redactor, patterns []*regexp.Regexp) []Finding {
 	var out []Finding
+	folded := keyredact.Fold(nil, b)
 	for _, f := range red.Forms {
-		if bytes.Contains(b, []byte(f)) {
+		if bytes.Contains(folded, []byte(f)) {
 			out = append(out, Finding{File: name, Line: 1, What: "the access key, in a binary body"})
 			break
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/creativegen/creative-go/internal/keyredact"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
@@ -208,9 +209,11 @@ func (c *Cassette) scrubbed(s *spool, forms []string) (*spool, error) {
 func scrub(dst io.Writer, src io.Reader, forms []string) error {
 	overlap := len(forms[0]) - 1
 	var werr error
+	var folded []byte
 	err := windows(src, overlap, func(w []byte, last bool) bool {
+		folded = keyredact.Fold(folded, w)
 		for _, f := range forms {
-			hide(w, []byte(f))
+			hide(w, folded, []byte(f))
 		}
 		if !last {
 			w = w[:len(w)-overlap] // the rest starts the next window
@@ -243,16 +246,16 @@ func windows(r io.Reader, overlap int, fn func(w []byte, last bool) bool) error 
 	}
 }
 
-// hide writes x's over each form in b, from the left, as bytes.ReplaceAll
-// would.
-func hide(b, form []byte) {
+// hide writes x's over each place where folded, b folded (keyredact.Fold),
+// holds form, from the left, in b and in folded alike.
+func hide(b, folded, form []byte) {
 	for i := 0; ; {
-		j := bytes.Index(b[i:], form)
+		j := bytes.Index(folded[i:], form)
 		if j < 0 {
 			return
 		}
 		for k := range form {
-			b[i+j+k] = 'x'
+			b[i+j+k], folded[i+j+k] = 'x', 'x'
 		}
 		i += j + len(form)
 	}
@@ -276,9 +279,11 @@ func holdsForm(s *spool, forms []string) bool {
 // holdsAny reports whether r holds one of forms (longest first), reading
 // it a window at a time.
 func holdsAny(r io.Reader, forms []string) (found bool, err error) {
+	var folded []byte
 	err = windows(r, len(forms[0])-1, func(w []byte, _ bool) bool {
+		folded = keyredact.Fold(folded, w)
 		for _, form := range forms {
-			if bytes.Contains(w, []byte(form)) {
+			if bytes.Contains(folded, []byte(form)) {
 				found = true
 			}
 		}

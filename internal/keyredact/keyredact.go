@@ -15,11 +15,24 @@ type Redactor struct {
 	// JSON pointer, and written with HTML, JSON, Go or URL escapes in any
 	// mix.
 	Redact func(s string) string
-	// Forms are the keys' literal forms, longest first: what to look for
-	// in bytes that are not text.
+	// Forms are the keys' literal forms, longest first and folded to lower
+	// case (see Fold): what to look for in bytes that are not text.
 	Forms []string
 }
 
 // New returns the Redactor of keys. Keys shorter than 4 bytes are not
 // looked for.
 var New func(keys []string) Redactor
+
+// Fold appends b to dst[:0] with ASCII letters in lower case: the Forms
+// are folded so, since a server may echo a key in another case, and bytes
+// are looked through for them once folded alike.
+func Fold(dst, b []byte) []byte {
+	dst = append(dst[:0], b...)
+	for i, c := range dst {
+		if 'A' <= c && c <= 'Z' {
+			dst[i] = c + ('a' - 'A')
+		}
+	}
+	return dst
+}
