@@ -13,6 +13,10 @@ import (
 // errNotStarted stops the first request of a job once the run is stopping.
 var errNotStarted = errors.New("batch: stopping: not sent")
 
+// errLeaseInDoubt stops any request of a job once the run's lease is in
+// doubt: another worker may soon send the job again.
+var errLeaseInDoubt = errors.New("batch: the run's lease is in doubt: not sent")
+
 // A starter decides, under one lock, whether a job may send its first
 // request. A job may wait in the client (for a rate limit, or a pause a 429
 // asked for) after a worker took it; once the run is stopping, such a job
@@ -49,17 +53,28 @@ func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
 	return &jobRun{cancel: cancel, keep: context.AfterFunc(s.stopping, cancel)}, ctx, true
 }
 
-// gate is the middleware of every request of the job r: its first attempt
-// goes out only while the run is not stopping. It counts the attempts.
-func (s *starter) gate(r *jobRun) creative.Middleware {
+// gate is the middleware of every request of the job r, the one place a
+// send passes the lease check: an attempt goes out only while the run's
+// lease l is proven (a job whose lease is in doubt is cancelled), and its
+// first attempt only while the run is not stopping. It counts the
+// attempts.
+func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
 		s.mu.Lock()
-		if !r.sent && s.stopping.Err() != nil {
+		var refused error
+		switch {
+		case !l.held():
+			refused = errLeaseInDoubt
+			r.cancel()
+		case !r.sent && s.stopping.Err() != nil:
+			refused = errNotStarted
+		}
+		if refused != nil {
 			s.mu.Unlock()
 			if req.Body != nil {
 				req.Body.Close()
 			}
-			return nil, errNotStarted
+			return nil, refused
 		}
 		if !r.sent {
 			r.sent = true

@@ -1,0 +1,170 @@
+package batch_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/creativetest"
+)
+
+// hungBeats is a Store on another machine (no lock of its runs can be
+// seen) whose heartbeat writes after the first hang as a PUT on a stalled
+// connection does, whatever the write's deadline, until release is closed.
+type hungBeats struct {
+	batch.Store
+	beats   atomic.Int32
+	release chan struct{}
+}
+
+func (s *hungBeats) Put(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, "ledger/runs/") && s.beats.Add(1) > 1 {
+		<-s.release
+		return context.DeadlineExceeded
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+// RunLockFolder says that the runs of this store keep no lock that its
+// readers could see, as on another machine.
+func (s *hungBeats) RunLockFolder() string { return "" }
+
+// otherMachine is a Store seen from another machine: the locks of the
+// runs that share it cannot be seen.
+type otherMachine struct{ batch.Store }
+
+func (otherMachine) RunLockFolder() string { return "" }
+
+// sendTimes is call middleware that notes when each attempt went out.
+type sendTimes struct {
+	mu    sync.Mutex
+	start time.Time
+	at    []time.Duration
+}
+
+func (s *sendTimes) option() creative.Option {
+	return creative.WithMiddleware(func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+		s.mu.Lock()
+		s.at = append(s.at, time.Since(s.start))
+		s.mu.Unlock()
+		return next(req)
+	})
+}
+
+// A run whose heartbeat writes hang (every one after the first) sends
+// nothing once its lease is in doubt: the watchdog shares nothing with the
+// hung write. Calls take 45 s, two at once: four are sent at 0 s and 45 s,
+// the lease is in doubt at 60 s (90 s less its 30 s margin), the four in
+// flight end and are recorded, and nothing else is claimed or sent.
+func TestARunWhoseHeartbeatWritesHangSendsNothingOnceItsLeaseIsInDoubt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const op = "image/text-to-image"
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(45*time.Second))
+		f.write(t, imageJobs(8)...)
+		store := &hungBeats{Store: f.store, release: make(chan struct{})}
+		sent := &sendTimes{start: time.Now()}
+		r, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 2, CallOptions: []creative.Option{sent.option()}})
+		require.NoError(t, err)
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		close(store.release)
+		var le *batch.LedgerError
+		require.ErrorAs(t, err, &le)
+		assert.Contains(t, err.Error(), "the run's lease is in doubt")
+		assert.Contains(t, sum.Stopped, "the run's lease is in doubt")
+		assert.Equal(t, 4, f.srv.Count(op), "sent at 0 s and 45 s only")
+		for _, at := range sent.at {
+			assert.Less(t, at, time.Minute, "sent while the lease was proven: %v", sent.at)
+		}
+		assert.Equal(t, 4, sum.Done, "%+v", sum)
+		assert.Equal(t, 4, sum.NotStarted, "%+v", sum)
+		st, err := batch.ReadStatus(context.Background(), f.store, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 4, st.States[batch.Done], "the answers that came after the lease was in doubt are in the ledger: %+v", st)
+		assert.Equal(t, 4, st.Jobs)
+	})
+}
+
+// The case end to end on one ledger: the first worker's heartbeat
+// writes hang and its calls take 200 s; a second worker with
+// ResendUnknown starts at 130 s, when the first's heartbeat is older than
+// its lease plus the skew allowance, and sends again the two jobs the
+// first has in flight (the first sent nothing after 60 s). When the
+// first's answers come, their records are fenced by the attempt's number:
+// the second worker's takeover holds it, so the first's records are
+// refused, its answers handed back in its LedgerError, and the ledger
+// shows each job done once.
+func TestARecordAfterTheLeaseLapsedNeverShowsAJobDoneTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const op = "image/text-to-image"
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(200*time.Second))
+		f.write(t, imageJobs(4)...)
+		store := &hungBeats{Store: f.store, release: make(chan struct{})}
+		var once sync.Once
+		release := func() { once.Do(func() { close(store.release) }) }
+		defer func() { release(); synctest.Wait() }()
+		sent := &sendTimes{start: time.Now()}
+		r1, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 2, Worker: "w1", CallOptions: []creative.Option{sent.option()}})
+		require.NoError(t, err)
+		var sum1 batch.Summary
+		var err1 error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sum1, err1 = checkAndRun(r1, batch.File(f.jobs))
+		}()
+		time.Sleep(130 * time.Second)
+		synctest.Wait()
+		sent.mu.Lock()
+		require.Equal(t, []time.Duration{0, 0}, sent.at, "the first worker sent two, then its lease was in doubt")
+		sent.mu.Unlock()
+
+		r2, err := batch.New(f.c, otherMachine{f.store}, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 4, Worker: "w2", ResendUnknown: true})
+		require.NoError(t, err)
+		sum2, err2 := checkAndRun(r2, batch.File(f.jobs))
+		<-done
+		release()
+		require.NoError(t, err2)
+		assert.Equal(t, 4, sum2.Done, "%+v", sum2)
+		assert.Equal(t, 6, f.srv.Count(op), "two paid twice, resent by the user's leave once their worker's lease had lapsed")
+
+		var le *batch.LedgerError
+		require.ErrorAs(t, err1, &le)
+		assert.Len(t, le.Unrecorded, 2, "the first worker's answers, refused by the fence, are handed back")
+		assert.Len(t, le.MaybePaid, 0)
+		assert.Zero(t, sum1.Done, "%+v", sum1)
+
+		st, err := batch.ReadStatus(context.Background(), f.store, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 4, st.Jobs)
+		assert.Equal(t, 4, st.States[batch.Done], "%+v", st)
+	})
+}
+
+// A key the service refuses stops the run at its first answer: nothing
+// more is claimed or sent, and the summary says why in one line.
+func TestARefusedKeyStopsTheRun(t *testing.T) {
+	const op = "image/text-to-image"
+	f := newFixture(t)
+	f.write(t, imageJobs(50)...)
+	f.srv.Fail(op, creativetest.Fault{Status: http.StatusUnauthorized, Times: 1000, Message: "x-access-key: not a valid key"})
+	sum, err := f.run(t, batch.Options{Concurrency: 1})
+	var ae *creative.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusUnauthorized, ae.StatusCode)
+	assert.Contains(t, err.Error(), "the service refused the access key")
+	assert.Equal(t, "the service refused the access key (HTTP Unauthorized)", sum.Stopped)
+	assert.Equal(t, 1, f.srv.Count(op), "one request, not fifty")
+	assert.Equal(t, 1, sum.Failed)
+	assert.Equal(t, 49, sum.NotStarted, "%+v", sum)
+}
