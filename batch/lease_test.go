@@ -168,3 +168,43 @@ func TestARefusedKeyStopsTheRun(t *testing.T) {
 	assert.Equal(t, 1, sum.Failed)
 	assert.Equal(t, 49, sum.NotStarted, "%+v", sum)
 }
+
+// storeClock is a Store seen from another machine that tells when each
+// object was written by its own clock: at, whatever the writer said.
+type storeClock struct {
+	otherMachine
+	at time.Time
+}
+
+func (s storeClock) ModTime(context.Context, string) (time.Time, error) { return s.at, nil }
+
+// A heartbeat's age is read by the store's clock where the store has one:
+// a worker whose clock runs ahead cannot keep its run looking alive, and
+// one whose clock runs behind does not make it look gone.
+func TestAHeartbeatsAgeIsReadByTheStoresClock(t *testing.T) {
+	const op = "image/text-to-image"
+	for _, tc := range []struct {
+		name          string
+		written, said time.Duration // ago: by the store's clock, by the writer's
+		sends         int
+	}{
+		{"the writer's clock ahead: gone by the store's", 3 * time.Minute, 0, 1},
+		{"the writer's clock behind: live by the store's", time.Second, time.Hour, 0},
+		{"within the lease and the skew allowance: live", 119 * time.Second, 119 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(t, imageJobs(1)...)
+			run := f.leaveClaimed(t)
+			f.srv.Reset()
+			f.putHeartbeat(t, run, time.Now().Add(-tc.said))
+			store := storeClock{otherMachine{f.store}, time.Now().Add(-tc.written)}
+			r, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs), ResendUnknown: true})
+			require.NoError(t, err)
+			sum, err := checkAndRun(r, batch.File(f.jobs))
+			require.NoError(t, err)
+			assert.Equal(t, tc.sends, f.srv.Count(op))
+			assert.Equal(t, 1-tc.sends, sum.Elsewhere, "%+v", sum)
+		})
+	}
+}
