@@ -127,7 +127,10 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 }
 
 // A lease is a run's right to send the jobs it claimed (see the package's
-// doc). Its times are read on the monotonic clock.
+// doc). Its times are read on the monotonic clock, and on the wall clock
+// too, whichever says more time passed: Linux's monotonic clock stands
+// still while the whole system sleeps (a closed laptop lid), the wall
+// clock does not.
 type lease struct {
 	leaseTimes
 	t0    time.Time
@@ -150,12 +153,18 @@ func (l *lease) held() bool {
 		return false
 	default:
 	}
-	return time.Since(l.t0)-time.Duration(l.began.Load()) < l.length-l.margin
+	return l.left() > 0
+}
+
+// since is the time since t0, by the clock that says more.
+func (l *lease) since() time.Duration {
+	now := time.Now()
+	return max(now.Sub(l.t0), now.Round(0).Sub(l.t0.Round(0)))
 }
 
 // left is how long the lease stays proven from now.
 func (l *lease) left() time.Duration {
-	return l.length - l.margin - (time.Since(l.t0) - time.Duration(l.began.Load()))
+	return l.length - l.margin - (l.since() - time.Duration(l.began.Load()))
 }
 
 // lose ends the lease for good, for why.
@@ -166,7 +175,7 @@ func (l *lease) lose(why error) {
 // doubt says why the lease is in doubt: the last heartbeat write's error,
 // or a write that did not return.
 func (l *lease) doubt() error {
-	ago := (time.Since(l.t0) - time.Duration(l.began.Load())).Round(time.Millisecond)
+	ago := (l.since() - time.Duration(l.began.Load())).Round(time.Millisecond)
 	cause := fmt.Errorf("a heartbeat write did not return within %v", l.deadline)
 	if p := l.last.Load(); p != nil {
 		cause = *p
@@ -178,7 +187,7 @@ func (l *lease) doubt() error {
 // beatNow writes the run's heartbeat, within the lease's write deadline,
 // and renews the lease when the write completed.
 func (ru *run) beatNow(ctx context.Context) error {
-	begin := time.Since(ru.lease.t0)
+	begin := ru.lease.since()
 	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), LeaseMS: ru.lease.length.Milliseconds(),
 		System: thisSystem(), PID: os.Getpid()})
 	if err == nil {

@@ -30,7 +30,7 @@
 // the run ends; each record names its run (Record.Run). The run claims and
 // sends only while its lease is proven: the last heartbeat write that
 // completed began less than L less a margin of L/3 (60 s) ago, by the
-// monotonic clock. Every attempt of every call passes that one check; a
+// monotonic clock (or the wall clock, when it says more time passed). Every attempt of every call passes that one check; a
 // watchdog apart from the writes ends the lease the moment it is no longer
 // proven, and the run then claims and sends nothing more: the calls in
 // flight end, their answers are recorded if the ledger takes them, and the
