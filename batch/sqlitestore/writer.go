@@ -61,17 +61,18 @@ type writer struct {
 
 func newWriter(conn *sql.Conn) (*writer, error) {
 	w := &writer{conn: conn, queue: make(chan *write, maxBatch), ended: make(chan struct{})}
-	// The writer waits for the lock itself (see begin), watching its
-	// callers' contexts: SQLite's own wait would watch none.
-	if _, err := conn.ExecContext(context.Background(), `PRAGMA busy_timeout = 0`); err != nil {
-		return nil, err
-	}
 	for kind, q := range statements {
 		stmt, err := conn.PrepareContext(context.Background(), q)
 		if err != nil {
 			return nil, err
 		}
 		w.stmts[kind] = stmt
+	}
+	// The writer waits for another process's transaction itself (see
+	// begin), watching its callers' contexts, which SQLite's own wait
+	// would not: SQLite waits only the moment of a lock taken in passing.
+	if _, err := conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyPoll.Milliseconds())); err != nil {
+		return nil, err
 	}
 	go w.loop()
 	return w, nil
@@ -207,8 +208,13 @@ func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 }
 
 // busyWait is how long a write waits for another process's transaction
-// before it fails with SQLITE_BUSY, unless its caller gives up first.
-const busyWait = busyTimeout * time.Millisecond
+// before it fails with SQLITE_BUSY, unless its caller gives up first;
+// SQLite itself waits busyPoll at a time, between which the writer looks
+// at its callers.
+const (
+	busyWait = busyTimeout * time.Millisecond
+	busyPoll = 50 * time.Millisecond
+)
 
 // begin begins a transaction that holds the database's write lock, trying
 // again while another connection holds it, for busyWait at most, and then
@@ -231,7 +237,7 @@ func (w *writer) begin(ws []*write) (*sql.Tx, []*write, error) {
 			return nil, nil, err
 		}
 		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
+		pause = min(2*pause, busyPoll)
 	}
 }
 
