@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -79,51 +78,6 @@ func newRunToken() string {
 func isRunToken(s string) bool {
 	_, err := hex.DecodeString(s)
 	return len(s) == tokenLen && err == nil
-}
-
-// A modTimer is a Store that tells when an object was last written, by
-// its own clock (an object's modification time): a heartbeat's age is
-// then read against the store's clock rather than the writer's.
-type modTimer interface {
-	ModTime(ctx context.Context, key string) (time.Time, error)
-}
-
-// beating reports whether the run with token still goes. A run whose lock
-// is held on this machine goes, however long ago it beat; one whose lock
-// is free is gone. Else its heartbeat says: missing, unreadable, of a
-// process gone from this system, or older than its lease plus the skew
-// allowance (by the store's clock where the store has one), it is gone.
-// No token (an older ledger's record) is a run that is gone. An error is
-// the Store's.
-func beating(ctx context.Context, s Store, token string) (bool, error) {
-	if !isRunToken(token) {
-		return false, nil
-	}
-	switch probeRun(lockFolder(s), token) {
-	case lockHeld:
-		return true, nil
-	case lockFree:
-		return false, nil
-	}
-	b, err := s.Get(ctx, heartbeatKey(token))
-	if errors.Is(err, ErrNotExist) {
-		return false, nil
-	}
-	var hb heartbeat
-	if err != nil || json.Unmarshal(b, &hb) != nil {
-		return false, err
-	}
-	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
-		return false, nil // killed, on this system
-	}
-	written := hb.Time
-	if mt, ok := s.(modTimer); ok {
-		if t, err := mt.ModTime(ctx, heartbeatKey(token)); err == nil {
-			written = t
-		}
-	}
-	lt := timesOf(hb.lease())
-	return time.Since(written) < lt.length+lt.skew, nil
 }
 
 // A lease is a run's right to send the jobs it claimed (see the package's

@@ -5,16 +5,21 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-json-experiment/json"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/opcall"
 )
 
 // The life of one job, in the order it lives it: do reads where the job
-// stands and decides; claim takes its next attempt; send sends it through
-// the starter's gate, which lets an attempt out only while the run's
-// lease is proven; then save.go saves its answer and records it.
+// stands (assess, and beating for a claim of another run) and decides;
+// claim takes its next attempt; the starter lets it begin, and send sends
+// it through the starter's gate, which lets an attempt out only while the
+// run's lease is proven; then save.go saves its answer and records it.
 
 // do takes one job as far as this run can.
 func (ru *run) do(ctx context.Context, t *task) {
@@ -66,6 +71,51 @@ func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, 
 	return last, n, decide(last, &r.o, false), err
 }
 
+// A modTimer is a Store that tells when an object was last written, by
+// its own clock (an object's modification time): a heartbeat's age is
+// then read against the store's clock rather than the writer's.
+type modTimer interface {
+	ModTime(ctx context.Context, key string) (time.Time, error)
+}
+
+// beating reports whether the run with token still goes. A run whose lock
+// is held on this machine goes, however long ago it beat; one whose lock
+// is free is gone. Else its heartbeat says: missing, unreadable, of a
+// process gone from this system, or older than its lease plus the skew
+// allowance (by the store's clock where the store has one), it is gone.
+// No token (an older ledger's record) is a run that is gone. An error is
+// the Store's.
+func beating(ctx context.Context, s Store, token string) (bool, error) {
+	if !isRunToken(token) {
+		return false, nil
+	}
+	switch probeRun(lockFolder(s), token) {
+	case lockHeld:
+		return true, nil
+	case lockFree:
+		return false, nil
+	}
+	b, err := s.Get(ctx, heartbeatKey(token))
+	if errors.Is(err, ErrNotExist) {
+		return false, nil
+	}
+	var hb heartbeat
+	if err != nil || json.Unmarshal(b, &hb) != nil {
+		return false, err
+	}
+	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
+		return false, nil // killed, on this system
+	}
+	written := hb.Time
+	if mt, ok := s.(modTimer); ok {
+		if t, err := mt.ModTime(ctx, heartbeatKey(token)); err == nil {
+			written = t
+		}
+	}
+	lt := timesOf(hb.lease())
+	return time.Since(written) < lt.length+lt.skew, nil
+}
+
 // cancelled reports whether err is the end of ctx rather than a failure
 // of the Store: the job read or claimed with it was not started.
 func cancelled(ctx context.Context, err error) bool {
@@ -101,6 +151,103 @@ func (ru *run) claim(ctx context.Context, rec *record) bool {
 	}
 	ru.event(JobStarted, rec)
 	return true
+}
+
+// errNotStarted stops the first request of a job once the run is stopping.
+var errNotStarted = errors.New("batch: stopping: not sent")
+
+// errLeaseInDoubt stops any request of a job once the run's lease is in
+// doubt: another worker may soon send the job again.
+var errLeaseInDoubt = errors.New("batch: the run's lease is in doubt: not sent")
+
+// A starter decides, under one lock, whether a job may send its first
+// request. A job may wait in the client (for a rate limit, or a pause a 429
+// asked for) after a worker took it; once the run is stopping, such a job
+// is cancelled without sending anything, while jobs that sent are let
+// finish: they may be paid for.
+type starter struct {
+	mu       sync.Mutex
+	stopping context.Context // done once stop is called
+	stopAll  context.CancelFunc
+	inFlight int // jobs that sent and have not ended
+}
+
+// A jobRun is one job between a worker taking it and its end.
+type jobRun struct {
+	cancel   context.CancelFunc
+	keep     func() bool // keeps stop from cancelling the job once it sent
+	sent     bool        // its first request went out; guarded by starter.mu
+	requests atomic.Int32
+}
+
+func newStarter() *starter {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &starter{stopping: ctx, stopAll: cancel}
+}
+
+// begin starts a job under ctx, or reports false once the run is stopping.
+func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping.Err() != nil {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &jobRun{cancel: cancel, keep: context.AfterFunc(s.stopping, cancel)}, ctx, true
+}
+
+// gate is the middleware of every request of the job r, the one place a
+// send passes the lease check: an attempt goes out only while the run's
+// lease l is proven (a job whose lease is in doubt is cancelled), and its
+// first attempt only while the run is not stopping. It counts the
+// attempts.
+func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
+	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+		s.mu.Lock()
+		var refused error
+		switch {
+		case !l.held():
+			refused = errLeaseInDoubt
+			r.cancel()
+		case !r.sent && s.stopping.Err() != nil:
+			refused = errNotStarted
+		}
+		if refused != nil {
+			s.mu.Unlock()
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, refused
+		}
+		if !r.sent {
+			r.sent = true
+			r.keep()
+			s.inFlight++
+		}
+		s.mu.Unlock()
+		r.requests.Add(1)
+		return next(req)
+	}
+}
+
+// end ends the job r.
+func (s *starter) end(r *jobRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.cancel()
+	r.keep()
+	if r.sent {
+		s.inFlight--
+	}
+}
+
+// stop lets no job send its first request any more, cancels those waiting
+// to, and returns how many jobs are in flight.
+func (s *starter) stop() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopAll()
+	return s.inFlight
 }
 
 // send claims attempt n of t and sends its request.

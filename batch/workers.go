@@ -58,11 +58,11 @@ type run struct {
 // every started job has ended, or when ctx is cancelled (which cancels the
 // calls in flight).
 //
-// A job lives its stages in this order, each in one place: the run's
-// lease (keepBeating, heartbeat.go), then for each job its check and claim
-// (do, job.go), its send through the lease's gate (send, job.go, and
-// starter.go), the saving of its answer (save, save.go) and its record
-// (record, save.go).
+// A job lives its stages in this order, each in one place, and a reader
+// follows them file by file: the run's lease (keepBeating, heartbeat.go);
+// then for each job its check, claim and send through the lease's gate
+// (do, claim, send: job.go); then the saving of its answer and its record
+// (save, record: save.go).
 func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
