@@ -46,7 +46,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 	case actLeave:
 		ru.skip(last, func(s *Summary) { s.countLeft(last) })
 	case actElsewhere:
-		ru.skip(last, func(s *Summary) { s.Elsewhere++ })
+		ru.elsewhere(last)
 	}
 }
 
@@ -116,6 +116,51 @@ func beating(ctx context.Context, s Store, token string) (bool, error) {
 	return time.Since(written) < lt.length+lt.skew, nil
 }
 
+// maxRecheck bounds the jobs in flight elsewhere that a run checks again
+// at its end: memory stays flat however many there are.
+const maxRecheck = 4096
+
+// elsewhere counts a job left to another worker's run that goes, and
+// keeps its key to check again at the run's end.
+func (ru *run) elsewhere(rec *record) {
+	ru.skip(rec, func(s *Summary) {
+		s.Elsewhere++
+		if len(ru.away) < maxRecheck {
+			ru.away = append(ru.away, rec.Job)
+		}
+	})
+}
+
+// recheck checks again, as the run ends, the jobs it left to other
+// workers: one whose claim still stands while its run is now gone (its
+// worker was killed meanwhile) is counted claimed by a worker that is
+// gone, not in flight.
+func (ru *run) recheck(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	ru.mu.Lock()
+	keys := ru.away
+	ru.mu.Unlock()
+	live := map[string]bool{}
+	for _, key := range keys {
+		last, _, err := latest(ctx, ru.store, key)
+		if err != nil || last == nil || last.State != Claimed || last.Run == ru.token {
+			continue
+		}
+		goes, seen := live[last.Run]
+		if !seen {
+			if goes, err = beating(ctx, ru.store, last.Run); err != nil {
+				return
+			}
+			live[last.Run] = goes
+		}
+		if !goes {
+			ru.count(func(s *Summary) { s.Elsewhere--; s.Claimed++ })
+		}
+	}
+}
+
 // cancelled reports whether err is the end of ctx rather than a failure
 // of the Store: the job read or claimed with it was not started.
 func cancelled(ctx context.Context, err error) bool {
@@ -138,7 +183,7 @@ func (ru *run) claim(ctx context.Context, rec *record) bool {
 	}
 	err := putStage(ctx, ru.store, rec, stageClaim)
 	if errors.Is(err, ErrExist) {
-		ru.skip(rec, func(s *Summary) { s.Elsewhere++ })
+		ru.elsewhere(rec)
 		return false
 	}
 	if cancelled(ctx, err) {

@@ -208,3 +208,25 @@ func TestAHeartbeatsAgeIsReadByTheStoresClock(t *testing.T) {
 		})
 	}
 }
+
+// A job left to another worker's run that is killed before this run ends
+// is counted, in this run's summary, as claimed by a worker that is gone
+// (maybe paid), not as in flight on a worker that still runs.
+func TestASurvivorsSummaryCountsAKilledWorkersClaimAsGone(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, imageJobs(1)...)
+	run := f.leaveClaimed(t)
+	f.srv.Reset()
+	f.putHeartbeat(t, run, time.Now())
+	r, err := batch.New(f.c, otherMachine{f.store}, batch.Options{Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobSkipped {
+			f.putHeartbeat(t, run, time.Now().Add(-time.Hour)) // its worker is killed now
+		}
+	}})
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Zero(t, f.srv.Count("image/text-to-image"))
+	assert.Zero(t, sum.Elsewhere, "%+v", sum)
+	assert.Equal(t, 1, sum.Claimed, "%+v", sum)
+}

@@ -46,6 +46,7 @@ type run struct {
 	sum     Summary
 	fatal   *LedgerError // guarded by mu
 	halt    error        // a refusal that every job would meet; guarded by mu
+	away    []string     // jobs left to other workers' runs, to check at the end; guarded by mu
 	started atomic.Int64
 	ended   atomic.Int64 // jobs that ended, for keepIndex
 }
@@ -91,6 +92,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
+	ru.recheck(ctx)
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
 	ru.sum.NotStarted = c.mine - int(ru.started.Load())
