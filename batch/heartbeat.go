@@ -134,8 +134,8 @@ func (l *lease) doubt() error {
 	if p := l.last.Load(); p != nil {
 		cause = *p
 	}
-	return fmt.Errorf("the run's lease is in doubt: its last heartbeat written began %v ago, and another worker takes its claims for those of a worker that is gone once it is %v old: %w",
-		ago, l.length+l.skew, cause)
+	return fmt.Errorf("%w: its last heartbeat written began %v ago, and another worker takes its claims for those of a worker that is gone once it is %v old: %w",
+		errLeaseInDoubt, ago, l.length+l.skew, cause)
 }
 
 // beatNow writes the run's heartbeat, within the lease's write deadline,

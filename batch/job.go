@@ -203,7 +203,7 @@ var errNotStarted = errors.New("batch: stopping: not sent")
 
 // errLeaseInDoubt stops any request of a job once the run's lease is in
 // doubt: another worker may soon send the job again.
-var errLeaseInDoubt = errors.New("batch: the run's lease is in doubt: not sent")
+var errLeaseInDoubt = errors.New("the run's lease is in doubt")
 
 // A starter decides, under one lock, whether a job may send its first
 // request. A job may wait in the client (for a rate limit, or a pause a 429

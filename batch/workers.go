@@ -168,7 +168,10 @@ func (ru *run) failLedger(err error, paid *record) {
 	defer ru.mu.Unlock()
 	if ru.fatal == nil {
 		ru.fatal = &LedgerError{Err: err}
-		ru.sum.Stopped = err.Error()
+		ru.sum.Stopped = "the ledger could not be written (see the error)"
+		if errors.Is(err, errLeaseInDoubt) {
+			ru.sum.Stopped = "the run's lease is in doubt: its heartbeats could not be written in time (see the error)"
+		}
 	}
 	if paid != nil {
 		ru.fatal.Unrecorded = append(ru.fatal.Unrecorded, paid.Record)
