@@ -230,3 +230,29 @@ func TestASurvivorsSummaryCountsAKilledWorkersClaimAsGone(t *testing.T) {
 	assert.Zero(t, sum.Elsewhere, "%+v", sum)
 	assert.Equal(t, 1, sum.Claimed, "%+v", sum)
 }
+
+// A retry is a send too: a call that waits to retry (a 429 answered at
+// 20 s that asked for 50 s) when its run's lease falls in doubt (at 60 s)
+// does not send again, and ends without a second request.
+func TestARetryWaitingWhenTheLeaseFallsInDoubtIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const op = "image/text-to-image"
+		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(20*time.Second))
+		f.write(t, imageJobs(1)...)
+		f.srv.Fail(op, creativetest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "50"})
+		store := &noBeats{Store: otherMachine{f.store}, allow: 1}
+		c := f.srv.Client(creative.WithRetryWait(time.Second, 200*time.Second))
+		r, err := batch.New(c, store, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 1})
+		require.NoError(t, err)
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		var le *batch.LedgerError
+		require.ErrorAs(t, err, &le)
+		assert.Contains(t, err.Error(), "the run's lease is in doubt")
+		assert.Equal(t, 1, f.srv.Count(op), "the 429 only: the retry was not sent")
+		assert.Equal(t, 1, sum.Requests, "%+v", sum)
+		st, err := batch.ReadStatus(context.Background(), f.store, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 1, sum.Refused, "the service did not do it: a rerun sends it: %+v", sum)
+		assert.Equal(t, 1, st.States[batch.Refused], "recorded, though after the lease was in doubt: %+v", st)
+	})
+}
