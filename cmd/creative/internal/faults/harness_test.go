@@ -185,6 +185,9 @@ func (s *schedule) wait(p *proc) {
 	}
 	p.mu.Lock()
 	p.exited = time.Now()
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && p.killed.IsZero() {
+		p.killed = p.exited // a SIGTERM that came before the worker listened for it
+	}
 	killed := !p.killed.IsZero()
 	p.mu.Unlock()
 	if killed {

@@ -60,6 +60,8 @@ func TestMain(m *testing.M) {
 
 // work runs one worker and prints its report on stdout.
 func work(raw string) int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
 	var cfg config
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -108,8 +110,6 @@ func work(raw string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
 	go func() { <-term; r.Stop() }()
 	sum, err := r.Run(ctx, checked)
 	rep := report{Name: cfg.Name, Summary: sum, Faults: fs.counts()}
