@@ -42,7 +42,7 @@ func lockRun(dir, token string) (unlock func()) {
 	if dir == "" {
 		return func() {}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil || !ownFolder(dir) {
 		return func() {}
 	}
 	f, err := openLockFile(dir, token, true)
@@ -58,6 +58,18 @@ func lockRun(dir, token string) (unlock func()) {
 		_ = os.Remove(f.Name())
 		f.Close()
 	}
+}
+
+// ownFolder reports whether dir is a folder, not a symbolic link, of this
+// process's user: under a temporary folder others write to, one made by
+// another user is not trusted with the runs' locks.
+func ownFolder(dir string) bool {
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Getuid()
 }
 
 // A lockState is what a run's lock says of it.
