@@ -138,14 +138,14 @@ func (l *lease) doubt() error {
 		errLeaseInDoubt, ago, l.length+l.skew, cause)
 }
 
-// beatNow writes the run's heartbeat, within the lease's write deadline,
-// and renews the lease when the write completed.
-func (ru *run) beatNow(ctx context.Context) error {
+// beatNow writes the run's heartbeat within deadline, and renews the
+// lease when the write completed.
+func (ru *run) beatNow(ctx context.Context, deadline time.Duration) error {
 	begin := ru.lease.since()
 	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), LeaseMS: ru.lease.length.Milliseconds(),
 		System: thisSystem(), PID: os.Getpid()})
 	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, ru.lease.deadline)
+		wctx, cancel := context.WithTimeout(ctx, deadline)
 		err = ru.store.Put(wctx, heartbeatKey(ru.token), b)
 		cancel()
 	}
@@ -173,7 +173,9 @@ func (ru *run) beatNow(ctx context.Context) error {
 func (ru *run) keepBeating(ctx context.Context, onLost func(error)) (stop func(), err error) {
 	unlock := lockRun(lockFolder(ru.store), ru.token)
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	if err := ru.beatNow(bctx); err != nil {
+	// The first write may take the margin: nothing is claimed before it
+	// completes, and the lease runs from its start.
+	if err := ru.beatNow(bctx, ru.lease.margin); err != nil {
 		cancel()
 		unlock()
 		return nil, fmt.Errorf("the run's heartbeat: %w", err)
@@ -188,7 +190,7 @@ func (ru *run) keepBeating(ctx context.Context, onLost func(error)) (stop func()
 			case <-done:
 				return
 			case <-t.C:
-				_ = ru.beatNow(bctx)
+				_ = ru.beatNow(bctx, ru.lease.deadline)
 			}
 		}
 	}()

@@ -25,19 +25,20 @@
 //
 // A claim with no end is in flight on a live worker, or its worker died
 // (maybe paid). Each run holds a lease of length L (Options.Lease, 90 s by
-// default) and keeps a heartbeat, ledger/runs/<run>.json, written every
-// L/6 (15 s), each write with a deadline of L/9 (10 s), and removed when
-// the run ends; each record names its run (Record.Run). The run claims and
-// sends only while its lease is proven: the last heartbeat write that
-// completed began less than L less a margin of L/3 (60 s) ago, by the
-// monotonic clock (or the wall clock, when it says more time passed). Every attempt of every call passes that one check; a
-// watchdog apart from the writes ends the lease the moment it is no longer
-// proven, and the run then claims and sends nothing more: the calls in
-// flight end, their answers are recorded if the ledger takes them, and the
-// run ends with a *LedgerError that hands back what the ledger lacks. A
-// record written once the lease is in doubt is fenced by the attempt's
-// number: it is created as the claim of the next attempt, so that a worker
-// that took the job over meanwhile holds it and the late record is
+// default) and keeps a heartbeat, ledger/runs/<run>.json, written every L/6
+// (15 s), each write with a deadline of L/9 (10 s; the first, before
+// anything is claimed, L/3), and removed when the run ends; each record
+// names its run (Record.Run). The run claims and sends only while its lease
+// is proven: the last heartbeat write that completed began less than L less
+// a margin of L/3 (60 s) ago, by the monotonic clock (or the wall clock,
+// when it says more time passed). Every attempt of every call passes that
+// one check; a watchdog apart from the writes ends the lease the moment it
+// is no longer proven, and the run then claims and sends nothing more: the
+// calls in flight end, their answers are recorded if the ledger takes them,
+// and the run ends with a *LedgerError that hands back what the ledger
+// lacks. A record written once the lease is in doubt is fenced by the
+// attempt's number: it is created as the claim of the next attempt, so that
+// a worker that took the job over meanwhile holds it and the late record is
 // refused (its answer handed back), and no job shows done twice.
 //
 // Other workers take a run for gone only when its heartbeat is older than
