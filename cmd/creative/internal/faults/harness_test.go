@@ -121,6 +121,7 @@ type tally struct {
 	process    map[string]int
 	violations int
 	paid, jobs int
+	twice      int // jobs paid twice, each resent after its first worker was gone
 }
 
 func (ty *tally) add(m map[string]int, k string, n int) {
@@ -149,17 +150,17 @@ func (s *schedule) fail(format string, args ...any) {
 	s.errors = append(s.errors, fmt.Sprintf(format, args...))
 }
 
-// start starts a worker process.
-func (s *schedule) start(cfg config) *proc {
+// start starts the process of worker p.
+func (s *schedule) start(p *proc) *proc {
+	cfg := &p.cfg
 	cfg.Out, cfg.Jobs, cfg.BaseURL, cfg.Key, cfg.Lease = s.out, s.jobs, s.url, creativetest.DefaultAccessKey, lease
 	raw, _ := json.Marshal(cfg)
-	p := &proc{cfg: cfg}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(append(os.Environ(), s.env...), workerEnv+"="+string(raw))
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	p.lastHit = time.Now()
 	if err := p.cmd.Start(); err != nil {
-		s.t.Fatalf("seed %d: %s: %v", s.seed, cfg.Name, err)
+		s.t.Errorf("seed %d: %s: %v", s.seed, cfg.Name, err)
 	}
 	return p
 }
@@ -167,6 +168,9 @@ func (s *schedule) start(cfg config) *proc {
 // wait waits for p, for bound past its last fault at most, and reads its
 // report.
 func (s *schedule) wait(p *proc) {
+	if p.cmd.Process == nil {
+		return // not started: said so
+	}
 	done := make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(done) }()
 	for {
@@ -252,16 +256,36 @@ func (s *schedule) countServiceFaults() {
 	}
 }
 
-// strike deals p's process fault, if any, at a random moment.
-func (s *schedule) strike(p *proc, wg *sync.WaitGroup) {
-	kind := s.rng.IntN(5) // 0, 1: none
-	at := time.Duration(s.rng.Int64N(int64(1500 * time.Millisecond)))
-	stopFor := lease + skew + time.Duration(s.rng.Int64N(int64(lease)))
-	if kind < 2 {
+// A blow is a process fault drawn for a worker: its kind (below 2, none),
+// when it strikes after the start, and how long a SIGSTOP lasts.
+type blow struct {
+	kind        int
+	at, stopFor time.Duration
+	// taker, when set, is a worker with ResendUnknown started while the
+	// stopped one is stopped and its heartbeat looks stale: it tries to
+	// take over the claims of a worker that lives.
+	taker *proc
+}
+
+func (s *schedule) drawStrike(p *proc) blow {
+	b := blow{kind: s.rng.IntN(5), at: 300*time.Millisecond + time.Duration(s.rng.Int64N(int64(1200*time.Millisecond))),
+		stopFor: lease + skew + time.Duration(s.rng.Int64N(int64(lease)))}
+	if b.kind == 3 {
+		// On the stopped worker's machine or on another, as it sees locks.
+		b.taker = &proc{cfg: config{Name: p.cfg.Name + "-taker", Seed: s.rng.Uint64(), Resend: true,
+			OtherMachine: p.cfg.OtherMachine, Concurrency: 3}}
+	}
+	return b
+}
+
+// strike deals p's process fault b, if any.
+func (s *schedule) strike(p *proc, b blow) {
+	kind, stopFor := b.kind, b.stopFor
+	if kind < 2 || p.cmd.Process == nil {
 		return
 	}
-	wg.Go(func() {
-		time.Sleep(at)
+	func() {
+		time.Sleep(b.at)
 		p.mu.Lock()
 		defer func() { p.lastHit = time.Now(); p.mu.Unlock() }()
 		if !p.exited.IsZero() {
@@ -277,7 +301,15 @@ func (s *schedule) strike(p *proc, wg *sync.WaitGroup) {
 		case 3:
 			if err = p.cmd.Process.Signal(syscall.SIGSTOP); err == nil {
 				s.ty.add(s.ty.process, "SIGSTOP", 1)
-				time.Sleep(stopFor)
+				if b.taker == nil {
+					time.Sleep(stopFor)
+				} else {
+					// Once its heartbeat looks stale: its lease and the
+					// allowance past its last beat.
+					time.Sleep(lease + skew + lease/6)
+					s.start(b.taker)
+					time.Sleep(max(0, stopFor-lease-skew-lease/6))
+				}
 				_ = p.cmd.Process.Signal(syscall.SIGCONT)
 			}
 		case 4:
@@ -285,7 +317,7 @@ func (s *schedule) strike(p *proc, wg *sync.WaitGroup) {
 				s.ty.add(s.ty.process, "SIGTERM", 1)
 			}
 		}
-	})
+	}()
 }
 
 // run runs the schedule: its workers under faults, then a rerun and a
@@ -300,20 +332,37 @@ func (s *schedule) run() {
 		s.t.Fatal(err)
 	}
 	s.serviceFaults()
-	var faults sync.WaitGroup
+	// Every draw is made before any process starts, so that a seed
+	// replays them whatever the timing; half the workers after the first
+	// start late, when others' claims may look gone.
+	var ends sync.WaitGroup
 	for w := range 2 + s.rng.IntN(2) {
 		cfg := config{Name: "w" + strconv.Itoa(w+1), Seed: s.rng.Uint64(), StoreFaults: s.rng.IntN(10) < 7,
 			Resend: s.rng.IntN(2) == 0, OtherMachine: s.rng.IntN(2) == 0, Concurrency: 1 + s.rng.IntN(3)}
-		p := s.start(cfg)
+		var late time.Duration
+		if w > 0 && s.rng.IntN(2) == 0 {
+			late = time.Duration(s.rng.Int64N(int64(2 * lease)))
+		}
+		p := &proc{cfg: cfg}
 		s.procs = append(s.procs, p)
-		s.strike(p, &faults)
-	}
-	var ends sync.WaitGroup
-	for _, p := range s.procs {
-		ends.Go(func() { s.wait(p) })
+		strike := s.drawStrike(p)
+		if strike.taker != nil {
+			s.procs = append(s.procs, strike.taker)
+		}
+		ends.Go(func() {
+			time.Sleep(late)
+			s.start(p)
+			var faults sync.WaitGroup
+			faults.Go(func() { s.strike(p, strike) })
+			s.wait(p)
+			faults.Wait()
+			if strike.taker != nil && strike.taker.cmd != nil {
+				s.ty.add(s.ty.process, "takeover attempt", 1)
+				s.wait(strike.taker)
+			}
+		})
 	}
 	ends.Wait()
-	faults.Wait()
 	s.countServiceFaults()
 	s.fake.Reset() // the faults not used, with the requests it kept
 	// A worker killed "on another machine" is gone once its heartbeat is
@@ -329,7 +378,7 @@ func (s *schedule) run() {
 		// first heartbeat past its deadline) is started again, twice at
 		// most: the faults are over.
 		for try := range 3 {
-			p := s.start(config{Name: name + strings.Repeat("'", try), Seed: s.rng.Uint64(), Resend: name == "resend", Concurrency: 3})
+			p := s.start(&proc{cfg: config{Name: name + strings.Repeat("'", try), Seed: s.rng.Uint64(), Resend: name == "resend", Concurrency: 3}})
 			s.procs = append(s.procs, p)
 			s.wait(p)
 			if p.rep == nil || !p.rep.Ledger {
@@ -343,13 +392,17 @@ func (s *schedule) run() {
 // gone reports whether the worker named w was really gone at at: killed,
 // ended, or stopped by its lease in doubt or its ledger.
 func (s *schedule) gone(w string, at time.Time) bool {
-	for _, p := range s.procs {
-		if p.cfg.Name != w {
-			continue
-		}
-		return !p.killed.IsZero() && p.killed.Before(at) || p.exited.Before(at) && !p.exited.IsZero() || p.rep != nil && p.rep.Ledger
-	}
-	return false
+	p := s.proc(w)
+	return p != nil && (s.ended(p, at) || p.rep != nil && p.rep.Ledger)
+}
+
+// ended reports whether p's process was killed, or its run had ended, at
+// at.
+func (s *schedule) ended(p *proc, at time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.killed.IsZero() && p.killed.Before(at) || !p.exited.IsZero() && p.exited.Before(at) ||
+		p.rep != nil && p.rep.RunEnded.Before(at)
 }
 
 func (s *schedule) proc(name string) *proc {
@@ -406,6 +459,11 @@ func (s *schedule) check(nJobs int) {
 		s.ty.mu.Unlock()
 		// No job paid twice, unless resent with ResendUnknown once every
 		// worker that paid before was really gone.
+		if len(cs) > 1 {
+			s.ty.mu.Lock()
+			s.ty.twice++
+			s.ty.mu.Unlock()
+		}
 		for i, c := range cs[1:] {
 			p := s.proc(c.worker)
 			if p == nil || !p.cfg.Resend {
@@ -415,6 +473,11 @@ func (s *schedule) check(nJobs int) {
 			for _, before := range cs[:i+1] {
 				if !s.gone(before.worker, c.at) {
 					s.fail("%s paid again by %s at %v while %s, which paid it first, still went", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+				}
+				// On one machine liveness is exact: a process that lives,
+				// stopped or not, lease lapsed or not, is never taken for gone.
+				if b := s.proc(before.worker); b != nil && !b.cfg.OtherMachine && !p.cfg.OtherMachine && !s.ended(b, c.at) {
+					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
 				}
 			}
 		}
@@ -502,8 +565,8 @@ func TestFaults(t *testing.T) {
 					})
 				}
 			})
-			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls; store faults %v; service faults %v; process faults %v; %d violations",
-				kind, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.store, ty.service, ty.process, ty.violations)
+			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); store faults %v; service faults %v; process faults %v; %d violations",
+				kind, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.store, ty.service, ty.process, ty.violations)
 		})
 	}
 }

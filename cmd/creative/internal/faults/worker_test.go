@@ -49,6 +49,7 @@ type report struct {
 	Unrecorded []batch.Record
 	MaybePaid  []batch.Record
 	Faults     map[string]int // store faults injected, by kind
+	RunEnded   time.Time      // when Run returned, its lock let go
 }
 
 func TestMain(m *testing.M) {
@@ -112,7 +113,7 @@ func work(raw string) int {
 	}
 	go func() { <-term; r.Stop() }()
 	sum, err := r.Run(ctx, checked)
-	rep := report{Name: cfg.Name, Summary: sum, Faults: fs.counts()}
+	rep := report{Name: cfg.Name, Summary: sum, Faults: fs.counts(), RunEnded: time.Now()}
 	if err != nil {
 		rep.Err = err.Error()
 	}
