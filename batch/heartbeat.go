@@ -153,10 +153,23 @@ func (ru *run) beatNow(ctx context.Context, deadline time.Duration) error {
 		ru.lease.last.Store(&err)
 		return err
 	}
+	ru.lease.renew(begin)
+	return nil
+}
+
+// renew renews the lease from begin, the start of a heartbeat write that
+// completed, unless it had lapsed before that write began: a lease once
+// in doubt is never proven again (the process may have been stopped past
+// it, and another worker may have taken its claims over meanwhile).
+func (l *lease) renew(begin time.Duration) {
 	for {
-		old := ru.lease.began.Load()
-		if int64(begin) <= old || ru.lease.began.CompareAndSwap(old, int64(begin)) {
-			return nil
+		old := l.began.Load()
+		if begin-time.Duration(old) >= l.length-l.margin {
+			l.lose(l.doubt())
+			return
+		}
+		if int64(begin) <= old || l.began.CompareAndSwap(old, int64(begin)) {
+			return
 		}
 	}
 }
