@@ -33,13 +33,14 @@
 // a margin of L/3 (60 s) ago, by the monotonic clock (or the wall clock,
 // when it says more time passed). Every attempt of every call passes that
 // one check; a watchdog apart from the writes ends the lease the moment it
-// is no longer proven, and the run then claims and sends nothing more: the
-// calls in flight end, their answers are recorded if the ledger takes them,
-// and the run ends with a *LedgerError that hands back what the ledger
-// lacks. A record written once the lease is in doubt is fenced by the
-// attempt's number: it is created as the claim of the next attempt, so that
-// a worker that took the job over meanwhile holds it and the late record is
-// refused (its answer handed back), and no job shows done twice.
+// is no longer proven (a lease once in doubt is never proven again), and the
+// run then claims and sends nothing more: the calls in flight end, their
+// answers are recorded if the ledger takes them, and the run ends with a
+// *LedgerError that hands back what the ledger lacks. A record written once
+// the lease is in doubt is fenced by the attempt's number: it is created as
+// the claim of the next attempt, so that a worker that took the job over
+// meanwhile holds it and the late record is refused (its answer handed
+// back), and no job shows done twice.
 //
 // Other workers take a run for gone only when its heartbeat is older than
 // its L plus an allowance of L/3 (30 s) for clocks that disagree, read by
