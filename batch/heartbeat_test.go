@@ -241,7 +241,8 @@ func TestAClaimOfAProcessGoneFromThisMachineIsSentAgainAtOnce(t *testing.T) {
 
 // beatWatch is a Store that counts the writes of heartbeats, and holds each
 // claim until the heartbeat was written three times: when the run started,
-// and twice more while it went (at 30 s and 60 s, on a bubble's clock).
+// and twice more while it went (at 15 s and 30 s, on a bubble's clock: a
+// beat every sixth of the 90 s lease).
 type beatWatch struct {
 	batch.Store
 	beats  atomic.Int32
@@ -288,7 +289,7 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 				PID    int       `json:"pid"`
 			}
 			ok := err == nil && json.Unmarshal(b, &hb) == nil && hb.Run == e.Record.Run && hb.Worker == "w1" &&
-				hb.Time.Equal(start.Add(time.Minute)) && hb.System == batch.ThisSystem() && hb.PID == os.Getpid()
+				hb.Time.Equal(start.Add(30*time.Second)) && hb.System == batch.ThisSystem() && hb.PID == os.Getpid()
 			mu.Lock()
 			seen[e.Record.Run] = seen[e.Record.Run] || ok
 			if firstClaim == 0 {
@@ -300,10 +301,10 @@ func TestARunBeatsWhileItGoesAndRemovesItsHeartbeatAtItsEnd(t *testing.T) {
 		sum, err := checkAndRun(r, batch.File(f.jobs))
 		require.NoError(t, err)
 		assert.Equal(t, 3, sum.Done)
-		assert.Equal(t, time.Minute, firstClaim, "the claims waited for the beats at 0, 30 s and 60 s")
+		assert.Equal(t, 30*time.Second, firstClaim, "the claims waited for the beats at 0, 15 s and 30 s")
 		require.Len(t, seen, 1, "one run, named in every claim: %v", seen)
 		for run, ok := range seen {
-			assert.True(t, ok, "the heartbeat of the run, written at 60 s, was there while it went")
+			assert.True(t, ok, "the heartbeat of the run, written at 30 s, was there while it went")
 			exists, err := dir.Exists(context.Background(), heartbeatKey(run))
 			require.NoError(t, err)
 			assert.False(t, exists, "the heartbeat is removed when the run ends")
@@ -347,10 +348,11 @@ func TestARunWhoseHeartbeatCannotBeWrittenSendsNothing(t *testing.T) {
 }
 
 // A run whose heartbeats stop being written stops claiming 60 s after the
-// last one (before another worker takes its claims for a dead worker's at
-// 90 s); the calls in flight end and are recorded. Calls take 45 s, two at
-// once: four start at 0 s and 45 s, the beats at 30 s and 60 s fail, and
-// the other four never start.
+// last one began (the 90 s lease less its 30 s margin, well before another
+// worker takes its claims for a dead worker's at 120 s); the calls in
+// flight end and are recorded. Calls take 45 s, two at once: four start at
+// 0 s and 45 s, the beats from 15 s on fail, and the other four never
+// start.
 func TestARunWhoseHeartbeatsStopStopsClaiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(45*time.Second))
@@ -361,12 +363,12 @@ func TestARunWhoseHeartbeatsStopStopsClaiming(t *testing.T) {
 		sum, err := checkAndRun(r, batch.File(f.jobs))
 		var le *batch.LedgerError
 		require.ErrorAs(t, err, &le)
-		assert.Contains(t, err.Error(), "no heartbeat of the run could be written for 1m0s")
+		assert.Contains(t, err.Error(), "the run's lease is in doubt: its last heartbeat written began 1m0s ago")
 		assert.Empty(t, le.Unrecorded)
 		assert.Equal(t, 4, sum.Done, "%+v", sum)
 		assert.Equal(t, 4, sum.NotStarted, "%+v", sum)
 		assert.Equal(t, 4, f.srv.Count("image/text-to-image"))
-		assert.GreaterOrEqual(t, store.refused.Load(), int32(2), "refused at 30 s and 60 s")
+		assert.GreaterOrEqual(t, store.refused.Load(), int32(3), "refused at 15 s, 30 s and 45 s")
 	})
 }
 

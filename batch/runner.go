@@ -64,6 +64,10 @@ type Options struct {
 	OnEvent func(Event)
 	// Budget caps the calls and the spending of every run on the ledger.
 	Budget
+	// Lease is the length of the run's lease (default DefaultLease, 90 s;
+	// see the package's doc). Every worker sharing a Store reads it from
+	// the run's heartbeat; a shorter one lets tests run in seconds.
+	Lease time.Duration
 }
 
 // An EventType says what happened to a job.
@@ -336,6 +340,9 @@ type Summary struct {
 	Elsewhere  int // claimed at this moment by another worker, whose run's heartbeat is fresh: that worker's to end
 	NotStarted int // not started: the run was stopped
 	Requests   int // requests sent, retries and downloads included
+	// Stopped says in one line why the run stopped before its end (the
+	// ledger failed, the lease was in doubt, the key was refused), or "".
+	Stopped string
 }
 
 // countLeft counts a job left alone at its last attempt.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 	}
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
-	if err := putStage(context.WithoutCancel(ctx), ru.store, rec, stageAnswered); err != nil {
+	if err := ru.record(ctx, rec, stageAnswered); err != nil {
 		ru.unrecorded(rec, err)
 		ru.end(rec)
 		return
@@ -218,4 +219,96 @@ func (l *lazyWriter) close() error {
 		l.err = err
 	}
 	return l.err
+}
+
+// finish records rec as it ends this run and counts it; err, when the
+// Store's, stops the run first.
+func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err error) {
+	if _, ok := errors.AsType[*storeError](err); ok {
+		ru.failLedger(err, nil)
+	}
+	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
+	rec.Time = time.Now().UTC()
+	if err := ru.record(ctx, rec, stageEnd); err != nil {
+		ru.unrecorded(rec, err)
+	}
+	ru.end(rec)
+}
+
+// errTakenOver refuses a record of this run once another worker took its
+// job over.
+var errTakenOver = errors.New("another worker took the job over after this run's lease was in doubt, and may have paid for it again")
+
+// record writes stage st of rec's attempt, even when ctx was cancelled
+// (the call ended). While the run's lease is proven it is written where
+// the attempt is, within the time the lease has left and its margin:
+// before any other worker could take the attempt for that of a worker
+// that is gone. Once the lease is in doubt, the attempt's stage cannot be
+// written safely any more: another worker may have taken the job over
+// (attempt n+1) and sent it again. The record is then fenced by the
+// attempt's number: it is written as the claim of attempt n+1, by an
+// exclusive create, so that exactly one of this record and a takeover
+// stands. When the takeover came first, the record is refused
+// (errTakenOver): the job is not shown done twice, and the second payment
+// is not hidden behind a done record; the run's LedgerError hands the
+// answer back.
+func (ru *run) record(ctx context.Context, rec *record, st stage) error {
+	ctx = context.WithoutCancel(ctx)
+	if ru.lease.held() {
+		wctx, cancel := context.WithTimeout(ctx, ru.lease.left()+ru.lease.margin)
+		err := putStage(wctx, ru.store, rec, st)
+		cancel()
+		if err == nil || ru.lease.held() {
+			return err
+		}
+	}
+	rec.Attempt++
+	err := putStage(ctx, ru.store, rec, stageClaim)
+	if errors.Is(err, ErrExist) {
+		return errTakenOver
+	}
+	return err
+}
+
+// end counts rec as it ends this run, and tells of it.
+func (ru *run) end(rec *record) {
+	ru.count(func(s *Summary) {
+		s.Requests += rec.Requests
+		switch {
+		case rec.State == Done:
+			s.Done++
+		case rec.State == Failed:
+			s.Failed++
+		case rec.State == Refused:
+			s.Refused++
+		case rec.State == Answered && !rec.Lost:
+			s.Waiting++
+		default:
+			s.countLeft(rec) // lost, claimed or unknown
+		}
+	})
+	ru.ended.Add(1)
+	ru.event(JobEnded, rec)
+}
+
+// unrecorded stops the run because rec could not be recorded, hands a paid
+// answer, or a job sent whose outcome the ledger lacks, to the
+// LedgerError, and leaves rec as the ledger has it: answered when its
+// links were recorded before, else claimed (maybe paid).
+func (ru *run) unrecorded(rec *record, err error) {
+	var paid *record
+	if rec.State == Answered || rec.State == Done {
+		cp := *rec
+		paid = &cp
+	}
+	ru.failLedger(err, paid)
+	if paid == nil && (rec.Requests > 0 || errors.Is(err, errTakenOver)) {
+		ru.maybePaid(rec)
+	}
+	state := Claimed
+	if len(rec.URLs) > 0 && rec.State != Answered {
+		state = Answered // the links were recorded before
+	}
+	rec.State, rec.Lost = state, false
+	rec.Error = "not recorded in the ledger (" + err.Error() + "): see the run's error for the answer"
 }

@@ -28,17 +28,40 @@
 // spending of every run on a ledger together.
 //
 // A claim with no end is in flight on a live worker, or its worker died
-// (maybe paid). Each run keeps a heartbeat, ledger/runs/<run>.json, written
-// every 30 s and removed when it ends, and each record names its run
-// (Record.Run): a claim whose run's heartbeat is fresh (under 90 s old, so
-// the fleet's clocks should agree to within a few seconds) is left to its
-// worker whatever the options (Summary.Elsewhere); one whose heartbeat is
-// missing or stale, or names a process gone from this machine, is of a
-// worker that is gone (Summary.Claimed: maybe paid, sent again with
-// Options.ResendUnknown; a download is fetched again, which costs nothing).
-// A run whose first heartbeat cannot be written claims nothing, and one
-// whose heartbeats fail for 60 s stops claiming (a *LedgerError), before
-// its claims could be taken for those of a worker that is gone.
+// (maybe paid). Each run holds a lease of length L (Options.Lease, 90 s by
+// default) and keeps a heartbeat, ledger/runs/<run>.json, written every L/6
+// (15 s), each write with a deadline of L/9 (10 s; the first, before
+// anything is claimed, L/3), and removed when the run ends; each record
+// names its run (Record.Run). The run claims and sends only while its lease
+// is proven: the last heartbeat write that completed began less than L less
+// a margin of L/3 (60 s) ago, by the monotonic clock (or the wall clock,
+// when it says more time passed). Every attempt of every call passes that
+// one check; a watchdog apart from the writes ends the lease the moment it
+// is no longer proven (a lease once in doubt is never proven again), and the
+// run then claims and sends nothing more: the calls in flight end, their
+// answers are recorded if the ledger takes them, and the run ends with a
+// *LedgerError that hands back what the ledger lacks. A record written once
+// the lease is in doubt is fenced by the attempt's number: it is created as
+// the claim of the next attempt, so that a worker that took the job over
+// meanwhile holds it and the late record is refused (its answer handed
+// back), and no job shows done twice.
+//
+// Other workers take a run for gone only when its heartbeat is older than
+// its L plus an allowance of L/3 (30 s) for clocks that disagree, read by
+// the store's own clock where the store tells an object's modification
+// time, else by the heartbeat's time; the fleet's clocks must agree within
+// that allowance. On one machine, each run holds a file lock (flock) for
+// its life, in the store's folder (a local folder's store) or under the
+// system's temporary folder: a run whose lock is held is live however
+// long its process is suspended, and one whose lock is free is gone at
+// once. A claim whose run goes is left to its worker whatever the options
+// (Summary.Elsewhere); one whose run is gone is of a worker that is gone
+// (Summary.Claimed: maybe paid, sent again with Options.ResendUnknown; a
+// download is fetched again, which costs nothing). A run whose first
+// heartbeat cannot be written claims nothing. An answer that every job
+// would get alike (the key refused: HTTP 401 or 403; a base URL that does
+// not answer as the service) stops the run at once: nothing more is
+// claimed or sent.
 package batch
 
 import (

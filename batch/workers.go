@@ -4,24 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/internal/opcall"
 )
 
-// A LedgerError reports a ledger that could not be written: the run
-// stopped starting jobs at once. Unrecorded holds the answers that were
-// paid for and could not be recorded (their URLs, texts and files), so
-// that the caller can show them; nothing else holds them.
+// A LedgerError reports a ledger that could not be written, or a lease
+// that could no longer be proven: the run stopped starting jobs at once.
+// Unrecorded holds the answers that were paid for and could not be
+// recorded (their URLs, texts and files), so that the caller can show
+// them; nothing else holds them. MaybePaid holds the other jobs this run
+// sent whose end the ledger does not hold as this run saw it: each may
+// have been paid.
 type LedgerError struct {
 	Err        error
 	Unrecorded []Record
+	MaybePaid  []Record
 }
 
 // Error says that the ledger failed, and how many paid answers it lacks.
@@ -29,6 +27,9 @@ func (e *LedgerError) Error() string {
 	s := fmt.Sprintf("batch: the ledger could not be written, so the run stopped: %v", e.Err)
 	if n := len(e.Unrecorded); n > 0 {
 		s += fmt.Sprintf(" (%s paid for and not recorded)", plural(n, "answer"))
+	}
+	if n := len(e.MaybePaid); n > 0 {
+		s += fmt.Sprintf(" (%s sent and maybe paid, not recorded as such)", plural(n, "job"))
 	}
 	return s
 }
@@ -40,25 +41,36 @@ func (e *LedgerError) Unwrap() error { return e.Err }
 type run struct {
 	*Runner
 	token   string // names the run in its records and its heartbeat
+	lease   *lease
 	mu      sync.Mutex
 	sum     Summary
-	fatal   *LedgerError
+	fatal   *LedgerError // guarded by mu
+	halt    error        // a refusal that every job would meet; guarded by mu
+	away    []string     // jobs left to other workers' runs, to check at the end; guarded by mu
 	started atomic.Int64
 	ended   atomic.Int64 // jobs that ended, for keepIndex
 }
 
 // Run runs the jobs Check passed, reading them again. Jobs done, claimed
 // by another worker, or maybe paid are not sent again (see Options); a
-// ledger that cannot be written stops the run with a *LedgerError. Run
-// returns when every started job has ended, or when ctx is cancelled
-// (which cancels the calls in flight).
+// ledger that cannot be written, or a lease that can no longer be proven,
+// stops the run with a *LedgerError, and an answer that every job would
+// get alike (the key refused) stops it with that answer. Run returns when
+// every started job has ended, or when ctx is cancelled (which cancels the
+// calls in flight).
+//
+// A job lives its stages in this order, each in one place, and a reader
+// follows them file by file: the run's lease (keepBeating, heartbeat.go);
+// then for each job its check, claim and send through the lease's gate
+// (do, claim, send: job.go); then the saving of its answer and its record
+// (save, record: save.go).
 func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
 	}
-	ru := &run{Runner: r, token: newRunToken()}
+	ru := &run{Runner: r, token: newRunToken(), lease: newLease(timesOf(r.o.Lease))}
 	ru.sum.Jobs = c.mine
-	stopBeats, err := ru.keepBeating(ctx)
+	stopBeats, err := ru.keepBeating(ctx, func(err error) { ru.failLedger(err, nil) })
 	if err != nil {
 		ru.sum.NotStarted = c.mine
 		return ru.sum, &LedgerError{Err: err}
@@ -80,9 +92,15 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
+	ru.recheck(ctx)
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
 	ru.sum.NotStarted = c.mine - int(ru.started.Load())
 	if ru.fatal != nil {
 		return ru.sum, ru.fatal
+	}
+	if ru.halt != nil {
+		return ru.sum, ru.halt
 	}
 	if err := <-readErr; err != nil {
 		return ru.sum, err
@@ -141,211 +159,45 @@ func (ru *run) event(typ EventType, rec *record) {
 	}
 }
 
-// failLedger stops the run because the ledger could not be written; paid,
-// when not nil, is an answer that nothing holds now.
+// failLedger stops the run because the ledger could not be written, or the
+// lease is in doubt; paid, when not nil, is an answer that nothing holds
+// now.
 func (ru *run) failLedger(err error, paid *record) {
 	ru.st.stop()
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
 	if ru.fatal == nil {
 		ru.fatal = &LedgerError{Err: err}
+		ru.sum.Stopped = "the ledger could not be written (see the error)"
+		if errors.Is(err, errLeaseInDoubt) {
+			ru.sum.Stopped = "the run's lease is in doubt: its heartbeats could not be written in time (see the error)"
+		}
 	}
 	if paid != nil {
 		ru.fatal.Unrecorded = append(ru.fatal.Unrecorded, paid.Record)
 	}
 }
 
-// do takes one job as far as this run can.
-func (ru *run) do(ctx context.Context, t *task) {
-	select {
-	case <-ru.st.stopping.Done():
-		return
-	default:
-	}
-	if ctx.Err() != nil {
-		return
-	}
-	ru.started.Add(1)
-	last, n, act, err := ru.assess(ctx, t.key)
-	if cancelled(ctx, err) {
-		ru.started.Add(-1)
-		return
-	}
-	if err != nil {
-		ru.failLedger(err, nil)
-		return
-	}
-	switch act {
-	case actCall:
-		ru.call(ctx, t, n+1)
-	case actDownload:
-		ru.redownload(ctx, last, n+1)
-	case actCheck:
-		ru.checkDone(ctx, last, n+1)
-	case actLeave:
-		ru.skip(last, func(s *Summary) { s.countLeft(last) })
-	case actElsewhere:
-		ru.skip(last, func(s *Summary) { s.Elsewhere++ })
+// maybePaid hands rec, sent by this run and not recorded as it ended, to
+// the run's LedgerError.
+func (ru *run) maybePaid(rec *record) {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if ru.fatal != nil {
+		ru.fatal.MaybePaid = append(ru.fatal.MaybePaid, rec.Record)
 	}
 }
 
-// cancelled reports whether err is the end of ctx rather than a failure
-// of the Store: the job read or claimed with it was not started.
-func cancelled(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
-}
-
-// skip counts with f a job this run leaves as it is, rec its last attempt.
-func (ru *run) skip(rec *record, f func(s *Summary)) {
-	ru.count(f)
-	ru.event(JobSkipped, rec)
-}
-
-// claimOrSkip claims rec's attempt, or reports false when another worker
-// has it or the ledger failed.
-func (ru *run) claimOrSkip(ctx context.Context, rec *record) bool {
-	err := putStage(ctx, ru.store, rec, stageClaim)
-	if errors.Is(err, ErrExist) {
-		ru.skip(rec, func(s *Summary) { s.Elsewhere++ })
-		return false
-	}
-	if cancelled(ctx, err) {
-		ru.started.Add(-1)
-		return false
-	}
-	if err != nil {
-		ru.failLedger(err, nil)
-		return false
-	}
-	ru.event(JobStarted, rec)
-	return true
-}
-
-// call claims attempt n of t and sends its request.
-func (ru *run) call(ctx context.Context, t *task, n int) {
-	jr, ctx, ok := ru.st.begin(ctx)
-	if !ok {
-		ru.started.Add(-1)
-		return
-	}
-	defer ru.st.end(jr)
-	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
-		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kindCall, Stem: t.stem()}
-	if !ru.claimOrSkip(ctx, rec) {
-		return
-	}
-	start := time.Now()
-	req, closeFiles, err := ru.checker.files.request(t)
-	var res any
-	var resp *http.Response
-	if err == nil {
-		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(t.op.Name, ru.Stop), ru.st.gate(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
-		res, err = opcall.Call(ctx, ru.c, t.op, req, opts...)
-		closeFiles()
-	}
-	rec.Requests = int(jr.requests.Load())
-	if resp != nil {
-		rec.RequestID = resp.Header.Get("X-Request-Id")
-	}
-	if err != nil {
-		rec.State = Classify(err)
-		if rec.Requests == 0 {
-			rec.State = Refused // nothing went out
-		}
-		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
-		ru.finish(ctx, rec, start, nil)
-		return
-	}
-	ru.save(ctx, rec, res, start)
-}
-
-// finish records rec as it ends this run and counts it; err, when the
-// Store's, stops the run first.
-func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err error) {
-	if _, ok := errors.AsType[*storeError](err); ok {
-		ru.failLedger(err, nil)
-	}
-	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
-	rec.Time = time.Now().UTC()
-	// The record is written even when ctx was cancelled: the call ended.
-	if err := putStage(context.WithoutCancel(ctx), ru.store, rec, stageEnd); err != nil {
-		ru.unrecorded(rec, err)
-	}
-	ru.end(rec)
-}
-
-// end counts rec as it ends this run, and tells of it.
-func (ru *run) end(rec *record) {
-	ru.count(func(s *Summary) {
-		s.Requests += rec.Requests
-		switch {
-		case rec.State == Done:
-			s.Done++
-		case rec.State == Failed:
-			s.Failed++
-		case rec.State == Refused:
-			s.Refused++
-		case rec.State == Answered && !rec.Lost:
-			s.Waiting++
-		default:
-			s.countLeft(rec) // lost, claimed or unknown
-		}
-	})
-	ru.ended.Add(1)
-	ru.event(JobEnded, rec)
-}
-
-// unrecorded stops the run because rec could not be recorded, hands a paid
-// answer to the LedgerError, and leaves rec as the ledger has it: answered
-// when its links were recorded before, else claimed (maybe paid).
-func (ru *run) unrecorded(rec *record, err error) {
-	var paid *record
-	if rec.State == Answered || rec.State == Done {
-		cp := *rec
-		paid = &cp
-	}
-	ru.failLedger(err, paid)
-	state := Claimed
-	if len(rec.URLs) > 0 && rec.State != Answered {
-		state = Answered // the links were recorded before
-	}
-	rec.State, rec.Lost = state, false
-	rec.Error = "not recorded in the ledger (" + err.Error() + "): see the run's error for the answer"
-}
-
-// checkDone checks that a done job's files are in place, and downloads
-// them again (free) when some are gone and its answer had links.
-func (ru *run) checkDone(ctx context.Context, last *record, n int) {
-	for _, f := range last.Files {
-		ok, err := ru.store.Exists(ctx, f)
-		if cancelled(ctx, err) {
-			ru.started.Add(-1)
-			return
-		}
-		if err != nil {
-			ru.failLedger(err, nil)
-			return
-		}
-		if !ok && len(last.URLs) > 0 {
-			ru.redownload(ctx, last, n)
-			return
-		}
-		if !ok {
-			ru.skip(last, func(s *Summary) { s.Missing++ })
-			return
+// stopFor stops the run for an answer every job would get alike (why, in
+// one line): nothing more is claimed or sent.
+func (ru *run) stopFor(why string, err error) {
+	ru.st.stop()
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if ru.halt == nil {
+		ru.halt = fmt.Errorf("batch: %s, so the run stopped: %w", why, err)
+		if ru.sum.Stopped == "" {
+			ru.sum.Stopped = why
 		}
 	}
-	ru.skip(last, func(s *Summary) { s.DoneBefore++ })
-}
-
-// redownload claims attempt n of an answered job to fetch its files again.
-func (ru *run) redownload(ctx context.Context, last *record, n int) {
-	rec := *last
-	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = n, kindDownload, Claimed, ru.o.Worker, ru.token
-	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
-	rec.Time = time.Now().UTC()
-	if !ru.claimOrSkip(ctx, &rec) {
-		return
-	}
-	ru.download(ctx, &rec, time.Now())
 }

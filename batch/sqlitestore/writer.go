@@ -4,9 +4,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -22,12 +26,22 @@ const (
 
 // A write is one change to the database, waiting for its commit.
 type write struct {
-	kind int
-	key  string
-	data []byte
-	err  error      // its own outcome within the transaction (ErrExist)
-	done chan error // told once the transaction that holds it ended
+	kind  int
+	key   string
+	data  []byte
+	err   error        // its own outcome within the transaction (ErrExist)
+	done  chan error   // told once the transaction that holds it ended
+	state atomic.Int32 // pending, then taken by a transaction or given up by its caller
 }
+
+// The states of a write: waiting (for the writer, or for the database's
+// lock), in a transaction that holds the lock, or given up by its caller
+// before that (never applied).
+const (
+	pending int32 = iota
+	taken
+	givenUp
+)
 
 // maxBatch bounds the writes one transaction commits.
 const maxBatch = 512
@@ -54,12 +68,21 @@ func newWriter(conn *sql.Conn) (*writer, error) {
 		}
 		w.stmts[kind] = stmt
 	}
+	// The writer waits for another process's transaction itself (see
+	// begin), watching its callers' contexts, which SQLite's own wait
+	// would not: SQLite waits only the moment of a lock taken in passing.
+	if _, err := conn.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyPoll.Milliseconds())); err != nil {
+		return nil, err
+	}
 	go w.loop()
 	return w, nil
 }
 
-// do commits one write and returns its outcome. Once queued, a write is
-// waited for whatever becomes of ctx: it may be committed.
+// do commits one write and returns its outcome. It honours ctx until the
+// write is in a transaction that holds the database's lock, also while
+// it waits for that lock (another process's transaction): a write given
+// up so was never applied, and the writes of other callers wait on. Once
+// in such a transaction, which commits in moments, it is waited for.
 func (w *writer) do(ctx context.Context, kind int, key string, data []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -73,9 +96,23 @@ func (w *writer) do(ctx context.Context, kind int, key string, data []byte) erro
 		w.mu.RUnlock()
 		return fmt.Errorf("sqlitestore: %s: the store is closed", key)
 	}
-	w.queue <- wr
+	select {
+	case w.queue <- wr:
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return fmt.Errorf("sqlitestore: %s: not written: %w", key, ctx.Err())
+	}
 	w.mu.RUnlock()
-	if err := <-wr.done; err != nil {
+	var err error
+	select {
+	case err = <-wr.done:
+	case <-ctx.Done():
+		if wr.state.CompareAndSwap(pending, givenUp) {
+			return fmt.Errorf("sqlitestore: %s: not written: %w", key, ctx.Err())
+		}
+		err = <-wr.done
+	}
+	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", key, err)
 	}
 	return nil
@@ -136,14 +173,14 @@ var statements = [...]string{
 	opFile:   `INSERT INTO objects (key, data) VALUES (?, NULL) ON CONFLICT (key) DO UPDATE SET data = NULL`,
 }
 
-// apply runs the writes in one transaction, begun IMMEDIATE (see dsn), and
-// commits it; stmtFailed says that a write's own statement failed. A
-// create whose key exists is no failure of the transaction: that write
-// alone fails, with batch.ErrExist.
+// apply runs the writes still wanted in one transaction, begun IMMEDIATE
+// (see dsn), and commits it; stmtFailed says that a write's own statement
+// failed. A create whose key exists is no failure of the transaction:
+// that write alone fails, with batch.ErrExist.
 func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 	ctx := context.Background()
-	tx, err := w.conn.BeginTx(ctx, nil)
-	if err != nil {
+	tx, ws, err := w.begin(ws)
+	if err != nil || tx == nil {
 		return false, err
 	}
 	for _, wr := range ws {
@@ -168,4 +205,57 @@ func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 	}
 	w.commits.Add(1)
 	return false, nil
+}
+
+// busyWait is how long a write waits for another process's transaction
+// before it fails with SQLITE_BUSY, unless its caller gives up first;
+// SQLite itself waits busyPoll at a time, between which the writer looks
+// at its callers.
+const (
+	busyWait = busyTimeout * time.Millisecond
+	busyPoll = 50 * time.Millisecond
+)
+
+// begin begins a transaction that holds the database's write lock, trying
+// again while another connection holds it, for busyWait at most, and then
+// takes the writes of ws that are still wanted: it returns them, or a nil
+// transaction when their callers all gave up while it waited.
+func (w *writer) begin(ws []*write) (*sql.Tx, []*write, error) {
+	give := time.Now().Add(busyWait)
+	pause := time.Millisecond
+	for {
+		ws = wanted(ws, func(wr *write) bool { return wr.state.Load() != givenUp })
+		if len(ws) == 0 {
+			return nil, nil, nil
+		}
+		tx, err := w.conn.BeginTx(context.Background(), nil)
+		if err == nil {
+			ws = wanted(ws, func(wr *write) bool { return wr.state.CompareAndSwap(pending, taken) || wr.state.Load() == taken })
+			return tx, ws, nil
+		}
+		if !busy(err) || time.Now().After(give) {
+			return nil, nil, err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, busyPoll)
+	}
+}
+
+// wanted returns the writes of ws that keep reports true for, in a slice
+// of their own: the caller still tells each of ws its outcome.
+func wanted(ws []*write, keep func(*write) bool) []*write {
+	out := make([]*write, 0, len(ws))
+	for _, wr := range ws {
+		if keep(wr) {
+			out = append(out, wr)
+		}
+	}
+	return out
+}
+
+// busy reports whether err is SQLite's SQLITE_BUSY: another connection
+// holds the lock.
+func busy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == 5
 }

@@ -412,6 +412,23 @@ func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, er
 	return meta, nil
 }
 
+// ModTime returns when key's object was last written, by the service's
+// clock: batch reads the age of a run's heartbeat by it, whatever the
+// clock of the worker that wrote it says.
+func (s *Store) ModTime(ctx context.Context, key string) (time.Time, error) {
+	if err := batch.CheckKey(key); err != nil {
+		return time.Time{}, err
+	}
+	attrs, err := s.b.Attributes(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return time.Time{}, fmt.Errorf("bucket: modification time %s: %w", key, batch.ErrNotExist)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bucket: modification time %s: %w", key, err)
+	}
+	return attrs.ModTime, nil
+}
+
 // Exists reports whether key names an object.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	if err := batch.CheckKey(key); err != nil {

@@ -112,7 +112,9 @@ Rate, shards and Ctrl-C
 Exit status
   0 when every job is done, 1 when some are not (see the summary), 2 on a
   usage error, a bad line, or an --out folder or ledger that cannot be
-  used (nothing was sent), 130 when interrupted.`,
+  used (nothing was sent), 130 when interrupted. A key the service
+  refuses (401, 403) stops the run at its first answer, with exit status
+  1: nothing more is sent.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
@@ -458,7 +460,10 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 	var le *batch.LedgerError
 	if errors.As(err, &le) {
 		for _, rec := range le.Unrecorded {
-			fmt.Fprintf(a.con, "creative: batch: paid and not recorded: line %d %s: %s\n", rec.Line, rec.Op, paidAnswer(rec))
+			fmt.Fprintf(a.con, "creative: batch: paid and not recorded: line %d %s%s: %s\n", rec.Line, rec.Op, requestID(rec), paidAnswer(rec))
+		}
+		for _, rec := range le.MaybePaid {
+			fmt.Fprintf(a.con, "creative: batch: sent, maybe paid, and not recorded as such: line %d %s%s\n", rec.Line, rec.Op, requestID(rec))
 		}
 		return err
 	}
@@ -473,6 +478,14 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 		return fmt.Errorf("batch: %d of %s not done", notDone, plural(sum.Jobs, "job"))
 	}
 	return nil
+}
+
+// requestID names the service's request id of rec, when it has one.
+func requestID(rec batch.Record) string {
+	if rec.RequestID == "" {
+		return ""
+	}
+	return " (request id " + rec.RequestID + ")"
 }
 
 // paidAnswer says where a paid answer is.
@@ -514,6 +527,9 @@ func summaryText(s batch.Summary) string {
 	add(s.Missing, "done whose files are gone and cannot be fetched again")
 	add(s.Elsewhere, "in flight on another worker that is still running")
 	add(s.NotStarted, "not started")
+	if s.Stopped != "" {
+		parts = append(parts, "stopped: "+s.Stopped)
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -824,3 +824,18 @@ func TestBatchFieldsOfOneOperation(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Equal(t, "creative: batch fields: no operation \"text-to-imag\"; did you mean \"image/text-to-image\"?\n", stderr)
 }
+
+// A key the service refuses stops the batch at its first answer: one
+// request, not one a line; the summary says why, and the exit status is 1.
+func TestBatchARefusedKeyStopsTheRun(t *testing.T) {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	path := writeJobs(t, 30)
+	out := filepath.Join(t.TempDir(), "out")
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": "not-the-key"}
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "1")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "stopped: the service refused the access key (HTTP Unauthorized)")
+	assert.Len(t, srv.Requests(), 1, "one request, not thirty: %s", stderr)
+	assert.NotContains(t, stderr, "not-the-key")
+}

@@ -1,0 +1,597 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
+	"github.com/creativegen/creative-go/creativetest"
+)
+
+const (
+	op = "image/text-to-image"
+	// lease is the workers' lease: short, so that a schedule takes seconds.
+	lease = 3 * time.Second
+	// skew is what others allow past it (a third of it), as batch does.
+	skew = lease / 3
+	// bound is how long a process may run once its last fault ended.
+	bound = 20 * time.Second
+)
+
+// A call is one request the service's front saw, whole.
+type call struct {
+	worker, prompt string
+	status         int
+	at, end        time.Time
+}
+
+// front records every call on its way to the fake and the status the fake
+// answered (502 when it answered nothing: a dropped connection, a caller
+// gone).
+type front struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+func (f *front) start(t *testing.T, fake string) string {
+	u, err := url.Parse(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		var c struct{ Prompt string }
+		_ = json.Unmarshal(body, &c)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sw := &statusWriter{ResponseWriter: w}
+		proxy.ServeHTTP(sw, r)
+		if r.Method == http.MethodPost && c.Prompt != "" {
+			f.mu.Lock()
+			f.calls = append(f.calls, call{worker: r.Header.Get("X-Faults-Worker"), prompt: c.Prompt, status: sw.status, at: at, end: time.Now()})
+			f.mu.Unlock()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// A proc is one worker process of a schedule.
+type proc struct {
+	mu       sync.Mutex // guards killed, exited and lastHit
+	cfg      config
+	cmd      *exec.Cmd
+	out      bytes.Buffer
+	rep      *report
+	killed   time.Time // SIGKILL sent
+	exited   time.Time
+	lastHit  time.Time // when its last fault ended
+	overtime bool
+}
+
+func (p *proc) hit() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastHit
+}
+
+// tally counts what the schedules did.
+type tally struct {
+	mu         sync.Mutex
+	schedules  int
+	store      map[string]int
+	service    map[string]int
+	process    map[string]int
+	violations int
+	paid, jobs int
+	twice      int // jobs paid twice, each resent after its first worker was gone
+}
+
+func (ty *tally) add(m map[string]int, k string, n int) {
+	ty.mu.Lock()
+	m[k] += n
+	ty.mu.Unlock()
+}
+
+// A schedule is one draw of faults over one ledger.
+type schedule struct {
+	t      *testing.T
+	seed   uint64
+	rng    *rand.Rand
+	out    string   // folder or bucket URL
+	env    []string // for the workers
+	jobs   string
+	fake   *creativetest.Server
+	front  *front
+	url    string
+	ty     *tally
+	procs  []*proc
+	errors []string
+}
+
+func (s *schedule) fail(format string, args ...any) {
+	s.errors = append(s.errors, fmt.Sprintf(format, args...))
+}
+
+// start starts the process of worker p.
+func (s *schedule) start(p *proc) *proc {
+	cfg := &p.cfg
+	cfg.Out, cfg.Jobs, cfg.BaseURL, cfg.Key, cfg.Lease = s.out, s.jobs, s.url, creativetest.DefaultAccessKey, lease
+	raw, _ := json.Marshal(cfg)
+	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	p.cmd.Env = append(append(os.Environ(), s.env...), workerEnv+"="+string(raw))
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.lastHit = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		s.t.Errorf("seed %d: %s: %v", s.seed, cfg.Name, err)
+	}
+	return p
+}
+
+// wait waits for p, for bound past its last fault at most, and reads its
+// report.
+func (s *schedule) wait(p *proc) {
+	if p.cmd.Process == nil {
+		return // not started: said so
+	}
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+		case <-time.After(time.Until(p.hit().Add(bound))):
+			if time.Since(p.hit()) < bound {
+				continue // a fault was struck meanwhile
+			}
+			p.overtime = true
+			s.fail("%s did not end within %v of its last fault", p.cfg.Name, bound)
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+		break
+	}
+	p.mu.Lock()
+	p.exited = time.Now()
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && p.killed.IsZero() {
+		p.killed = p.exited // a SIGTERM that came before the worker listened for it
+	}
+	killed := !p.killed.IsZero()
+	p.mu.Unlock()
+	if killed {
+		return
+	}
+	var rep report
+	line := p.out.Bytes()
+	if i := bytes.LastIndex(line, []byte(`{"Name"`)); i >= 0 {
+		line = line[i:]
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
+		if p.overtime {
+			return
+		}
+		s.fail("%s left no report (%v): %s", p.cfg.Name, err, p.out.String())
+		return
+	}
+	p.rep = &rep
+	for k, n := range rep.Faults {
+		s.ty.add(s.ty.store, k, n)
+	}
+}
+
+// serviceFaults queues the service's faults of the schedule.
+func (s *schedule) serviceFaults() {
+	for range s.rng.IntN(5) {
+		var f creativetest.Fault
+		switch s.rng.IntN(7) {
+		case 0:
+			f = creativetest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "0"}
+		case 1:
+			f = creativetest.Fault{Status: http.StatusInternalServerError}
+		case 2:
+			f = creativetest.Fault{Status: http.StatusBadGateway}
+		case 3:
+			f = creativetest.Fault{Status: http.StatusServiceUnavailable}
+		case 4:
+			f = creativetest.Fault{Drop: true}
+		case 5:
+			f = creativetest.Fault{Delay: time.Duration(300+s.rng.IntN(1500)) * time.Millisecond, Drop: s.rng.IntN(2) == 0}
+		case 6:
+			f = creativetest.Fault{Status: http.StatusUnauthorized, Message: "x-access-key: not a valid key"}
+		}
+		s.fake.Fail(op, f)
+	}
+}
+
+// countServiceFaults counts the faults the fake answered with.
+func (s *schedule) countServiceFaults() {
+	for _, r := range s.fake.Requests() {
+		switch {
+		case r.Operation != op || r.Status == http.StatusOK:
+		case r.Status == 0:
+			s.ty.add(s.ty.service, "drop or stall", 1)
+		case r.Status == http.StatusUnauthorized:
+			s.ty.add(s.ty.service, "refused key", 1)
+		case r.Status == http.StatusTooManyRequests:
+			s.ty.add(s.ty.service, "429", 1)
+		default:
+			s.ty.add(s.ty.service, "5xx", 1)
+		}
+	}
+}
+
+// A blow is a process fault drawn for a worker: its kind (below 2, none),
+// when it strikes after the start, and how long a SIGSTOP lasts.
+type blow struct {
+	kind        int
+	at, stopFor time.Duration
+	// taker, when set, is a worker with ResendUnknown started while the
+	// stopped one is stopped and its heartbeat looks stale: it tries to
+	// take over the claims of a worker that lives.
+	taker *proc
+}
+
+func (s *schedule) drawStrike(p *proc) blow {
+	b := blow{kind: s.rng.IntN(5), at: 300*time.Millisecond + time.Duration(s.rng.Int64N(int64(1200*time.Millisecond))),
+		stopFor: lease + skew + time.Duration(s.rng.Int64N(int64(lease)))}
+	if b.kind == 3 {
+		// On the stopped worker's machine or on another, as it sees locks.
+		b.taker = &proc{cfg: config{Name: p.cfg.Name + "-taker", Seed: s.rng.Uint64(), Resend: true,
+			OtherMachine: p.cfg.OtherMachine, Concurrency: 3}}
+	}
+	return b
+}
+
+// strike deals p's process fault b, if any.
+func (s *schedule) strike(p *proc, b blow) {
+	kind, stopFor := b.kind, b.stopFor
+	if kind < 2 || p.cmd.Process == nil {
+		return
+	}
+	func() {
+		time.Sleep(b.at)
+		p.mu.Lock()
+		defer func() { p.lastHit = time.Now(); p.mu.Unlock() }()
+		if !p.exited.IsZero() {
+			return
+		}
+		var err error
+		switch kind {
+		case 2:
+			if err = p.cmd.Process.Signal(syscall.SIGKILL); err == nil {
+				p.killed = time.Now()
+				s.ty.add(s.ty.process, "SIGKILL", 1)
+			}
+		case 3:
+			if err = p.cmd.Process.Signal(syscall.SIGSTOP); err == nil {
+				s.ty.add(s.ty.process, "SIGSTOP", 1)
+				if b.taker == nil {
+					time.Sleep(stopFor)
+				} else {
+					// Once its heartbeat looks stale: its lease and the
+					// allowance past its last beat.
+					time.Sleep(lease + skew + lease/6)
+					s.start(b.taker)
+					time.Sleep(max(0, stopFor-lease-skew-lease/6))
+				}
+				_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			}
+		case 4:
+			if err = p.cmd.Process.Signal(syscall.SIGTERM); err == nil {
+				s.ty.add(s.ty.process, "SIGTERM", 1)
+			}
+		}
+	}()
+}
+
+// run runs the schedule: its workers under faults, then a rerun and a
+// --resend-unknown run, then checks the invariants.
+func (s *schedule) run() {
+	nJobs := 4 + s.rng.IntN(7)
+	var lines strings.Builder
+	for i := range nJobs {
+		fmt.Fprintf(&lines, `{"op":%q,"prompt":"s%d-job-%d"}`+"\n", op, s.seed, i)
+	}
+	if err := os.WriteFile(s.jobs, []byte(lines.String()), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.serviceFaults()
+	// Every draw is made before any process starts, so that a seed
+	// replays them whatever the timing; half the workers after the first
+	// start late, when others' claims may look gone.
+	var ends sync.WaitGroup
+	for w := range 2 + s.rng.IntN(2) {
+		cfg := config{Name: "w" + strconv.Itoa(w+1), Seed: s.rng.Uint64(), StoreFaults: s.rng.IntN(10) < 7,
+			Resend: s.rng.IntN(2) == 0, OtherMachine: s.rng.IntN(2) == 0, Concurrency: 1 + s.rng.IntN(3)}
+		var late time.Duration
+		if w > 0 && s.rng.IntN(2) == 0 {
+			late = time.Duration(s.rng.Int64N(int64(2 * lease)))
+		}
+		p := &proc{cfg: cfg}
+		s.procs = append(s.procs, p)
+		strike := s.drawStrike(p)
+		if strike.taker != nil {
+			s.procs = append(s.procs, strike.taker)
+		}
+		ends.Go(func() {
+			time.Sleep(late)
+			s.start(p)
+			var faults sync.WaitGroup
+			faults.Go(func() { s.strike(p, strike) })
+			s.wait(p)
+			faults.Wait()
+			if strike.taker != nil && strike.taker.cmd != nil {
+				s.ty.add(s.ty.process, "takeover attempt", 1)
+				s.wait(strike.taker)
+			}
+		})
+	}
+	ends.Wait()
+	s.countServiceFaults()
+	s.fake.Reset() // the faults not used, with the requests it kept
+	// A worker killed "on another machine" is gone once its heartbeat is
+	// older than the lease and the allowance.
+	for _, p := range s.procs {
+		if p.cfg.OtherMachine && (!p.killed.IsZero() || p.overtime) {
+			time.Sleep(lease + skew)
+			break
+		}
+	}
+	for _, name := range []string{"rerun", "resend"} {
+		// A run that could not write its ledger on a loaded machine (its
+		// first heartbeat past its deadline) is started again, twice at
+		// most: the faults are over.
+		for try := range 3 {
+			p := s.start(&proc{cfg: config{Name: name + strings.Repeat("'", try), Seed: s.rng.Uint64(), Resend: name == "resend", Concurrency: 3}})
+			s.procs = append(s.procs, p)
+			s.wait(p)
+			if p.rep == nil || !p.rep.Ledger {
+				break
+			}
+		}
+	}
+	s.check(nJobs)
+}
+
+// gone reports whether the worker named w was really gone at at: killed,
+// ended, or stopped by its lease in doubt or its ledger.
+func (s *schedule) gone(w string, at time.Time) bool {
+	p := s.proc(w)
+	return p != nil && (s.ended(p, at) || p.rep != nil && p.rep.Ledger)
+}
+
+// ended reports whether p's process was killed, or its run had ended, at
+// at.
+func (s *schedule) ended(p *proc, at time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.killed.IsZero() && p.killed.Before(at) || !p.exited.IsZero() && p.exited.Before(at) ||
+		p.rep != nil && p.rep.RunEnded.Before(at)
+}
+
+func (s *schedule) proc(name string) *proc {
+	for _, p := range s.procs {
+		if p.cfg.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// check checks the invariants against the calls the service answered.
+func (s *schedule) check(nJobs int) {
+	ctx := context.Background()
+	store, err := openStore(ctx, s.out)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer store.Close()
+	var recs []batch.Record
+	for key, err := range store.List(ctx, "ledger/") {
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if strings.HasPrefix(key, "ledger/runs/") {
+			continue
+		}
+		b, err := store.Get(ctx, key)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		var r batch.Record
+		if json.Unmarshal(b, &r) == nil {
+			recs = append(recs, r)
+		}
+	}
+	prompt := func(r batch.Record) string { p, _ := r.Fields["prompt"].(string); return p }
+
+	s.front.mu.Lock()
+	calls := slices.Clone(s.front.calls)
+	s.front.mu.Unlock()
+	paid := map[string][]call{}
+	for _, c := range calls {
+		if c.status == http.StatusOK {
+			paid[c.prompt] = append(paid[c.prompt], c)
+		}
+	}
+	s.ty.mu.Lock()
+	s.ty.jobs += nJobs
+	s.ty.mu.Unlock()
+	for job, cs := range paid {
+		s.ty.mu.Lock()
+		s.ty.paid += len(cs)
+		s.ty.mu.Unlock()
+		// No job paid twice, unless resent with ResendUnknown once every
+		// worker that paid before was really gone.
+		if len(cs) > 1 {
+			s.ty.mu.Lock()
+			s.ty.twice++
+			s.ty.mu.Unlock()
+		}
+		for i, c := range cs[1:] {
+			p := s.proc(c.worker)
+			if p == nil || !p.cfg.Resend {
+				s.fail("%s paid again by %s, which does not resend: %v", job, c.worker, cs)
+				continue
+			}
+			for _, before := range cs[:i+1] {
+				if !s.gone(before.worker, c.at) {
+					s.fail("%s paid again by %s at %v while %s, which paid it first, still went", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+				}
+				// On one machine liveness is exact: a process that lives,
+				// stopped or not, lease lapsed or not, is never taken for gone.
+				if b := s.proc(before.worker); b != nil && !b.cfg.OtherMachine && !p.cfg.OtherMachine && !s.ended(b, c.at) {
+					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+				}
+			}
+		}
+		// Every paid answer is in the ledger, or handed back by its worker,
+		// or its worker was killed and the ledger holds its claim.
+		for _, c := range cs {
+			p := s.proc(c.worker)
+			inLedger, claimed := false, false
+			for _, r := range recs {
+				if prompt(r) == job && r.Worker == c.worker {
+					claimed = true
+					inLedger = inLedger || r.State == batch.Answered || r.State == batch.Done
+				}
+			}
+			handed := false
+			if p != nil && p.rep != nil {
+				for _, r := range p.rep.Unrecorded {
+					handed = handed || prompt(r) == job
+				}
+			}
+			if !inLedger && !handed && !(p != nil && !p.killed.IsZero() && claimed) && !(p != nil && p.overtime) {
+				s.fail("%s: the answer %s was paid for is neither in the ledger nor handed back", job, c.worker)
+			}
+		}
+	}
+	// Nothing recorded done without its files.
+	for _, r := range recs {
+		if r.State != batch.Done {
+			continue
+		}
+		for _, f := range r.Files {
+			if ok, err := store.Exists(ctx, f); err != nil || !ok {
+				s.fail("%s recorded done by %s without its file %s (%v)", prompt(r), r.Worker, f, err)
+			}
+		}
+		if len(r.Files) == 0 {
+			s.fail("%s recorded done by %s with no file", prompt(r), r.Worker)
+		}
+	}
+	// The rerun and the resend run end the work: every job done, or
+	// answered with an answer that could not be kept (handed back).
+	st, err := batch.ReadStatus(ctx, store, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if st.Jobs != nJobs || st.States[batch.Done]+st.Lost != nJobs {
+		s.fail("after the rerun and the resend run: %d jobs, %v, %d lost", st.Jobs, st.States, st.Lost)
+	}
+}
+
+// defaultSchedules is how many schedules TestFaults runs over each store.
+var defaultSchedules = 25
+
+// TestFaults runs FAULTS_SCHEDULES schedules (default 25) over each store,
+// or the one of FAULTS_SEED.
+func TestFaults(t *testing.T) {
+	n := defaultSchedules
+	if v, err := strconv.Atoi(os.Getenv("FAULTS_SCHEDULES")); err == nil {
+		n = v
+	}
+	var seeds []uint64
+	if v, err := strconv.ParseUint(os.Getenv("FAULTS_SEED"), 10, 64); err == nil {
+		seeds = []uint64{v}
+	} else {
+		base := uint64(time.Now().UnixNano())
+		for i := range n {
+			seeds = append(seeds, base+uint64(i))
+		}
+	}
+	for _, kind := range []string{"folder", "bucket"} {
+		t.Run(kind, func(t *testing.T) {
+			ty := &tally{store: map[string]int{}, service: map[string]int{}, process: map[string]int{}}
+			var s3 *s3test.Server
+			if kind == "bucket" {
+				s3 = s3test.Start(t)
+			}
+			start := time.Now()
+			// The schedules run -test.parallel at a time (GOMAXPROCS): their
+			// workers mostly wait.
+			t.Run("schedules", func(t *testing.T) {
+				for _, seed := range seeds {
+					t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+						t.Parallel()
+						runSchedule(t, kind, seed, s3, ty)
+					})
+				}
+			})
+			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); store faults %v; service faults %v; process faults %v; %d violations",
+				kind, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.store, ty.service, ty.process, ty.violations)
+		})
+	}
+}
+
+func runSchedule(t *testing.T, kind string, seed uint64, s3 *s3test.Server, ty *tally) {
+	dir := t.TempDir()
+	fake := creativetest.NewServer(creativetest.WithLatency(time.Duration(20+seed%200) * time.Millisecond))
+	defer fake.Close()
+	s := &schedule{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), jobs: filepath.Join(dir, "jobs.jsonl"), fake: fake, front: &front{}, ty: ty}
+	s.url = s.front.start(t, fake.URL)
+	s.out = filepath.Join(dir, "out")
+	if s3 != nil {
+		s.out, s.env = s3.URL(fmt.Sprintf("s%d/out", seed)), s3.Env()
+	}
+	s.run()
+	ty.mu.Lock()
+	ty.schedules++
+	ty.violations += len(s.errors)
+	ty.mu.Unlock()
+	if len(s.errors) > 0 {
+		var b strings.Builder
+		for _, p := range s.procs {
+			fmt.Fprintf(&b, "  %s %+v killed=%v\n    %s\n", p.cfg.Name, p.cfg, !p.killed.IsZero(), strings.ReplaceAll(strings.TrimSpace(p.out.String()), "\n", "\n    "))
+		}
+		t.Errorf("schedule %s seed %d (replay: FAULTS_SEED=%d go test -run TestFaults/%s ./internal/faults/):\n%s\n%s",
+			kind, seed, seed, kind, strings.Join(s.errors, "\n"), b.String())
+	}
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package faults
+
+// Under the race detector the schedules check the harness's own code and
+// the workers', slowly: a few of them do.
+func init() { defaultSchedules = 5 }
