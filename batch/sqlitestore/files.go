@@ -117,11 +117,18 @@ func (s *Store) place(ctx context.Context, t *outdir.Temp, key string) error {
 // folder is taken as left by a process that was killed.
 const staleTemp = 24 * time.Hour
 
-// sweep removes the temporary files at the top of the folder that no
-// process has written for staleTemp. It reads the folder a page of names
-// at a time: it may hold a million outputs.
-func (s *Store) sweep() {
-	f, err := s.root.Open(".")
+// sweep removes the temporary files under the folder that no process has
+// written for staleTemp: outputs are written beside their keys, in
+// subfolders too. It reads each folder a page of names at a time (one may
+// hold a million outputs), goes into folders but never through a symbolic
+// link, and no deeper than maxSweepDepth.
+func (s *Store) sweep() { s.sweepDir(".", 0) }
+
+// maxSweepDepth bounds how deep sweep goes under the folder.
+const maxSweepDepth = 32
+
+func (s *Store) sweepDir(dir string, depth int) {
+	f, err := s.root.Open(dir)
 	if err != nil {
 		return
 	}
@@ -129,12 +136,14 @@ func (s *Store) sweep() {
 	for {
 		entries, err := f.ReadDir(listPage)
 		for _, e := range entries {
-			n := e.Name()
-			if !strings.HasPrefix(n, "."+tempPrefix) || !strings.HasSuffix(n, ".tmp") || !e.Type().IsRegular() {
-				continue
-			}
-			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
-				_ = s.root.Remove(n)
+			n := path.Join(dir, e.Name())
+			switch {
+			case e.IsDir() && depth < maxSweepDepth: // a link is no folder here: ReadDir does not follow it
+				s.sweepDir(n, depth+1)
+			case strings.HasPrefix(e.Name(), "."+tempPrefix) && strings.HasSuffix(e.Name(), ".tmp") && e.Type().IsRegular():
+				if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
+					_ = s.root.Remove(n)
+				}
 			}
 		}
 		if err != nil || len(entries) == 0 {

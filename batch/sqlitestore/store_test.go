@@ -102,9 +102,16 @@ func TestOpeningSweepsTheTemporaryFilesOfKilledProcesses(t *testing.T) {
 		"." + tempPrefix + "fedcba9876543210.tmp": true, // fresh: a process may write it
 		".other.tmp":          true,
 		"000001-a-3fa9c1.png": true,
+		"sub/deeper/." + tempPrefix + "00112233445566ff.tmp": false, // outputs under subfolders have their temporaries beside them
 	}
+	outside := t.TempDir()
+	outsideTemp := filepath.Join(outside, "."+tempPrefix+"aabbccddeeff0011.tmp")
+	require.NoError(t, os.WriteFile(outsideTemp, []byte("x"), 0o644))
+	require.NoError(t, os.Chtimes(outsideTemp, old, old))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "away")))
 	for name, kept := range files {
 		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
 		if !kept || name == ".other.tmp" || name == "000001-a-3fa9c1.png" {
 			require.NoError(t, os.Chtimes(p, old, old))
@@ -115,6 +122,7 @@ func TestOpeningSweepsTheTemporaryFilesOfKilledProcesses(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, name))
 		assert.Equal(t, kept, err == nil, "%s kept", name)
 	}
+	assert.FileExists(t, outsideTemp, "the sweep follows no link out of the folder")
 }
 
 // A symbolic link in the folder cannot take a key outside it.
