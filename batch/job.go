@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -339,16 +340,22 @@ func (ru *run) send(ctx context.Context, t *task, n int) {
 
 // everyJobAlike says, in a few words, why err is an answer every job of
 // the run would get alike (the key refused, a base URL that does not
-// answer as the service), or "" for an answer of this job alone.
+// answer as the service: no such path, or a web page where the service
+// answers JSON or media), or "" for an answer of this job alone, such as
+// one too large or of the wrong shape, which fails its job only.
 func everyJobAlike(err error) string {
 	ae, ok := errors.AsType[*creative.APIError](err)
+	if !ok {
+		return ""
+	}
+	mt, _, _ := mime.ParseMediaType(ae.Header.Get("Content-Type"))
 	switch {
-	case ok && (ae.StatusCode == http.StatusUnauthorized || ae.StatusCode == http.StatusForbidden):
+	case ae.StatusCode == http.StatusUnauthorized || ae.StatusCode == http.StatusForbidden:
 		return "the service refused the access key (HTTP " + http.StatusText(ae.StatusCode) + ")"
-	case ok && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusMethodNotAllowed):
+	case ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusMethodNotAllowed:
 		return "the base URL does not answer as the service (HTTP " + http.StatusText(ae.StatusCode) + ")"
-	case errors.Is(err, creative.ErrUnexpectedResponse):
-		return "the base URL does not answer as the service (an answer that is not the service's)"
+	case ae.StatusCode/100 == 2 && mt == "text/html":
+		return "the base URL does not answer as the service (a web page)"
 	}
 	return ""
 }

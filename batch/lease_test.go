@@ -169,6 +169,46 @@ func TestARefusedKeyStopsTheRun(t *testing.T) {
 	assert.Equal(t, 49, sum.NotStarted, "%+v", sum)
 }
 
+// Only an answer every job would get alike stops a run: a base URL that
+// is not the service's stops it at once; an answer wrong for its job
+// alone (too large, not the envelope) fails that job, and the run goes on.
+func TestOnlyAnAnswerEveryJobGetsAlikeStopsTheRun(t *testing.T) {
+	const op, jobs = "image/text-to-image", 5
+	for _, tc := range []struct {
+		name    string
+		fault   creativetest.Fault
+		opts    []creative.Option
+		stopped string // "" when the run goes on
+	}{
+		{"403: the key refused", creativetest.Fault{Status: http.StatusForbidden}, nil, "the service refused the access key (HTTP Forbidden)"},
+		{"404: no such path", creativetest.Fault{Status: http.StatusNotFound}, nil, "the base URL does not answer as the service (HTTP Not Found)"},
+		{"405: no POST here", creativetest.Fault{Status: http.StatusMethodNotAllowed}, nil, "the base URL does not answer as the service (HTTP Method Not Allowed)"},
+		{"200 with a web page", creativetest.Fault{Status: http.StatusOK, Body: "<html>welcome</html>"}, nil, "the base URL does not answer as the service (a web page)"},
+		{"200 JSON that is not the envelope", creativetest.Fault{Status: http.StatusOK, Body: `{"hello":1}`, ContentType: "application/json"}, nil, ""},
+		{"an answer past the size allowed", creativetest.Fault{Times: -1}, []creative.Option{creative.WithMaxResponseBytes(64)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(t, imageJobs(jobs)...)
+			if tc.fault.Times >= 0 {
+				tc.fault.Times = 1000
+				f.srv.Fail(op, tc.fault)
+			}
+			sum, err := f.run(t, batch.Options{Concurrency: 1, CallOptions: tc.opts})
+			assert.Equal(t, tc.stopped, sum.Stopped)
+			if tc.stopped != "" {
+				require.Error(t, err)
+				assert.Equal(t, 1, f.srv.Count(op), "one request, then nothing more is sent")
+				assert.Equal(t, jobs-1, sum.NotStarted, "%+v", sum)
+				return
+			}
+			assert.Equal(t, jobs, f.srv.Count(op), "every job sent: the answer was its own")
+			assert.Zero(t, sum.NotStarted, "%+v", sum)
+			assert.Zero(t, sum.Done, "%+v", sum)
+		})
+	}
+}
+
 // storeClock is a Store seen from another machine that tells when each
 // object was written by its own clock: at, whatever the writer said.
 type storeClock struct {
