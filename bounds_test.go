@@ -84,8 +84,9 @@ func TestALinkListPastItsBoundIsRefused(t *testing.T) {
 }
 
 // The budget: a call that holds nothing waits for room; one that holds
-// bytes and needs more while every other holder waits fails rather than
-// wait for ever; bytes given back wake the waiters.
+// bytes and needs more while every other holder waits overdraws the
+// budget rather than wait for ever, alone; bytes given back wake the
+// waiters.
 func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBudget(100)
@@ -100,11 +101,18 @@ func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
 		go func() { done <- c.take(ctx, 20) }()
 		synctest.Wait()
 		assert.Equal(t, 1, b.stuck)
-		// a needs more too: every holder would wait, so a fails.
-		assert.ErrorIs(t, a.take(ctx, 20), errBudgetSpent)
+		// a needs more too: every holder would wait, so a overdraws the
+		// budget, and c waits until a lets go.
+		require.NoError(t, a.take(ctx, 20))
+		assert.Same(t, a, b.over)
+		assert.EqualValues(t, 110, b.used)
+		synctest.Wait()
+		assert.Equal(t, 1, b.stuck, "c still waits")
 		a.release()
 		require.NoError(t, <-done)
 		assert.EqualValues(t, 50, c.held)
+		assert.Nil(t, b.over, "the overdraft ends with what a held")
+		assert.ErrorIs(t, c.take(ctx, 101), errBudgetSpent, "more than the whole budget would wait for ever")
 
 		// A call that holds nothing waits until its whole size is free,
 		// or its context ends.
@@ -197,4 +205,93 @@ func TestEveryAnswerGivesItsBudgetBack(t *testing.T) {
 		assert.Zero(t, used, "answer %d", i)
 		assert.Zero(t, holders, "answer %d", i)
 	}
+}
+
+// growTogether grows n answers without a Content-Length on budget b in
+// turn, a step at a time, each up to answerCap, when it gives all back: a
+// take that must wait stays pending while the others go on. After each
+// step it checks that at most the one holder that overdraws the budget
+// holds bytes past it, while every other holder waits, so that the bytes
+// held never pass the budget plus one answer's cap. It returns, in order,
+// the answers that overdrew the budget.
+func growTogether(t *testing.T, b *budget, n int, answerCap, step int64) (overdrawn []int) {
+	ctx := context.Background()
+	rs := make([]*reservation, n)
+	pending := make([]chan error, n)
+	for i := range rs {
+		rs[i] = &reservation{b: b}
+	}
+	settle := func() {
+		synctest.Wait()
+		for i, ch := range pending {
+			select {
+			case err := <-ch:
+				require.NoError(t, err, "answer %d", i)
+				pending[i] = nil
+			default:
+			}
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.over != nil {
+			assert.Equal(t, b.holders-1, b.stuck, "every holder but the one that overdraws waits")
+			assert.LessOrEqual(t, b.used-b.over.held, b.size, "the others hold no more than the budget")
+		} else {
+			assert.LessOrEqual(t, b.used, b.size)
+		}
+		assert.LessOrEqual(t, b.used, b.size+answerCap)
+	}
+	left := n
+	for round := 0; left > 0 && round < 1000; round++ {
+		for i, r := range rs {
+			switch {
+			case r == nil || pending[i] != nil:
+			case r.held < answerCap:
+				ch := make(chan error, 1)
+				pending[i] = ch
+				go func() { ch <- r.take(ctx, step) }()
+				settle()
+			default:
+				b.mu.Lock()
+				if b.over == r {
+					overdrawn = append(overdrawn, i)
+				}
+				b.mu.Unlock()
+				r.release()
+				rs[i], left = nil, left-1
+				settle()
+			}
+		}
+	}
+	require.Zero(t, left, "every answer arrived")
+	assert.Zero(t, b.used)
+	assert.Zero(t, b.holders)
+	assert.Nil(t, b.over)
+	return overdrawn
+}
+
+// Answers that grow together until they fill the budget all arrive, though
+// every holder then needs more: one overdraws the budget, and the others
+// follow once it lets go. Read one after another each fits, so none may
+// fail for the budget's sake.
+func TestAnswersThatGrowTogetherPastTheBudgetAllArrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBudget(100)
+		assert.Equal(t, []int{1}, growTogether(t, b, 3, 45, 5))
+		assert.EqualValues(t, 100+10, b.peak, "35 and 30 wait while the second grows from 35 to 45")
+	})
+}
+
+// The overdraft goes to one holder at a time, and the bytes held never
+// pass the budget plus one answer's cap: while one answer overdraws it,
+// every other waits, and the next overdraws it only once the first let go.
+func TestTheBudgetIsOverdrawnByOneAnswerAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBudget(100)
+		// Four answers of 45 fill the budget at 25 each, the last of them
+		// overdraws it; the three left fill it again at 35, 35 and 30, and
+		// the second overdraws it; the last two fit.
+		assert.Equal(t, []int{3, 1}, growTogether(t, b, 4, 45, 5))
+		assert.EqualValues(t, 100+20, b.peak, "three hold 25 while the fourth grows to 45")
+	})
 }

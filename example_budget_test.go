@@ -47,5 +47,5 @@ func ExampleSetAnswerBudget() {
 	creative.SetAnswerBudget(1 << 30) // 1 GiB of answers in flight
 	defer creative.SetAnswerBudget(0) // back to DefaultAnswerBudget
 	fmt.Println(creative.DefaultAnswerBudget>>20, "MiB by default")
-	// Output: 384 MiB by default
+	// Output: 256 MiB by default
 }

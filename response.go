@@ -253,7 +253,9 @@ const chunkMax = 4 << 20
 // readChunks reads a body of unknown length (chunked, or decompressed by
 // the transport) in pieces, each reserved before it is allocated, then
 // joins them in one buffer of the body's length. Joined, it takes twice its
-// length for a moment: it may hold at most half the budget.
+// length for a moment: it may hold at most half the budget. It is the one
+// reader that takes more while it holds bytes, so the one that may
+// overdraw the budget (budget.go); its cap bounds the overdraft.
 func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 	ctx := rs.ctx()
 	var (
