@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 	"github.com/creativegen/creative-go/creativetest"
 )
@@ -41,15 +40,7 @@ func TestFleetBudgetIsNeverExceeded(t *testing.T) {
 	defer fake.Close()
 	calls := newSends(t, fake.URL)
 
-	jobsURL, out := srv.URL("budget/jobs.jsonl"), srv.URL("budget/out")
-	var lines strings.Builder
-	for i := range jobs {
-		fmt.Fprintf(&lines, `{"op":"audio/text-to-speech","id":"job-%03d","prompt":"job-%03d","voiceId":"female 1"}`+"\n", i, i)
-	}
-	store, err := bucket.Open(t.Context(), srv.URL("budget"))
-	require.NoError(t, err)
-	require.NoError(t, store.Put(t.Context(), "jobs.jsonl", []byte(lines.String())))
-	require.NoError(t, store.Close())
+	jobsURL, out := putSpeechJobs(t, srv, "budget", jobs)
 
 	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey}, srv.Env()...)
 	start := func(name string) (*exec.Cmd, *bytes.Buffer) {

@@ -107,15 +107,7 @@ func TestFleetOfThreeWorkersKilledAndRestarted(t *testing.T) {
 	defer fake.Close()
 	calls := newSends(t, fake.URL)
 
-	jobsURL, out := srv.URL("fleet/jobs.jsonl"), srv.URL("fleet/out")
-	var lines strings.Builder
-	for i := range jobs {
-		fmt.Fprintf(&lines, `{"op":"audio/text-to-speech","id":"job-%03d","prompt":"job-%03d","voiceId":"female 1"}`+"\n", i, i)
-	}
-	store, err := bucket.Open(t.Context(), srv.URL("fleet"))
-	require.NoError(t, err)
-	require.NoError(t, store.Put(t.Context(), "jobs.jsonl", []byte(lines.String())))
-	require.NoError(t, store.Close())
+	jobsURL, out := putSpeechJobs(t, srv, "fleet", jobs)
 
 	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey}, srv.Env()...)
 	start := func(name string, args ...string) (*exec.Cmd, *bytes.Buffer) {
@@ -228,4 +220,19 @@ func outputs(t *testing.T, out string) int {
 	}
 	require.Equal(t, len(ids), n, "one file per job")
 	return n
+}
+
+// putSpeechJobs writes n speech jobs, ids job-000 on, as folder/jobs.jsonl
+// in the bucket of srv, and returns that file's URL and the URL of an
+// --out folder beside it.
+func putSpeechJobs(t *testing.T, srv *s3test.Server, folder string, n int) (jobsURL, out string) {
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"op":"audio/text-to-speech","id":"job-%03d","prompt":"job-%03d","voiceId":"female 1"}`+"\n", i, i)
+	}
+	store, err := bucket.Open(t.Context(), srv.URL(folder))
+	require.NoError(t, err)
+	require.NoError(t, store.Put(t.Context(), "jobs.jsonl", []byte(lines.String())))
+	require.NoError(t, store.Close())
+	return srv.URL(folder + "/jobs.jsonl"), srv.URL(folder + "/out")
 }
