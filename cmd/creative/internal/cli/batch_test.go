@@ -687,14 +687,20 @@ func TestBatchCtrlCStopsTheJobsWaitingForTheRate(t *testing.T) {
 		assert.Equal(t, 130, code, stderr.String())
 		assert.Len(t, calls.all(), 1, "no job waiting for the rate was sent after Ctrl-C")
 		assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 call in flight finish")
-		assert.Regexp(t, `creative: batch: 1 done, [0-9]+ refused or not sent \(a rerun sends them again\), [0-9]+ not started`, stderr.String())
+		// A worker that had claimed its job waits for a token and ends it
+		// refused; one that had not yet claimed (the ledger's writes are
+		// real I/O, which the bubble does not wait for) leaves it not
+		// started. Either way nothing more was sent and a rerun runs them.
+		assert.Regexp(t, `creative: batch: 1 done, ([0-9]+ refused or not sent \(a rerun sends them again\), )?[0-9]+ not started`, stderr.String())
 		assert.Equal(t, 200*time.Millisecond, took, "the waits for tokens ended at Ctrl-C: the next token was 2 s away")
 		states := map[batch.State]int{}
 		for _, r := range readResults(t, out) {
 			states[r.State]++
 		}
 		assert.Equal(t, 1, states[batch.Done])
-		assert.Len(t, states, 2, "the stopped jobs were not sent (refused): a rerun runs them")
+		for state := range states {
+			assert.Contains(t, []batch.State{batch.Done, batch.Refused}, state, "the stopped jobs were not sent (refused): a rerun runs them")
+		}
 		noTempFiles(t, out)
 	})
 }
