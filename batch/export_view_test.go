@@ -1,9 +1,9 @@
 package batch
 
-// ListLedgerInParts makes a run list the ledger in its 16 parts at once
-// whatever its size, until the returned func is called.
+// ListLedgerInParts makes a run, and a status, list the ledger in its 16
+// parts at once whatever its size, until the returned func is called.
 func ListLedgerInParts() (restore func()) {
-	old := partsFrom
-	partsFrom = 0
-	return func() { partsFrom = old }
+	old, oldStatus := partsFrom, statusPartsFrom
+	partsFrom, statusPartsFrom = 0, 0
+	return func() { partsFrom, statusPartsFrom = old, oldStatus }
 }

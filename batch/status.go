@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/creativegen/creative-go/batch/page"
 )
@@ -32,50 +33,147 @@ type Status struct {
 // request on a bucket (the key of each attempt's end says how it ended),
 // and counts the jobs by state; it reads a job's record only when its keys
 // do not say enough (a claim with no end, an unknown outcome, a ledger of
-// an earlier version). Each job whose outcome is unknown (unknown, or
-// claimed and not ended by a worker that is gone: see
+// an earlier version). A RemoteStore whose ledger is more than a few pages
+// is listed in its 16 parts at once. Each job whose outcome is unknown
+// (unknown, or claimed and not ended by a worker that is gone: see
 // Options.ResendUnknown) is given to unknown, when not nil, as its last
-// attempt; a claim in flight on a live worker is counted in InFlight
-// instead.
+// attempt, in the order of the jobs' keys, from one goroutine; a claim in
+// flight on a live worker is counted in InFlight instead.
 func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	beats := &beatCache{runs: map[string]bool{}}
 	st := Status{States: map[State]int{}}
-	runs := map[string]bool{} // heartbeats read, by run
-	for j, err := range jobsOf(ctx, store) {
+	var err error
+	drain := func(p *statusPart) {
+		for r := range p.review {
+			if err == nil && unknown != nil {
+				unknown(r)
+			}
+		}
+		if err == nil && p.err != nil {
+			err = p.err
+			cancel() // the other parts stop, and close their reviews
+		}
+		st.join(&p.st)
+	}
+	// One listing of the whole ledger, which lists its first part first; a
+	// RemoteStore whose first part says the ledger is more than a few pages
+	// (each a round trip) has the other 15 listed at once instead.
+	first := ledgerPrefix + hexDigits[:1]
+	p := newStatusPart()
+	var stop func(string) bool
+	if r, ok := store.(RemoteStore); ok && r.Remote() {
+		stop = func(key string) bool {
+			return !strings.HasPrefix(key, first) && p.keys*len(hexDigits) >= statusPartsFrom
+		}
+	}
+	go p.read(ctx, store, ledgerPrefix, stop, unknown != nil, beats)
+	if drain(p); err != nil || !p.cut {
+		return st, err
+	}
+	parts := make([]*statusPart, len(hexDigits)-1)
+	for i := range parts {
+		parts[i] = newStatusPart()
+		go parts[i].read(ctx, store, ledgerPrefix+hexDigits[i+1:i+2], nil, unknown != nil, beats)
+	}
+	for _, p := range parts {
+		drain(p)
+	}
+	return st, err
+}
+
+// statusPartsFrom is the number of the ledger's keys, as its first part
+// says, from which ReadStatus lists a RemoteStore's other parts at once:
+// below it, 15 listings cost more requests than one.
+var statusPartsFrom = 4000
+
+// A statusPart counts the jobs of one part of the ledger, and hands the
+// jobs to review on, in the order of their keys, through review, which it
+// closes when it is done: a part holds no more than the channel's worth.
+type statusPart struct {
+	st     Status
+	keys   int  // the ledger's keys listed
+	cut    bool // the listing stopped where stop said
+	review chan Record
+	err    error
+}
+
+func newStatusPart() *statusPart {
+	return &statusPart{st: Status{States: map[State]int{}}, review: make(chan Record, 64)}
+}
+
+// read counts the jobs under prefix, up to the key stop says to stop at
+// when stop is not nil, and sends those to review on when review is set.
+func (p *statusPart) read(ctx context.Context, store Store, prefix string, stop func(string) bool, review bool, beats *beatCache) {
+	defer close(p.review)
+	for j, err := range jobsOf(ctx, store, prefix, stop, &p.keys, &p.cut) {
 		if err != nil {
-			return st, err
+			p.err = err
+			return
 		}
 		rec := j.fromKeys()
-		if rec == nil || rec.State == Unknown && unknown != nil {
+		if rec == nil || rec.State == Unknown && review {
 			if rec, _, err = j.read(ctx, store); err != nil {
-				return st, err
+				p.err = err
+				return
 			}
 		}
 		live := false
 		if rec.State == Claimed {
-			if live, err = beatingOnce(ctx, store, rec.Run, runs); err != nil {
-				return st, err
+			if live, err = beats.beating(ctx, store, rec.Run); err != nil {
+				p.err = err
+				return
 			}
 		}
-		st.add(rec)
+		p.st.add(rec)
 		if live {
-			st.InFlight++
-		} else if unknown != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
-			unknown(rec.Record)
+			p.st.InFlight++
+			continue
+		}
+		if !review || !(rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload) {
+			continue
+		}
+		select {
+		case p.review <- rec.Record:
+		case <-ctx.Done():
+			p.err = ctx.Err()
+			return
 		}
 	}
-	return st, nil
 }
 
-// beatingOnce is beating, reading each run's heartbeat once.
-func beatingOnce(ctx context.Context, store Store, run string, runs map[string]bool) (bool, error) {
-	if live, ok := runs[run]; ok {
+// A beatCache reads each run's heartbeat once, for the parts of a status
+// at once.
+type beatCache struct {
+	mu   sync.Mutex
+	runs map[string]bool
+}
+
+func (c *beatCache) beating(ctx context.Context, store Store, run string) (bool, error) {
+	c.mu.Lock()
+	live, ok := c.runs[run]
+	c.mu.Unlock()
+	if ok {
 		return live, nil
 	}
 	live, err := beating(ctx, store, run)
-	if err == nil && len(runs) < 4096 {
-		runs[run] = live
+	c.mu.Lock()
+	if err == nil && len(c.runs) < 4096 {
+		c.runs[run] = live
 	}
+	c.mu.Unlock()
 	return live, err
+}
+
+// join adds the counts of o.
+func (st *Status) join(o *Status) {
+	st.Jobs += o.Jobs
+	for s, n := range o.States {
+		st.States[s] += n
+	}
+	st.Lost += o.Lost
+	st.InFlight += o.InFlight
 }
 
 // add counts a job by its last attempt.
@@ -88,15 +186,22 @@ func (st *Status) add(rec *record) {
 }
 
 // jobsOf yields the keys of every job of the ledger, one job at a time, in
-// the order of their keys, from one listing, or an error that ends them.
-func jobsOf(ctx context.Context, store Store) iter.Seq2[*jobKeys, error] {
+// the order of their keys, from one listing of prefix, or an error that
+// ends them; keys counts the keys listed. When stop is not nil, the
+// listing ends at the first key it says to stop at, and cut says so.
+func jobsOf(ctx context.Context, store Store, prefix string, stop func(string) bool, keys *int, cut *bool) iter.Seq2[*jobKeys, error] {
 	return func(yield func(*jobKeys, error) bool) {
 		j := &jobKeys{}
-		for key, err := range store.List(ctx, ledgerPrefix) {
+		for key, err := range store.List(ctx, prefix) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
+			if stop != nil && stop(key) {
+				*cut = true
+				break
+			}
+			*keys++
 			ki, ok := parseKey(key)
 			if !ok {
 				continue
@@ -134,7 +239,9 @@ func lastAttempts(ctx context.Context, store Store) iter.Seq2[*record, error] {
 		pending := make(chan chan result, readWindow)
 		go func() {
 			defer close(pending)
-			for j, err := range jobsOf(ctx, store) {
+			var keys int
+			var cut bool
+			for j, err := range jobsOf(ctx, store, ledgerPrefix, nil, &keys, &cut) {
 				ch := make(chan result, 1)
 				if err != nil {
 					ch <- result{nil, err}
