@@ -39,9 +39,9 @@ type Budget struct {
 	// Prices.
 	MaxSpend float64
 	// Prices is the price of one call of each operation, by its name
-	// ("image/text-to-image"), in the unit of MaxSpend; with MaxSpend, a
-	// call of an operation without a price is not sent, and stops the
-	// run.
+	// ("image/text-to-image"), in the unit of MaxSpend; with MaxSpend,
+	// Runner.Check refuses a job of an operation without a price, before
+	// anything is sent.
 	Prices map[string]float64
 }
 
@@ -102,6 +102,18 @@ func newSpender(store Store, b Budget) (*spender, error) {
 		return nil, nil
 	}
 	return s, nil
+}
+
+// priced refuses, before anything is sent, the job on line of an
+// operation that has no price under a cap on spending.
+func (s *spender) priced(op string, line int) error {
+	if s == nil || s.spend == nil {
+		return nil
+	}
+	if _, ok := s.prices[op]; !ok {
+		return &LineError{Line: line, Field: "op", Err: fmt.Errorf("no price was given for %s, and the run has a cap on spending", op)}
+	}
+	return nil
 }
 
 // gate is the middleware of every attempt of one call of op: the outermost,

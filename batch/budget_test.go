@@ -75,17 +75,20 @@ func TestACapOnSpendingPricesEachOperation(t *testing.T) {
 	assert.InDelta(t, spent, b.Spent, 1e-9)
 	assert.InDelta(t, 0.5, b.SpendLimit, 1e-9)
 
-	// An operation with no price is not sent under a cap on spending.
+	// A job of an operation with no price fails the check, before
+	// anything is sent, under a cap on spending.
 	f.srv.Reset()
-	f.write(t, `{"op":"image/generate-qr","url":"https://e.example","prompt":"qr"}`)
+	f.write(t, `{"op":"image/text-to-image","prompt":"priced"}`, `{"op":"image/generate-qr","url":"https://e.example","prompt":"qr"}`)
 	r, err := batch.New(f.c, f.store, batch.Options{Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxSpend: 5, Prices: prices}})
 	require.NoError(t, err)
-	sum, err = checkAndRun(r, batch.File(f.jobs))
-	require.NoError(t, err)
+	_, err = r.Check(context.Background(), batch.File(f.jobs))
+	var ce *batch.CheckError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Lines, 1, "%v", err)
+	assert.Equal(t, 2, ce.Lines[0].Line)
+	assert.Equal(t, "op", ce.Lines[0].Field)
+	assert.Contains(t, ce.Lines[0].Error(), "no price was given for image/generate-qr")
 	assert.Empty(t, f.srv.Requests())
-	assert.Equal(t, 1, sum.Refused, "%+v", sum)
-	require.ErrorIs(t, r.Spent(), batch.ErrBudgetSpent)
-	assert.Contains(t, r.Spent().Error(), "no price was given for image/generate-qr")
 }
 
 // A retry after a 429 reuses its share (the service did nothing); every

@@ -195,6 +195,9 @@ func (r *Runner) Check(ctx context.Context, src Source) (*Checked, error) {
 		if err == nil {
 			t, err = r.checker.check(j)
 		}
+		if err == nil {
+			err = r.spend.priced(t.op.Name, j.Line)
+		}
 		if le, ok := errors.AsType[*LineError](err); ok {
 			bad.add(le)
 			continue
