@@ -7,3 +7,11 @@ func ListLedgerInParts() (restore func()) {
 	partsFrom, statusPartsFrom = 0, 0
 	return func() { partsFrom, statusPartsFrom = old, oldStatus }
 }
+
+// ListStatusInPartsFrom makes a status list the other parts of the ledger
+// at once from n keys, until the returned func is called.
+func ListStatusInPartsFrom(n int) (restore func()) {
+	old := statusPartsFrom
+	statusPartsFrom = n
+	return func() { statusPartsFrom = old }
+}

@@ -64,8 +64,13 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 	p := newStatusPart()
 	var stop func(string) bool
 	if r, ok := store.(RemoteStore); ok && r.Remote() {
+		decided := false // at the first key past the first part, once
 		stop = func(key string) bool {
-			return !strings.HasPrefix(key, first) && p.keys*len(hexDigits) >= statusPartsFrom
+			if decided || strings.HasPrefix(key, first) {
+				return false
+			}
+			decided = true
+			return p.keys*len(hexDigits) >= statusPartsFrom
 		}
 	}
 	go p.read(ctx, store, ledgerPrefix, stop, unknown != nil, beats)

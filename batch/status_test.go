@@ -56,6 +56,18 @@ func TestAStatusListedInPartsSaysWhatOneListingSays(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, wantReview, gotReview)
 	assert.Equal(t, 16, store.take()["List"], "the ledger, cut after its first part, and the other 15")
+
+	// Whatever the first part says, the status is the same: the listing
+	// is cut at the end of the first part or not at all.
+	for n := 16; n <= 16*200; n += 16 {
+		restore := batch.ListStatusInPartsFrom(n)
+		got, gotReview = read(store)
+		restore()
+		require.Equal(t, want, got, "from %d keys", n)
+		require.Equal(t, wantReview, gotReview, "from %d keys", n)
+		lists := store.take()["List"]
+		require.True(t, lists == 1 || lists == 16, "from %d keys: %d listings", n, lists)
+	}
 }
 
 // failingPart is a remote Store whose listing of one part of the ledger
