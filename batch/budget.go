@@ -71,6 +71,8 @@ type counter struct {
 	limit  int64
 	next   int64
 	loaded bool
+	taken  int   // shares this run took
+	ownEnd int64 // the end of the last of them
 }
 
 // newSpender checks b and returns what takes its shares, or nil when it
@@ -193,6 +195,9 @@ func (s *spender) takeOf(ctx context.Context, c *counter, size int64, op string)
 	for {
 		if c.next+size > c.limit {
 			s.why = fmt.Errorf("%w: %s", ErrBudgetSpent, c.said(c.next))
+			if c.taken%hintEvery != 0 {
+				s.hint(ctx, c) // where a status of the spent budget starts
+			}
 			return s.why
 		}
 		b, _ := json.Marshal(share{Size: size, Limit: c.limit, Op: op, Time: time.Now().UTC()})
@@ -200,6 +205,10 @@ func (s *spender) takeOf(ctx context.Context, c *counter, size int64, op string)
 		err := s.store.Create(ctx, key, b)
 		if err == nil {
 			c.next += size
+			c.ownEnd = c.next
+			if c.taken++; c.taken%hintEvery == 0 {
+				s.hint(ctx, c)
+			}
 			return nil
 		}
 		if !errors.Is(err, ErrExist) {
@@ -211,6 +220,35 @@ func (s *spender) takeOf(ctx context.Context, c *counter, size int64, op string)
 		}
 		c.next += sh.Size
 	}
+}
+
+// hintEvery is how many shares a run takes of a cap between two writes of
+// its hint.
+const hintEvery = 16
+
+// A hint says where a cap's shares went on to, as a worker last saw them:
+// the end of a share that was taken, and the limit it gave. The shares
+// are a chain (each starts where the one before it ends), so lastShare
+// walks it from the hint, a read a share, rather than list every share of
+// the cap. A hint is never ahead of the chain, as it is written after the
+// share it names was taken; one left behind by a later write of another
+// worker costs reads, never a wrong answer.
+type hint struct {
+	End   int64 `json:"end"`
+	Limit int64 `json:"limit"`
+}
+
+func hintKey(what string) string { return budgetPrefix + what + ".hint.json" }
+
+// hint writes c's hint: the end of the last share this run took, whose
+// limit is this run's. It is only a place to start from: a failed write
+// is not an error of the run.
+func (s *spender) hint(ctx context.Context, c *counter) {
+	if c.taken == 0 {
+		return
+	}
+	b, _ := json.Marshal(hint{End: c.ownEnd, Limit: c.limit})
+	_ = s.store.Put(ctx, hintKey(c.what), b)
 }
 
 // said says how much of c is taken.
@@ -247,8 +285,41 @@ type lastShareOf struct {
 	end int64
 }
 
-// lastShare lists the shares of a cap and reads the last one.
+// maxWalk is how many shares lastShare reads from a hint before it lists
+// the cap's shares instead.
+const maxWalk = 256
+
+// lastShare finds the last share of a cap, and where the next one starts:
+// by its hint and a read of each share taken since (see hint), else by a
+// listing of every share of the cap.
 func lastShare(ctx context.Context, s Store, what string) (lastShareOf, error) {
+	b, err := s.Get(ctx, hintKey(what))
+	if errors.Is(err, ErrNotExist) {
+		return listLastShare(ctx, s, what)
+	}
+	if err != nil {
+		return lastShareOf{}, err
+	}
+	var h hint
+	if json.Unmarshal(b, &h) != nil || h.End < 0 {
+		return listLastShare(ctx, s, what)
+	}
+	last := lastShareOf{share{Limit: h.Limit}, h.End}
+	for range maxWalk {
+		sh, err := readShare(ctx, s, shareKey(what, last.end))
+		if errors.Is(err, ErrNotExist) {
+			return last, nil
+		}
+		if err != nil {
+			return lastShareOf{}, err
+		}
+		last = lastShareOf{sh, last.end + sh.Size}
+	}
+	return listLastShare(ctx, s, what)
+}
+
+// listLastShare lists the shares of a cap and reads the last one.
+func listLastShare(ctx context.Context, s Store, what string) (lastShareOf, error) {
 	last := ""
 	for key, err := range s.List(ctx, budgetPrefix+what+"/") {
 		if err != nil {
@@ -292,7 +363,8 @@ type BudgetStatus struct {
 }
 
 // ReadBudget reads what the runs of the ledger in store took of their
-// budget: one listing of each cap's shares and one read.
+// budget: for each cap, its hint and the shares taken since (a read each),
+// or a listing of its shares.
 func ReadBudget(ctx context.Context, store Store) (BudgetStatus, error) {
 	calls, err := lastShare(ctx, store, "calls")
 	if err != nil {

@@ -118,3 +118,48 @@ func TestABudgetIsChecked(t *testing.T) {
 		assert.Error(t, err, "%+v", b)
 	}
 }
+
+// What was taken of a budget is read from the cap's hint and the few
+// shares taken since, not from a listing of every share; a hint left far
+// behind, or none, still reads the same.
+func TestABudgetIsReadFromItsHint(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, imageJobs(300)...)
+	sum, err := f.run(t, batch.Options{Concurrency: 4, Budget: batch.Budget{MaxCalls: 290}})
+	require.NoError(t, err)
+	require.Equal(t, 290, sum.Done, "%+v", sum)
+	want := batch.BudgetStatus{Calls: 290, CallsLimit: 290}
+	ctx := context.Background()
+	store := &askCounter{Store: f.store, asked: map[string]int{}}
+	b, err := batch.ReadBudget(ctx, store)
+	require.NoError(t, err)
+	assert.Equal(t, want, b)
+	asked := store.take()
+	assert.Equal(t, 1, asked["List"], "only of the cap on spending, which has no hint: %v", asked)
+	assert.LessOrEqual(t, asked["Get"], 2+16, "the hints, and the shares since: %v", asked)
+
+	for _, tc := range []struct {
+		name string
+		hint string // "": none
+	}{
+		{"a hint left behind", `{"end":100,"limit":290}`},
+		{"a hint further behind than a walk", `{"end":0,"limit":290}`},
+		{"a hint that does not parse", `{`},
+		{"no hint", ""},
+	} {
+		if tc.hint == "" {
+			require.NoError(t, f.store.Delete(ctx, "ledger/budget/calls.hint.json"))
+		} else {
+			require.NoError(t, f.store.Put(ctx, "ledger/budget/calls.hint.json", []byte(tc.hint)))
+		}
+		b, err := batch.ReadBudget(ctx, f.store)
+		require.NoError(t, err)
+		assert.Equal(t, want, b, tc.name)
+	}
+
+	// A run on the spent budget learns so from it, and sends nothing.
+	f.srv.Reset()
+	sum, err = f.run(t, batch.Options{Concurrency: 4, Budget: batch.Budget{MaxCalls: 290}})
+	require.NoError(t, err)
+	assert.Zero(t, f.srv.Count("image/text-to-image"), "%+v", sum)
+}
