@@ -92,6 +92,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
+	r.spend.finish(ctx)
 	ru.recheck(ctx)
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
