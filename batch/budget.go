@@ -85,19 +85,11 @@ func newSpender(store Store, b Budget) (*spender, error) {
 	if b.MaxCalls < 0 || !(b.MaxSpend >= 0) || b.MaxSpend > maxAmount {
 		return nil, fmt.Errorf("batch: MaxCalls and MaxSpend must be 0 (no cap) or above, MaxSpend at most %g, got %d and %v", maxAmount, b.MaxCalls, b.MaxSpend)
 	}
-	s := &spender{store: store, prices: map[string]int64{}}
-	for op, p := range b.Prices {
-		if _, ok := ops.Lookup(op); !ok {
-			return nil, fmt.Errorf("batch: a price for %q, which is no operation", op)
-		}
-		if !(p >= 0) || p > maxAmount || b.MaxSpend > 0 && p > b.MaxSpend {
-			return nil, fmt.Errorf("batch: the price of %s must be 0 or above and at most MaxSpend, got %v", op, p)
-		}
-		s.prices[op] = int64(math.Round(p * microUnits))
-		if p > 0 {
-			s.prices[op] = max(1, s.prices[op]) // a price is never free for being small
-		}
+	prices, err := pricesOf(b)
+	if err != nil {
+		return nil, err
 	}
+	s := &spender{store: store, prices: prices}
 	if b.MaxCalls > 0 {
 		s.calls = &counter{what: "calls", limit: int64(b.MaxCalls)}
 	}
@@ -111,6 +103,24 @@ func newSpender(store Store, b Budget) (*spender, error) {
 		return nil, nil
 	}
 	return s, nil
+}
+
+// pricesOf checks b's prices and counts them in microUnits.
+func pricesOf(b Budget) (map[string]int64, error) {
+	prices := map[string]int64{}
+	for op, p := range b.Prices {
+		if _, ok := ops.Lookup(op); !ok {
+			return nil, fmt.Errorf("batch: a price for %q, which is no operation", op)
+		}
+		if !(p >= 0) || p > maxAmount || b.MaxSpend > 0 && p > b.MaxSpend {
+			return nil, fmt.Errorf("batch: the price of %s must be 0 or above and at most MaxSpend, got %v", op, p)
+		}
+		prices[op] = int64(math.Round(p * microUnits))
+		if p > 0 {
+			prices[op] = max(1, prices[op]) // a price is never free for being small
+		}
+	}
+	return prices, nil
 }
 
 // priced refuses, before anything is sent, the job on line of an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func TestAStatusListedInPartsSaysWhatOneListingSays(t *testing.T) {
 	got, gotReview = read(store)
 	assert.Equal(t, want, got)
 	assert.Equal(t, wantReview, gotReview)
-	assert.Equal(t, 16, store.take()["List"], "the ledger, cut after its first part, and the other 15")
+	assert.Equal(t, 31, store.take()["List"], "the ledger, cut after its first part, and the other 15, part b in its 16 groups")
 
 	// Whatever the first part says, the status is the same: the listing
 	// is cut at the end of the first part or not at all.
@@ -66,7 +67,7 @@ func TestAStatusListedInPartsSaysWhatOneListingSays(t *testing.T) {
 		require.Equal(t, want, got, "from %d keys", n)
 		require.Equal(t, wantReview, gotReview, "from %d keys", n)
 		lists := store.take()["List"]
-		require.True(t, lists == 1 || lists == 16, "from %d keys: %d listings", n, lists)
+		require.True(t, lists == 1 || lists == 31, "from %d keys: %d listings", n, lists)
 	}
 }
 
@@ -107,4 +108,49 @@ func TestAStatusWhosePartFailsSaysSo(t *testing.T) {
 		_, err := batch.ReadStatus(context.Background(), &failingPart{f.store, part}, func(batch.Record) {})
 		assert.ErrorIs(t, err, errPartListing, part)
 	}
+}
+
+// budgetWatch is a remote Store that counts the shares of the budget its
+// listings of the ledger yield (a Store that cannot list a folder alone
+// has its outputs listed with everything else).
+type budgetWatch struct {
+	batch.Store
+	shares int
+}
+
+func (s *budgetWatch) Remote() bool { return true }
+
+func (s *budgetWatch) List(ctx context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for k, err := range s.Store.List(ctx, prefix) {
+			if prefix != "" && strings.HasPrefix(k, "ledger/budget/") {
+				s.shares++
+			}
+			if !yield(k, err) {
+				return
+			}
+		}
+	}
+}
+
+// A ledger listed in parts leaves the budget's shares out, however many:
+// part b lists its groups of folders, not ledger/budget/.
+func TestAListingInPartsLeavesTheBudgetOut(t *testing.T) {
+	defer batch.ListLedgerInParts()()
+	f := newFixture(t)
+	f.write(t, imageJobs(40)...)
+	_, err := f.run(t, batch.Options{Concurrency: 4, Budget: batch.Budget{MaxCalls: 100}})
+	require.NoError(t, err)
+	store := &budgetWatch{Store: f.store}
+	st, err := batch.ReadStatus(context.Background(), store, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 40, st.States[batch.Done])
+	assert.Zero(t, store.shares, "shares listed by the status")
+
+	r, err := batch.New(f.c, store, batch.Options{Concurrency: 4, Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 40, sum.DoneBefore, "%+v", sum)
+	assert.Zero(t, store.shares, "shares listed by the rerun")
 }

@@ -160,11 +160,11 @@ func take(ctx context.Context, s Store) (*snapshot, error) {
 		}
 	}
 	slices.Sort(sn.outputs)
-	prefixes := []string{ledgerPrefix}
+	prefixes := [][]string{{ledgerPrefix}}
 	if len(sn.outputs) >= partsFrom {
 		prefixes = nil
 		for i := range hexDigits {
-			prefixes = append(prefixes, ledgerPrefix+hexDigits[i:i+1])
+			prefixes = append(prefixes, partPrefixes(i))
 		}
 	}
 	parts := make([]ledgerPart, len(prefixes))
@@ -196,6 +196,37 @@ func take(ctx context.Context, s Store) (*snapshot, error) {
 	}
 	slices.SortFunc(sn.jobs, func(a, b entry) int { return bytes.Compare(a.job[:], b.job[:]) })
 	return sn, nil
+}
+
+// partPrefixes are the prefixes whose listings list part i of the
+// ledger, the records of the jobs whose keys start with hexDigits[i]: the
+// part's own, but for part b, whose 16 groups of folders are listed one
+// after the other so that the shares of the budget (ledger/budget/, of
+// which a large budget has many) are left out.
+func partPrefixes(i int) []string {
+	part := ledgerPrefix + hexDigits[i:i+1]
+	if !strings.HasPrefix(budgetPrefix, part) {
+		return []string{part}
+	}
+	groups := make([]string, 0, len(hexDigits))
+	for j := range hexDigits {
+		groups = append(groups, part+hexDigits[j:j+1])
+	}
+	return groups
+}
+
+// listEach lists the keys under each of prefixes, one listing after the
+// other.
+func listEach(ctx context.Context, s Store, prefixes []string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for _, prefix := range prefixes {
+			for k, err := range s.List(ctx, prefix) {
+				if !yield(k, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
 }
 
 // partsFrom is the number of outputs from which take lists the ledger in
@@ -235,7 +266,7 @@ type doneFile struct {
 	h   uint64
 }
 
-func (p *ledgerPart) read(ctx context.Context, s Store, prefix string, seed maphash.Seed, jobs *atomic.Int64) {
+func (p *ledgerPart) read(ctx context.Context, s Store, prefixes []string, seed maphash.Seed, jobs *atomic.Int64) {
 	j := jobKeys{}
 	flush := func() {
 		if j.job == "" {
@@ -256,7 +287,7 @@ func (p *ledgerPart) read(ctx context.Context, s Store, prefix string, seed maph
 		}
 		p.jobs = append(p.jobs, e)
 	}
-	for k, err := range s.List(ctx, prefix) {
+	for k, err := range listEach(ctx, s, prefixes) {
 		if err != nil {
 			p.err = err
 			return
