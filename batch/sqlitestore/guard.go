@@ -65,10 +65,14 @@ func checkDBFiles(d *outdir.Dir) error {
 	return nil
 }
 
-// ledgerTables are the tables and views of a ledger of schema version 1,
-// made before ledgers had an application id: its objects table, and some
-// of the views.
-var ledgerTables = []string{"table objects", "view jobs", "view records", "view runs"}
+// ledgerTables are the tables and views of a ledger, by schema version,
+// as a ledger made before ledgers had an application id is told: version
+// 1, its objects table and some of the views; version 2, its objects and
+// latest tables and some of the views.
+var ledgerTables = map[int64][]string{
+	1: {"table objects", "view jobs", "view records", "view runs"},
+	2: {"table latest", "table objects", "view jobs", "view records", "view runs"},
+}
 
 // checkLedger refuses a database that is not a ledger: one with another
 // program's application id, or, without one, with tables when it has no
@@ -104,11 +108,12 @@ func checkLedger(conn *sql.Conn) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	ours := slices.Contains(found, "table objects")
+	tables, ours := ledgerTables[v]
+	ours = ours && slices.Contains(found, "table objects") && (v < 2 || slices.Contains(found, "table latest"))
 	for _, f := range found {
-		ours = ours && slices.Contains(ledgerTables, f)
+		ours = ours && slices.Contains(tables, f)
 	}
-	if len(found) == 0 && v == 0 || ours && v == 1 {
+	if len(found) == 0 && v == 0 || ours {
 		return nil
 	}
 	return fmt.Errorf("the database is not a ledger of creative-go (it holds %s): give another folder", strings.Join(found, ", "))

@@ -14,59 +14,104 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version of the schema below.
-const schemaVersion = 1
+const schemaVersion = 2
 
-// schema is the database's table of objects (see the package's doc) and
-// the views that read the records for people and scripts.
+// schema is the database's table of objects (see the package's doc), the
+// columns SQLite reads from each record and heartbeat as it is written,
+// the table of each job's last record, and the views that read them for
+// people and scripts.
+//
+// A record is a row whose key is under ledger/<3 hex digits>/ and whose
+// bytes are JSON; a heartbeat, one under ledger/runs/. Their columns are
+// generated from the key and the bytes, STORED: filled when the row is
+// written, by every statement that writes one (the writer's, the import of
+// an earlier ledger, the sqlite3 shell), and NULL in every other row. The
+// triggers keep latest, the last record of each job, in the same
+// transaction as the record.
 const schema = `
 CREATE TABLE objects (
 	key  TEXT PRIMARY KEY,
-	data BLOB
+	data BLOB,
+	j TEXT AS (CASE WHEN (key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' OR key GLOB 'ledger/runs/*.json')
+		AND json_valid(CAST(data AS TEXT)) THEN CAST(data AS TEXT) END) VIRTUAL,
+	stage TEXT AS (CASE WHEN j IS NOT NULL AND key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' THEN
+		CASE WHEN key GLOB '*.end.json' THEN 'end' WHEN key GLOB '*.answered.json' THEN 'answered' ELSE 'claim' END END) STORED,
+	rank INTEGER AS (CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 WHEN 'claim' THEN 0 END) VIRTUAL,
+	job        TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.job') END) STORED,
+	attempt    INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.attempt') END) STORED,
+	line       INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.line') END) STORED,
+	id         TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.id') END) STORED,
+	op         TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.op') END) STORED,
+	kind       TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.kind') END) STORED,
+	state      TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.state') END) STORED,
+	lost       INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.lost') END) STORED,
+	requests   INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.requests') END) STORED,
+	request_id TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.requestId') END) STORED,
+	error      TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.error') END) STORED,
+	worker     TEXT    AS (json_extract(j, '$.worker')) STORED,
+	run        TEXT    AS (json_extract(j, '$.run')) STORED,
+	time       TEXT    AS (json_extract(j, '$.time')) STORED,
+	pid        INTEGER AS (CASE WHEN stage IS NULL THEN json_extract(j, '$.pid') END) STORED
 );
+
+-- The records of a job, by attempt.
+CREATE INDEX records_by_job ON objects (job, attempt) WHERE job IS NOT NULL;
+
+-- The last record of each job, by attempt and stage (the key decides
+-- between two ends of one attempt), and its state.
+CREATE TABLE latest (
+	job     TEXT PRIMARY KEY,
+	attempt INTEGER,
+	rank    INTEGER,
+	key     TEXT NOT NULL,
+	state   TEXT
+) WITHOUT ROWID;
+CREATE INDEX latest_by_state ON latest (state);
+
+CREATE TRIGGER record_inserted AFTER INSERT ON objects WHEN new.job IS NOT NULL BEGIN
+	INSERT INTO latest (job, attempt, rank, key, state) VALUES (new.job, new.attempt, new.rank, new.key, new.state)
+	ON CONFLICT (job) DO UPDATE SET attempt = excluded.attempt, rank = excluded.rank, key = excluded.key, state = excluded.state
+	WHERE (excluded.attempt, excluded.rank, excluded.key) > (latest.attempt, latest.rank, latest.key);
+END;
+
+CREATE TRIGGER record_deleted AFTER DELETE ON objects WHEN old.job IS NOT NULL BEGIN
+	DELETE FROM latest WHERE job = old.job AND key = old.key;
+	INSERT OR IGNORE INTO latest (job, attempt, rank, key, state)
+	SELECT job, attempt, rank, key, state FROM objects WHERE job = old.job ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+END;
+
+CREATE TRIGGER record_replaced AFTER UPDATE OF data ON objects WHEN old.job IS NOT NULL OR new.job IS NOT NULL BEGIN
+	DELETE FROM latest WHERE job IN (old.job, new.job);
+	INSERT OR IGNORE INTO latest (job, attempt, rank, key, state)
+	SELECT job, attempt, rank, key, state FROM objects WHERE job = old.job ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+	INSERT OR IGNORE INTO latest (job, attempt, rank, key, state)
+	SELECT job, attempt, rank, key, state FROM objects WHERE job = new.job ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+END;
 
 -- Every record of every attempt at a job: its claim, its answer (links and
 -- text, before any download) and its end.
 CREATE VIEW records AS
-SELECT key,
-	json_extract(j, '$.job') AS job,
-	json_extract(j, '$.attempt') AS attempt,
-	CASE WHEN key GLOB '*.end.json' THEN 'end' WHEN key GLOB '*.answered.json' THEN 'answered' ELSE 'claim' END AS stage,
-	json_extract(j, '$.line') AS line,
-	json_extract(j, '$.id') AS id,
-	json_extract(j, '$.op') AS op,
-	json_extract(j, '$.kind') AS kind,
-	json_extract(j, '$.state') AS state,
-	json_extract(j, '$.lost') AS lost,
-	json_extract(j, '$.requests') AS requests,
-	json_extract(j, '$.requestId') AS request_id,
-	json_extract(j, '$.error') AS error,
-	json_extract(j, '$.worker') AS worker,
-	json_extract(j, '$.run') AS run,
-	json_extract(j, '$.time') AS time,
-	j AS record
-FROM (SELECT key, CAST(data AS TEXT) AS j FROM objects
-	WHERE key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' AND json_valid(CAST(data AS TEXT)));
+SELECT key, job, attempt, stage, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time,
+	CAST(data AS TEXT) AS record
+FROM objects WHERE stage IS NOT NULL;
 
 -- Each job as its last record says: where it stands.
 CREATE VIEW jobs AS
-SELECT job, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time, record
-FROM (SELECT *, row_number() OVER (PARTITION BY job ORDER BY attempt DESC,
-		CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 ELSE 0 END DESC) AS n
-	FROM records)
-WHERE n = 1;
+SELECT l.job AS job, o.attempt AS attempt, o.line AS line, o.id AS id, o.op AS op, o.kind AS kind, l.state AS state,
+	o.lost AS lost, o.requests AS requests, o.request_id AS request_id, o.error AS error, o.worker AS worker,
+	o.run AS run, o.time AS time, CAST(o.data AS TEXT) AS record
+FROM latest l LEFT JOIN objects o ON o.key = l.key;
 
 -- The heartbeats of the runs under way, or killed before they ended.
 CREATE VIEW runs AS
-SELECT json_extract(j, '$.run') AS run,
-	json_extract(j, '$.worker') AS worker,
-	json_extract(j, '$.time') AS time,
-	json_extract(j, '$.pid') AS pid
-FROM (SELECT CAST(data AS TEXT) AS j FROM objects WHERE key GLOB 'ledger/runs/*.json' AND json_valid(CAST(data AS TEXT)));
+SELECT run, worker, time, pid FROM objects
+WHERE key GLOB 'ledger/runs/*.json' AND j IS NOT NULL;
 `
 
 // migrate brings the database to schemaVersion: it creates the schema in a
-// new database, importing the ledger folder an earlier version left, in one
-// transaction, and refuses a database of a newer version.
+// new database, importing the ledger folder an earlier version left, or
+// brings a ledger of version 1 into the schema, each in one transaction,
+// and refuses a database of a newer version.
 func migrate(conn *sql.Conn, d *outdir.Dir) error {
 	ctx := context.Background()
 	root := d.Root()
@@ -77,8 +122,10 @@ func migrate(conn *sql.Conn, d *outdir.Dir) error {
 	if v > schemaVersion {
 		return fmt.Errorf("the ledger's schema is version %d, written by a newer version of creative-go; this one reads version %d", v, schemaVersion)
 	}
-	if err := refuseUnclosed(root); err != nil {
-		return err
+	if v == 0 {
+		if err := refuseUnclosed(root); err != nil {
+			return err
+		}
 	}
 	tx, err := conn.BeginTx(ctx, nil) // IMMEDIATE: another process may be at it too
 	if err != nil {
@@ -89,17 +136,48 @@ func migrate(conn *sql.Conn, d *outdir.Dir) error {
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&again); err != nil {
 		return err
 	}
-	if again == 0 {
+	switch again {
+	case 0:
 		_, err = tx.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion))
 		if err == nil {
 			err = importFolder(ctx, tx, d)
 		}
-		if err != nil {
-			return err
-		}
+	case 1:
+		err = fromVersion1(ctx, tx)
+	}
+	if err != nil {
+		return err
 	}
 	return tx.Commit()
 }
+
+// fromVersion1 brings a ledger of version 1, whose records were rows of
+// objects(key, data) read by views, into the schema: its rows are copied
+// into the new objects table, which fills their columns and latest, and
+// the old table and views are dropped, in the caller's transaction. A
+// process killed meanwhile leaves version 1 as it was.
+func fromVersion1(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+DROP VIEW IF EXISTS jobs;
+DROP VIEW IF EXISTS records;
+DROP VIEW IF EXISTS runs;
+ALTER TABLE objects RENAME TO objects_v1;
+`+schema+`
+INSERT INTO objects (key, data) SELECT key, data FROM objects_v1 ORDER BY key;
+DROP TABLE objects_v1;
+`+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion))
+	if err == nil && upgrading != nil {
+		upgrading()
+	}
+	if err != nil {
+		return fmt.Errorf("bringing the ledger from version 1 to %d: %w", schemaVersion, err)
+	}
+	return nil
+}
+
+// upgrading, when set (by tests), is called in the transaction of
+// fromVersion1 before it commits.
+var upgrading func()
 
 // refuseUnclosed refuses a folder whose earlier ledger is not whole in its
 // files: an earlier version kept a journal (.journal/) whose logs a run
