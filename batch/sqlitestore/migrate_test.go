@@ -213,3 +213,15 @@ func names(t *testing.T, db *sql.DB, typ, like string) []string {
 	}
 	return out
 }
+
+// The ledger folder of an earlier version is imported straight into
+// version 2: its records are rows with their columns, and its jobs stand
+// where their last records say.
+func TestTheLedgerFolderOfAnEarlierVersionBecomesVersion2(t *testing.T) {
+	dir, _ := oldFolder(t)
+	s := openT(t, dir)
+	assert.EqualValues(t, 2, pragma(t, s.db, "user_version"))
+	assert.Equal(t, [][]string{{"3fa00000000000000000000000000001", "1", "done"}}, query(t, s.db, `SELECT job, attempt, state FROM jobs`))
+	assert.Equal(t, [][]string{{"end", "done"}, {"claim", "claimed"}}, query(t, s.db, `SELECT stage, state FROM records ORDER BY key`))
+	assert.Equal(t, [][]string{{"0123456789abcdef0123456789abcdef"}}, query(t, s.db, `SELECT run FROM runs`))
+}

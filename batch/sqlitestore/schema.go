@@ -74,18 +74,26 @@ CREATE TRIGGER record_inserted AFTER INSERT ON objects WHEN new.job IS NOT NULL 
 	WHERE (excluded.attempt, excluded.rank, excluded.key) > (latest.attempt, latest.rank, latest.key);
 END;
 
+-- A record deleted or replaced: its job's last record is found again. (No
+-- INSERT OR IGNORE: a trigger takes the conflict policy of the statement
+-- that fired it.)
 CREATE TRIGGER record_deleted AFTER DELETE ON objects WHEN old.job IS NOT NULL BEGIN
 	DELETE FROM latest WHERE job = old.job AND key = old.key;
-	INSERT OR IGNORE INTO latest (job, attempt, rank, key, state)
-	SELECT job, attempt, rank, key, state FROM objects WHERE job = old.job ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+	INSERT INTO latest (job, attempt, rank, key, state)
+	SELECT job, attempt, rank, key, state FROM objects
+	WHERE job = old.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = old.job)
+	ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
 END;
 
 CREATE TRIGGER record_replaced AFTER UPDATE OF data ON objects WHEN old.job IS NOT NULL OR new.job IS NOT NULL BEGIN
 	DELETE FROM latest WHERE job IN (old.job, new.job);
-	INSERT OR IGNORE INTO latest (job, attempt, rank, key, state)
-	SELECT job, attempt, rank, key, state FROM objects WHERE job = old.job ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
-	INSERT OR IGNORE INTO latest (job, attempt, rank, key, state)
-	SELECT job, attempt, rank, key, state FROM objects WHERE job = new.job ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+	INSERT INTO latest (job, attempt, rank, key, state)
+	SELECT job, attempt, rank, key, state FROM objects WHERE job = old.job
+	ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+	INSERT INTO latest (job, attempt, rank, key, state)
+	SELECT job, attempt, rank, key, state FROM objects
+	WHERE job = new.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = new.job)
+	ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
 END;
 
 -- Every record of every attempt at a job: its claim, its answer (links and

@@ -1,0 +1,88 @@
+package sqlitestore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// plan is the query plan SQLite makes for q, a step a line.
+func plan(t *testing.T, s *Store, q string) string {
+	t.Helper()
+	rows, err := s.db.Query(`EXPLAIN QUERY PLAN ` + q)
+	require.NoError(t, err, q)
+	defer rows.Close()
+	var steps []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+		steps = append(steps, detail)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(steps, "\n")
+}
+
+// The questions people and the ledger ask of the jobs are answered from
+// indexes: jobs by state, the jobs in one state, a job's last record and
+// its records, none by a scan of the records or a sort of them.
+func TestTheJobsAreReadThroughIndexes(t *testing.T) {
+	s := openT(t, t.TempDir())
+	for _, c := range []struct{ query, want string }{
+		{`SELECT state, count(*) FROM jobs GROUP BY state`, "SCAN l USING INDEX latest_by_state"},
+		{`SELECT state, count(*) FROM latest GROUP BY state`, "SCAN latest USING COVERING INDEX latest_by_state"},
+		{`SELECT line, id, op, state FROM jobs WHERE state = 'unknown'`, "SEARCH l USING INDEX latest_by_state (state=?)"},
+		{`SELECT * FROM jobs WHERE job = '3fa00000000000000000000000000001'`, "SEARCH l USING PRIMARY KEY (job=?)"},
+		{`SELECT * FROM records WHERE job = '3fa00000000000000000000000000001' ORDER BY attempt DESC`, "SEARCH objects USING INDEX records_by_job (job=?)"},
+	} {
+		p := plan(t, s, c.query)
+		assert.Contains(t, p, c.want, c.query)
+		assert.NotContains(t, p, "TEMP B-TREE", c.query)
+		for _, step := range strings.Split(p, "\n") {
+			if strings.HasPrefix(step, "SEARCH o ") {
+				assert.Contains(t, step, "(key=?)", "a job's record is read by its key: %s", c.query)
+			}
+			assert.NotRegexp(t, `^SCAN (o|objects)\b`, step, c.query)
+		}
+	}
+}
+
+// latest holds each job's last record (by attempt, then stage, then key)
+// whatever is created, replaced or deleted, in any order: checked against
+// the same computed from the records, after each of a few hundred random
+// writes.
+func TestLatestFollowsEveryWrite(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(36, 2))
+	jobs := []string{"3fa00000000000000000000000000001", "3fa00000000000000000000000000002", "abc00000000000000000000000000003"}
+	stages := []string{"", ".answered", ".done.end", ".unknown.end", ".failed.end", ".end"}
+	states := []string{"claimed", "answered", "done", "unknown", "failed"}
+	var keys []string
+	for i := range 400 {
+		job := jobs[rng.IntN(len(jobs))]
+		attempt := 1 + rng.IntN(3)
+		key := fmt.Sprintf("ledger/%s/%s.%04d%s.json", job[:3], job, attempt, stages[rng.IntN(len(stages))])
+		data := fmt.Sprintf(`{"job":%q,"attempt":%d,"state":%q}`, jobs[rng.IntN(len(jobs))], attempt, states[rng.IntN(len(states))])
+		switch op := rng.IntN(10); {
+		case op < 5:
+			if err := s.Create(ctx, key, []byte(data)); err == nil {
+				keys = append(keys, key)
+			}
+		case op < 7:
+			require.NoError(t, s.Put(ctx, key, []byte(data)))
+			keys = append(keys, key)
+		case op < 8:
+			require.NoError(t, s.Put(ctx, key, []byte("not JSON")), "a record's key may hold any bytes")
+		case len(keys) > 0:
+			require.NoError(t, s.Delete(ctx, keys[rng.IntN(len(keys))]))
+		}
+		want := query(t, s.db, `SELECT job, key, state FROM (SELECT job, key, state, row_number() OVER (PARTITION BY job ORDER BY attempt DESC, rank DESC, key DESC) AS n
+			FROM objects WHERE job IS NOT NULL) WHERE n = 1 ORDER BY job`)
+		require.Equal(t, want, query(t, s.db, `SELECT job, key, state FROM latest ORDER BY job`), "after write %d", i)
+	}
+}
