@@ -30,7 +30,8 @@ const schemaVersion = 2
 // transaction as the record.
 const schema = `
 CREATE TABLE objects (
-	key  TEXT PRIMARY KEY,
+	seq  INTEGER PRIMARY KEY,
+	key  TEXT NOT NULL UNIQUE,
 	data BLOB,
 	j TEXT AS (CASE WHEN (key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' OR key GLOB 'ledger/runs/*.json')
 		AND json_valid(CAST(data AS TEXT)) THEN CAST(data AS TEXT) END) VIRTUAL,
@@ -57,43 +58,44 @@ CREATE TABLE objects (
 -- The records of a job, by attempt.
 CREATE INDEX records_by_job ON objects (job, attempt) WHERE job IS NOT NULL;
 
--- The last record of each job, by attempt and stage (the key decides
--- between two ends of one attempt), and its state.
+-- The last record of each job, by attempt and stage (the one written
+-- last decides between two ends of one attempt): its row in objects, and
+-- its state.
 CREATE TABLE latest (
 	job     TEXT PRIMARY KEY,
 	attempt INTEGER,
 	rank    INTEGER,
-	key     TEXT NOT NULL,
+	record  INTEGER NOT NULL,
 	state   TEXT
 ) WITHOUT ROWID;
 CREATE INDEX latest_by_state ON latest (state);
 
 CREATE TRIGGER record_inserted AFTER INSERT ON objects WHEN new.job IS NOT NULL BEGIN
-	INSERT INTO latest (job, attempt, rank, key, state) VALUES (new.job, new.attempt, new.rank, new.key, new.state)
-	ON CONFLICT (job) DO UPDATE SET attempt = excluded.attempt, rank = excluded.rank, key = excluded.key, state = excluded.state
-	WHERE (excluded.attempt, excluded.rank, excluded.key) > (latest.attempt, latest.rank, latest.key);
+	INSERT INTO latest (job, attempt, rank, record, state) VALUES (new.job, new.attempt, new.rank, new.seq, new.state)
+	ON CONFLICT (job) DO UPDATE SET attempt = excluded.attempt, rank = excluded.rank, record = excluded.record, state = excluded.state
+	WHERE (excluded.attempt, excluded.rank, excluded.record) > (latest.attempt, latest.rank, latest.record);
 END;
 
 -- A record deleted or replaced: its job's last record is found again. (No
 -- INSERT OR IGNORE: a trigger takes the conflict policy of the statement
 -- that fired it.)
 CREATE TRIGGER record_deleted AFTER DELETE ON objects WHEN old.job IS NOT NULL BEGIN
-	DELETE FROM latest WHERE job = old.job AND key = old.key;
-	INSERT INTO latest (job, attempt, rank, key, state)
-	SELECT job, attempt, rank, key, state FROM objects
+	DELETE FROM latest WHERE job = old.job AND record = old.seq;
+	INSERT INTO latest (job, attempt, rank, record, state)
+	SELECT job, attempt, rank, seq, state FROM objects
 	WHERE job = old.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = old.job)
-	ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
 END;
 
 CREATE TRIGGER record_replaced AFTER UPDATE OF data ON objects WHEN old.job IS NOT NULL OR new.job IS NOT NULL BEGIN
 	DELETE FROM latest WHERE job IN (old.job, new.job);
-	INSERT INTO latest (job, attempt, rank, key, state)
-	SELECT job, attempt, rank, key, state FROM objects WHERE job = old.job
-	ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
-	INSERT INTO latest (job, attempt, rank, key, state)
-	SELECT job, attempt, rank, key, state FROM objects
+	INSERT INTO latest (job, attempt, rank, record, state)
+	SELECT job, attempt, rank, seq, state FROM objects WHERE job = old.job
+	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
+	INSERT INTO latest (job, attempt, rank, record, state)
+	SELECT job, attempt, rank, seq, state FROM objects
 	WHERE job = new.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = new.job)
-	ORDER BY attempt DESC, rank DESC, key DESC LIMIT 1;
+	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
 END;
 
 -- Every record of every attempt at a job: its claim, its answer (links and
@@ -108,7 +110,7 @@ CREATE VIEW jobs AS
 SELECT l.job AS job, o.attempt AS attempt, o.line AS line, o.id AS id, o.op AS op, o.kind AS kind, l.state AS state,
 	o.lost AS lost, o.requests AS requests, o.request_id AS request_id, o.error AS error, o.worker AS worker,
 	o.run AS run, o.time AS time, CAST(o.data AS TEXT) AS record
-FROM latest l LEFT JOIN objects o ON o.key = l.key;
+FROM latest l LEFT JOIN objects o ON o.seq = l.record;
 
 -- The heartbeats of the runs under way, or killed before they ended.
 CREATE VIEW runs AS
