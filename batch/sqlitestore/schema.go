@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -16,47 +17,33 @@ import (
 // schemaVersion is the PRAGMA user_version of the schema below.
 const schemaVersion = 2
 
-// schema is the database's table of objects (see the package's doc), the
-// columns SQLite reads from each record and heartbeat as it is written,
-// the table of each job's last record, and the views that read them for
-// people and scripts.
-//
-// A record is a row whose key is under ledger/<3 hex digits>/ and whose
-// bytes are JSON; a heartbeat, one under ledger/runs/. Their columns are
-// generated from the key and the bytes, STORED: filled when the row is
-// written, by every statement that writes one (the writer's, the import of
-// an earlier ledger, the sqlite3 shell), and NULL in every other row. The
-// triggers keep latest, the last record of each job, in the same
-// transaction as the record.
+// schema is the database's table of objects (see the package's doc), with
+// the columns of the records and heartbeats in it (see rowArgs), the table
+// of each job's last record, which triggers keep in the transaction that
+// writes the record, and the views that read them for people and scripts.
 const schema = `
 CREATE TABLE objects (
-	seq  INTEGER PRIMARY KEY,
-	key  TEXT NOT NULL UNIQUE,
-	data BLOB,
-	j TEXT AS (CASE WHEN (key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' OR key GLOB 'ledger/runs/*.json')
-		AND json_valid(CAST(data AS TEXT)) THEN CAST(data AS TEXT) END) VIRTUAL,
-	stage TEXT AS (CASE WHEN j IS NOT NULL AND key GLOB 'ledger/[0-9a-f][0-9a-f][0-9a-f]/*' THEN
-		CASE WHEN key GLOB '*.end.json' THEN 'end' WHEN key GLOB '*.answered.json' THEN 'answered' ELSE 'claim' END END) STORED,
-	rank INTEGER AS (CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 WHEN 'claim' THEN 0 END) VIRTUAL,
-	job        TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.job') END) STORED,
-	attempt    INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.attempt') END) STORED,
-	line       INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.line') END) STORED,
-	id         TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.id') END) STORED,
-	op         TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.op') END) STORED,
-	kind       TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.kind') END) STORED,
-	state      TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.state') END) STORED,
-	lost       INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.lost') END) STORED,
-	requests   INTEGER AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.requests') END) STORED,
-	request_id TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.requestId') END) STORED,
-	error      TEXT    AS (CASE WHEN stage IS NOT NULL THEN json_extract(j, '$.error') END) STORED,
-	worker     TEXT    AS (json_extract(j, '$.worker')) STORED,
-	run        TEXT    AS (json_extract(j, '$.run')) STORED,
-	time       TEXT    AS (json_extract(j, '$.time')) STORED,
-	pid        INTEGER AS (CASE WHEN stage IS NULL THEN json_extract(j, '$.pid') END) STORED
+	seq        INTEGER PRIMARY KEY,
+	key        TEXT NOT NULL UNIQUE,
+	data       BLOB,
+	stage      TEXT,
+	job        TEXT,
+	attempt    INTEGER,
+	line       INTEGER,
+	id         TEXT,
+	op         TEXT,
+	kind       TEXT,
+	state      TEXT,
+	lost       INTEGER,
+	requests   INTEGER,
+	request_id TEXT,
+	error      TEXT,
+	worker     TEXT,
+	run        TEXT,
+	time       TEXT,
+	pid        INTEGER,
+	rank INTEGER AS (CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 WHEN 'claim' THEN 0 END) VIRTUAL
 );
-
--- The records of a job, by attempt.
-CREATE INDEX records_by_job ON objects (job, attempt) WHERE job IS NOT NULL;
 
 -- The last record of each job, by attempt and stage (the one written
 -- last decides between two ends of one attempt): its row in objects, and
@@ -76,25 +63,29 @@ CREATE TRIGGER record_inserted AFTER INSERT ON objects WHEN new.job IS NOT NULL 
 	WHERE (excluded.attempt, excluded.rank, excluded.record) > (latest.attempt, latest.rank, latest.record);
 END;
 
--- A record deleted or replaced: its job's last record is found again. (No
--- INSERT OR IGNORE: a trigger takes the conflict policy of the statement
--- that fired it.)
+-- A record deleted or replaced: its job's last record is found again,
+-- among the keys of the job's records. (No INSERT OR IGNORE: a trigger
+-- takes the conflict policy of the statement that fired it.)
 CREATE TRIGGER record_deleted AFTER DELETE ON objects WHEN old.job IS NOT NULL BEGIN
 	DELETE FROM latest WHERE job = old.job AND record = old.seq;
 	INSERT INTO latest (job, attempt, rank, record, state)
 	SELECT job, attempt, rank, seq, state FROM objects
-	WHERE job = old.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = old.job)
+	WHERE key > 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '.' AND key < 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '/'
+		AND job = old.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = old.job)
 	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
 END;
 
 CREATE TRIGGER record_replaced AFTER UPDATE OF data ON objects WHEN old.job IS NOT NULL OR new.job IS NOT NULL BEGIN
 	DELETE FROM latest WHERE job IN (old.job, new.job);
 	INSERT INTO latest (job, attempt, rank, record, state)
-	SELECT job, attempt, rank, seq, state FROM objects WHERE job = old.job
+	SELECT job, attempt, rank, seq, state FROM objects
+	WHERE key > 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '.' AND key < 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '/'
+		AND job = old.job
 	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
 	INSERT INTO latest (job, attempt, rank, record, state)
 	SELECT job, attempt, rank, seq, state FROM objects
-	WHERE job = new.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = new.job)
+	WHERE key > 'ledger/' || substr(new.job, 1, 3) || '/' || new.job || '.' AND key < 'ledger/' || substr(new.job, 1, 3) || '/' || new.job || '/'
+		AND job = new.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = new.job)
 	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
 END;
 
@@ -115,7 +106,7 @@ FROM latest l LEFT JOIN objects o ON o.seq = l.record;
 -- The heartbeats of the runs under way, or killed before they ended.
 CREATE VIEW runs AS
 SELECT run, worker, time, pid FROM objects
-WHERE key GLOB 'ledger/runs/*.json' AND j IS NOT NULL;
+WHERE key GLOB 'ledger/runs/*.json' AND json_valid(CAST(data AS TEXT));
 `
 
 // migrate brings the database to schemaVersion: it creates the schema in a
@@ -162,9 +153,10 @@ func migrate(conn *sql.Conn, d *outdir.Dir) error {
 }
 
 // fromVersion1 brings a ledger of version 1, whose records were rows of
-// objects(key, data) read by views, into the schema: its rows are copied
-// into the new objects table, which fills their columns and latest, and
-// the old table and views are dropped, in the caller's transaction. A
+// objects(key, data) read by views, into the schema, in the caller's
+// transaction: its rows are written into the new objects table as the
+// writer writes them, a page at a time (memory stays flat), which fills
+// their columns and latest, and the old table and views are dropped. A
 // process killed meanwhile leaves version 1 as it was.
 func fromVersion1(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `
@@ -172,10 +164,13 @@ DROP VIEW IF EXISTS jobs;
 DROP VIEW IF EXISTS records;
 DROP VIEW IF EXISTS runs;
 ALTER TABLE objects RENAME TO objects_v1;
-`+schema+`
-INSERT INTO objects (key, data) SELECT key, data FROM objects_v1 ORDER BY key;
-DROP TABLE objects_v1;
-`+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion))
+`+schema)
+	if err == nil {
+		err = copyVersion1(ctx, tx)
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, fmt.Sprintf("DROP TABLE objects_v1; PRAGMA user_version = %d;", schemaVersion))
+	}
 	if err == nil && upgrading != nil {
 		upgrading()
 	}
@@ -183,6 +178,47 @@ DROP TABLE objects_v1;
 		return fmt.Errorf("bringing the ledger from version 1 to %d: %w", schemaVersion, err)
 	}
 	return nil
+}
+
+// copyVersion1 writes the rows of objects_v1 into objects, in the order of
+// their keys, a page of them at a time.
+func copyVersion1(ctx context.Context, tx *sql.Tx) error {
+	insert, err := tx.PrepareContext(ctx, statements[opCreate])
+	if err != nil {
+		return err
+	}
+	defer insert.Close()
+	type row struct {
+		key  string
+		data []byte
+	}
+	page := make([]row, 0, listPage)
+	for after := ""; ; after = page[len(page)-1].key {
+		page = page[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT key, data FROM objects_v1 WHERE key > ? ORDER BY key LIMIT ?`, after, listPage)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.key, &r.data); err != nil {
+				rows.Close()
+				return err
+			}
+			page = append(page, r)
+		}
+		if err := cmp.Or(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, r := range page {
+			if _, err := insert.ExecContext(ctx, rowArgs(r.key, r.data)...); err != nil {
+				return err
+			}
+		}
+		if len(page) < listPage {
+			return nil
+		}
+	}
 }
 
 // upgrading, when set (by tests), is called in the transaction of
@@ -222,7 +258,7 @@ func importFolder(ctx context.Context, tx *sql.Tx, dir *outdir.Dir) error {
 		return errors.New("ledger in the folder is not the folder of records an earlier version kept " +
 			"(a symbolic link or a file): put the folder itself there, or give another output folder")
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`)
+	stmt, err := tx.PrepareContext(ctx, statements[opCreate])
 	if err != nil {
 		return err
 	}
@@ -235,7 +271,7 @@ func importFolder(ctx context.Context, tx *sql.Tx, dir *outdir.Dir) error {
 			}
 			data, err := dir.ReadFile(p)
 			if err == nil {
-				_, err = stmt.ExecContext(ctx, p, data)
+				_, err = stmt.ExecContext(ctx, rowArgs(p, data)...)
 			}
 			return err
 		})
@@ -259,7 +295,7 @@ func importOutputs(ctx context.Context, stmt *sql.Stmt, root *os.Root) error {
 		entries, err := f.ReadDir(listPage)
 		for _, e := range entries {
 			if n := e.Name(); !strings.HasPrefix(n, ".") && !reserved[n] && e.Type().IsRegular() {
-				if _, err := stmt.ExecContext(ctx, n, nil); err != nil {
+				if _, err := stmt.ExecContext(ctx, rowArgs(n, nil)...); err != nil {
 					return err
 				}
 			}

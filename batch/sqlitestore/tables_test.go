@@ -29,7 +29,8 @@ func plan(t *testing.T, s *Store, q string) string {
 
 // The questions people and the ledger ask of the jobs are answered from
 // indexes: jobs by state, the jobs in one state, a job's last record and
-// its records, none by a scan of the records or a sort of them.
+// its records (by their keys), none by a scan of the records or a sort of
+// them.
 func TestTheJobsAreReadThroughIndexes(t *testing.T) {
 	s := openT(t, t.TempDir())
 	for _, c := range []struct{ query, want string }{
@@ -37,7 +38,8 @@ func TestTheJobsAreReadThroughIndexes(t *testing.T) {
 		{`SELECT state, count(*) FROM latest GROUP BY state`, "SCAN latest USING COVERING INDEX latest_by_state"},
 		{`SELECT line, id, op, state FROM jobs WHERE state = 'unknown'`, "SEARCH l USING INDEX latest_by_state (state=?)"},
 		{`SELECT * FROM jobs WHERE job = '3fa00000000000000000000000000001'`, "SEARCH l USING PRIMARY KEY (job=?)"},
-		{`SELECT * FROM records WHERE job = '3fa00000000000000000000000000001' ORDER BY attempt DESC`, "SEARCH objects USING INDEX records_by_job (job=?)"},
+		{`SELECT * FROM records WHERE key > 'ledger/3fa/3fa00000000000000000000000000001.' AND key < 'ledger/3fa/3fa00000000000000000000000000001/' ORDER BY key`,
+			"SEARCH objects USING INDEX sqlite_autoindex_objects_1 (key>? AND key<?)"},
 	} {
 		p := plan(t, s, c.query)
 		assert.Contains(t, p, c.want, c.query)
@@ -84,5 +86,50 @@ func TestLatestFollowsEveryWrite(t *testing.T) {
 		want := query(t, s.db, `SELECT job, key, state FROM (SELECT job, key, state, row_number() OVER (PARTITION BY job ORDER BY attempt DESC, rank DESC, seq DESC) AS n
 			FROM objects WHERE job IS NOT NULL) WHERE n = 1 ORDER BY job`)
 		require.Equal(t, want, query(t, s.db, `SELECT l.job, o.key, l.state FROM latest l JOIN objects o ON o.seq = l.record ORDER BY l.job`), "after write %d", i)
+	}
+}
+
+// A record's columns hold what json_extract reads from its JSON, as the
+// views of version 1 read them, whatever the JSON holds (as the column's
+// type takes it: a number in a TEXT column is its text); bytes that are
+// not a JSON object, or a key that is not a record's, fill no column.
+func TestARecordsColumnsHoldWhatItsJSONSays(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx := t.Context()
+	const key = "ledger/3fa/3fa00000000000000000000000000001.0002.failed.end.json"
+	paths := []string{"attempt", "line", "id", "op", "kind", "state", "lost", "requests", "requestId", "error", "worker", "run", "time"}
+	for i, data := range []string{
+		`{"job":"3fa00000000000000000000000000001","attempt":2,"line":7,"id":"a\u00e9\"b","op":"image/text-to-image","kind":"call","state":"failed","lost":true,"requests":3,"requestId":"req-1","error":"HTTP 400: \ud83d\ude00","worker":"w","run":"r","time":"2026-11-26T21:33:34Z"}`,
+		`{"attempt":2.5,"line":-1,"lost":false,"requests":1e3,"state":null,"error":{"b": [1, 2]},"worker":["x"],"time":12345678901234}`,
+		`{"attempt":"2","line":true,"id":7}`,
+		`{}`,
+	} {
+		require.NoError(t, s.Put(ctx, key, []byte(data)))
+		var want []string
+		for _, p := range paths {
+			want = append(want, fmt.Sprintf("json_extract(CAST(data AS TEXT), '$.%s')", p))
+		}
+		cols := "attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time"
+		wantRow := query(t, s.db, `SELECT `+strings.Join(want, ", ")+`, 'end', '3fa00000000000000000000000000001' FROM objects WHERE key = '`+key+`'`)
+		gotRow := query(t, s.db, `SELECT `+cols+`, stage, job FROM objects WHERE key = '`+key+`'`)
+		assert.Equal(t, wantRow, gotRow, data)
+		if i == 0 { // a record as the ledger writes it: its columns' types are json_extract's too
+			types := query(t, s.db, `SELECT typeof(`+strings.Join(want, "), typeof(")+`) FROM objects WHERE key = '`+key+`'`)
+			gotTypes := query(t, s.db, `SELECT typeof(`+strings.ReplaceAll(cols, ", ", "), typeof(")+`) FROM objects WHERE key = '`+key+`'`)
+			assert.Equal(t, types, gotTypes, "types of %s", data)
+		}
+	}
+	for key, data := range map[string]string{
+		key: `not JSON`,
+		"ledger/3fa/3fa00000000000000000000000000001.0003.json":     `[1, 2]`,
+		"ledger/3fb/3fa00000000000000000000000000001.0003.json":     `{"state":"done"}`, // under another job's folder
+		"ledger/3fa/3fa0000000000000000000000000000.0003.json":      `{"state":"done"}`,
+		"ledger/3fa/3FA00000000000000000000000000001.0003.json":     `{"state":"done"}`,
+		"ledger/3fa/3fa00000000000000000000000000001.003.json":      `{"state":"done"}`,
+		"ledger/3fa/3fa00000000000000000000000000001.0003.x.json":   `{"state":"done"}`,
+		"ledger/budget/calls/3fa00000000000000000000000000001.json": `{"state":"done"}`,
+	} {
+		require.NoError(t, s.Put(ctx, key, []byte(data)))
+		assert.Equal(t, [][]string{{"1"}}, query(t, s.db, `SELECT stage IS NULL AND job IS NULL AND state IS NULL FROM objects WHERE key = '`+key+`'`), "%s: %s", key, data)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,13 +166,26 @@ func (w *writer) commit(ws []*write) {
 	}
 }
 
-// The statements of each kind of write.
+// The statements of each kind of write: a row's arguments are rowArgs's.
 var statements = [...]string{
-	opCreate: `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
-	opPut:    `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data`,
+	opCreate: insertRow + ` ON CONFLICT (key) DO NOTHING`,
+	opPut:    insertRow + ` ON CONFLICT (key) DO UPDATE SET data = excluded.data, ` + setColumns,
 	opDelete: `DELETE FROM objects WHERE key = ?`,
-	opFile:   `INSERT INTO objects (key, data) VALUES (?, NULL) ON CONFLICT (key) DO UPDATE SET data = NULL`,
+	opFile:   insertRow + ` ON CONFLICT (key) DO UPDATE SET data = NULL, ` + setColumns,
 }
+
+// insertRow inserts a row, and setColumns replaces its columns, from the
+// arguments rowArgs gives.
+var (
+	insertRow  = `INSERT INTO objects (key, data, ` + columns + `) VALUES (?, ?` + strings.Repeat(", ?", nColumns) + `)`
+	setColumns = func() string {
+		var set []string
+		for c := range strings.SplitSeq(columns, ", ") {
+			set = append(set, c+" = excluded."+c)
+		}
+		return strings.Join(set, ", ")
+	}()
+)
 
 // apply runs the writes still wanted in one transaction, begun IMMEDIATE
 // (see dsn), and commits it; stmtFailed says that a write's own statement
@@ -184,11 +198,16 @@ func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 		return false, err
 	}
 	for _, wr := range ws {
-		args := []any{wr.key, wr.data}
-		if wr.kind == opDelete || wr.kind == opFile {
-			args = args[:1]
-		} else if wr.data == nil {
-			args[1] = []byte{}
+		var args []any
+		switch {
+		case wr.kind == opDelete:
+			args = []any{wr.key}
+		case wr.kind == opFile:
+			args = rowArgs(wr.key, nil)
+		case wr.data == nil:
+			args = rowArgs(wr.key, []byte{})
+		default:
+			args = rowArgs(wr.key, wr.data)
 		}
 		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, args...)
 		if err != nil {
