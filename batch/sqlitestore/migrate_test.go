@@ -134,6 +134,9 @@ func v1Ledger(t *testing.T, appID bool) (dir, jobs string, srv *creativetest.Ser
 	_, err = db.Exec(`INSERT INTO objects (key, data) VALUES ('ledger/runs/0123456789abcdef0123456789abcdef.json', ?)`, []byte(beat))
 	require.NoError(t, err)
 	want["ledger/runs/0123456789abcdef0123456789abcdef.json"] = beat
+	_, err = db.Exec(`INSERT INTO objects (key, data) VALUES ('ledger/budget/empty', x'')`)
+	require.NoError(t, err)
+	want["ledger/budget/empty"] = "" // an object of no bytes, not an output
 	require.NoError(t, db.Close())
 	return dir, jobs, srv, want
 }

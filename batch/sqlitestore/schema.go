@@ -195,15 +195,19 @@ func copyVersion1(ctx context.Context, tx *sql.Tx) error {
 	page := make([]row, 0, listPage)
 	for after := ""; ; after = page[len(page)-1].key {
 		page = page[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT key, data FROM objects_v1 WHERE key > ? ORDER BY key LIMIT ?`, after, listPage)
+		rows, err := tx.QueryContext(ctx, `SELECT key, data, data IS NULL FROM objects_v1 WHERE key > ? ORDER BY key LIMIT ?`, after, listPage)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var r row
-			if err := rows.Scan(&r.key, &r.data); err != nil {
+			var isFile bool
+			if err := rows.Scan(&r.key, &r.data, &isFile); err != nil {
 				rows.Close()
 				return err
+			}
+			if r.data == nil && !isFile {
+				r.data = []byte{} // an object of no bytes, which nil would take for an output
 			}
 			page = append(page, r)
 		}
