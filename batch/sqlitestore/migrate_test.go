@@ -228,3 +228,21 @@ func TestTheLedgerFolderOfAnEarlierVersionBecomesVersion2(t *testing.T) {
 	assert.Equal(t, [][]string{{"end", "done"}, {"claim", "claimed"}}, query(t, s.db, `SELECT stage, state FROM records ORDER BY key`))
 	assert.Equal(t, [][]string{{"0123456789abcdef0123456789abcdef"}}, query(t, s.db, `SELECT run FROM runs`))
 }
+
+// A process of version 1 that was running when its ledger was brought to
+// version 2 writes on with its own statements: its records are kept, and
+// read by the Store, without columns.
+func TestAWriterOfVersion1WritesOnAfterTheUpgrade(t *testing.T) {
+	dir, _, _, _ := v1Ledger(t, true)
+	old := rawDB(t, filepath.Join(dir, DBFile))
+	_, err := old.Exec(`PRAGMA journal_mode = WAL`)
+	require.NoError(t, err)
+	s := openT(t, dir)
+	const key = "ledger/abc/abc00000000000000000000000000009.0001.json"
+	_, err = old.Exec(`INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, key, []byte(`{"state":"claimed"}`))
+	require.NoError(t, err)
+	got, err := s.Get(t.Context(), key)
+	require.NoError(t, err)
+	assert.Equal(t, `{"state":"claimed"}`, string(got))
+	assert.Empty(t, query(t, s.db, `SELECT * FROM jobs WHERE job = 'abc00000000000000000000000000009'`), "no columns, so not in the views")
+}
