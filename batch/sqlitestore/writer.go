@@ -29,7 +29,7 @@ const (
 type write struct {
 	kind  int
 	key   string
-	data  []byte
+	args  []any        // of its statement, made in its caller's goroutine (see argsOf)
 	err   error        // its own outcome within the transaction (ErrExist)
 	done  chan error   // told once the transaction that holds it ended
 	state atomic.Int32 // pending, then taken by a transaction or given up by its caller
@@ -91,7 +91,7 @@ func (w *writer) do(ctx context.Context, kind int, key string, data []byte) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wr := &write{kind: kind, key: key, data: data, done: make(chan error, 1)}
+	wr := &write{kind: kind, key: key, args: argsOf(kind, key, data), done: make(chan error, 1)}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -187,6 +187,20 @@ var (
 	}()
 )
 
+// argsOf returns the arguments of a write's statement. The caller's
+// goroutine reads a record's JSON for its columns, not the writer's.
+func argsOf(kind int, key string, data []byte) []any {
+	switch {
+	case kind == opDelete:
+		return []any{key}
+	case kind == opFile:
+		return rowArgs(key, nil)
+	case data == nil:
+		return rowArgs(key, []byte{}) // an object of no bytes, not an output
+	}
+	return rowArgs(key, data)
+}
+
 // apply runs the writes still wanted in one transaction, begun IMMEDIATE
 // (see dsn), and commits it; stmtFailed says that a write's own statement
 // failed. A create whose key exists is no failure of the transaction:
@@ -198,18 +212,7 @@ func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 		return false, err
 	}
 	for _, wr := range ws {
-		var args []any
-		switch {
-		case wr.kind == opDelete:
-			args = []any{wr.key}
-		case wr.kind == opFile:
-			args = rowArgs(wr.key, nil)
-		case wr.data == nil:
-			args = rowArgs(wr.key, []byte{})
-		default:
-			args = rowArgs(wr.key, wr.data)
-		}
-		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, args...)
+		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, wr.args...)
 		if err != nil {
 			_ = tx.Rollback()
 			return true, err
