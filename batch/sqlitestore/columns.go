@@ -12,18 +12,18 @@ import (
 // columns are the columns of objects that a record of the ledger or a
 // heartbeat fills, from its key and its JSON, as its row is written, in
 // the order rowArgs gives them; NULL in every other row.
-const columns = "stage, job, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time, pid"
+const columns = "stage, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time, pid"
 
 // nColumns is how many columns holds.
-const nColumns = 16
+const nColumns = 15
 
 // rowArgs returns the arguments of a row's insert: its key, its bytes
 // (nil for an output, whose bytes are its file) and what columns hold.
 //
 // A record is a row whose key is a record's of the ledger,
 // ledger/<3 hex>/<job: 32 hex>.<attempt>[.answered|[.<info>].end].json,
-// and whose bytes are a JSON object: its stage and its job come from the
-// key, the rest from the JSON. A heartbeat is a row under ledger/runs/
+// and whose bytes are a JSON object: its stage comes from the key (and its
+// job, a column of its own, from the key too), the rest from the JSON. A heartbeat is a row under ledger/runs/
 // whose bytes are a JSON object: its worker, run, time and pid. A value
 // is what SQLite's json_extract gives for it: a string as TEXT, a whole
 // number as INTEGER, true and false as 1 and 0, null or a missing field as
@@ -34,43 +34,43 @@ func rowArgs(key string, data []byte) []any {
 	if data == nil {
 		return append(args, make([]any, nColumns)...)
 	}
-	stage, job := recordKey(key)
+	stage := recordStage(key)
 	heartbeat := stage == "" && strings.HasPrefix(key, "ledger/runs/") && strings.HasSuffix(key, ".json")
 	var f fields
 	if stage == "" && !heartbeat || json.Unmarshal(data, &f) != nil {
 		return append(args, make([]any, nColumns)...)
 	}
 	if heartbeat {
-		return append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, f.Worker.v, f.Run.v, f.Time.v, f.PID.v)
+		return append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, f.Worker.v, f.Run.v, f.Time.v, f.PID.v)
 	}
-	return append(args, stage, job, f.Attempt.v, f.Line.v, f.ID.v, f.Op.v, f.Kind.v, f.State.v, f.Lost.v,
+	return append(args, stage, f.Attempt.v, f.Line.v, f.ID.v, f.Op.v, f.Kind.v, f.State.v, f.Lost.v,
 		f.Requests.v, f.RequestID.v, f.Error.v, f.Worker.v, f.Run.v, f.Time.v, nil)
 }
 
-// recordKey returns the stage ("claim", "answered" or "end") and the job
-// of a record's key, or "" when key is not one.
-func recordKey(key string) (stage, job string) {
+// recordStage returns the stage of a record's key ("claim", "answered" or
+// "end"), or "" when key is not one.
+func recordStage(key string) string {
 	dir, base := path.Split(key)
 	name, ok := strings.CutSuffix(base, ".json")
 	parts := strings.Split(name, ".")
 	if !ok || len(parts) < 2 || len(parts[0]) != 32 || dir != "ledger/"+parts[0][:3]+"/" {
-		return "", ""
+		return ""
 	}
 	if _, err := hex.DecodeString(parts[0]); err != nil || strings.ToLower(parts[0]) != parts[0] {
-		return "", ""
+		return ""
 	}
 	if n, err := strconv.Atoi(parts[1]); err != nil || n < 1 || len(parts[1]) < 4 {
-		return "", ""
+		return ""
 	}
 	switch rest := parts[2:]; {
 	case len(rest) == 0:
-		return "claim", parts[0]
+		return "claim"
 	case len(rest) == 1 && rest[0] == "answered":
-		return "answered", parts[0]
+		return "answered"
 	case rest[len(rest)-1] == "end":
-		return "end", parts[0]
+		return "end"
 	}
-	return "", ""
+	return ""
 }
 
 // fields are the fields of a record or a heartbeat that have columns.

@@ -27,7 +27,6 @@ CREATE TABLE objects (
 	key        TEXT NOT NULL UNIQUE,
 	data       BLOB,
 	stage      TEXT,
-	job        TEXT,
 	attempt    INTEGER,
 	line       INTEGER,
 	id         TEXT,
@@ -42,6 +41,8 @@ CREATE TABLE objects (
 	run        TEXT,
 	time       TEXT,
 	pid        INTEGER,
+	-- A record's job and the rank of its stage, read from its key.
+	job  TEXT    AS (CASE WHEN stage IS NOT NULL THEN substr(key, 12, 32) END) VIRTUAL,
 	rank INTEGER AS (CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 WHEN 'claim' THEN 0 END) VIRTUAL
 );
 
