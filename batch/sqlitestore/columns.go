@@ -12,10 +12,10 @@ import (
 // columns are the columns of objects that a record of the ledger or a
 // heartbeat fills, from its key and its JSON, as its row is written, in
 // the order rowArgs gives them; NULL in every other row.
-const columns = "stage, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time, pid"
+const columns = "stage, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time, pid, last"
 
 // nColumns is how many columns holds.
-const nColumns = 15
+const nColumns = 16
 
 // rowArgs returns the arguments of a row's insert: its key, its bytes
 // (nil for an output, whose bytes are its file) and what columns hold.
@@ -41,10 +41,12 @@ func rowArgs(key string, data []byte) []any {
 		return append(args, make([]any, nColumns)...)
 	}
 	if heartbeat {
-		return append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, f.Worker.v, f.Run.v, f.Time.v, f.PID.v)
+		return append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, f.Worker.v, f.Run.v, f.Time.v, f.PID.v, nil)
 	}
+	// A record is written as its job's last; the triggers see to the
+	// record it follows, or to itself when a later one is there.
 	return append(args, stage, f.Attempt.v, f.Line.v, f.ID.v, f.Op.v, f.Kind.v, f.State.v, f.Lost.v,
-		f.Requests.v, f.RequestID.v, f.Error.v, f.Worker.v, f.Run.v, f.Time.v, nil)
+		f.Requests.v, f.RequestID.v, f.Error.v, f.Worker.v, f.Run.v, f.Time.v, nil, int64(1))
 }
 
 // recordStage returns the stage of a record's key ("claim", "answered" or

@@ -65,14 +65,13 @@ func checkDBFiles(d *outdir.Dir) error {
 	return nil
 }
 
-// ledgerTables are the tables and views of a ledger, by schema version,
-// as a ledger made before ledgers had an application id is told: version
-// 1, its objects table and some of the views; version 2, its objects and
-// latest tables and some of the views.
-var ledgerTables = map[int64][]string{
-	1: {"table objects", "view jobs", "view records", "view runs"},
-	2: {"table latest", "table objects", "view jobs", "view records", "view runs"},
-}
+// ledgerTables are the tables and views of a ledger made before ledgers
+// had an application id, by which it is told: its objects table, and some
+// of the views; in version 2, objects has the columns ledgerColumns.
+var ledgerTables = []string{"table objects", "view jobs", "view records", "view runs"}
+
+// ledgerColumns are columns of objects that a ledger of version 2 has.
+const ledgerColumns = "'seq', 'stage', 'last'"
 
 // checkLedger refuses a database that is not a ledger: one with another
 // program's application id, or, without one, with tables when it has no
@@ -108,10 +107,16 @@ func checkLedger(conn *sql.Conn) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	tables, ours := ledgerTables[v]
-	ours = ours && slices.Contains(found, "table objects") && (v < 2 || slices.Contains(found, "table latest"))
+	ours := (v == 1 || v == 2) && slices.Contains(found, "table objects")
 	for _, f := range found {
-		ours = ours && slices.Contains(tables, f)
+		ours = ours && slices.Contains(ledgerTables, f)
+	}
+	if ours && v == 2 {
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('objects') WHERE name IN (`+ledgerColumns+`)`).Scan(&n); err != nil {
+			return err
+		}
+		ours = n == 3
 	}
 	if len(found) == 0 && v == 0 || ours {
 		return nil

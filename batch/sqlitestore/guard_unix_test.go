@@ -47,9 +47,10 @@ func TestADatabaseThatIsNotALedgerIsRefused(t *testing.T) {
 		{"another program's application id", `PRAGMA application_id = 1234`},
 		{"another program's tables and version", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); CREATE TABLE users (name TEXT); PRAGMA user_version = 1`},
 		{"another program's version, no tables", `PRAGMA user_version = 7`},
-		{"another program's tables beside version 2's", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); CREATE TABLE latest (job TEXT PRIMARY KEY); CREATE TABLE users (name TEXT); PRAGMA user_version = 2`},
-		{"version 2's objects without latest", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); PRAGMA user_version = 2`},
-		{"version 1's objects at version 2", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); CREATE VIEW jobs AS SELECT 1; PRAGMA user_version = 2`},
+		{"another program's tables beside version 2's", `CREATE TABLE objects (seq INTEGER PRIMARY KEY, key TEXT, data BLOB, stage TEXT, last INTEGER); CREATE TABLE users (name TEXT); PRAGMA user_version = 2`},
+		{"version 1's objects at version 2", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); PRAGMA user_version = 2`},
+		{"version 1's objects and a view at version 2", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); CREATE VIEW jobs AS SELECT 1; PRAGMA user_version = 2`},
+		{"version 2's objects at version 3", `CREATE TABLE objects (seq INTEGER PRIMARY KEY, key TEXT, data BLOB, stage TEXT, last INTEGER); PRAGMA user_version = 3`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

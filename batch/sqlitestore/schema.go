@@ -18,9 +18,13 @@ import (
 const schemaVersion = 2
 
 // schema is the database's table of objects (see the package's doc), with
-// the columns of the records and heartbeats in it (see rowArgs), the table
-// of each job's last record, which triggers keep in the transaction that
-// writes the record, and the views that read them for people and scripts.
+// the columns of the records and heartbeats in it (see rowArgs), the index
+// of each job's last record by state, the triggers that keep last (set on
+// the last record of each job, NULL on every other row) in the transaction
+// that writes a record, and the views that read them for people and
+// scripts. A job's records are the keys from ledger/<3 hex>/<job>. to
+// ledger/<3 hex>/<job>/, found in the index of the keys; a record's job
+// and the rank of its stage are read from its key.
 const schema = `
 CREATE TABLE objects (
 	seq        INTEGER PRIMARY KEY,
@@ -41,53 +45,41 @@ CREATE TABLE objects (
 	run        TEXT,
 	time       TEXT,
 	pid        INTEGER,
-	-- A record's job and the rank of its stage, read from its key.
+	last       INTEGER,
 	job  TEXT    AS (CASE WHEN stage IS NOT NULL THEN substr(key, 12, 32) END) VIRTUAL,
 	rank INTEGER AS (CASE stage WHEN 'end' THEN 2 WHEN 'answered' THEN 1 WHEN 'claim' THEN 0 END) VIRTUAL
 );
 
--- The last record of each job, by attempt and stage (the one written
--- last decides between two ends of one attempt): its row in objects, and
--- its state.
-CREATE TABLE latest (
-	job     TEXT PRIMARY KEY,
-	attempt INTEGER,
-	rank    INTEGER,
-	record  INTEGER NOT NULL,
-	state   TEXT
-) WITHOUT ROWID;
-CREATE INDEX latest_by_state ON latest (state);
+-- Each job's last record, by state (last in it too, so that jobs by state
+-- is counted from the index alone): the jobs in a state are together, and
+-- a job that moves on leaves its entry for one beside the newest.
+CREATE INDEX jobs_by_state ON objects (state, last) WHERE last IS NOT NULL;
 
-CREATE TRIGGER record_inserted AFTER INSERT ON objects WHEN new.job IS NOT NULL BEGIN
-	INSERT INTO latest (job, attempt, rank, record, state) VALUES (new.job, new.attempt, new.rank, new.seq, new.state)
-	ON CONFLICT (job) DO UPDATE SET attempt = excluded.attempt, rank = excluded.rank, record = excluded.record, state = excluded.state
-	WHERE (excluded.attempt, excluded.rank, excluded.record) > (latest.attempt, latest.rank, latest.record);
+-- A record written comes with last set: an earlier last record of its job
+-- is no longer the last, and it is not the last if a later one is there.
+-- Records are ordered by attempt, then stage, then the one written last.
+CREATE TRIGGER record_inserted AFTER INSERT ON objects WHEN new.last IS NOT NULL BEGIN
+	UPDATE objects SET last = NULL
+	WHERE key > substr(new.key, 1, 43) || '.' AND key < substr(new.key, 1, 43) || '/' AND last IS NOT NULL
+		AND seq <> new.seq AND (coalesce(attempt, -1), rank, seq) < (coalesce(new.attempt, -1), new.rank, new.seq);
+	UPDATE objects SET last = NULL
+	WHERE seq = new.seq AND EXISTS (SELECT 1 FROM objects
+		WHERE key > substr(new.key, 1, 43) || '.' AND key < substr(new.key, 1, 43) || '/' AND last IS NOT NULL AND seq <> new.seq);
 END;
 
--- A record deleted or replaced: its job's last record is found again,
--- among the keys of the job's records. (No INSERT OR IGNORE: a trigger
--- takes the conflict policy of the statement that fired it.)
-CREATE TRIGGER record_deleted AFTER DELETE ON objects WHEN old.job IS NOT NULL BEGIN
-	DELETE FROM latest WHERE job = old.job AND record = old.seq;
-	INSERT INTO latest (job, attempt, rank, record, state)
-	SELECT job, attempt, rank, seq, state FROM objects
-	WHERE key > 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '.' AND key < 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '/'
-		AND job = old.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = old.job)
-	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
+-- A record deleted or replaced: its job's last record is found again.
+CREATE TRIGGER record_deleted AFTER DELETE ON objects WHEN old.last IS NOT NULL BEGIN
+	UPDATE objects SET last = 1 WHERE seq = (SELECT seq FROM objects
+		WHERE key > substr(old.key, 1, 43) || '.' AND key < substr(old.key, 1, 43) || '/' AND stage IS NOT NULL
+		ORDER BY coalesce(attempt, -1) DESC, rank DESC, seq DESC LIMIT 1);
 END;
 
-CREATE TRIGGER record_replaced AFTER UPDATE OF data ON objects WHEN old.job IS NOT NULL OR new.job IS NOT NULL BEGIN
-	DELETE FROM latest WHERE job IN (old.job, new.job);
-	INSERT INTO latest (job, attempt, rank, record, state)
-	SELECT job, attempt, rank, seq, state FROM objects
-	WHERE key > 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '.' AND key < 'ledger/' || substr(old.job, 1, 3) || '/' || old.job || '/'
-		AND job = old.job
-	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
-	INSERT INTO latest (job, attempt, rank, record, state)
-	SELECT job, attempt, rank, seq, state FROM objects
-	WHERE key > 'ledger/' || substr(new.job, 1, 3) || '/' || new.job || '.' AND key < 'ledger/' || substr(new.job, 1, 3) || '/' || new.job || '/'
-		AND job = new.job AND NOT EXISTS (SELECT 1 FROM latest WHERE job = new.job)
-	ORDER BY attempt DESC, rank DESC, seq DESC LIMIT 1;
+CREATE TRIGGER record_replaced AFTER UPDATE OF data ON objects WHEN old.stage IS NOT NULL OR new.stage IS NOT NULL BEGIN
+	UPDATE objects SET last = NULL
+	WHERE key > substr(new.key, 1, 43) || '.' AND key < substr(new.key, 1, 43) || '/' AND last IS NOT NULL;
+	UPDATE objects SET last = 1 WHERE seq = (SELECT seq FROM objects
+		WHERE key > substr(new.key, 1, 43) || '.' AND key < substr(new.key, 1, 43) || '/' AND stage IS NOT NULL
+		ORDER BY coalesce(attempt, -1) DESC, rank DESC, seq DESC LIMIT 1);
 END;
 
 -- Every record of every attempt at a job: its claim, its answer (links and
@@ -99,10 +91,9 @@ FROM objects WHERE stage IS NOT NULL;
 
 -- Each job as its last record says: where it stands.
 CREATE VIEW jobs AS
-SELECT l.job AS job, o.attempt AS attempt, o.line AS line, o.id AS id, o.op AS op, o.kind AS kind, l.state AS state,
-	o.lost AS lost, o.requests AS requests, o.request_id AS request_id, o.error AS error, o.worker AS worker,
-	o.run AS run, o.time AS time, CAST(o.data AS TEXT) AS record
-FROM latest l LEFT JOIN objects o ON o.seq = l.record;
+SELECT job, attempt, line, id, op, kind, state, lost, requests, request_id, error, worker, run, time,
+	CAST(data AS TEXT) AS record
+FROM objects WHERE last IS NOT NULL;
 
 -- The heartbeats of the runs under way, or killed before they ended.
 CREATE VIEW runs AS
@@ -157,7 +148,8 @@ func migrate(conn *sql.Conn, d *outdir.Dir) error {
 // objects(key, data) read by views, into the schema, in the caller's
 // transaction: its rows are written into the new objects table as the
 // writer writes them, a page at a time (memory stays flat), which fills
-// their columns and latest, and the old table and views are dropped. A
+// their columns and marks each job's last record, and the old table and
+// views are dropped. A
 // process killed meanwhile leaves version 1 as it was.
 func fromVersion1(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `
