@@ -6,8 +6,8 @@
 // (Create, Put: the records of the ledger, the runs' heartbeats) holds its
 // bytes there; a record or a heartbeat also has its fields in typed
 // columns of its row, filled by the statement that writes the row, and
-// each job's last record is kept in a table of its own, so that jobs by
-// state and a job's last record are read from indexes. An object
+// each job's last record is marked so, with an index of those by state:
+// jobs by state and a job's last record are read from indexes. An object
 // written with NewWriter (an output) is a file under the folder, flushed
 // under a temporary name, given its key's name and the folder flushed,
 // and only then recorded as a row without bytes: an output is durable
