@@ -141,7 +141,15 @@ func migrate(conn *sql.Conn, d *outdir.Dir) error {
 	if err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil || again != 1 {
+		return err
+	}
+	// The upgrade wrote the whole ledger again in one transaction: its
+	// WAL is as large, and would stay so on the disk. Copied into the
+	// database, it is cut back; when another process reads meanwhile, a
+	// later checkpoint does it.
+	_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return nil
 }
 
 // fromVersion1 brings a ledger of version 1, whose records were rows of
