@@ -19,7 +19,7 @@ import (
 )
 
 // BenchmarkLocalLedger runs creative batch (the built command) on a jobs
-// file of BENCH_LEDGER_LINES image jobs (default 2,000; the README gives
+// file of BENCH_LEDGER_LINES image jobs (default 1,000; the results give
 // 100,000) with --out a local folder, then asks the ledger what people
 // and the command ask of it: jobs by state in the sqlite3 shell's query
 // (SELECT state, count(*) FROM jobs GROUP BY state, on a connection of
@@ -27,7 +27,7 @@ import (
 // sent) and creative batch status. It reports the wall time of each and
 // the size of ledger.db. The service is an instant server.
 func BenchmarkLocalLedger(b *testing.B) {
-	lines := envInt("BENCH_LEDGER_LINES", 2000)
+	lines := envInt("BENCH_LEDGER_LINES", 1000)
 	dir := b.TempDir()
 	bin := buildCreative(b, dir)
 	jobs := filepath.Join(dir, "jobs.jsonl")
