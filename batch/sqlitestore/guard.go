@@ -65,10 +65,13 @@ func checkDBFiles(d *outdir.Dir) error {
 	return nil
 }
 
-// ledgerTables are the tables and views of a ledger of schema version 1,
-// made before ledgers had an application id: its objects table, and some
-// of the views.
+// ledgerTables are the tables and views of a ledger made before ledgers
+// had an application id, by which it is told: its objects table, and some
+// of the views; in version 2, objects has the columns ledgerColumns.
 var ledgerTables = []string{"table objects", "view jobs", "view records", "view runs"}
+
+// ledgerColumns are columns of objects that a ledger of version 2 has.
+const ledgerColumns = "'seq', 'stage', 'last'"
 
 // checkLedger refuses a database that is not a ledger: one with another
 // program's application id, or, without one, with tables when it has no
@@ -104,11 +107,18 @@ func checkLedger(conn *sql.Conn) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	ours := slices.Contains(found, "table objects")
+	ours := (v == 1 || v == 2) && slices.Contains(found, "table objects")
 	for _, f := range found {
 		ours = ours && slices.Contains(ledgerTables, f)
 	}
-	if len(found) == 0 && v == 0 || ours && v == 1 {
+	if ours && v == 2 {
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('objects') WHERE name IN (`+ledgerColumns+`)`).Scan(&n); err != nil {
+			return err
+		}
+		ours = n == 3
+	}
+	if len(found) == 0 && v == 0 || ours {
 		return nil
 	}
 	return fmt.Errorf("the database is not a ledger of creative-go (it holds %s): give another folder", strings.Join(found, ", "))

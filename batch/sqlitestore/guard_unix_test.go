@@ -47,6 +47,10 @@ func TestADatabaseThatIsNotALedgerIsRefused(t *testing.T) {
 		{"another program's application id", `PRAGMA application_id = 1234`},
 		{"another program's tables and version", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); CREATE TABLE users (name TEXT); PRAGMA user_version = 1`},
 		{"another program's version, no tables", `PRAGMA user_version = 7`},
+		{"another program's tables beside version 2's", `CREATE TABLE objects (seq INTEGER PRIMARY KEY, key TEXT, data BLOB, stage TEXT, last INTEGER); CREATE TABLE users (name TEXT); PRAGMA user_version = 2`},
+		{"version 1's objects at version 2", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); PRAGMA user_version = 2`},
+		{"version 1's objects and a view at version 2", `CREATE TABLE objects (key TEXT PRIMARY KEY, data BLOB); CREATE VIEW jobs AS SELECT 1; PRAGMA user_version = 2`},
+		{"version 2's objects at version 3", `CREATE TABLE objects (seq INTEGER PRIMARY KEY, key TEXT, data BLOB, stage TEXT, last INTEGER); PRAGMA user_version = 3`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -75,6 +79,19 @@ func TestADatabaseThatIsNotALedgerIsRefused(t *testing.T) {
 			assert.Equal(t, before, tables(t, rawDB(t, path)), "the database was given tables")
 		})
 	}
+	t.Run("a ledger of version 1 without an application id is ours", func(t *testing.T) {
+		dir, _, _, want := v1Ledger(t, false)
+		assert.Zero(t, pragma(t, rawDB(t, filepath.Join(dir, DBFile)), "application_id"))
+		s := openT(t, dir)
+		for key, data := range want {
+			got, err := s.Get(context.Background(), key)
+			require.NoError(t, err, key)
+			assert.Equal(t, data, string(got))
+		}
+		assert.EqualValues(t, 2, pragma(t, s.db, "user_version"))
+		require.NoError(t, s.Close())
+		assert.EqualValues(t, applicationID, pragma(t, rawDB(t, filepath.Join(dir, DBFile)), "application_id"), "given once opened")
+	})
 	t.Run("a ledger without an application id is ours", func(t *testing.T) {
 		dir := t.TempDir()
 		s := openT(t, dir)

@@ -3,6 +3,7 @@
 package sqlitestore
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,9 +25,19 @@ import (
 	"github.com/creativegen/creative-go/batch"
 )
 
-// A child process of the kill test runs a batch into a folder, as
-// creative batch does, until the test kills it.
+// A child process of the kill tests runs a batch into a folder, as
+// creative batch does, or opens a folder whose ledger is of version 1,
+// until the test kills it.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("SQLITESTORE_CHILD_UPGRADE"); dir != "" {
+		upgrading = func() {
+			fmt.Println("upgrading")
+			select {} // until killed, the transaction open
+		}
+		_, err := Open(dir)
+		fmt.Fprintln(os.Stderr, "opened:", err)
+		os.Exit(1)
+	}
 	if jobs := os.Getenv("SQLITESTORE_CHILD_JOBS"); jobs != "" {
 		os.Exit(child(jobs, os.Getenv("SQLITESTORE_CHILD_OUT"), os.Getenv("SQLITESTORE_CHILD_URL")))
 	}
@@ -137,4 +149,43 @@ func copyCounts(mu *sync.Mutex, m map[string]int) map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// A process killed while it brings a ledger of version 1 to version 2
+// leaves version 1 as it was, which the next open brings to version 2.
+func TestAnUpgradeKilledHalfWayLeavesVersion1(t *testing.T) {
+	dir, _, _, want := v1Ledger(t, true)
+	db := rawDB(t, filepath.Join(dir, DBFile))
+	before := views(t, db)
+	require.NoError(t, db.Close())
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SQLITESTORE_CHILD_UPGRADE="+dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the child ended before its upgrade: %s", stderr.String())
+	require.Equal(t, "upgrading\n", line)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	db = rawDB(t, filepath.Join(dir, DBFile))
+	assert.EqualValues(t, 1, pragma(t, db, "user_version"))
+	assert.Equal(t, before, views(t, db), "version 1 as it was")
+	var check string
+	require.NoError(t, db.QueryRow(`PRAGMA integrity_check`).Scan(&check))
+	assert.Equal(t, "ok", check)
+	require.NoError(t, db.Close())
+
+	s := openT(t, dir)
+	assert.EqualValues(t, 2, pragma(t, s.db, "user_version"))
+	for key, data := range want {
+		got, err := s.Get(t.Context(), key)
+		require.NoError(t, err, key)
+		assert.Equal(t, data, string(got), key)
+	}
+	assert.Equal(t, before, views(t, s.db))
 }

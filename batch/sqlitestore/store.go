@@ -4,12 +4,16 @@
 //
 // Every key is a row of the database's objects table. A small object
 // (Create, Put: the records of the ledger, the runs' heartbeats) holds its
-// bytes there; an object written with NewWriter (an output) is a file under
-// the folder, flushed under a temporary name, given its key's name and the
-// folder flushed, and only then recorded as a row without bytes: an output
-// is durable before the record that says it is in place is committed. It
-// replaces only a file the database records as its key's: any other file
-// at that name is moved aside and kept.
+// bytes there; a record or a heartbeat also has its fields in typed
+// columns of its row, filled by the statement that writes the row, and
+// each job's last record is marked so, with an index of those by state:
+// jobs by state and a job's last record are read from indexes. An object
+// written with NewWriter (an output) is a file under the folder, flushed
+// under a temporary name, given its key's name and the folder flushed,
+// and only then recorded as a row without bytes: an output is durable
+// before the record that says it is in place is committed. It replaces
+// only a file the database records as its key's: any other file at that
+// name is moved aside and kept.
 //
 // The database runs in WAL mode with synchronous=FULL (a commit is on the
 // disk when it returns: a claim that is lost is a job paid twice) and a busy

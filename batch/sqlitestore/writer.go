@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,7 @@ const (
 type write struct {
 	kind  int
 	key   string
-	data  []byte
+	args  []any        // of its statement, made in its caller's goroutine (see argsOf)
 	err   error        // its own outcome within the transaction (ErrExist)
 	done  chan error   // told once the transaction that holds it ended
 	state atomic.Int32 // pending, then taken by a transaction or given up by its caller
@@ -90,7 +91,7 @@ func (w *writer) do(ctx context.Context, kind int, key string, data []byte) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wr := &write{kind: kind, key: key, data: data, done: make(chan error, 1)}
+	wr := &write{kind: kind, key: key, args: argsOf(kind, key, data), done: make(chan error, 1)}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -165,34 +166,60 @@ func (w *writer) commit(ws []*write) {
 	}
 }
 
-// The statements of each kind of write.
+// The statements of each kind of write: a row's arguments are rowArgs's.
 var statements = [...]string{
-	opCreate: `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
-	opPut:    `INSERT INTO objects (key, data) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data`,
+	opCreate: insertRow + ` ON CONFLICT (key) DO NOTHING`,
+	opPut:    insertRow + ` ON CONFLICT (key) DO UPDATE SET data = excluded.data, ` + setColumns,
 	opDelete: `DELETE FROM objects WHERE key = ?`,
-	opFile:   `INSERT INTO objects (key, data) VALUES (?, NULL) ON CONFLICT (key) DO UPDATE SET data = NULL`,
+	opFile:   insertRow + ` ON CONFLICT (key) DO UPDATE SET data = NULL, ` + setColumns,
 }
 
-// apply runs the writes still wanted in one transaction, begun IMMEDIATE
-// (see dsn), and commits it; stmtFailed says that a write's own statement
-// failed. A create whose key exists is no failure of the transaction:
-// that write alone fails, with batch.ErrExist.
+// insertRow inserts a row, and setColumns replaces its columns, from the
+// arguments rowArgs gives.
+var (
+	insertRow  = `INSERT INTO objects (key, data, ` + columns + `) VALUES (?, ?` + strings.Repeat(", ?", nColumns) + `)`
+	setColumns = func() string {
+		var set []string
+		for c := range strings.SplitSeq(columns, ", ") {
+			set = append(set, c+" = excluded."+c)
+		}
+		return strings.Join(set, ", ")
+	}()
+)
+
+// argsOf returns the arguments of a write's statement. The caller's
+// goroutine reads a record's JSON for its columns, not the writer's.
+func argsOf(kind int, key string, data []byte) []any {
+	switch {
+	case kind == opDelete:
+		return []any{key}
+	case kind == opFile:
+		return rowArgs(key, nil)
+	case data == nil:
+		return rowArgs(key, []byte{}) // an object of no bytes, not an output
+	}
+	return rowArgs(key, data)
+}
+
+// apply runs the writes still wanted in one transaction, begun IMMEDIATE,
+// and commits it; stmtFailed says that a write's own statement failed. A
+// create whose key exists is no failure of the transaction: that write
+// alone fails, with batch.ErrExist.
+//
+// The transaction is begun and ended by statements on the writer's
+// connection, not by database/sql's Tx, which would prepare each statement
+// again in every transaction: with the triggers it fires, an insert costs
+// more to prepare than to run.
 func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 	ctx := context.Background()
-	tx, ws, err := w.begin(ws)
-	if err != nil || tx == nil {
+	ws, begun, err := w.begin(ws)
+	if err != nil || !begun {
 		return false, err
 	}
 	for _, wr := range ws {
-		args := []any{wr.key, wr.data}
-		if wr.kind == opDelete || wr.kind == opFile {
-			args = args[:1]
-		} else if wr.data == nil {
-			args[1] = []byte{}
-		}
-		res, err := tx.StmtContext(ctx, w.stmts[wr.kind]).ExecContext(ctx, args...)
+		res, err := w.stmts[wr.kind].ExecContext(ctx, wr.args...)
 		if err != nil {
-			_ = tx.Rollback()
+			w.rollback()
 			return true, err
 		}
 		wr.err = nil
@@ -200,11 +227,18 @@ func (w *writer) apply(ws []*write) (stmtFailed bool, err error) {
 			wr.err = batch.ErrExist
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := w.conn.ExecContext(ctx, `COMMIT`); err != nil {
+		w.rollback() // what SQLite did not roll back itself
 		return false, err
 	}
 	w.commits.Add(1)
 	return false, nil
+}
+
+// rollback ends the writer's transaction without its writes; there is
+// none when SQLite ended it already.
+func (w *writer) rollback() {
+	_, _ = w.conn.ExecContext(context.Background(), `ROLLBACK`)
 }
 
 // busyWait is how long a write waits for another process's transaction
@@ -218,23 +252,23 @@ const (
 
 // begin begins a transaction that holds the database's write lock, trying
 // again while another connection holds it, for busyWait at most, and then
-// takes the writes of ws that are still wanted: it returns them, or a nil
-// transaction when their callers all gave up while it waited.
-func (w *writer) begin(ws []*write) (*sql.Tx, []*write, error) {
+// takes the writes of ws that are still wanted: it returns them, or says
+// that it began none when their callers all gave up while it waited.
+func (w *writer) begin(ws []*write) (_ []*write, begun bool, _ error) {
 	give := time.Now().Add(busyWait)
 	pause := time.Millisecond
 	for {
 		ws = wanted(ws, func(wr *write) bool { return wr.state.Load() != givenUp })
 		if len(ws) == 0 {
-			return nil, nil, nil
+			return nil, false, nil
 		}
-		tx, err := w.conn.BeginTx(context.Background(), nil)
+		_, err := w.conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`)
 		if err == nil {
 			ws = wanted(ws, func(wr *write) bool { return wr.state.CompareAndSwap(pending, taken) || wr.state.Load() == taken })
-			return tx, ws, nil
+			return ws, true, nil
 		}
 		if !busy(err) || time.Now().After(give) {
-			return nil, nil, err
+			return nil, false, err
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, busyPoll)
