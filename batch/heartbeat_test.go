@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -434,4 +435,61 @@ func TestAClaimEndedWhileItsHeartbeatIsReadIsNotSentAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.DoneBefore, "%+v", sum)
 	assert.Equal(t, 1, f.srv.Count(op), "paid once")
+}
+
+// A job that may have been paid stays so until an attempt of it ends
+// done: an attempt sent again with ResendUnknown that does nothing (not
+// sent under a spent budget, refused by the service, failed) leaves the
+// job maybe paid, so that a rerun without ResendUnknown does not pay for
+// it again, and batch status lists it to review.
+func TestAJobMaybePaidStaysSoUntilAnAttemptIsDone(t *testing.T) {
+	const op = "image/text-to-image"
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, f *fixture) batch.Options
+	}{
+		{"not sent: the budget is spent", func(t *testing.T, f *fixture) batch.Options {
+			b, err := json.Marshal(map[string]any{"size": 1, "limit": 1, "op": op})
+			require.NoError(t, err)
+			require.NoError(t, f.store.Create(context.Background(), "ledger/budget/calls/00000000000000000000.json", b))
+			return batch.Options{Budget: batch.Budget{MaxCalls: 1}}
+		}},
+		{"refused by the service, every time", func(t *testing.T, f *fixture) batch.Options {
+			f.srv.Fail(op, creativetest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "0", Times: 100})
+			return batch.Options{}
+		}},
+		{"failed: the service said no", func(t *testing.T, f *fixture) batch.Options {
+			f.srv.Fail(op, creativetest.Fault{Status: http.StatusBadRequest, Message: "prompt: no"})
+			return batch.Options{}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(t, imageJobs(1)...)
+			f.leaveClaimed(t) // paid, and its end never recorded
+			require.Equal(t, 1, f.srv.Count(op))
+			o := tc.setup(t, f)
+			o.ResendUnknown = true
+			sum, err := f.run(t, o)
+			require.NoError(t, err)
+			assert.Zero(t, sum.Done, "%+v", sum)
+
+			f.srv.Reset()
+			sum, err = f.run(t, batch.Options{})
+			require.NoError(t, err)
+			assert.Zero(t, f.srv.Count(op), "a rerun without ResendUnknown paid again: %+v", sum)
+			assert.Equal(t, 1, sum.Unknown, "%+v", sum)
+			var review []batch.Record
+			st, err := batch.ReadStatus(context.Background(), f.store, func(r batch.Record) { review = append(review, r) })
+			require.NoError(t, err)
+			assert.Equal(t, map[batch.State]int{batch.Unknown: 1}, st.States)
+			require.Len(t, review, 1)
+			assert.Contains(t, review[0].Error, "an earlier attempt may have been paid")
+
+			sum, err = f.run(t, batch.Options{ResendUnknown: true})
+			require.NoError(t, err)
+			assert.Equal(t, 1, f.srv.Count(op), "the caller's say-so sends it")
+			assert.Equal(t, 1, sum.Done, "%+v", sum)
+		})
+	}
 }

@@ -39,7 +39,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 	}
 	switch act {
 	case actCall:
-		ru.send(ctx, t, n+1)
+		ru.send(ctx, t, n+1, maybePaid(last))
 	case actDownload:
 		ru.redownload(ctx, last, n+1)
 	case actCheck:
@@ -296,8 +296,16 @@ func (s *starter) stop() int {
 	return s.inFlight
 }
 
-// send claims attempt n of t and sends its request.
-func (ru *run) send(ctx context.Context, t *task, n int) {
+// maybePaid reports whether the job's last attempt, rec, may have been
+// paid: its outcome is unknown, or it is a call's claim that never ended.
+func maybePaid(rec *record) bool {
+	return rec != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload)
+}
+
+// send claims attempt n of t and sends its request; after says that an
+// earlier attempt may have been paid (it is sent again on the caller's
+// say-so, Options.ResendUnknown).
+func (ru *run) send(ctx context.Context, t *task, n int, after bool) {
 	jr, ctx, ok := ru.st.begin(ctx)
 	if !ok {
 		ru.started.Add(-1)
@@ -332,6 +340,13 @@ func (ru *run) send(ctx context.Context, t *task, n int) {
 			rec.State = Refused // nothing went out
 		}
 		rec.Error = strings.TrimPrefix(err.Error(), "creative: ")
+		if after && rec.State != Unknown {
+			// This attempt did nothing (not sent, refused, failed), but an
+			// earlier one may have been paid: the job stays maybe paid, so
+			// that only a run with ResendUnknown sends it again.
+			rec.State = Unknown
+			rec.Error += "; an earlier attempt may have been paid"
+		}
 		ru.finish(ctx, rec, start, nil)
 		return
 	}
