@@ -19,10 +19,10 @@
 // (not sent, or refused: a rerun sends it) and Unknown (maybe paid: sent
 // again only with Options.ResendUnknown). A job stays maybe paid until an
 // attempt of it ends done: an attempt sent again on that say-so that does
-// nothing (not sent, refused, failed) ends Unknown too. Each attempt at a job is its own
-// key in the ledger, made by an exclusive create, so two workers never make
-// the same attempt; Classify is the one place that turns a call's error
-// into a state. The key of an attempt's end says how it ended, so that a
+// nothing (not sent, refused, failed) ends Unknown too. Each attempt at a
+// job is its own key in the ledger, made by an exclusive create, so two
+// workers never make the same attempt; Classify is the one place that
+// turns a call's error into a state. The key of an attempt's end says how it ended, so that a
 // run, ReadStatus (which counts a ledger's jobs by state) and a rerun
 // learn where every job stands from listings of the Store, a thousand keys
 // a request on a bucket, rather than a request a job; WriteIndex writes a
