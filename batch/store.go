@@ -21,13 +21,13 @@
 // attempt of it ends done: an attempt sent again on that say-so that does
 // nothing (not sent, refused, failed) ends Unknown too. Each attempt at a
 // job is its own key in the ledger, made by an exclusive create, so two
-// workers never make the same attempt; Classify is the one place that
-// turns a call's error into a state. The key of an attempt's end says how it ended, so that a
-// run, ReadStatus (which counts a ledger's jobs by state) and a rerun
-// learn where every job stands from listings of the Store, a thousand keys
-// a request on a bucket, rather than a request a job; WriteIndex writes a
-// page that shows them to a person. A Budget caps the calls and the
-// spending of every run on a ledger together.
+// workers never make the same attempt; Classify is the one place that turns
+// a call's error into a state. The key of an attempt's end says how it
+// ended, so that a run, ReadStatus (which counts a ledger's jobs by state)
+// and a rerun learn where every job stands from listings of the Store, a
+// thousand keys a request on a bucket, rather than a request a job;
+// WriteIndex writes a page that shows them to a person. A Budget caps the
+// calls and the spending of every run on a ledger together.
 //
 // A claim with no end is in flight on a live worker, or its worker died
 // (maybe paid). Each run holds a lease of length L (Options.Lease, 90 s by
