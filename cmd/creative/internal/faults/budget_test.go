@@ -282,6 +282,9 @@ func (s *schedule) checkBudget(ctx context.Context, store batch.Store, calls []c
 			s.fail("the workers with the limit %d sent %d of %s that may be paid", l, sum, what)
 		}
 	}
+	if len(limits) > 1 && taken > limitOf(fleet) {
+		s.ty.add(s.ty.budget, "the larger cap went past the fleet's", 1)
+	}
 	if paid > taken {
 		s.fail("%d of %s may be paid, counted at the service; the ledger's shares took %d", paid, what, taken)
 	}

@@ -227,12 +227,17 @@ func (s *faultStore) Create(ctx context.Context, key string, data []byte) error 
 		return err
 	}
 	fault := s.shareFault(key)
+	if fault == "late" {
+		time.Sleep(s.lease + s.lease/4) // whatever ctx says
+	}
 	err := s.Store.Create(ctx, key, data)
 	switch {
 	case err != nil || fault == "":
 		return err
 	case fault == "lost":
 		return fmt.Errorf("faults: %s: written, its answer lost: %w", key, syscall.EIO)
+	case fault == "late":
+		return fmt.Errorf("faults: %s: hung, then written: %w", key, context.DeadlineExceeded)
 	}
 	// Killed with the share taken, before the call it is for is sent.
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -241,8 +246,9 @@ func (s *faultStore) Create(ctx context.Context, key string, data []byte) error 
 
 // shareFault draws the fault of the create of a share of the budget, if
 // any: "lost", the share is made and its answer lost (a PUT that lands as
-// its connection fails), so its taker is told it failed; "kill", the
-// process is killed once the share is made.
+// its connection fails), so its taker is told it failed; "late", the
+// same after a hang past the lease (if no other worker took the share
+// meanwhile); "kill", the process is killed once the share is made.
 func (s *faultStore) shareFault(key string) string {
 	if !s.on || !strings.HasPrefix(key, "ledger/budget/") {
 		return ""
@@ -250,10 +256,13 @@ func (s *faultStore) shareFault(key string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch p := s.rng.Float64(); {
-	case p < 0.06:
+	case p < 0.08:
 		s.faults["share made, answer lost"]++
 		return "lost"
-	case p < 0.09:
+	case p < 0.11:
+		s.faults["share hung, then made"]++
+		return "late"
+	case p < 0.17:
 		return "kill"
 	}
 	return ""
