@@ -493,17 +493,17 @@ func (s *schedule) check(nJobs int) {
 		for i, c := range cs[1:] {
 			p := s.proc(c.worker)
 			if p == nil || !p.cfg.Resend {
-				s.fail("%s paid again by %s, which does not resend: %v", job, c.worker, cs)
+				s.fail("%s paid again by %s, which does not resend: %s", job, c.worker, history(job, recs, calls))
 				continue
 			}
 			for _, before := range cs[:i+1] {
 				if !s.gone(before.worker, c.at) {
-					s.fail("%s paid again by %s at %v while %s, which paid it first, still went", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+					s.fail("%s paid again by %s at %v while %s, which paid it first, still went: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
 				}
 				// On one machine liveness is exact: a process that lives,
 				// stopped or not, lease lapsed or not, is never taken for gone.
 				if b := s.proc(before.worker); b != nil && !b.cfg.OtherMachine && !p.cfg.OtherMachine && !s.ended(b, c.at) {
-					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
 				}
 			}
 		}
@@ -553,6 +553,25 @@ func (s *schedule) check(nJobs int) {
 		s.fail("after the rerun and the resend run: %d jobs, %v, %d lost", st.Jobs, st.States, st.Lost)
 	}
 	s.checkBudget(ctx, store, calls)
+}
+
+// history says what the service's front saw of job and what the ledger
+// holds of it, record by record.
+func history(job string, recs []batch.Record, calls []call) string {
+	var b strings.Builder
+	b.WriteString("calls:")
+	for _, c := range calls {
+		if c.prompt == job {
+			fmt.Fprintf(&b, " %s %d at %s;", c.worker, c.status, c.at.Format("15:04:05.000"))
+		}
+	}
+	b.WriteString(" records:")
+	for _, r := range recs {
+		if p, _ := r.Fields["prompt"].(string); p == job {
+			fmt.Fprintf(&b, " attempt %d %s by %s at %s (%d requests) %s;", r.Attempt, r.State, r.Worker, r.Time.Format("15:04:05.000"), r.Requests, r.Error)
+		}
+	}
+	return b.String()
 }
 
 // defaultSchedules is how many schedules TestFaults runs over each store.
