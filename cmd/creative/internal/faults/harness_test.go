@@ -453,7 +453,7 @@ func (s *schedule) check(nJobs int) {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		if strings.HasPrefix(key, "ledger/runs/") {
+		if strings.HasPrefix(key, "ledger/runs/") || strings.HasPrefix(key, "ledger/budget/") {
 			continue
 		}
 		b, err := store.Get(ctx, key)
