@@ -11,6 +11,10 @@
 // the worker that paid first was really gone; every paid answer is in the
 // ledger or handed back by its worker; nothing is recorded done without
 // its files; every process ends within a bound once its faults end.
+// A schedule may run its workers under a spend cap (budget_test.go): the
+// calls that may be paid, counted at the service, must stay within the
+// shares of the budget taken before them, and batch status must show
+// the ledger's shares.
 //
 // Each schedule logs its seed; FAULTS_SEED=<seed> replays one, and
 // FAULTS_SCHEDULES=<n> runs n of them (CI runs 50 over each store):

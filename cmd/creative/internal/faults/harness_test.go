@@ -29,7 +29,9 @@ import (
 )
 
 const (
-	op = "image/text-to-image"
+	// image and speech are the operations of the jobs.
+	image  = "image/text-to-image"
+	speech = "audio/text-to-speech"
 	// lease is the workers' lease: short, so that a schedule takes seconds.
 	lease = 3 * time.Second
 	// skew is what others allow past it (a third of it), as batch does.
@@ -119,6 +121,7 @@ type tally struct {
 	store      map[string]int
 	service    map[string]int
 	process    map[string]int
+	budget     map[string]int // the caps drawn, and how they ended
 	violations int
 	paid, jobs int
 	twice      int // jobs paid twice, each resent after its first worker was gone
@@ -138,6 +141,9 @@ type schedule struct {
 	out    string   // folder or bucket URL
 	env    []string // for the workers
 	jobs   string
+	ops    map[string]string // each job's operation, by its prompt
+	cap    fleetCap          // the workers' budget (budget_test.go)
+	status statusBudget      // batch status --json's budget once the capped workers ended
 	fake   *creativetest.Server
 	front  *front
 	url    string
@@ -190,7 +196,12 @@ func (s *schedule) wait(p *proc) {
 	p.mu.Lock()
 	p.exited = time.Now()
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && p.killed.IsZero() {
-		p.killed = p.exited // a SIGTERM that came before the worker listened for it
+		// A SIGTERM that came before the worker listened for it, or the
+		// worker's own SIGKILL once it took a share of the budget.
+		p.killed = p.exited
+		if ws.Signal() == syscall.SIGKILL && !p.overtime {
+			s.ty.add(s.ty.process, "SIGKILL after a share", 1)
+		}
 	}
 	killed := !p.killed.IsZero()
 	p.mu.Unlock()
@@ -219,6 +230,7 @@ func (s *schedule) wait(p *proc) {
 func (s *schedule) serviceFaults() {
 	for range s.rng.IntN(5) {
 		var f creativetest.Fault
+		op := []string{image, speech}[s.rng.IntN(2)]
 		switch s.rng.IntN(7) {
 		case 0:
 			f = creativetest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "0"}
@@ -243,7 +255,7 @@ func (s *schedule) serviceFaults() {
 func (s *schedule) countServiceFaults() {
 	for _, r := range s.fake.Requests() {
 		switch {
-		case r.Operation != op || r.Status == http.StatusOK:
+		case r.Operation != image && r.Operation != speech || r.Status == http.StatusOK:
 		case r.Status == 0:
 			s.ty.add(s.ty.service, "drop or stall", 1)
 		case r.Status == http.StatusUnauthorized:
@@ -325,20 +337,30 @@ func (s *schedule) strike(p *proc, b blow) {
 func (s *schedule) run() {
 	nJobs := 4 + s.rng.IntN(7)
 	var lines strings.Builder
+	s.ops = map[string]string{}
 	for i := range nJobs {
-		fmt.Fprintf(&lines, `{"op":%q,"prompt":"s%d-job-%d"}`+"\n", op, s.seed, i)
+		prompt := fmt.Sprintf("s%d-job-%d", s.seed, i)
+		if s.rng.IntN(2) == 0 {
+			s.ops[prompt] = image
+			fmt.Fprintf(&lines, `{"op":%q,"prompt":%q}`+"\n", image, prompt)
+		} else {
+			s.ops[prompt] = speech
+			fmt.Fprintf(&lines, `{"op":%q,"prompt":%q,"voiceId":"female 1"}`+"\n", speech, prompt)
+		}
 	}
 	if err := os.WriteFile(s.jobs, []byte(lines.String()), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
+	nWorkers := 2 + s.rng.IntN(2)
+	s.cap = s.drawCap(nWorkers)
 	s.serviceFaults()
 	// Every draw is made before any process starts, so that a seed
 	// replays them whatever the timing; half the workers after the first
 	// start late, when others' claims may look gone.
 	var ends sync.WaitGroup
-	for w := range 2 + s.rng.IntN(2) {
+	for w := range nWorkers {
 		cfg := config{Name: "w" + strconv.Itoa(w+1), Seed: s.rng.Uint64(), StoreFaults: s.rng.IntN(10) < 7,
-			Resend: s.rng.IntN(2) == 0, OtherMachine: s.rng.IntN(2) == 0, Concurrency: 1 + s.rng.IntN(3)}
+			Resend: s.rng.IntN(2) == 0, OtherMachine: s.rng.IntN(2) == 0, Concurrency: 1 + s.rng.IntN(3), Budget: s.cap.of(w)}
 		var late time.Duration
 		if w > 0 && s.rng.IntN(2) == 0 {
 			late = time.Duration(s.rng.Int64N(int64(2 * lease)))
@@ -347,6 +369,7 @@ func (s *schedule) run() {
 		s.procs = append(s.procs, p)
 		strike := s.drawStrike(p)
 		if strike.taker != nil {
+			strike.taker.cfg.Budget = cfg.Budget
 			s.procs = append(s.procs, strike.taker)
 		}
 		ends.Go(func() {
@@ -363,6 +386,7 @@ func (s *schedule) run() {
 		})
 	}
 	ends.Wait()
+	s.status = s.budgetStatus()
 	s.countServiceFaults()
 	s.fake.Reset() // the faults not used, with the requests it kept
 	// A worker killed "on another machine" is gone once its heartbeat is
@@ -376,7 +400,9 @@ func (s *schedule) run() {
 	for _, name := range []string{"rerun", "resend"} {
 		// A run that could not write its ledger on a loaded machine (its
 		// first heartbeat past its deadline) is started again, twice at
-		// most: the faults are over.
+		// most: the faults are over. These two runs have no cap, so that
+		// they end the work whatever the capped workers left (and take no
+		// share: the budget's shares are the capped workers' alone).
 		for try := range 3 {
 			p := s.start(&proc{cfg: config{Name: name + strings.Repeat("'", try), Seed: s.rng.Uint64(), Resend: name == "resend", Concurrency: 3}})
 			s.procs = append(s.procs, p)
@@ -427,7 +453,7 @@ func (s *schedule) check(nJobs int) {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		if strings.HasPrefix(key, "ledger/runs/") {
+		if strings.HasPrefix(key, "ledger/runs/") || strings.HasPrefix(key, "ledger/budget/") {
 			continue
 		}
 		b, err := store.Get(ctx, key)
@@ -467,17 +493,17 @@ func (s *schedule) check(nJobs int) {
 		for i, c := range cs[1:] {
 			p := s.proc(c.worker)
 			if p == nil || !p.cfg.Resend {
-				s.fail("%s paid again by %s, which does not resend: %v", job, c.worker, cs)
+				s.fail("%s paid again by %s, which does not resend: %s", job, c.worker, history(job, recs, calls))
 				continue
 			}
 			for _, before := range cs[:i+1] {
 				if !s.gone(before.worker, c.at) {
-					s.fail("%s paid again by %s at %v while %s, which paid it first, still went", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+					s.fail("%s paid again by %s at %v while %s, which paid it first, still went: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
 				}
 				// On one machine liveness is exact: a process that lives,
 				// stopped or not, lease lapsed or not, is never taken for gone.
 				if b := s.proc(before.worker); b != nil && !b.cfg.OtherMachine && !p.cfg.OtherMachine && !s.ended(b, c.at) {
-					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine", job, c.worker, c.at.Format("15:04:05.000"), before.worker)
+					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
 				}
 			}
 		}
@@ -526,6 +552,26 @@ func (s *schedule) check(nJobs int) {
 	if st.Jobs != nJobs || st.States[batch.Done]+st.Lost != nJobs {
 		s.fail("after the rerun and the resend run: %d jobs, %v, %d lost", st.Jobs, st.States, st.Lost)
 	}
+	s.checkBudget(ctx, store, calls)
+}
+
+// history says what the service's front saw of job and what the ledger
+// holds of it, record by record.
+func history(job string, recs []batch.Record, calls []call) string {
+	var b strings.Builder
+	b.WriteString("calls:")
+	for _, c := range calls {
+		if c.prompt == job {
+			fmt.Fprintf(&b, " %s %d at %s;", c.worker, c.status, c.at.Format("15:04:05.000"))
+		}
+	}
+	b.WriteString(" records:")
+	for _, r := range recs {
+		if p, _ := r.Fields["prompt"].(string); p == job {
+			fmt.Fprintf(&b, " attempt %d %s by %s at %s (%d requests) %s;", r.Attempt, r.State, r.Worker, r.Time.Format("15:04:05.000"), r.Requests, r.Error)
+		}
+	}
+	return b.String()
 }
 
 // defaultSchedules is how many schedules TestFaults runs over each store.
@@ -549,7 +595,7 @@ func TestFaults(t *testing.T) {
 	}
 	for _, kind := range []string{"folder", "bucket"} {
 		t.Run(kind, func(t *testing.T) {
-			ty := &tally{store: map[string]int{}, service: map[string]int{}, process: map[string]int{}}
+			ty := &tally{store: map[string]int{}, service: map[string]int{}, process: map[string]int{}, budget: map[string]int{}}
 			var s3 *s3test.Server
 			if kind == "bucket" {
 				s3 = s3test.Start(t)
@@ -565,8 +611,8 @@ func TestFaults(t *testing.T) {
 					})
 				}
 			})
-			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); store faults %v; service faults %v; process faults %v; %d violations",
-				kind, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.store, ty.service, ty.process, ty.violations)
+			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); store faults %v; service faults %v; process faults %v; budget %v; %d violations",
+				kind, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.store, ty.service, ty.process, ty.budget, ty.violations)
 		})
 	}
 }

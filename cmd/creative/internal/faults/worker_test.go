@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/batch/sqlitestore"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cli"
 )
 
 // workerEnv holds a worker's config: set, the test binary runs as one.
@@ -38,6 +40,7 @@ type config struct {
 	OtherMachine bool // it sees no run's lock, nor shows its own, as on another machine
 	Lease        time.Duration
 	Concurrency  int
+	Budget       batch.Budget // its cap, if any (see budget_test.go)
 }
 
 // A report is what a worker prints as it ends.
@@ -50,11 +53,15 @@ type report struct {
 	MaybePaid  []batch.Record
 	Faults     map[string]int // store faults injected, by kind
 	RunEnded   time.Time      // when Run returned, its lock let go
+	Spent      string         // why the run stopped for its budget (Runner.Spent), if it did
 }
 
 func TestMain(m *testing.M) {
 	if cfg := os.Getenv(workerEnv); cfg != "" {
 		os.Exit(work(cfg))
+	}
+	if os.Getenv(cliEnv) != "" {
+		os.Exit(cli.Main(&cli.Buckets{Open: bucket.OpenStore, OpenFS: bucket.OpenFS}))
 	}
 	os.Exit(m.Run())
 }
@@ -101,7 +108,7 @@ func work(raw string) int {
 		return next(req)
 	})
 	r, err := batch.New(c, fs, batch.Options{Concurrency: cfg.Concurrency, Base: filepath.Dir(cfg.Jobs), ResendUnknown: cfg.Resend,
-		Worker: cfg.Name, Lease: cfg.Lease, CallOptions: []creative.Option{tag}})
+		Worker: cfg.Name, Lease: cfg.Lease, CallOptions: []creative.Option{tag}, Budget: cfg.Budget})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -116,6 +123,9 @@ func work(raw string) int {
 	rep := report{Name: cfg.Name, Summary: sum, Faults: fs.counts(), RunEnded: time.Now()}
 	if err != nil {
 		rep.Err = err.Error()
+	}
+	if err := r.Spent(); err != nil {
+		rep.Spent = err.Error()
 	}
 	if le, ok := errors.AsType[*batch.LedgerError](err); ok {
 		rep.Ledger, rep.Unrecorded, rep.MaybePaid = true, le.Unrecorded, le.MaybePaid
@@ -216,7 +226,46 @@ func (s *faultStore) Create(ctx context.Context, key string, data []byte) error 
 	if err := s.strike(ctx, key); err != nil {
 		return err
 	}
-	return s.Store.Create(ctx, key, data)
+	fault := s.shareFault(key)
+	if fault == "late" {
+		time.Sleep(s.lease + s.lease/4) // whatever ctx says
+	}
+	err := s.Store.Create(ctx, key, data)
+	switch {
+	case err != nil || fault == "":
+		return err
+	case fault == "lost":
+		return fmt.Errorf("faults: %s: written, its answer lost: %w", key, syscall.EIO)
+	case fault == "late":
+		return fmt.Errorf("faults: %s: hung, then written: %w", key, context.DeadlineExceeded)
+	}
+	// Killed with the share taken, before the call it is for is sent.
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// shareFault draws the fault of the create of a share of the budget, if
+// any: "lost", the share is made and its answer lost (a PUT that lands as
+// its connection fails), so its taker is told it failed; "late", the
+// same after a hang past the lease (if no other worker took the share
+// meanwhile); "kill", the process is killed once the share is made.
+func (s *faultStore) shareFault(key string) string {
+	if !s.on || !strings.HasPrefix(key, "ledger/budget/") {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p := s.rng.Float64(); {
+	case p < 0.08:
+		s.faults["share made, answer lost"]++
+		return "lost"
+	case p < 0.11:
+		s.faults["share hung, then made"]++
+		return "late"
+	case p < 0.17:
+		return "kill"
+	}
+	return ""
 }
 
 func (s *faultStore) Put(ctx context.Context, key string, data []byte) error {
