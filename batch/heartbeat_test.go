@@ -493,3 +493,39 @@ func TestAJobMaybePaidStaysSoUntilAnAttemptIsDone(t *testing.T) {
 		})
 	}
 }
+
+// stopAtClaim stops its run once a claim of a second attempt is made, as
+// a Ctrl-C between the claim and the send would.
+type stopAtClaim struct {
+	batch.Store
+	stop func() int
+}
+
+func (s *stopAtClaim) Create(ctx context.Context, key string, data []byte) error {
+	err := s.Store.Create(ctx, key, data)
+	if err == nil && strings.HasSuffix(key, ".0002.json") {
+		s.stop()
+	}
+	return err
+}
+
+// A run with ResendUnknown stopped between its claim of a maybe paid job
+// and the send leaves the job maybe paid: a plain rerun sends nothing.
+func TestAResendStoppedBeforeItsSendLeavesTheJobMaybePaid(t *testing.T) {
+	const op = "image/text-to-image"
+	f := newFixture(t)
+	f.write(t, imageJobs(1)...)
+	f.leaveClaimed(t)
+	stopping := &stopAtClaim{Store: f.store}
+	r, err := batch.New(f.c, stopping, batch.Options{ResendUnknown: true, Base: filepath.Dir(f.jobs)})
+	require.NoError(t, err)
+	stopping.stop = r.Stop
+	sum, err := checkAndRun(r, batch.File(f.jobs))
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Unknown, "%+v", sum)
+	assert.Equal(t, 1, f.srv.Count(op), "the stopped run sent nothing")
+
+	sum, err = f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, f.srv.Count(op), "a rerun without ResendUnknown paid again: %+v", sum)
+}
