@@ -186,16 +186,18 @@ type keyInfo struct {
 	hasFiles bool
 }
 
-// parseKey reads a record's key, <job>.0001[.answered|[.<info>].end].json;
-// ok is false for any other key.
+// parseKey reads a record's key,
+// ledger/<3 hex>/<job>.0001[.answered|[.<info>].end].json, the one place
+// keys are read; ok is false for any other key.
 func parseKey(k string) (ki keyInfo, ok bool) {
-	base, isJSON := strings.CutSuffix(path.Base(k), ".json")
+	dir, name := path.Split(k)
+	base, isJSON := strings.CutSuffix(name, ".json")
 	parts := strings.Split(base, ".")
-	if !isJSON || len(parts) < 2 || len(parts[0]) != 32 || len(parts[1]) < 4 {
+	if !isJSON || len(parts) < 2 || len(parts[0]) != 32 || len(parts[1]) < 4 || dir != ledgerPrefix+parts[0][:3]+"/" {
 		return ki, false
 	}
 	n, err := strconv.Atoi(parts[1])
-	if _, herr := hex.DecodeString(parts[0]); err != nil || herr != nil || n < 1 {
+	if _, herr := hex.DecodeString(parts[0]); err != nil || herr != nil || n < 1 || strings.ToLower(parts[0]) != parts[0] {
 		return ki, false
 	}
 	ki.job, ki.attempt = parts[0], n
@@ -211,6 +213,22 @@ func parseKey(k string) (ki keyInfo, ok bool) {
 		return ki, true
 	}
 	return ki, false
+}
+
+// RecordStage says what a key of a Store holds: the record of an
+// attempt at a job, "claim", "answered" or "end", or "" for any other key
+// (an output, a heartbeat, a share of the budget). A Store that keeps the
+// ledger's records apart from other objects, such as batch/sqlitestore's,
+// reads its keys with it.
+func RecordStage(key string) string {
+	ki, ok := parseKey(key)
+	switch {
+	case !ok:
+		return ""
+	case ki.st == stageClaim:
+		return "claim"
+	}
+	return string(ki.st)
 }
 
 // readInfo reads what the key of an end says of it; what it cannot read

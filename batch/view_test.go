@@ -179,3 +179,32 @@ func TestALedgerListedInPartsSaysWhatOneListingSays(t *testing.T) {
 type remotePages struct{ pageWatch }
 
 func (*remotePages) Remote() bool { return true }
+
+// RecordStage is the one reader of keys: a record is a key of the
+// ledger's own shape, in its own folder, and nothing else.
+func TestRecordStageReadsOnlyTheLedgersKeys(t *testing.T) {
+	const job = "3fa9c1d2e3f405162738495a6b7c8d9e"
+	for key, want := range map[string]string{
+		"ledger/3fa/" + job + ".0001.json":                    "claim",
+		"ledger/3fa/" + job + ".0012.answered.json":           "answered",
+		"ledger/3fa/" + job + ".0001.end.json":                "end",
+		"ledger/3fa/" + job + ".0001.done.fMDAwMDAx.end.json": "end",
+		"ledger/3fa/" + job + ".0001.answered-lost.end.json":  "end",
+		"ledger/3fb/" + job + ".0001.json":                    "",
+		"ledger/runs/" + job + ".0001.json":                   "",
+		"ledger/3FA/" + strings.ToUpper(job) + ".0001.json":   "",
+		"ledger/3fa/" + job + ".0000.json":                    "",
+		"ledger/3fa/" + job + ".001.json":                     "",
+		"ledger/3fa/" + job + ".0001.other.json":              "",
+		"ledger/3fa/" + job + ".0001":                         "",
+		"ledger/3fa/" + job[:31] + "g.0001.json":              "",
+		"3fa/" + job + ".0001.json":                           "",
+		"ledger/budget/calls/00000000000000000000.json":       "",
+		"ledger/budget/calls.hint.json":                       "",
+		"ledger/page.json":                                    "",
+		"000001-image-text-to-image-3fa9c1.png":               "",
+		"x/ledger/3fa/" + job + ".0001.json":                  "",
+	} {
+		assert.Equal(t, want, batch.RecordStage(key), key)
+	}
+}

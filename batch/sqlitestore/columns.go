@@ -2,11 +2,11 @@ package sqlitestore
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
-	"path"
 	"strconv"
 	"strings"
+
+	"github.com/creativegen/creative-go/batch"
 )
 
 // columns are the columns of objects that a record of the ledger or a
@@ -22,9 +22,10 @@ const nColumns = 16
 //
 // A record is a row whose key is a record's of the ledger,
 // ledger/<3 hex>/<job: 32 hex>.<attempt>[.answered|[.<info>].end].json,
-// and whose bytes are a JSON object: its stage comes from the key (and its
-// job, a column of its own, from the key too), the rest from the JSON. A heartbeat is a row under ledger/runs/
-// whose bytes are a JSON object: its worker, run, time and pid. A value
+// and whose bytes are a JSON object: its stage comes from the key, read by
+// batch.RecordStage (and its job, a column of its own, from the key too),
+// the rest from the JSON. A heartbeat is a row under ledger/runs/ whose
+// bytes are a JSON object: its worker, run, time and pid. A value
 // is what SQLite's json_extract gives for it: a string as TEXT, a whole
 // number as INTEGER, true and false as 1 and 0, null or a missing field as
 // NULL.
@@ -34,7 +35,7 @@ func rowArgs(key string, data []byte) []any {
 	if data == nil {
 		return append(args, make([]any, nColumns)...)
 	}
-	stage := recordStage(key)
+	stage := batch.RecordStage(key)
 	heartbeat := stage == "" && strings.HasPrefix(key, "ledger/runs/") && strings.HasSuffix(key, ".json")
 	var f fields
 	if stage == "" && !heartbeat || json.Unmarshal(data, &f) != nil {
@@ -47,32 +48,6 @@ func rowArgs(key string, data []byte) []any {
 	// record it follows, or to itself when a later one is there.
 	return append(args, stage, f.Attempt.v, f.Line.v, f.ID.v, f.Op.v, f.Kind.v, f.State.v, f.Lost.v,
 		f.Requests.v, f.RequestID.v, f.Error.v, f.Worker.v, f.Run.v, f.Time.v, nil, int64(1))
-}
-
-// recordStage returns the stage of a record's key ("claim", "answered" or
-// "end"), or "" when key is not one.
-func recordStage(key string) string {
-	dir, base := path.Split(key)
-	name, ok := strings.CutSuffix(base, ".json")
-	parts := strings.Split(name, ".")
-	if !ok || len(parts) < 2 || len(parts[0]) != 32 || dir != "ledger/"+parts[0][:3]+"/" {
-		return ""
-	}
-	if _, err := hex.DecodeString(parts[0]); err != nil || strings.ToLower(parts[0]) != parts[0] {
-		return ""
-	}
-	if n, err := strconv.Atoi(parts[1]); err != nil || n < 1 || len(parts[1]) < 4 {
-		return ""
-	}
-	switch rest := parts[2:]; {
-	case len(rest) == 0:
-		return "claim"
-	case len(rest) == 1 && rest[0] == "answered":
-		return "answered"
-	case rest[len(rest)-1] == "end":
-		return "end"
-	}
-	return ""
 }
 
 // fields are the fields of a record or a heartbeat that have columns.
