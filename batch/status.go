@@ -38,52 +38,82 @@ func ReadStatus(ctx context.Context, store Store, unknown func(Record)) (Status,
 	beats := &beatCache{runs: map[string]bool{}}
 	st := Status{States: map[State]int{}}
 	var err error
-	drain := func(p *statusPart) {
-		for r := range p.review {
-			if err == nil && unknown != nil {
-				unknown(r)
-			}
+	review := func(r Record) {
+		if err == nil && unknown != nil {
+			unknown(r)
 		}
+	}
+	end := func(p *statusPart) {
 		if err == nil && p.err != nil {
 			err = p.err
 			cancel() // the other parts stop, and close their reviews
 		}
 		st.join(&p.st)
 	}
-	// One listing of the whole ledger, which lists its first part first; a
-	// RemoteStore whose first part says the ledger is more than a few pages
-	// (each a round trip) has the other 15 listed at once instead.
-	first := ledgerPrefix + hexDigits[:1]
-	p := newStatusPart()
-	var stop func(string) bool
-	if r, ok := store.(RemoteStore); ok && r.Remote() {
-		decided := false // at the first key past the first part, once
-		stop = func(key string) bool {
-			if decided || strings.HasPrefix(key, first) {
-				return false
-			}
-			decided = true
-			return p.keys*len(hexDigits) >= statusPartsFrom
+	var parts []*statusPart // the other 15, listed at once
+	wide := func() {
+		for i := range len(hexDigits) - 1 {
+			parts = append(parts, newStatusPart())
+			go parts[i].read(ctx, store, listEach(ctx, store, partPrefixes(i+1)), nil, unknown != nil, beats)
 		}
 	}
-	go p.read(ctx, store, store.List(ctx, ledgerPrefix), stop, unknown != nil, beats)
-	if drain(p); err != nil || !p.cut {
-		return st, err
+	// One listing of the whole ledger, which lists its first part first;
+	// over a RemoteStore whose first part says the ledger is large, the
+	// other parts are listed at once, beside the rest of the first.
+	first, goWide := newStatusPart(), make(chan struct{})
+	go first.read(ctx, store, store.List(ctx, ledgerPrefix), first.stop(store, goWide), unknown != nil, beats)
+	for reviews := first.review; reviews != nil; {
+		select {
+		case r, ok := <-reviews:
+			if !ok {
+				reviews = nil
+				continue
+			}
+			review(r)
+		case <-goWide:
+			wide()
+			goWide = nil
+		}
 	}
-	parts := make([]*statusPart, len(hexDigits)-1)
-	for i := range parts {
-		parts[i] = newStatusPart()
-		go parts[i].read(ctx, store, listEach(ctx, store, partPrefixes(i+1)), nil, unknown != nil, beats)
+	end(first)
+	if first.cut && parts == nil {
+		wide()
 	}
 	for _, p := range parts {
-		drain(p)
+		for r := range p.review {
+			review(r)
+		}
+		end(p)
 	}
 	return st, err
 }
 
+// stop is the stop of the first listing of a ReadStatus (nil but for a
+// RemoteStore): it decides once, as soon as the ledger's first part holds
+// statusPartsFrom/16 keys or at the first key past it, whether the other
+// parts are listed at once, and if so closes wide and ends the listing at
+// the first key past the first part.
+func (p *statusPart) stop(store Store, wide chan struct{}) func(string) bool {
+	if r, ok := store.(RemoteStore); !ok || !r.Remote() {
+		return nil
+	}
+	first := ledgerPrefix + hexDigits[:1]
+	decided, parts := false, false
+	return func(key string) bool {
+		inFirst := strings.HasPrefix(key, first)
+		if !decided && (!inFirst || p.keys*len(hexDigits) >= statusPartsFrom) {
+			decided, parts = true, p.keys*len(hexDigits) >= statusPartsFrom
+			if parts {
+				close(wide)
+			}
+		}
+		return parts && !inFirst
+	}
+}
+
 // statusPartsFrom is the number of the ledger's keys, as its first part
-// says, from which ReadStatus lists a RemoteStore's other parts at once:
-// below it, 15 listings cost more requests than one.
+// says (16 times its own), from which ReadStatus lists a RemoteStore's
+// other parts at once: below it, 15 listings cost more requests than one.
 var statusPartsFrom = 4000
 
 // A statusPart counts the jobs of one part of the ledger, and hands the
