@@ -92,8 +92,7 @@ func New(opts ...Option) (*Client, error) {
 	if err != nil {
 		// A base URL may hold the key: the two variables swapped, or a
 		// key in a query.
-		keys := newRedactor([]string{s.accessKey})
-		return nil, errors.New(keys.redact(err.Error()))
+		return nil, errors.New(newRedactor([]string{s.accessKey}).redact(err.Error()))
 	}
 	if s.accessKey == "" {
 		return nil, fmt.Errorf("creative: no access key: set %s or use WithAccessKey", EnvAccessKey)
@@ -106,7 +105,7 @@ func New(opts ...Option) (*Client, error) {
 		base:   base,
 		prefix: strings.TrimRight(base.String(), "/"),
 		key:    func() []string { return key },
-		own:    sync.OnceValue(func() *redactor { return &redactor{keys: key} }),
+		own:    sync.OnceValue(func() *redactor { return newRedactor(key) }),
 		set:    s,
 		pause:  &pause{},
 		urls:   make(map[string]string, len(ops.All)),
@@ -250,7 +249,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 	if own := c.key(); len(key) == 1 && key[0] == own[0] {
 		cl.redactor = c.own() // the Client's key alone: nothing to merge
 	} else {
-		cl.redactor = &redactor{keys: newRedactor(key, own).keys}
+		cl.redactor = newRedactor(key, own)
 	}
 	cl.tr = transport{cl: cl, next: c.rt}
 	if r.rawURL != "" {

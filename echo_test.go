@@ -3,7 +3,9 @@ package creative
 import (
 	"bufio"
 	"context"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 // keyIn says where text holds testKey in a form a reader could take back:
@@ -169,4 +173,44 @@ func TestNewQuotesNoKeyAboutTheEnvironment(t *testing.T) {
 	_, err = New()
 	require.Error(t, err)
 	assert.Empty(t, keyIn(err.Error()), err.Error())
+}
+
+// Every text a successful answer fills in a result passes the redactor:
+// a speech answer's Content-Type (Audio.ContentType, and so every verb
+// that prints the *Audio) and the writer's texts, the key echoed in each
+// form the redactor knows.
+func TestTheTextsOfASuccessfulAnswerHoldNoKey(t *testing.T) {
+	forms := map[string]string{
+		"plain":          testKey,
+		"hex":            hex.EncodeToString([]byte(testKey)),
+		"upper-case hex": strings.ToUpper(hex.EncodeToString([]byte(testKey))),
+		"base32":         base32.StdEncoding.EncodeToString([]byte(testKey)),
+		"base32hex":      strings.ToLower(base32.HexEncoding.EncodeToString([]byte(testKey))),
+		"base64":         base64.StdEncoding.EncodeToString([]byte("u:" + testKey)),
+	}
+	for name, echo := range forms {
+		t.Run("speech's Content-Type/"+name, func(t *testing.T) {
+			ts := newTestServer(t, answer(200, "audio/mpeg; echo="+echo, "ID3\x04\x00\x00\x00\x00\x00\x00 mp3 frames")(nil))
+			c := newTestClient(t, ts.URL)
+			a, err := c.TextToSpeech(context.Background(), TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceFemale1})
+			require.NoError(t, err)
+			defer a.Close()
+			for _, text := range []string{a.ContentType, fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a)} {
+				assert.Empty(t, keyIn(text), "%q", text)
+				assert.NotContains(t, strings.ToLower(text), strings.ToLower(echo[:16]))
+			}
+			assert.Contains(t, a.ContentType, "[redacted]")
+			assert.Equal(t, ".mp3", a.Ext())
+		})
+		t.Run("the writer's texts/"+name, func(t *testing.T) {
+			ts := newTestServer(t, answer(200, "application/json", envelopeOf(`{"language":"en `+echo+`","useCase":"`+echo+`","word_count":3,`+
+				`"text":{"choices":[{"text":"Dear `+echo+`, hello","index":0,"word_count":3}]}}`))(nil))
+			c := newTestClient(t, ts.URL)
+			res, err := c.WriterTool(context.Background(), WriterToolRequest{UseCase: "x", Language: "en", Action: "a", Tone: "t", Inputs: []any{"b"}})
+			require.NoError(t, err)
+			assert.Contains(t, res.Choices[0].Text, "Dear ")
+			assert.Contains(t, res.Choices[0].Text, "[redacted]")
+			assert.Empty(t, keyIn(fmt.Sprintf("%+v", *res)))
+		})
+	}
 }

@@ -55,7 +55,7 @@ import (
 	"testing"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/internal/keyredact"
+	"github.com/creativegen/creative-go/internal/redact"
 )
 
 // A Mode says what a Cassette does with a request.
@@ -147,7 +147,7 @@ type Cassette struct {
 
 	mu      sync.Mutex
 	keys    []string
-	red     keyredact.Redactor
+	red     *redact.Redactor
 	used    map[string]int    // recordings of a request replayed or made so far
 	links   map[string]string // rewritten link -> the link it stands for, this run
 	sent    int
@@ -188,7 +188,7 @@ func Open(dir string, mode Mode, o *Options) (*Cassette, error) {
 	if k := os.Getenv(creative.EnvAccessKey); k != "" {
 		c.keys = append(c.keys, k)
 	}
-	c.red = keyredact.New(c.keys)
+	c.red = redact.New(c.keys)
 	return c, nil
 }
 

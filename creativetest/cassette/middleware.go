@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/internal/keyredact"
+	"github.com/creativegen/creative-go/internal/redact"
 )
 
 // cassetteHost is the host of the links a recording rewrites: a name
@@ -112,7 +112,7 @@ func (c *Cassette) learnKey(k string) {
 		return
 	}
 	c.keys = append(c.keys, k)
-	c.red = keyredact.New(c.keys)
+	c.red = redact.New(c.keys)
 }
 
 // redact removes every key known so far from s.
@@ -123,7 +123,7 @@ func (c *Cassette) redact(s string) string {
 	return red.Redact(s)
 }
 
-func (c *Cassette) redactor() keyredact.Redactor {
+func (c *Cassette) redactor() *redact.Redactor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.red

@@ -17,8 +17,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/creativegen/creative-go/internal/keyredact"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/redact"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
 
@@ -146,10 +146,10 @@ func (c *Cassette) commit(e *entry) error {
 func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool) (*spool, []string, error) {
 	red := c.redactor()
 	if !isText(ctype) || s.n > maxText {
-		if !holdsForm(s, red.Forms) {
+		if !holdsForm(s, red.Forms()) {
 			return s, nil, nil
 		}
-		out, err := c.scrubbed(s, red.Forms)
+		out, err := c.scrubbed(s, red.Forms())
 		return out, nil, err
 	}
 	b, err := c.st.root.ReadFile(s.t.Name())
@@ -211,7 +211,7 @@ func scrub(dst io.Writer, src io.Reader, forms []string) error {
 	var werr error
 	var folded []byte
 	err := windows(src, overlap, func(w []byte, last bool) bool {
-		folded = keyredact.Fold(folded, w)
+		folded = redact.Fold(folded, w)
 		for _, f := range forms {
 			hide(w, folded, []byte(f))
 		}
@@ -246,7 +246,7 @@ func windows(r io.Reader, overlap int, fn func(w []byte, last bool) bool) error 
 	}
 }
 
-// hide writes x's over each place where folded, b folded (keyredact.Fold),
+// hide writes x's over each place where folded, b folded (redact.Fold),
 // holds form, from the left, in b and in folded alike.
 func hide(b, folded, form []byte) {
 	for i := 0; ; {
@@ -281,7 +281,7 @@ func holdsForm(s *spool, forms []string) bool {
 func holdsAny(r io.Reader, forms []string) (found bool, err error) {
 	var folded []byte
 	err = windows(r, len(forms[0])-1, func(w []byte, _ bool) bool {
-		folded = keyredact.Fold(folded, w)
+		folded = redact.Fold(folded, w)
 		for _, form := range forms {
 			if bytes.Contains(folded, []byte(form)) {
 				found = true
