@@ -63,7 +63,8 @@ type Client struct {
 	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
 	urls    map[string]string                          // operation name -> its URL under the base URL
 	limiter RateLimiter                                // nil without WithRateLimiter
-	pause   *pause                                     // the wait a 429 or 503 asked of every call
+	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
+	pauses  sync.Map                                   // access key -> *pause, for calls with a key of their own (pause.go)
 	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
 	private bool                                       // Downloads may reach private addresses (download.go)
 }
