@@ -270,7 +270,7 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 			return nil, rs.readFailed(err)
 		}
 		c := make([]byte, size)
-		m, err := io.ReadFull(rs.Body, c)
+		m, err := fill(rs.Body, c)
 		chunks, total = append(chunks, c[:m]), total+int64(m)
 		r.give(size - int64(m))
 		if total > limit {
@@ -279,7 +279,7 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 		if total > most {
 			return nil, rs.overBudget(-1, r.b.size)
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if err == io.EOF {
 			break
 		}
 		if err != nil {
@@ -299,6 +299,22 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 	}
 	r.give(total)
 	return body, nil
+}
+
+// fill reads r into p until p is full or a read fails, and returns that
+// failure as it is: io.EOF for a body that ended, and anything else (an
+// io.ErrUnexpectedEOF of a chunked body cut short among them) for one that
+// did not, where io.ReadFull would call both an end.
+func fill(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // ctx is the context of the request the answer is to; a middleware may
