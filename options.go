@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/textproto"
+	"reflect"
 	"time"
 )
 
@@ -84,6 +85,12 @@ func WithHTTPClient(hc *http.Client) Option {
 		if hc == nil {
 			return errors.New("creative: WithHTTPClient: nil *http.Client")
 		}
+		if t := nilValue(hc.Transport); t != "" {
+			return fmt.Errorf("creative: WithHTTPClient: the client's Transport is a nil %s (leave it nil for the default)", t)
+		}
+		if j := nilValue(hc.Jar); j != "" {
+			return fmt.Errorf("creative: WithHTTPClient: the client's Jar is a nil %s", j)
+		}
 		return clientOnly("WithHTTPClient", s, func() { s.hc = hc })
 	}
 }
@@ -125,8 +132,8 @@ type RateLimiter interface {
 // them all to one quota. Client only.
 func WithRateLimiter(l RateLimiter) Option {
 	return func(s *settings) error {
-		if l == nil {
-			return errors.New("creative: WithRateLimiter: the limiter is nil")
+		if l == nil || nilValue(l) != "" {
+			return fmt.Errorf("creative: WithRateLimiter: the limiter is nil (%T)", l)
 		}
 		return clientOnly("WithRateLimiter", s, func() { s.limiter = l })
 	}
@@ -215,9 +222,33 @@ func WithRetryMayPayAgain() Option {
 
 // WithLogger makes the Client log each attempt at Debug level (with the
 // answer's request id) and each retry at Info level. Without it nothing is
-// logged. The access key is never logged.
+// logged; a nil logger, or one without a handler, is refused. The access
+// key is never logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(s *settings) error { s.logger = l; return nil }
+	return func(s *settings) error {
+		switch {
+		case l == nil:
+			return errors.New("creative: WithLogger: nil *slog.Logger (leave the option out to log nothing)")
+		case nilValue(l.Handler()) != "" || l.Handler() == nil:
+			return errors.New("creative: WithLogger: the logger has no handler (make it with slog.New)")
+		}
+		s.logger = l
+		return nil
+	}
+}
+
+// nilValue names the type of v when v is an interface holding a nil
+// pointer, map, slice, channel or function (a typed nil, which compares
+// unequal to nil and panics when used); "" otherwise, and for nil itself.
+func nilValue(v any) string {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		if rv.IsNil() {
+			return rv.Type().String()
+		}
+	}
+	return ""
 }
 
 // WithUserAgent appends ua to the User-Agent header, after

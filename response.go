@@ -151,7 +151,7 @@ func (rs *response) statusError() error {
 // redacted and cut, within the call's context and, when the call has no
 // deadline, errorBodyWait.
 func (rs *response) readErrorBody() []byte {
-	if _, ok := rs.Request.Context().Deadline(); !ok {
+	if _, ok := rs.ctx().Deadline(); !ok {
 		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
 		defer t.Stop()
 	}
