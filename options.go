@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/textproto"
-	"reflect"
 	"time"
 )
 
@@ -85,11 +84,11 @@ func WithHTTPClient(hc *http.Client) Option {
 		if hc == nil {
 			return errors.New("creative: WithHTTPClient: nil *http.Client")
 		}
-		if t := nilValue(hc.Transport); t != "" {
-			return fmt.Errorf("creative: WithHTTPClient: the client's Transport is a nil %s (leave it nil for the default)", t)
+		if hc.Transport != nil && isNil(hc.Transport) {
+			return fmt.Errorf("creative: WithHTTPClient: the client's Transport is a nil %T (leave it nil for the default)", hc.Transport)
 		}
-		if j := nilValue(hc.Jar); j != "" {
-			return fmt.Errorf("creative: WithHTTPClient: the client's Jar is a nil %s", j)
+		if hc.Jar != nil && isNil(hc.Jar) {
+			return fmt.Errorf("creative: WithHTTPClient: the client's Jar is a nil %T", hc.Jar)
 		}
 		return clientOnly("WithHTTPClient", s, func() { s.hc = hc })
 	}
@@ -132,7 +131,7 @@ type RateLimiter interface {
 // them all to one quota. Client only.
 func WithRateLimiter(l RateLimiter) Option {
 	return func(s *settings) error {
-		if l == nil || nilValue(l) != "" {
+		if l == nil || isNil(l) {
 			return fmt.Errorf("creative: WithRateLimiter: the limiter is nil (%T)", l)
 		}
 		return clientOnly("WithRateLimiter", s, func() { s.limiter = l })
@@ -229,26 +228,12 @@ func WithLogger(l *slog.Logger) Option {
 		switch {
 		case l == nil:
 			return errors.New("creative: WithLogger: nil *slog.Logger (leave the option out to log nothing)")
-		case nilValue(l.Handler()) != "" || l.Handler() == nil:
+		case l.Handler() == nil || isNil(l.Handler()):
 			return errors.New("creative: WithLogger: the logger has no handler (make it with slog.New)")
 		}
 		s.logger = l
 		return nil
 	}
-}
-
-// nilValue names the type of v when v is an interface holding a nil
-// pointer, map, slice, channel or function (a typed nil, which compares
-// unequal to nil and panics when used); "" otherwise, and for nil itself.
-func nilValue(v any) string {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		if rv.IsNil() {
-			return rv.Type().String()
-		}
-	}
-	return ""
 }
 
 // WithUserAgent appends ua to the User-Agent header, after

@@ -110,10 +110,10 @@ func FileFromReader(name string, r io.Reader) File {
 	return File{name, &onceSource{r: r}}
 }
 
-// isNil reports whether r is an interface holding a nil pointer, map,
-// slice, function or channel, whose methods would panic.
-func isNil(r io.Reader) bool {
-	switch v := reflect.ValueOf(r); v.Kind() {
+// isNil reports whether v is an interface holding a nil pointer, map,
+// slice, function or channel (a typed nil), whose methods would panic.
+func isNil(v any) bool {
+	switch v := reflect.ValueOf(v); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
 		return v.IsNil()
 	}
@@ -229,18 +229,42 @@ func (*replayError) Error() string {
 }
 
 // awaitUploads waits, within ctx, until the files of an upload call can be
-// checked without blocking: the head of a one-shot reader is read ahead in
-// a goroutine of its own. A context that ends first ends the call, with
-// nothing sent. (Validate, which has no context, waits for the reader.)
+// checked without blocking, and ends the call, with nothing sent, when ctx
+// ended before it or ends first: the head of a one-shot reader is read
+// ahead in a goroutine of its own; an io.ReaderAt, an io.ReadSeeker or a
+// path is checked once in a goroutine of its own, so that a reader that
+// blocks holds that goroutine, never the call (the call's own check then
+// reads the head again, which came once already). (Validate, which has no
+// context, waits for the reader.)
 func awaitUploads(ctx context.Context, op string, files ...File) error {
 	if ctx == nil {
 		return nil // the call reports it
 	}
+	notSent := func(err error) error {
+		return &NetworkError{Operation: op, Err: fmt.Errorf("reading the head of the upload to tell its type: %w", err), kind: attemptNotSent}
+	}
+	if err := ctx.Err(); err != nil {
+		return notSent(err)
+	}
 	for _, f := range files {
-		if s, ok := f.src.(*onceSource); ok {
-			if err := s.await(ctx); err != nil {
-				return &NetworkError{Operation: op, Err: fmt.Errorf("reading the head of the upload to tell its type: %w", err), kind: attemptNotSent}
-			}
+		var read <-chan struct{}
+		switch s := f.src.(type) {
+		case nil, *bytesSource, badSource:
+			continue
+		case *onceSource:
+			read = s.start()
+		default:
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = s.inspect()
+			}()
+			read = done
+		}
+		select {
+		case <-read:
+		case <-ctx.Done():
+			return notSent(ctx.Err())
 		}
 	}
 	return nil
