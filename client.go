@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,7 @@ type Client struct {
 	pauses  *sync.Map                                  // access key -> *pause, for calls with a key of their own (pause.go)
 	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
 	private bool                                       // Downloads may reach private addresses (download.go)
+	budget  *budget                                    // the answer bytes its calls hold at once (budget.go)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -116,6 +118,7 @@ func New(opts ...Option) (*Client, error) {
 		c.urls[o.Name] = c.prefix + o.Path()
 	}
 	c.limiter = s.limiter
+	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
 	c.private = s.private || privateHost(base.Hostname())
 	c.dl = c.downloadTransport()

@@ -21,12 +21,13 @@ type Option func(*settings) error
 // options works on a copy.
 type settings struct {
 	// Client only.
-	baseURL   string
-	hc        *http.Client
-	insecure  bool
-	private   bool // WithPrivateDownloads
-	limiter   RateLimiter
-	clientOpt string // the name of the last client-only option applied
+	baseURL      string
+	hc           *http.Client
+	insecure     bool
+	private      bool // WithPrivateDownloads
+	limiter      RateLimiter
+	answerBudget int64  // WithAnswerBudget (budget.go); 0 is DefaultAnswerBudget
+	clientOpt    string // the name of the last client-only option applied
 
 	// Client and call.
 	accessKey    string
