@@ -67,7 +67,7 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 	case keys.holds(string(u)) || keys.holds(pu.String()):
 		// The request line would carry the key to the file's host.
 		rule = "must not hold the access key"
-	case !c.private && privateIP(pu.Hostname()):
+	case privateIP(pu.Hostname()) && !c.privateAllowed(pu):
 		rule = "must not point to a loopback, link-local or private address (WithPrivateDownloads allows it)"
 	}
 	if rule != "" {
@@ -86,6 +86,27 @@ func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (int64, 
 		err = fmt.Errorf("creative: %w", err)
 	}
 	return n, err
+}
+
+// privateAllowed reports whether a Download may reach u on a private
+// address: any with WithPrivateDownloads; without it, only the base URL's
+// own origin, when the base URL is on such an address (a local fake of
+// the service, which serves its files there), and no other port or host.
+func (c *Client) privateAllowed(u *url.URL) bool {
+	return c.private || (c.privateBase && c.sameOrigin(u))
+}
+
+// ownAddr reports whether a, an address a Download connects to, is the
+// base URL's own, when the base URL is on a private address: its IP, or a
+// loopback address for "localhost", with its port.
+func (c *Client) ownAddr(a netip.AddrPort) bool {
+	if !c.privateBase || strconv.Itoa(int(a.Port())) != portOf(c.base) {
+		return false
+	}
+	if ip, err := netip.ParseAddr(c.base.Hostname()); err == nil {
+		return ip.Unmap() == a.Addr().Unmap()
+	}
+	return a.Addr().IsLoopback()
 }
 
 // privateHost reports whether host, a URL's host name, is "localhost" or
@@ -144,7 +165,7 @@ func (c *Client) downloadTransport() http.RoundTripper {
 		}
 	}
 	guard := func(_, address string, _ syscall.RawConn) error {
-		if ap, err := netip.ParseAddrPort(address); err == nil && privateAddr(ap.Addr()) {
+		if ap, err := netip.ParseAddrPort(address); err == nil && privateAddr(ap.Addr()) && !c.ownAddr(ap) {
 			return &privateAddrError{addr: address}
 		}
 		return nil
@@ -156,7 +177,7 @@ func (c *Client) downloadTransport() http.RoundTripper {
 		if dial == nil {
 			dial = legacy
 		}
-		plain, guarded = dial, checkRemote(dial)
+		plain, guarded = dial, c.checkRemote(dial)
 	}
 	dl.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if _, ok := proxies.Load(addr); ok {
@@ -165,9 +186,9 @@ func (c *Client) downloadTransport() http.RoundTripper {
 		return guarded(ctx, network, addr)
 	}
 	if t.DialTLSContext != nil {
-		dl.DialTLSContext = checkRemote(t.DialTLSContext)
+		dl.DialTLSContext = c.checkRemote(t.DialTLSContext)
 	} else if legacyTLS != nil {
-		dl.DialTLSContext = checkRemote(legacyTLS)
+		dl.DialTLSContext = c.checkRemote(legacyTLS)
 	}
 	return dl
 }
@@ -193,13 +214,13 @@ func legacyDials(t *http.Transport) (dial, dialTLS dialFunc) {
 
 // checkRemote returns dial refusing a connection whose remote address is
 // private, before anything is written to it.
-func checkRemote(dial dialFunc) dialFunc {
+func (c *Client) checkRemote(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil && privateAddr(ap.Addr()) {
+		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil && privateAddr(ap.Addr()) && !c.ownAddr(ap) {
 			_ = conn.Close()
 			return nil, &privateAddrError{addr: conn.RemoteAddr().String()}
 		}

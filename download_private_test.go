@@ -16,8 +16,8 @@ import (
 // A Download refuses result URLs on loopback, link-local and private
 // addresses when the base URL is on none of them: by the URL when it names
 // an address, where the connection is made when a name resolves to one,
-// and at every redirect. A base URL on such an address, or
-// WithPrivateDownloads, allows them.
+// and at every redirect. WithPrivateDownloads allows them; a base URL on
+// such an address allows its own origin alone.
 func TestDownloadRefusesPrivateAddresses(t *testing.T) {
 	files := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("RIFF")) })
 	_, port, _ := net.SplitHostPort(files.Listener.Addr().String())
@@ -91,9 +91,52 @@ func TestDownloadRefusesPrivateAddresses(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 4, n)
 	})
-	t.Run("allowed when the base URL is on such an address", func(t *testing.T) {
+	t.Run("allowed at the base URL's own origin when the base URL is on such an address", func(t *testing.T) {
 		c := newTestClient(t, files.URL)
-		_, err := c.Download(context.Background(), URL("http://localhost:"+port+"/f.wav"), io.Discard)
+		_, err := c.Download(context.Background(), URL(files.URL+"/f.wav"), io.Discard)
 		require.NoError(t, err)
 	})
+}
+
+// A base URL on a private address (a local fake of the service) allows
+// Downloads from its own origin, and from no other private address: a
+// link the fake hands out to a "metadata" service on another port of the
+// same loopback, or to another loopback host, is refused, by its URL or
+// where the connection is made, and gets no request. WithPrivateDownloads
+// is the one switch that allows them all.
+func TestAFakesOwnOriginIsTheOnlyPrivateOneItsClientDownloadsFrom(t *testing.T) {
+	fake := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("RIFF")) })
+	metadata := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("secret credentials")) })
+	_, fakePort, _ := net.SplitHostPort(fake.Listener.Addr().String())
+	_, metaPort, _ := net.SplitHostPort(metadata.Listener.Addr().String())
+	c := newTestClient(t, fake.URL)
+	for _, u := range []string{
+		fake.URL + "/files/a.wav",
+		"http://localhost:" + fakePort + "/files/a.wav", // the fake's port, by another name: checked where it connects
+	} {
+		_, err := c.Download(context.Background(), URL(u), io.Discard)
+		require.NoError(t, err, u)
+	}
+	for _, u := range []string{
+		metadata.URL + "/latest/meta-data/",
+		"http://localhost:" + metaPort + "/latest/meta-data/",
+		"http://127.0.0.2:" + fakePort + "/files/a.wav",
+	} {
+		_, err := c.Download(context.Background(), URL(u), io.Discard)
+		require.Error(t, err, u)
+		assert.Contains(t, err.Error(), "loopback, link-local or private address", u)
+	}
+	assert.Zero(t, metadata.hits.Load(), "no request reached the other loopback origin")
+
+	// A redirect from the fake's origin to the other one is not followed.
+	redirecting := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, metadata.URL+"/latest/meta-data/", http.StatusFound)
+	})
+	_, err := newTestClient(t, redirecting.URL).Download(context.Background(), URL(redirecting.URL+"/files/a.wav"), io.Discard)
+	require.Error(t, err)
+	assert.Zero(t, metadata.hits.Load())
+
+	_, err = newTestClient(t, fake.URL, WithPrivateDownloads()).Download(context.Background(), URL(metadata.URL+"/x"), io.Discard)
+	require.NoError(t, err, "WithPrivateDownloads allows every private address")
+	assert.EqualValues(t, 1, metadata.hits.Load())
 }

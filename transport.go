@@ -334,7 +334,7 @@ func (t *transport) refusal(req *http.Request, via []*http.Request, same bool) s
 		return "since its URL holds the access key"
 	case t.cl.body != nil && !same:
 		return "since a call to the service stays with the base URL's origin"
-	case !t.cl.c.private && privateHost(req.URL.Hostname()):
+	case privateHost(req.URL.Hostname()) && !t.cl.c.privateAllowed(req.URL):
 		return "since it points to a loopback, link-local or private address (WithPrivateDownloads allows it)"
 	}
 	return ""
