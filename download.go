@@ -67,7 +67,7 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 	case keys.holds(string(u)) || keys.holds(pu.String()):
 		// The request line would carry the key to the file's host.
 		rule = "must not hold the access key"
-	case privateIP(pu.Hostname()) && !c.privateAllowed(pu):
+	case c.privateURL(pu):
 		rule = "must not point to a loopback, link-local or private address (WithPrivateDownloads allows it)"
 	}
 	if rule != "" {
@@ -94,6 +94,20 @@ func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (int64, 
 // the service, which serves its files there), and no other port or host.
 func (c *Client) privateAllowed(u *url.URL) bool {
 	return c.private || (c.privateBase && c.sameOrigin(u))
+}
+
+// privateURL reports whether u, a Download's URL, is refused by its host
+// alone: an IP address on a private network or, when the transport is not
+// one whose connections can be checked (see downloadTransport), the name
+// "localhost" too. Other names are checked where the connection is made.
+func (c *Client) privateURL(u *url.URL) bool {
+	if c.privateAllowed(u) {
+		return false
+	}
+	if _, hooked := c.rt.(*http.Transport); !hooked {
+		return privateHost(u.Hostname())
+	}
+	return privateIP(u.Hostname())
 }
 
 // ownAddr reports whether a, an address a Download connects to, is the

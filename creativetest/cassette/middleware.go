@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/redact"
 )
 
@@ -113,6 +115,38 @@ func (c *Cassette) learnKey(k string) {
 	}
 	c.keys = append(c.keys, k)
 	c.red = redact.New(c.keys)
+}
+
+// downloader returns the Client the files an answer to req links to are
+// downloaded with: a Client of the SDK, made with req's base URL (its
+// URL without op's path) and access key, whose Download is the one gate
+// to a link the service gave. It has no middleware: what it downloads is
+// recorded by fetch, once. nil when no such Client can be made.
+func (c *Cassette) downloader(req *http.Request, op ops.Op) *creative.Client {
+	base := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: strings.TrimSuffix(req.URL.Path, op.Path())}
+	key := req.Header.Get("X-Access-Key")
+	if key == "" {
+		key = AccessKey()
+	}
+	id := base.String() + " " + key
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if dl, ok := c.dls[id]; ok {
+		return dl
+	}
+	opts := []creative.Option{creative.WithBaseURL(base.String()), creative.WithAccessKey(key), creative.WithMaxResponseBytes(c.o.MaxBodyBytes)}
+	if base.Scheme == "http" {
+		opts = append(opts, creative.WithInsecureHTTP()) // the call itself went there
+	}
+	if c.o.HTTPClient != nil {
+		opts = append(opts, creative.WithHTTPClient(c.o.HTTPClient))
+	}
+	dl, err := creative.New(opts...)
+	if err != nil {
+		return nil
+	}
+	c.dls[id] = dl
+	return dl
 }
 
 // redact removes every key known so far from s.
