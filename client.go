@@ -54,22 +54,22 @@ const (
 // access key and a pooled HTTP client; it is safe for concurrent use and is
 // meant to be created once and shared.
 type Client struct {
-	base        *url.URL                                   // scheme and host the access key may be sent to
-	prefix      string                                     // base URL without a trailing slash
-	key         func() []string                            // the x-access-key header value; a closure, which fmt prints as an address
-	own         func() *redactor                           // the redactor of calls that send the Client's key, its forms worked out once
-	set         settings                                   // the Client's options, without the key
-	hc          http.Client                                // the template of every call's http.Client, without transport or redirect rule
-	rt          http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
-	redir       func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
-	urls        map[string]string                          // operation name -> its URL under the base URL
-	limiter     RateLimiter                                // nil without WithRateLimiter
-	pause       *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
-	pauses      *sync.Map                                  // access key -> *pause, for calls with a key of their own (pause.go)
-	dl          http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
-	private     bool                                       // Downloads may reach private addresses (download.go)
-	privateBase bool                                       // the base URL is on one: Downloads may reach its own origin
-	budget      *budget                                    // the answer bytes its calls hold at once (budget.go)
+	base    *url.URL                                   // scheme and host the access key may be sent to
+	prefix  string                                     // base URL without a trailing slash
+	key     func() []string                            // the x-access-key header value; a closure, which fmt prints as an address
+	own     func() *redactor                           // the redactor of calls that send the Client's key, its forms worked out once
+	set     settings                                   // the Client's options, without the key
+	hc      http.Client                                // the template of every call's http.Client, without transport or redirect rule
+	rt      http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
+	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
+	urls    map[string]string                          // operation name -> its URL under the base URL
+	limiter RateLimiter                                // nil without WithRateLimiter
+	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
+	pauses  *sync.Map                                  // access key -> *pause, for calls with a key of their own (pause.go)
+	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
+	private bool                                       // Downloads may reach private addresses (download.go)
+	origins []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
+	budget  *budget                                    // the answer bytes its calls hold at once (budget.go)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -121,8 +121,8 @@ func New(opts ...Option) (*Client, error) {
 	c.limiter = s.limiter
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
-	c.private = s.private
-	c.privateBase = privateHost(base.Hostname())
+	c.origins = s.origins
+	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))
 	c.dl = c.downloadTransport()
 	return c, nil
 }
@@ -165,10 +165,13 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *Client) sameOrigin(u *url.URL) bool {
-	return strings.EqualFold(u.Scheme, c.base.Scheme) &&
-		strings.EqualFold(u.Hostname(), c.base.Hostname()) &&
-		portOf(u) == portOf(c.base)
+func (c *Client) sameOrigin(u *url.URL) bool { return sameOrigin(c.base, u) }
+
+// sameOrigin reports whether a and b have one scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(b.Scheme, a.Scheme) &&
+		strings.EqualFold(b.Hostname(), a.Hostname()) &&
+		portOf(b) == portOf(a)
 }
 
 func portOf(u *url.URL) string {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,11 +90,11 @@ func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (int64, 
 }
 
 // privateAllowed reports whether a Download may reach u on a private
-// address: any with WithPrivateDownloads; without it, only the base URL's
-// own origin, when the base URL is on such an address (a local fake of
-// the service, which serves its files there), and no other port or host.
+// address: any with WithPrivateDownloads, or when the base URL is on one
+// and WithPrivateOrigin narrows nothing; else only an origin of
+// WithPrivateOrigin.
 func (c *Client) privateAllowed(u *url.URL) bool {
-	return c.private || (c.privateBase && c.sameOrigin(u))
+	return c.private || slices.ContainsFunc(c.origins, func(o *url.URL) bool { return sameOrigin(o, u) })
 }
 
 // privateURL reports whether u, a Download's URL, is refused by its host
@@ -110,17 +111,19 @@ func (c *Client) privateURL(u *url.URL) bool {
 	return privateIP(u.Hostname())
 }
 
-// ownAddr reports whether a, an address a Download connects to, is the
-// base URL's own, when the base URL is on a private address: its IP, or a
-// loopback address for "localhost", with its port.
+// ownAddr reports whether a, an address a Download connects to, is that of
+// an origin of WithPrivateOrigin: its IP, or a loopback address for
+// "localhost", with its port.
 func (c *Client) ownAddr(a netip.AddrPort) bool {
-	if !c.privateBase || strconv.Itoa(int(a.Port())) != portOf(c.base) {
-		return false
-	}
-	if ip, err := netip.ParseAddr(c.base.Hostname()); err == nil {
-		return ip.Unmap() == a.Addr().Unmap()
-	}
-	return a.Addr().IsLoopback()
+	return slices.ContainsFunc(c.origins, func(o *url.URL) bool {
+		if strconv.Itoa(int(a.Port())) != portOf(o) {
+			return false
+		}
+		if ip, err := netip.ParseAddr(o.Hostname()); err == nil {
+			return ip.Unmap() == a.Addr().Unmap()
+		}
+		return strings.EqualFold(o.Hostname(), "localhost") && a.Addr().IsLoopback()
+	})
 }
 
 // privateHost reports whether host, a URL's host name, is "localhost" or

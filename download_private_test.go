@@ -16,8 +16,8 @@ import (
 // A Download refuses result URLs on loopback, link-local and private
 // addresses when the base URL is on none of them: by the URL when it names
 // an address, where the connection is made when a name resolves to one,
-// and at every redirect. WithPrivateDownloads allows them; a base URL on
-// such an address allows its own origin alone.
+// and at every redirect. A base URL on such an address, or
+// WithPrivateDownloads, allows them.
 func TestDownloadRefusesPrivateAddresses(t *testing.T) {
 	files := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("RIFF")) })
 	_, port, _ := net.SplitHostPort(files.Listener.Addr().String())
@@ -91,25 +91,25 @@ func TestDownloadRefusesPrivateAddresses(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 4, n)
 	})
-	t.Run("allowed at the base URL's own origin when the base URL is on such an address", func(t *testing.T) {
+	t.Run("allowed when the base URL is on such an address", func(t *testing.T) {
 		c := newTestClient(t, files.URL)
-		_, err := c.Download(context.Background(), URL(files.URL+"/f.wav"), io.Discard)
+		_, err := c.Download(context.Background(), URL("http://localhost:"+port+"/f.wav"), io.Discard)
 		require.NoError(t, err)
 	})
 }
 
-// A base URL on a private address (a local fake of the service) allows
-// Downloads from its own origin, and from no other private address: a
-// link the fake hands out to a "metadata" service on another port of the
-// same loopback, or to another loopback host, is refused, by its URL or
-// where the connection is made, and gets no request. WithPrivateDownloads
-// is the one switch that allows them all.
-func TestAFakesOwnOriginIsTheOnlyPrivateOneItsClientDownloadsFrom(t *testing.T) {
+// WithPrivateOrigin allows Downloads from one private origin (a local
+// fake's own) and from no other private address: a link the fake hands
+// out to a "metadata" service on another port of the same loopback, or to
+// another loopback host, is refused, by its URL or where the connection is
+// made, and gets no request; so is a redirect there. Without it, a base
+// URL on a private address allows them all, as WithPrivateDownloads does.
+func TestAPrivateOriginIsTheOnlyPrivateOneItsClientDownloadsFrom(t *testing.T) {
 	fake := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("RIFF")) })
 	metadata := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("secret credentials")) })
 	_, fakePort, _ := net.SplitHostPort(fake.Listener.Addr().String())
 	_, metaPort, _ := net.SplitHostPort(metadata.Listener.Addr().String())
-	c := newTestClient(t, fake.URL)
+	c := newTestClient(t, fake.URL, WithPrivateOrigin(fake.URL))
 	for _, u := range []string{
 		fake.URL + "/files/a.wav",
 		"http://localhost:" + fakePort + "/files/a.wav", // the fake's port, by another name: checked where it connects
@@ -132,11 +132,14 @@ func TestAFakesOwnOriginIsTheOnlyPrivateOneItsClientDownloadsFrom(t *testing.T) 
 	redirecting := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, metadata.URL+"/latest/meta-data/", http.StatusFound)
 	})
-	_, err := newTestClient(t, redirecting.URL).Download(context.Background(), URL(redirecting.URL+"/files/a.wav"), io.Discard)
+	_, err := newTestClient(t, redirecting.URL, WithPrivateOrigin(redirecting.URL)).Download(context.Background(), URL(redirecting.URL+"/files/a.wav"), io.Discard)
 	require.Error(t, err)
 	assert.Zero(t, metadata.hits.Load())
 
-	_, err = newTestClient(t, fake.URL, WithPrivateDownloads()).Download(context.Background(), URL(metadata.URL+"/x"), io.Discard)
-	require.NoError(t, err, "WithPrivateDownloads allows every private address")
+	_, err = newTestClient(t, fake.URL).Download(context.Background(), URL(metadata.URL+"/x"), io.Discard)
+	require.NoError(t, err, "without WithPrivateOrigin, a base URL on a private address allows every private address")
 	assert.EqualValues(t, 1, metadata.hits.Load())
+
+	_, err = New(WithBaseURL(fake.URL), WithAccessKey(testKey), WithPrivateOrigin("http://127.0.0.1/some/path"))
+	assert.ErrorContains(t, err, "WithPrivateOrigin: want an http(s) origin")
 }

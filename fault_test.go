@@ -388,9 +388,7 @@ func fmCell(t *testing.T, f fmFault, e fmEndpoint) {
 	// 127.0.0.1 it reaches the other host too.
 	hc := home.Client()
 	bodies := &fmBodies{rt: hc.Transport}
-	// The other host is on 127.0.0.1 too: another origin's private
-	// address, which Downloads reach only with WithPrivateDownloads.
-	opts := []Option{WithHTTPClient(&http.Client{Transport: bodies}), WithPrivateDownloads()}
+	opts := []Option{WithHTTPClient(&http.Client{Transport: bodies})}
 	if f.stall {
 		opts = append(opts, WithTimeout(300*time.Millisecond))
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/textproto"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -24,7 +26,8 @@ type settings struct {
 	baseURL      string
 	hc           *http.Client
 	insecure     bool
-	private      bool // WithPrivateDownloads
+	private      bool       // WithPrivateDownloads
+	origins      []*url.URL // WithPrivateOrigin
 	limiter      RateLimiter
 	answerBudget int64  // WithAnswerBudget (budget.go); 0 is DefaultAnswerBudget
 	clientOpt    string // the name of the last client-only option applied
@@ -114,6 +117,25 @@ func WithInsecureHTTP() Option {
 // service) allows them without the option. Client only.
 func WithPrivateDownloads() Option {
 	return func(s *settings) error { return clientOnly("WithPrivateDownloads", s, func() { s.private = true }) }
+}
+
+// WithPrivateOrigin lets Download and DownloadFile fetch result URLs at
+// origin ("http://127.0.0.1:8080": a scheme, a host and a port) though it
+// is on a loopback, link-local or private address, and at no other such
+// address: a narrow allowance, where WithPrivateDownloads allows every
+// private address and a base URL on one (a local fake of the service)
+// allows them all without it. Given, it replaces that allowance of the
+// base URL: a Client of a local fake that serves its files at its own
+// origin gives that origin, and a link to a metadata service on another
+// port is refused. It may be given more than once. Client only.
+func WithPrivateOrigin(origin string) Option {
+	return func(s *settings) error {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			return fmt.Errorf("creative: WithPrivateOrigin: want an http(s) origin such as http://127.0.0.1:8080, got %q", origin)
+		}
+		return clientOnly("WithPrivateOrigin", s, func() { s.origins = append(s.origins[:len(s.origins):len(s.origins)], u) })
+	}
 }
 
 // A RateLimiter paces the attempts of a Client: Wait blocks until the next

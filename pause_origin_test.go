@@ -21,7 +21,7 @@ func TestADownloadHostsRetryAfterNeverPausesTheService(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	service := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
-	c := service.client(t, WithPrivateDownloads()) // the file host is on 127.0.0.1 too
+	c := service.client(t)
 	_, err := c.Download(context.Background(), URL(files.URL+"/a.wav"), io.Discard)
 	var ae *APIError
 	require.ErrorAs(t, err, &ae)

@@ -112,9 +112,8 @@ func TestTheRedirectPolicy(t *testing.T) {
 							c := newTestClient(t, home.URL, opts...)
 							err = music(ctx, c)
 						} else {
-							// A Download's headers of WithHeader are the call's own;
-							// the other origin is on 127.0.0.1 too.
-							c := newTestClient(t, home.URL, WithPrivateDownloads())
+							// A Download's headers of WithHeader are the call's own.
+							c := newTestClient(t, home.URL)
 							_, err = c.Download(ctx, URL(home.URL+"/file"), io.Discard, opts...)
 						}
 						follow := hide.name == "nowhere" &&
@@ -155,7 +154,7 @@ func TestAHopToAnotherOriginCarriesTheKeyInNoHeader(t *testing.T) {
 	home := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://localhost:"+port+"/cdn/file", http.StatusFound)
 	})
-	c := newTestClient(t, home.URL, WithPrivateDownloads()) // the other origin is on 127.0.0.1 too
+	c := newTestClient(t, home.URL)
 	// The call's own header, sent to the Download's first host, holds the
 	// key: the gate refuses to carry it anywhere but the base URL's origin.
 	_, err := c.Download(context.Background(), URL(other.URL+"/direct"), io.Discard, WithHeader("Authorization", "Bearer "+testKey))

@@ -207,7 +207,7 @@ func TestHeadersOfWithHeaderStayWithTheService(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	})
-	c := newTestClient(t, service.URL, WithHeader("X-Gateway-Secret", "s3cret"), WithPrivateDownloads())
+	c := newTestClient(t, service.URL, WithHeader("X-Gateway-Secret", "s3cret"))
 	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, WithHeader("X-Trace", "t1"))
 	require.ErrorIs(t, err, ErrUnexpectedResponse, "a call's redirect to another origin is not followed")
 	assert.Equal(t, "s3cret", own.Get("X-Gateway-Secret"))

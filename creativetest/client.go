@@ -14,18 +14,15 @@ import (
 func (s *Server) HTTPClient() *http.Client { return s.srv.Client() }
 
 // Client returns an SDK client wired to the Server: its URL and access key,
-// retry waits of a few milliseconds so that tests of retry paths run fast
-// (a Retry-After the Server sends is still honoured, unless opts hold
-// InstantRetryAfter), and creative.WithPrivateDownloads, so that a test's
-// Downloads reach the file servers it starts beside the Server on
-// 127.0.0.1 (a Client of New reaches the Server's own origin alone). opts
-// come after these and override them. It panics if an option is invalid.
+// and retry waits of a few milliseconds so that tests of retry paths run
+// fast (a Retry-After the Server sends is still honoured, unless opts hold
+// InstantRetryAfter). opts come after these and override them. It panics if
+// an option is invalid.
 func (s *Server) Client(opts ...creative.Option) *creative.Client {
 	all := []creative.Option{
 		creative.WithBaseURL(s.URL),
 		creative.WithAccessKey(s.AccessKey),
 		creative.WithRetryWait(time.Millisecond, 10*time.Millisecond),
-		creative.WithPrivateDownloads(),
 	}
 	if s.hc != nil {
 		all = append(all, creative.WithHTTPClient(s.hc))

@@ -120,7 +120,8 @@ func (c *Cassette) learnKey(k string) {
 // downloader returns the Client the files an answer to req links to are
 // downloaded with: a Client of the SDK, made with req's base URL (its
 // URL without op's path) and access key, whose Download is the one gate
-// to a link the service gave. It has no middleware: what it downloads is
+// to a link the service gave; of the private addresses it reaches the
+// service's own origin alone (creative.WithPrivateOrigin). It has no middleware: what it downloads is
 // recorded by fetch, once. nil when no such Client can be made.
 func (c *Cassette) downloader(req *http.Request, op ops.Op) *creative.Client {
 	base := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: strings.TrimSuffix(req.URL.Path, op.Path())}
@@ -138,6 +139,9 @@ func (c *Cassette) downloader(req *http.Request, op ops.Op) *creative.Client {
 	if base.Scheme == "http" {
 		opts = append(opts, creative.WithInsecureHTTP()) // the call itself went there
 	}
+	// The service's own origin, though it be on a private address (a
+	// local fake), and no other private address.
+	opts = append(opts, creative.WithPrivateOrigin(base.Scheme+"://"+base.Host))
 	if c.o.HTTPClient != nil {
 		opts = append(opts, creative.WithHTTPClient(c.o.HTTPClient))
 	}
