@@ -73,7 +73,9 @@ const (
 	// request that matches no recording fails with a *MissError.
 	Replay Mode = iota
 	// Record sends every request and records every answer, starting the
-	// cassette anew: the recordings it held are forgotten.
+	// cassette anew: the recordings it held are forgotten (when no other
+	// process records into it at the time; beside others, it adds to
+	// theirs).
 	Record
 	// RecordMissing replays what is recorded and sends and records the
 	// requests that match no recording.
@@ -282,12 +284,13 @@ func (c *Cassette) Replayed() int {
 	return c.replays
 }
 
-// Close ends the recording: when the cassette recorded, its index is
-// written again in a stable order (by operation and request, identical
-// requests in the order recorded), so that recording the same answers
-// twice gives the same bytes, and bodies no recording names are removed.
-// A cassette that is never closed is still whole, in the order its
-// answers came. Close may be called more than once.
+// Close ends the recording. The index is whole after every answer, in
+// the order the answers came, so nothing is written again and nothing is
+// removed: other processes may be recording into the same cassette
+// (several recorders share it: each appends under a lock of the folder,
+// .cassette.lock, and replays what the others recorded meanwhile). A
+// cassette that is never closed is as whole. Close may be called more
+// than once.
 func (c *Cassette) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
