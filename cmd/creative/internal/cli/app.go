@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/fake"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/suggest"
 )
@@ -488,7 +488,7 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		opts = append(opts, creative.WithHTTPClient(a.hc))
 	}
 	if a.g.fake {
-		srv := creativetest.NewServer()
+		srv := fake.NewServer()
 		fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL)
 		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey)}, opts...)...)
 		if err != nil {
