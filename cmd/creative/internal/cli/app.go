@@ -555,13 +555,23 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 	}
 	if a.g.fake {
 		srv := fake.NewServer()
-		fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL)
-		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey)}, opts...)...)
+		// Said when the first request goes out, so that a mistake found
+		// before anything is sent is reported alone.
+		var said sync.Once
+		banner := creative.WithMiddleware(func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+			said.Do(func() { fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL) })
+			return next(req)
+		})
+		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), banner}, opts...)...)
 		if err != nil {
 			srv.Close()
 			return nil, nil, &usageError{err.Error()}
 		}
 		return c, func() { c.CloseIdleConnections(); srv.Close() }, nil
+	}
+	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
+	if a.g.baseURL == "" && key == "" {
+		return nil, nil, usagef("no base URL and no access key: set %s (or give --base-url) and %s, or try --fake", creative.EnvBaseURL, creative.EnvAccessKey)
 	}
 	if a.g.baseURL == "" {
 		return nil, nil, usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL)
@@ -569,7 +579,6 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 	if u, err := url.Parse(a.g.baseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, nil, usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
 	}
-	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
 	if key == "" {
 		return nil, nil, usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
 	}
