@@ -1,5 +1,6 @@
-// Package docs holds the documentation beyond the README; its test keeps
-// the README's Go code compiling against the SDK as it is.
+// Package docs holds the documentation beyond the README; its tests keep
+// the README's Go code compiling, and options.md listing every option,
+// against the SDK as it is.
 package docs_test
 
 import (
