@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,36 @@ func TestTheFakesBannerComesWithTheFirstRequestOnly(t *testing.T) {
 	code, _, stderr = runCLI(t, nil, append(qr, t.TempDir())...)
 	assert.Equal(t, 0, code, stderr)
 	assert.Regexp(t, `^creative: using the built-in fake service at http://127\.0\.0\.1:\d+\n$`, stderr)
+}
+
+// The writer's text is printed and saved under --out as a .txt file,
+// named as other outputs are and never over a file, its path printed after
+// the text; --out - prints it only, and --json writes no file.
+func TestTheWritersTextIsSavedAsATextFileToo(t *testing.T) {
+	srv, env := fakeEnv(t)
+	out := t.TempDir()
+	writer := []string{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t", "--out"}
+	code, stdout, stderr := runCLI(t, env, append(writer, out)...)
+	require.Equal(t, 0, code, stderr)
+	text, path, ok := strings.Cut(stdout, "\n"+filepath.Join(out, "writer-tool.txt"))
+	require.True(t, ok, "the path follows the text: %q", stdout)
+	assert.Equal(t, "\n", path, "the path ends the output")
+	assert.Contains(t, text, "Dear Hiring")
+	saved, err := os.ReadFile(filepath.Join(out, "writer-tool.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, text+"\n", string(saved), "the file holds the text printed")
+
+	code, stdout, stderr = runCLI(t, env, append(writer, out)...)
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasSuffix(stdout, "\n"+filepath.Join(out, "writer-tool-1.txt")+"\n"), "a taken name is never overwritten: %q", stdout)
+
+	for _, extra := range [][]string{{"-"}, {out, "--json"}} {
+		code, stdout, stderr = runCLI(t, env, append(writer, extra...)...)
+		require.Equal(t, 0, code, stderr)
+		assert.NotContains(t, stdout, ".txt", "%v", extra)
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "two files, no temporary one left")
+	assert.Equal(t, 4, srv.Count("text/writer-tool"))
 }
