@@ -120,3 +120,12 @@ func TestTheREADMEsGoCodeCompiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTheREADMEStaysShort keeps the README to what a first reading needs:
+// at most 220 lines, the rest in this folder.
+func TestTheREADMEStaysShort(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	lines := strings.Count(string(b), "\n")
+	require.LessOrEqual(t, lines, 220, "README.md has %d lines: move detail to docs/", lines)
+}
