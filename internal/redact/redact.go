@@ -10,6 +10,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
@@ -38,6 +39,7 @@ type Redactor struct {
 
 	once     sync.Once
 	forms    []string // what Redact looks for literally, folded; see Forms
+	bforms   [][]byte // the same, as bytes
 	escaped  int      // the longest escaped form of a key redactEscaped reads
 	shortest int      // the shortest key looked for: no shorter text holds one in any form
 }
@@ -71,17 +73,39 @@ func (r *Redactor) Redact(s string) string {
 	if len(forms) == 0 || len(s) < r.shortest {
 		return s
 	}
-	folded := foldASCII(s)
-	for _, f := range forms {
-		if strings.Contains(folded, f) {
-			s = replaceFolded(s, folded, f)
-			folded = foldASCII(s)
+	if r.holdsForm(s) {
+		folded := foldASCII(s)
+		for _, f := range forms {
+			if strings.Contains(folded, f) {
+				s = replaceFolded(s, folded, f)
+				folded = foldASCII(s)
+			}
 		}
 	}
 	if strings.ContainsAny(s, `&\%`) {
 		s = r.redactEscaped(s)
 	}
 	return s
+}
+
+// holdsForm reports whether s holds one of the forms, in any case. A text
+// of up to 1 KiB (an error message, a header) is folded on the stack:
+// one that holds no key costs no allocation.
+func (r *Redactor) holdsForm(s string) bool {
+	var buf [1 << 10]byte
+	folded := buf[:0]
+	if len(s) > len(buf) {
+		folded = make([]byte, 0, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		folded = append(folded, lowerASCII(s[i]))
+	}
+	for _, f := range r.bforms {
+		if bytes.Contains(folded, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // Holds reports whether s holds one of the keys, in any form Redact
@@ -137,6 +161,9 @@ func (r *Redactor) workOut() {
 	}
 	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
 	r.forms = forms
+	for _, f := range forms {
+		r.bforms = append(r.bforms, []byte(f))
+	}
 }
 
 // cores are the parts of the encodings of k (by each of encs, whose groups
