@@ -19,8 +19,8 @@ var (
 	// ErrRateLimited matches a 429 answer that was still failing when the
 	// retries ran out (or that asked for a longer wait than the client
 	// allows), and a call refused without sending anything because the
-	// Client is paused (a 429 or 503 asked every call to wait) past the
-	// call's deadline.
+	// Client is paused for its access key (a 429 or 503 asked every call
+	// with that key to wait) past the call's deadline.
 	ErrRateLimited = errors.New("creative: rate limited")
 	// ErrServer matches any 5xx answer that was still failing when the retries
 	// ran out.

@@ -53,7 +53,7 @@ type pausedError struct {
 }
 
 func (e *pausedError) Error() string {
-	return fmt.Sprintf("the service asked every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
+	return fmt.Sprintf("the service asked every call with this access key to wait until %s, after this call's deadline or more than %v away: nothing sent",
 		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
 }
 
