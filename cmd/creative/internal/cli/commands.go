@@ -338,7 +338,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	signalled := a.watchSignals(cancel)
+	a.sending.Store(true)
+	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 })
 	d := a.startDisplay()
 	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held
@@ -353,8 +354,9 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	if _, werr := held.WriteTo(a.stdout); err == nil {
 		err = werr
 	}
-	if signalled() {
-		return errInterrupted
+	if sg := signalled(); sg != nil && err != nil {
+		// What was in flight was cut off, or ended in error meanwhile.
+		return &interruptedError{err: err, sentNoAnswer: sg.abandoned.Load() && status.requestID.Load() == nil && status.attempt.Load() > 0}
 	}
 	return err
 }
@@ -374,19 +376,23 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 			if i > 0 {
 				fmt.Fprintln(stdout, "\n---")
 			}
-			fmt.Fprintln(stdout, ch.Text)
+			text := ch.Text
+			if a.stdoutTerminal {
+				text = printableLines(text) // a terminal is driven by no answer
+			}
+			fmt.Fprintln(stdout, text)
 		}
 		return nil
 	case creative.URL:
 		if out.noDownload {
-			fmt.Fprintln(stdout, v)
+			fmt.Fprintln(stdout, printable(string(v)))
 			a.fakeLinksNote()
 			return nil
 		}
 	case []creative.URL:
 		if out.noDownload {
 			for _, u := range v {
-				fmt.Fprintln(stdout, u)
+				fmt.Fprintln(stdout, printable(string(u)))
 			}
 			a.fakeLinksNote()
 			return nil
@@ -395,7 +401,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }
