@@ -100,20 +100,40 @@ Running again
   is older, or at once from its machine); --repay-expired pays again for
   answered jobs whose links have expired.
 
-Rate, shards and Ctrl-C
+Rate, shards, Ctrl-C and SIGTERM
   --rate bounds the requests sent per second over all workers, retries and
   downloads included; a 429 or 503 answer with Retry-After pauses every
   worker for the time it asks. --shard I/N runs only the jobs whose line
-  number modulo N is I. The first Ctrl-C stops starting jobs (also those
-  waiting for --rate or a pause) and lets the calls in flight finish and
-  be recorded; a second one cancels them (they are then recorded unknown).
+  number modulo N is I. The first Ctrl-C or SIGTERM stops starting jobs at
+  once (also those waiting for --rate or a pause) and gives the calls and
+  downloads in flight --grace (default 10s) to finish and be recorded;
+  then they are abandoned: a call cut off is recorded unknown (maybe paid:
+  creative batch status lists it, --resend-unknown sends it again), an
+  answered job whose download was cut off stays answered (a rerun fetches
+  it without paying), and the summary says what was left. A second signal
+  ends the process at once (exit status 131): its calls in flight stay
+  claimed in the ledger, maybe paid. While the jobs file is read (from
+  "-", standard input, say), a signal ends the process at once.
+
+The jobs file
+  Read through a gate: a FIFO, a device or a socket is refused at once
+  (exit status 2), never waited on; "-" reads the jobs from standard
+  input, once, as a stream.
+
+Answers the check refuses
+  An answer that is not what its operation promises (a format the check
+  does not know, another kind, a file cut short) was paid for all the
+  same: it is kept whole as <name>.rejected.<ext> beside the outputs, the
+  job stays answered and its error names the file; batch status lists
+  such files, and a rerun checks them again without paying.
 
 Exit status
   0 when every job is done, 1 when some are not (see the summary), 2 on a
   usage error, a bad line, or an --out folder or ledger that cannot be
-  used (nothing was sent), 130 when interrupted. A key the service
-  refuses (401, 403) stops the run at its first answer, with exit status
-  1: nothing more is sent.`,
+  used (nothing was sent), 130 when interrupted (after the grace), 131
+  when a second signal ended it at once. A key the service refuses (401,
+  403) stops the run at its first answer, with exit status 1: nothing
+  more is sent.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
@@ -475,10 +495,10 @@ func (w *batchWatch) ended(rec *batch.Record) {
 func (w *batchWatch) leftText() string {
 	var parts []string
 	if n := int(w.calls.Load()); n > 0 {
-		parts = append(parts, plural(n, "call")+" in flight "+was(n)+" abandoned: maybe paid, see creative batch status; a rerun with --resend-unknown sends them again")
+		parts = append(parts, plural(n, "call")+" in flight "+was(n)+" abandoned: maybe paid, see creative batch status; a rerun with --resend-unknown sends "+them(n)+" again")
 	}
 	if n := int(w.downloads.Load()); n > 0 {
-		parts = append(parts, plural(n, "download")+" left: a rerun fetches them without paying")
+		parts = append(parts, plural(n, "download")+" left: a rerun fetches "+them(n)+" without paying")
 	}
 	if len(parts) == 0 {
 		return "nothing in flight was left when the grace ended"
