@@ -428,7 +428,17 @@ var errTakenOver = errors.New("another worker took the job over after this run's
 // is not hidden behind a done record; the run's LedgerError hands the
 // answer back.
 func (ru *run) record(ctx context.Context, rec *record, st stage) error {
+	abandoned := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
+	if abandoned {
+		// The run was cancelled (a caller's grace ended): its last records
+		// get a short bound of their own, so that a process told to stop
+		// ends before it is killed. A record not written in time leaves
+		// the job as the ledger had it: claimed (maybe paid) or answered.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, abandonedWrite)
+		defer cancel()
+	}
 	if ru.lease.held() {
 		wctx, cancel := context.WithTimeout(ctx, ru.lease.left()+ru.lease.margin)
 		err := putStage(wctx, ru.store, rec, st)
@@ -444,6 +454,10 @@ func (ru *run) record(ctx context.Context, rec *record, st stage) error {
 	}
 	return err
 }
+
+// abandonedWrite bounds each record written after the run's context was
+// cancelled.
+const abandonedWrite = 5 * time.Second
 
 // end counts rec as it ends this run, and tells of it.
 func (ru *run) end(rec *record) {
