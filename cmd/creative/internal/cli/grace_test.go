@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -151,7 +152,12 @@ func TestASingleCommandEndsWithinItsGraceAfterSIGTERM(t *testing.T) {
 		h := newHostile(t)
 		stall := "stall"
 		h.stall.Store(&stall)
-		cmd, stderr := startCLI(t, bin, h.env(), "--grace", "1m", "audio", "text-to-music", "--prompt", "stall", "--out", t.TempDir())
+		cmd := exec.Command(bin, "--grace", "1m", "audio", "text-to-music", "--prompt", "stall", "--out", t.TempDir())
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + h.URL, "CREATIVE_ACCESS_KEY=" + cliKey}
+		stderr := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = io.Discard, stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		waitFor(t, h.arrived, "the call to arrive")
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "gets up to 1m0s") }, 10*time.Second, 10*time.Millisecond)
@@ -269,6 +275,28 @@ func TestAJobsFileThatCouldBlockIsRefusedAtOnce(t *testing.T) {
 		assert.Zero(t, h.calls.Load())
 	})
 
+	t.Run("a FIFO as the price list or the link file", func(t *testing.T) {
+		dir := t.TempDir()
+		fifo := filepath.Join(dir, "prices.txt")
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+		jobs := filepath.Join(dir, "jobs.jsonl")
+		require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"audio/text-to-music","prompt":"p"}`+"\n"), 0o644))
+		for _, args := range [][]string{
+			{"batch", jobs, "--out", t.TempDir(), "--max-spend", "1", "--prices", fifo},
+			{"fetch", fifo},
+		} {
+			start := time.Now()
+			cmd, stderr := startCLI(t, bin, h.env(), args...)
+			code := waitExit(t, cmd)
+			assert.Equal(t, exitUsage, code, stderr.String())
+			assert.Contains(t, stderr.String(), "is a FIFO")
+			assert.Less(t, time.Since(start), 10*time.Second)
+		}
+		assert.Zero(t, h.calls.Load())
+	})
+
 	t.Run("standard input with no writer ends at SIGTERM", func(t *testing.T) {
 		pr, pw, err := os.Pipe()
 		require.NoError(t, err)
@@ -298,4 +326,22 @@ func TestAJobsFileThatCouldBlockIsRefusedAtOnce(t *testing.T) {
 		require.NoError(t, cmd.Run(), stderr.String())
 		assert.Equal(t, string(h.wav), readFile(t, filepath.Join(out, "in-text-to-music.wav")))
 	})
+}
+
+// lockedBuffer is a stderr a test reads while the process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
