@@ -175,6 +175,9 @@ func kept(err error) bool {
 type interruptedError struct {
 	err          error
 	sentNoAnswer bool
+	// cutAnswer is the request id of an answer that came and whose
+	// streamed bytes were cut off (speech): paid, and not saved.
+	cutAnswer string
 }
 
 func (e *interruptedError) Error() string {
@@ -203,6 +206,9 @@ func (e *interruptedError) lines() []string {
 	}
 	if e.sentNoAnswer {
 		out = append(out, "creative: the call in flight was abandoned after it was sent: the service may have done it and charged for it; check before running it again")
+	}
+	if e.cutAnswer != "" {
+		out = append(out, "creative: the call was answered (request id "+e.cutAnswer+") and paid for; its answer was still streaming when it was abandoned, and is not saved")
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -356,7 +357,11 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	}
 	if sg := signalled(); sg != nil && err != nil {
 		// What was in flight was cut off, or ended in error meanwhile.
-		return &interruptedError{err: err, sentNoAnswer: sg.abandoned.Load() && status.requestID.Load() == nil && status.attempt.Load() > 0}
+		ie := &interruptedError{err: err, sentNoAnswer: sg.abandoned.Load() && status.requestID.Load() == nil && status.attempt.Load() > 0}
+		if id := status.requestID.Load(); id != nil && sg.abandoned.Load() && !kept(err) {
+			ie.cutAnswer = cmp.Or(*id, "not given")
+		}
+		return ie
 	}
 	return err
 }

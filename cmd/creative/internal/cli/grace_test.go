@@ -150,6 +150,30 @@ func TestASingleCommandEndsWithinItsGraceAfterSIGTERM(t *testing.T) {
 		assert.Equal(t, []string{"text-to-music.wav"}, answerDirNames(t, out), "the link file is removed once the file is saved")
 	})
 
+	t.Run("a speech stream cut off is said to be paid", func(t *testing.T) {
+		streaming := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "audio/mpeg")
+			w.Header().Set("X-Request-Id", "req-speech")
+			_, _ = w.Write([]byte("ID3\x04\x00\x00\x00\x00\x00\x00 the first bytes of speech"))
+			w.(http.Flusher).Flush()
+			close(streaming)
+			<-r.Context().Done()
+		}))
+		defer srv.Close()
+		out := t.TempDir()
+		cmd, stderr := startCLI(t, bin, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": cliKey},
+			"--grace", "1s", "audio", "text-to-speech", "--prompt", "hi", "--voice-id", "female-1", "--out", out)
+		waitFor(t, streaming, "the speech to stream")
+		code, took := sigterm(t, cmd)
+		t.Logf("speech stream: SIGTERM to exit %v, status %d", took, code)
+		assert.Equal(t, exitInterrupt, code, stderr.String())
+		assert.Less(t, took, graceBound)
+		assert.Contains(t, stderr.String(), "answered (request id req-speech) and paid for")
+		assert.Empty(t, answerDirNames(t, out), "no temporary file is left")
+	})
+
 	t.Run("a second signal ends the command at once", func(t *testing.T) {
 		h := newHostile(t)
 		stall := "stall"
