@@ -455,7 +455,15 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	if w.abandoned.Load() {
 		fmt.Fprintln(a.con, "creative: batch: "+w.leftText())
 	}
-	if ierr := r.WriteIndex(context.WithoutCancel(ctx)); ierr != nil {
+	ictx := context.WithoutCancel(ctx)
+	if w.interrupted.Load() {
+		// A process told to stop ends before it is killed: the page of a
+		// large ledger waits for the next run.
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ictx, indexAfterSignal)
+		defer cancel()
+	}
+	if ierr := r.WriteIndex(ictx); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
 	}
 	if log.err != nil {
@@ -463,6 +471,10 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	}
 	return batchExit(a, sum, err, w.interrupted.Load())
 }
+
+// indexAfterSignal bounds the writing of the results page once a signal
+// came.
+const indexAfterSignal = 5 * time.Second
 
 // A batchWatch follows a run's signals and its jobs' ends: what a signal
 // left, and the answers kept as rejected.
