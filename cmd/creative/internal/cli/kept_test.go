@@ -101,4 +101,10 @@ func TestABatchKeepsARefusedAnswerAndStatusListsIt(t *testing.T) {
 	assert.Equal(t, exitAPI, code, stderr)
 	assert.Len(t, srv.Requests(), 1, "the rerun checked it again and paid nothing")
 	assert.FileExists(t, kept[0])
+	recs = readResults(t, out)
+	require.Len(t, recs, 2)
+	again := recs[1]
+	assert.Equal(t, batch.Answered, again.State, "checked again from the folder, still refused")
+	assert.False(t, again.Lost)
+	assert.Contains(t, again.Error, "kept as "+filepath.Base(kept[0]))
 }
