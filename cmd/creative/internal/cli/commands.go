@@ -446,7 +446,7 @@ func saveText(d *outdir.Dir, stem, text string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, d.Join(base))
+		fmt.Fprintln(stdout, printable(d.Join(base)))
 		return nil
 	}
 }
