@@ -252,6 +252,9 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 		return err
 	}
 	defer release()
+	if rs.cl.s.rawInto != nil {
+		rs.keepRaw(body, inPlace)
+	}
 	head := body
 	if inPlace {
 		// Image data is decoded over the body: keep its start for an

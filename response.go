@@ -40,7 +40,8 @@ type response struct {
 	cl     *call
 	cancel func() // ends the call's timeout
 	closed bool
-	handed bool // WithResponseInto has it
+	handed bool  // WithResponseInto has it
+	err    error // how reading the answer failed, for the call trace (observe.go)
 }
 
 // Close closes the body and ends the call's timeout, and hands the response
@@ -53,6 +54,9 @@ func (rs *response) Close() error {
 	err := rs.Body.Close()
 	rs.cancel()
 	rs.handOver(http.NoBody)
+	if rs.cl.ct != nil {
+		rs.cl.traceEnd(rs.err)
+	}
 	return err
 }
 
@@ -342,8 +346,12 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer: %w", err)
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
+	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
 		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1, resent: cl.unknowns > 0}
+	if rs.err == nil {
+		rs.err = ne
+	}
+	return ne
 }
 
 // copyTo copies a downloaded body to w, within the call's cap when one was

@@ -112,6 +112,9 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		cl.unknowns++
 	}
 	cl.logAttempt(ctx, resp, err, v.kind)
+	if cl.ct != nil {
+		cl.traceVerdict(resp, err, v, v.retry && !seen.ctxDone && cl.attempts <= cl.s.maxRetries)
+	}
 	if seen.ctxDone {
 		return false, ctx.Err()
 	}
