@@ -146,22 +146,25 @@ func setPath(obj []byte, path []string, val []byte) ([]byte, error) {
 		return nil, err
 	}
 	if !found {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out, _ = jsontext.AppendQuote(out, path[0])
-		out = append(out, ':')
-		if len(path) == 1 {
-			out = append(out, val...)
-		} else {
-			sub, err := setPath([]byte("{}"), path[1:], val)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sub...)
-		}
+		return appendMember(out, path, val), nil
 	}
 	return append(out, '}'), nil
+}
+
+// appendMember ends out, an object's members so far, with a new member at
+// path holding val, in objects made on the way, and closes the object.
+func appendMember(out []byte, path []string, val []byte) []byte {
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out, _ = jsontext.AppendQuote(out, path[0])
+	out = append(out, ':')
+	if len(path) == 1 {
+		out = append(out, val...)
+	} else {
+		out = append(out, appendMember([]byte{'{'}, path[1:], val)...)
+	}
+	return append(out, '}')
 }
 
 // describeJSON names the kind of a JSON value, for an error.

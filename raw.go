@@ -108,24 +108,9 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 	if !validHeaderName(method) {
 		return "", &ValidationError{Operation: op, Field: "method", Rule: "must be an HTTP method such as POST"}
 	}
-	for i := 0; i < len(path); i++ {
-		if path[i] < ' ' || path[i] == 0x7f || path[i] == '\\' {
-			return "", refuse("must not hold a control character or a backslash")
-		}
-	}
-	rel, err := url.Parse(strings.TrimLeft(path, "/"))
-	switch {
-	case err != nil:
-		return "", refuse("is not a URL path: " + err.Error())
-	case strings.HasPrefix(path, "//"), rel.Scheme != "", rel.Host != "", rel.User != nil, rel.Opaque != "":
-		return "", refuse("must be a path under the base URL, not a URL of its own: the access key goes only to the base URL")
-	case rel.Fragment != "" || strings.Contains(path, "#"):
-		return "", refuse("must not carry a fragment")
-	}
-	for _, seg := range strings.Split(rel.Path, "/") {
-		if seg == "." || seg == ".." {
-			return "", refuse(`must not hold "." or ".." segments, which would leave the base URL's path`)
-		}
+	rel, why := relativePath(path)
+	if why != "" {
+		return "", refuse(why)
 	}
 	target := c.prefix + "/" + rel.String()
 	u, err := url.Parse(target)
@@ -136,6 +121,31 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 		return "", refuse("must not hold the access key")
 	}
 	return target, nil
+}
+
+// relativePath parses path as a relative reference that stays below
+// where it is resolved, or says why it is not one.
+func relativePath(path string) (*url.URL, string) {
+	for i := 0; i < len(path); i++ {
+		if path[i] < ' ' || path[i] == 0x7f || path[i] == '\\' {
+			return nil, "must not hold a control character or a backslash"
+		}
+	}
+	rel, err := url.Parse(strings.TrimLeft(path, "/"))
+	switch {
+	case err != nil:
+		return nil, "is not a URL path: " + err.Error()
+	case strings.HasPrefix(path, "//"), rel.Scheme != "", rel.Host != "", rel.User != nil, rel.Opaque != "":
+		return nil, "must be a path under the base URL, not a URL of its own: the access key goes only to the base URL"
+	case rel.Fragment != "" || strings.Contains(path, "#"):
+		return nil, "must not carry a fragment"
+	}
+	for _, seg := range strings.Split(rel.Path, "/") {
+		if seg == "." || seg == ".." {
+			return nil, `must not hold "." or ".." segments, which would leave the base URL's path`
+		}
+	}
+	return rel, ""
 }
 
 // isPointer reports whether v is a non-nil pointer.

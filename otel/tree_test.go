@@ -46,7 +46,7 @@ func printTree(w io.Writer, spans []sdktrace.ReadOnlySpan) {
 		for _, k := range shownAttrs {
 			for _, kv := range s.Attributes() {
 				if kv.Key == k {
-					attrs = append(attrs, fmt.Sprintf("%s=%s", k, kv.Value.Emit()))
+					attrs = append(attrs, fmt.Sprintf("%s=%s", k, kv.Value.String()))
 				}
 			}
 		}
