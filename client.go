@@ -218,6 +218,8 @@ type call struct {
 	unknowns   int           // attempts whose outcome is unknown
 	retryAfter time.Duration // asked for by the last answer
 	ct         *callTrace    // nil without WithCallTrace (observe.go)
+	ctx        callCtx       // the call's context, which holds the call (callctx.go)
+	resp       response      // the answer, once it came
 
 	*redactor // the call's keys and the Client's, removed from every text
 	retrier   // go-retryablehttp's client of this call (retry.go)
@@ -261,7 +263,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 		cl.tr.next = c.dl
 	}
 	cl.hc.Transport = &cl.tr
-	cl.hc.CheckRedirect = cl.tr.checkRedirect
+	cl.hc.CheckRedirect = checkRedirectHook
 	cl.trace.WroteRequest = cl.tr.wroteRequest
 	cl.trace.WroteHeaders = cl.tr.wroteHeaders
 	return cl
@@ -296,7 +298,7 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	if s.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
-	ctx = httptrace.WithClientTrace(ctx, &cl.trace)
+	ctx = cl.withTrace(ctx)
 	req, err := c.newRequest(ctx, cl, r)
 	if err != nil {
 		cancel()
@@ -312,7 +314,8 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		cl.traceEnd(err)
 		return nil, err
 	}
-	rs := &response{Response: resp, cl: cl, cancel: cancel}
+	rs := &cl.resp
+	*rs = response{Response: resp, cl: cl, cancel: cancel}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer rs.Close()
 		rs.err = rs.statusError()

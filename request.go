@@ -61,6 +61,8 @@ func (b *jsonBody) readCloser() (io.ReadCloser, error) {
 	if len(b.data) == 0 {
 		return http.NoBody, nil // a raw call without a body
 	}
+	// net/http sends a body it knows to be in memory (a *bytes.Reader, in
+	// io.NopCloser too) with its headers in one write.
 	return io.NopCloser(bytes.NewReader(b.data)), nil
 }
 

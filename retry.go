@@ -34,9 +34,8 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		RetryWaitMin:   cl.s.waitMin,
 		RetryWaitMax:   cl.s.waitMax,
 		RetryMax:       cl.s.maxRetries,
-		RequestLogHook: cl.onAttempt,
-		CheckRetry:     cl.checkRetry,
-		Backoff:        cl.backoff,
+		RequestLogHook: onAttemptHook, // they find the call in the request's context (callctx.go)
+		CheckRetry:     checkRetryHook,
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
 	cl.started = time.Now()
@@ -117,6 +116,9 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	}
 	if seen.ctxDone {
 		return false, ctx.Err()
+	}
+	if v.retry {
+		cl.rc.Backoff = cl.backoff // made only for a call that may retry
 	}
 	if v.retry && resp != nil && cl.attempts <= cl.s.maxRetries {
 		// Another attempt follows. go-retryablehttp would now read up to
