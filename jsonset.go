@@ -193,7 +193,8 @@ type RawAnswer struct {
 
 // WithRawAnswerInto makes *dst the answer of the call, as RawAnswer says,
 // once it was read: for every operation but speech, and for Execute
-// (whose res need not be *[]byte then). Given to New, it is refused: an
+// unless its res is **http.Response (the caller reads that answer
+// itself). A Download fills nothing. Given to New, it is refused: an
 // answer belongs to one call.
 func WithRawAnswerInto(dst *RawAnswer) Option {
 	return func(s *settings) error {

@@ -274,8 +274,12 @@ func (rs *response) readProbed(n int64) ([]byte, error) {
 	if m, err := io.ReadFull(rs.Body, probe); err != nil {
 		return nil, rs.readFailed(cutShort(err, int64(m), n))
 	}
-	buf := make([]byte, n)
+	// Made with its length at first: make([]byte, n) then copy would be
+	// compiled to one call that clears all n bytes, even when the memory
+	// comes fresh from the system, already clear.
+	buf := make([]byte, first, n)
 	copy(buf, probe)
+	buf = buf[:n]
 	if m, err := io.ReadFull(rs.Body, buf[first:]); err != nil {
 		return nil, rs.readFailed(cutShort(err, int64(first+m), n))
 	}
