@@ -53,5 +53,5 @@ func ExampleWithJSONSet() {
 	fmt.Println(string(msg))
 	// Output:
 	// {"prompt":"calm piano","mix":{"reverb":0.3}}
-	// "Music generated"
+	// "audio/text-to-music: done"
 }
