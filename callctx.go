@@ -49,11 +49,11 @@ func (p *keyProbe) Value(key any) any {
 // Value returns the call's hooks for httptrace, the call for callKey, and
 // the parent's values for any other key.
 func (c *callCtx) Value(key any) any {
-	switch key {
-	case httptraceKey:
-		return &c.cl.trace
-	case callKey{}:
+	switch {
+	case key == callKey{}:
 		return c.cl
+	case key == httptraceKey && key != nil:
+		return &c.cl.trace
 	}
 	return c.Context.Value(key)
 }
