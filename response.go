@@ -256,8 +256,8 @@ func (rs *response) readKnown(n int64) ([]byte, error) {
 }
 
 // probeMax bounds the first 128th of a body that readProbed reads into a
-// buffer of probeBufs: bodies up to 32 MiB.
-const probeMax = 256 << 10
+// buffer of probeBufs: bodies up to 16 MiB.
+const probeMax = 128 << 10
 
 // probeBufs hold the first 128th of bodies past trustUpTo, so that only the
 // body's own buffer is allocated for it.
