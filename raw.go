@@ -47,8 +47,10 @@ import (
 // *APIError, as for every operation):
 //   - nil: the answer is read (to its end, bounded) and dropped;
 //   - *[]byte: the body, bounded by WithMaxResponseBytes;
-//   - **http.Response: the response itself, its body streamed and bounded;
-//     the caller must close the body, which ends the call;
+//   - **http.Response: the response, its body streamed and bounded; the
+//     caller must close the body, which ends the call. Its header values
+//     are redacted and its Request carries no access key, as
+//     WithResponseInto's;
 //   - any other pointer: the body decoded as JSON with encoding/json.
 //
 // Unless res is **http.Response, an answer that is the service's envelope
@@ -250,14 +252,14 @@ func (o onceReader) Read(p []byte) (int, error) {
 	return o.b.r.Read(p)
 }
 
-// stream hands the 2xx answer to a raw call's caller as it is, its body
-// bounded by the call's cap and read within the call's context; closing it
-// ends the call.
+// stream hands the 2xx answer to a raw call's caller, redacted as
+// WithResponseInto's (its Request carries no key), its body bounded by the
+// call's cap and read within the call's context; closing it ends the
+// call. Its Trailer is what came before the body was read.
 func (rs *response) stream() *http.Response {
-	resp := *rs.Response
-	resp.Body = &rawStream{capped: capped{r: rs.Body, left: rs.cl.s.maxBytes, rs: rs}, rs: rs}
+	resp := rs.cl.redactResponse(rs.Response, &rawStream{capped: capped{r: rs.Body, left: rs.cl.s.maxBytes, rs: rs}, rs: rs})
 	rs.handOver(http.NoBody)
-	return &resp
+	return resp
 }
 
 // rawStream is the body of a streamed raw answer.

@@ -204,6 +204,7 @@ func TestExecuteResults(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, answer, string(body))
 	require.Equal(t, 200, resp.StatusCode)
+	require.Empty(t, resp.Request.Header.Get(headerAccessKey), "the answer handed over carries the key in no header")
 
 	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, nil))
 	require.EqualValues(t, 4, ts.hits.Load())
