@@ -156,6 +156,10 @@ func TestExecuteRefusesPathsOffTheBaseURL(t *testing.T) {
 		}
 	}
 	require.Error(t, c.Execute(context.Background(), "PO ST", "/x", nil, nil))
+	const callKey = "ck-1234567890-CALLKEY"
+	err := c.Execute(context.Background(), "POST", "a/"+callKey, nil, nil, WithAccessKey(callKey))
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.NotContains(t, err.Error(), callKey)
 	require.Empty(t, other.all(), "a request reached another host")
 	require.Empty(t, s.all(), "a refused path was sent")
 	require.Zero(t, elsewhere.hits.Load()+ts.hits.Load())
