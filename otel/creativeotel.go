@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	"go.opentelemetry.io/otel/trace"
@@ -320,4 +321,16 @@ func errorType(v creative.Verdict, status int, err error) string {
 		return "unexpected_response"
 	}
 	return semconv.ErrorTypeOther.Value.AsString()
+}
+
+// Propagation returns middleware that puts the trace context of each
+// attempt (its span, under the call's) into the attempt's request headers
+// with p, such as propagation.TraceContext{} for the W3C traceparent
+// header, so that the service's own traces can join the caller's. Give it
+// with creative.WithMiddleware beside ClientOption.
+func Propagation(p propagation.TextMapPropagator) creative.Middleware {
+	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+		p.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+		return next(req)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -209,4 +210,26 @@ func TestBatchProgress(t *testing.T) {
 	require.EqualValues(t, 1, value[int64](t, m[creativeotel.MetricBatchSummary], creativeotel.AttrBatchState.String("done")))
 	require.EqualValues(t, 1, value[int64](t, m[creativeotel.MetricBatchSummary], creativeotel.AttrBatchState.String("unknown")))
 	require.Len(t, sr.Ended(), 4, "a call span and an attempt span for each job")
+}
+
+func TestPropagationSendsEachAttemptsSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel, sr, _ := telemetry(t)
+		srv := creativetest.NewServer(creativetest.WithInMemoryNetwork())
+		defer srv.Close()
+		srv.Fail("audio/text-to-music", creativetest.Fault{Status: http.StatusServiceUnavailable})
+		c := srv.Client(tel.ClientOption(), creative.WithMiddleware(creativeotel.Propagation(propagation.TraceContext{})),
+			creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
+		defer c.CloseIdleConnections()
+		_, err := c.TextToMusic(context.Background(), creative.TextToMusicRequest{Prompt: "p"})
+		require.NoError(t, err)
+		spans := sr.Ended()
+		require.Len(t, spans, 3)
+		reqs := srv.Requests()
+		require.Len(t, reqs, 2)
+		for i, r := range reqs {
+			attempt := spans[i].SpanContext()
+			require.Equal(t, "00-"+attempt.TraceID().String()+"-"+attempt.SpanID().String()+"-01", r.Header.Get("Traceparent"), "attempt %d", i+1)
+		}
+	})
 }
