@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 type traceKey struct{}
@@ -100,4 +103,25 @@ func TestCallTraceTellsEachAttemptsVerdict(t *testing.T) {
 	require.Contains(t, l.lines[2], "done attempt 1: unknown retry=false status=200")
 	require.Contains(t, l.lines[2], "cut off")
 	require.Equal(t, "end call: unknown attempts=1 status=200 err=true", l.lines[3])
+}
+
+func TestCallTraceEndsASpeechStreamAtItsClose(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "audio/mpeg")
+		_, _ = w.Write(bytes.Repeat([]byte{0xff, 0xfb, 0x14, 0xc4}, 1<<10))
+	})
+	var l traceLog
+	c := ts.client(t, WithCallTrace(l.trace()))
+	audio, err := c.TextToSpeech(context.Background(), TextToSpeechRequest{Prompt: "hello", VoiceID: ids.VoiceFemale1})
+	require.NoError(t, err)
+	require.Len(t, l.lines, 2, "the call is not over while its stream is open")
+	n, err := io.Copy(io.Discard, audio)
+	require.NoError(t, err)
+	require.EqualValues(t, 4<<10, n)
+	require.NoError(t, audio.Close())
+	require.NoError(t, audio.Close())
+	require.Len(t, l.lines, 4)
+	require.Contains(t, l.lines[2], "done attempt 1: answered retry=false status=200")
+	require.Equal(t, "end call: answered attempts=1 status=200 err=false", l.lines[3])
 }
