@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/fake"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/suggest"
 )
@@ -389,13 +390,78 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-	if cmd.SuggestionsMinimumDistance <= 0 {
-		cmd.SuggestionsMinimumDistance = 2
-	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+	if s := nearestCommands(cmd, args[0]); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(s), " or "))
 	}
 	return errors.New(msg)
+}
+
+// nearestCommands returns the commands nearest to word, a word that names
+// no command below cmd, each as the command line that runs it ("creative
+// image text-to-image"). It looks at the commands below cmd (cobra's
+// suggestions: "imgae" for image) and at every operation, by its name as
+// batch writes it (ops.Nearest: "image/text-to-image", "imagetext-to-image",
+// "text-to-image") and by its verb alone (package suggest: "text2image",
+// "creative audio text-to-image"). Of those, it keeps the ones at the least
+// edit distance from word, and of those the commands below cmd when there
+// are some.
+func nearestCommands(cmd *cobra.Command, word string) []string {
+	type near struct {
+		path  string
+		dist  int
+		below bool
+	}
+	var found []near
+	add := func(name, path string, below bool) {
+		for _, f := range found {
+			if f.path == path {
+				return
+			}
+		}
+		found = append(found, near{path, suggest.Distance(strings.ToLower(word), name), below})
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	for _, name := range cmd.SuggestionsFor(word) {
+		add(name, cmd.CommandPath()+" "+name, true)
+	}
+	verbs := make([]string, len(ops.All))
+	for i, op := range ops.All {
+		verbs[i] = op.Verb()
+	}
+	nearVerbs := suggest.Nearest(word, verbs)
+	nearNames := ops.Nearest(word)
+	root := cmd.Root().CommandPath()
+	for _, op := range ops.All {
+		path := root + " " + op.Area() + " " + op.Verb()
+		below := strings.HasPrefix(path, cmd.CommandPath()+" ")
+		if slices.Contains(nearVerbs, op.Verb()) {
+			add(op.Verb(), path, below)
+		}
+		if slices.Contains(nearNames, op.Name) {
+			add(op.Name, path, below)
+		}
+	}
+	slices.SortStableFunc(found, func(a, b near) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		if a.below != b.below {
+			if a.below {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	var out []string
+	for _, f := range found {
+		if f.dist == found[0].dist && f.below == found[0].below {
+			out = append(out, f.path)
+		}
+	}
+	return out
 }
 
 // noArgs refuses words after an operation.
@@ -488,14 +554,24 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		opts = append(opts, creative.WithHTTPClient(a.hc))
 	}
 	if a.g.fake {
-		srv := creativetest.NewServer()
-		fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL)
-		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey)}, opts...)...)
+		srv := fake.NewServer()
+		// Said when the first request goes out, so that a mistake found
+		// before anything is sent is reported alone.
+		var said sync.Once
+		banner := creative.WithMiddleware(func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+			said.Do(func() { fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL) })
+			return next(req)
+		})
+		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), banner}, opts...)...)
 		if err != nil {
 			srv.Close()
 			return nil, nil, &usageError{err.Error()}
 		}
 		return c, func() { c.CloseIdleConnections(); srv.Close() }, nil
+	}
+	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
+	if a.g.baseURL == "" && key == "" {
+		return nil, nil, usagef("no base URL and no access key: set %s (or give --base-url) and %s, or try --fake", creative.EnvBaseURL, creative.EnvAccessKey)
 	}
 	if a.g.baseURL == "" {
 		return nil, nil, usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL)
@@ -503,7 +579,6 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 	if u, err := url.Parse(a.g.baseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, nil, usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
 	}
-	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
 	if key == "" {
 		return nil, nil, usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
 	}

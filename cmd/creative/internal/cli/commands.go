@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
@@ -229,7 +231,7 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 	long := op.Summary + " (POST " + op.Path() + ")."
 	switch op.Result {
 	case ops.Writer:
-		long += "\n\nThe text is printed on stdout."
+		long += "\n\nThe text is printed on stdout, and saved in --out as " + op.Verb() + ".txt, or\n" + op.Verb() + "-1.txt ... (never overwriting a file); its path is printed after it."
 	case ops.Audio:
 		long += "\n\nThe audio is saved in --out as " + op.Verb() + ".<ext>; its path is printed."
 	default:
@@ -268,8 +270,10 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 	}
 	if op.Result != ops.Writer {
 		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout (a pipe or a file, not a terminal)`)
-		_ = cmd.MarkFlagDirname("out")
+	} else {
+		fs.StringVar(&out.dir, "out", ".", `directory to save the text to, or "-" to print it only`)
 	}
+	_ = cmd.MarkFlagDirname("out")
 	fs.BoolVar(&out.json, "json", false, "print the result as JSON on stdout instead of writing files")
 	if op.Result == ops.URL || op.Result == ops.URLs {
 		fs.BoolVar(&out.noDownload, "no-download", false, "print the generated files' URLs instead of downloading them")
@@ -317,7 +321,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 		return err
 	}
 	status := newCallStatus(p.op.Name)
-	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
+	writesFiles := !out.json && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs)) &&
+		!(p.op.Result == ops.Writer && out.dir == stdoutName)
 	switch {
 	case writesFiles && out.dir == stdoutName:
 		if err := a.toStdout(p); err != nil {
@@ -376,7 +381,10 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 			}
 			fmt.Fprintln(stdout, ch.Text)
 		}
-		return nil
+		if out.d == nil {
+			return nil
+		}
+		return saveText(out.d, p.op.Verb(), v.Text(), stdout)
 	case creative.URL:
 		if out.noDownload {
 			fmt.Fprintln(stdout, v)
@@ -398,6 +406,38 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
+}
+
+// saveText saves the writer's text in the folder d as <stem>.txt, or
+// <stem>-1.txt ... past the names taken, as a saver names files: written
+// whole to a temporary file first, then linked to its name, never over a
+// file. Its path is printed on stdout. (Text is not an answer file that
+// package answer checks: it came in the answer's JSON, already checked.)
+func saveText(d *outdir.Dir, stem, text string, stdout io.Writer) error {
+	tmp, err := d.CreateTemp(".", tempPrefix[1:])
+	if err != nil {
+		return err
+	}
+	defer tmp.Remove()
+	if _, err := io.WriteString(tmp, text+"\n"); err != nil {
+		return err
+	}
+	if err := tmp.Flush(); err != nil {
+		return err
+	}
+	n := namer{stem: stem}
+	for {
+		base := n.next() + ".txt"
+		err := tmp.Link(base)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, d.Join(base))
+		return nil
+	}
 }
 
 // jsonImage is how --json shows an image: nothing paid for is dropped.
