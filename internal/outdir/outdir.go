@@ -418,3 +418,41 @@ func (d *Dir) ProveWritable() error {
 	}
 	return nil
 }
+
+// OpenInput opens the file at path for reading: an input the command
+// line is given (a jobs file, a price list, a link file), not a name
+// under an output folder. As a Dir opens its files, a FIFO, a device, a
+// socket or a folder is refused at once, before any open that could wait
+// for another end: it looks first (Stat), opens with O_NONBLOCK where the
+// system has it, and checks that the file it opened is the regular file it
+// looked at. A symbolic link is followed: a user's input may be one. The
+// refusal matches ErrNotRegular.
+func OpenInput(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, refuseInput(path, st.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|inputFlags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	got, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	if !got.Mode().IsRegular() || !os.SameFile(st, got) {
+		f.Close()
+		return nil, fmt.Errorf("outdir: %s changed while it was opened: %w", path, ErrNotRegular)
+	}
+	return f, nil
+}
+
+// refuseInput is the refusal of the input at path, which holds what mode
+// says.
+func refuseInput(path string, mode fs.FileMode) error {
+	return fmt.Errorf("outdir: %s is %s, not a file to read: %w", path, kind(mode), ErrNotRegular)
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -343,7 +344,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	signalled := a.watchSignals(cancel)
+	a.sending.Store(true)
+	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 })
 	d := a.startDisplay()
 	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held
@@ -358,8 +360,13 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	if _, werr := held.WriteTo(a.stdout); err == nil {
 		err = werr
 	}
-	if signalled() {
-		return errInterrupted
+	if sg := signalled(); sg != nil && err != nil {
+		// What was in flight was cut off, or ended in error meanwhile.
+		ie := &interruptedError{err: err, sentNoAnswer: sg.abandoned.Load() && status.requestID.Load() == nil && status.attempt.Load() > 0}
+		if id := status.requestID.Load(); id != nil && sg.abandoned.Load() && !kept(err) {
+			ie.cutAnswer = cmp.Or(*id, "not given")
+		}
+		return ie
 	}
 	return err
 }
@@ -379,7 +386,11 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 			if i > 0 {
 				fmt.Fprintln(stdout, "\n---")
 			}
-			fmt.Fprintln(stdout, ch.Text)
+			text := ch.Text
+			if a.stdoutTerminal {
+				text = printableLines(text) // a terminal is driven by no answer
+			}
+			fmt.Fprintln(stdout, text)
 		}
 		if out.d == nil {
 			return nil
@@ -387,14 +398,14 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 		return saveText(out.d, p.op.Verb(), v.Text(), stdout)
 	case creative.URL:
 		if out.noDownload {
-			fmt.Fprintln(stdout, v)
+			fmt.Fprintln(stdout, printable(string(v)))
 			a.fakeLinksNote()
 			return nil
 		}
 	case []creative.URL:
 		if out.noDownload {
 			for _, u := range v {
-				fmt.Fprintln(stdout, u)
+				fmt.Fprintln(stdout, printable(string(u)))
 			}
 			a.fakeLinksNote()
 			return nil
@@ -403,7 +414,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }
@@ -435,7 +446,7 @@ func saveText(d *outdir.Dir, stem, text string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, d.Join(base))
+		fmt.Fprintln(stdout, printable(d.Join(base)))
 		return nil
 	}
 }
