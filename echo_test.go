@@ -214,3 +214,33 @@ func TestTheTextsOfASuccessfulAnswerHoldNoKey(t *testing.T) {
 		})
 	}
 }
+
+// A raw call's answer and a call's RawAnswer are texts from the network
+// too: the key echoed in them, as it is or in hex, reaches the caller
+// only redacted, in the bytes, in a decoded value and in the kept copy.
+func TestRawAnswersHoldNoKey(t *testing.T) {
+	echo := testKey + " " + strings.ToUpper(hex.EncodeToString([]byte(testKey)))
+	answer := `{"success":true,"message":"ok","data":{"url":"https://f.example/a.wav","note":"` + echo + `"}}`
+	ts := newTestServer(t, replyJSON(200, answer))
+	c := ts.client(t)
+	ctx := context.Background()
+
+	var raw []byte
+	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, &raw))
+	var v struct {
+		Data struct {
+			Note string `json:"note"`
+		} `json:"data"`
+	}
+	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, &v))
+	var kept RawAnswer
+	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, nil, WithRawAnswerInto(&kept)))
+	var keptOfCall RawAnswer
+	musicEcho := newTestServer(t, replyJSON(200, `{"success":true,"message":"`+echo+`","data":"https://f.example/a.wav"}`))
+	_, err := musicEcho.client(t).TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, WithRawAnswerInto(&keptOfCall))
+	require.NoError(t, err)
+	for where, text := range map[string]string{"[]byte": string(raw), "value": v.Data.Note, "RawAnswer of Execute": kept.RawJSON(), "RawAnswer of a call": keptOfCall.RawJSON()} {
+		assert.Empty(t, keyIn(text), "%s: %q", where, text)
+		assert.Contains(t, text, "[redacted]", where)
+	}
+}

@@ -29,6 +29,10 @@ func newRedactor(keys ...[]string) *redactor { return &redactor{redact.New(keys.
 // before it is truncated.
 func (r *redactor) redact(s string) string { return r.r.Redact(s) }
 
+// redactBytes is redact for a body: b itself when it holds no key, found
+// without copying it.
+func (r *redactor) redactBytes(b []byte) []byte { return r.r.RedactBytes(b) }
+
 // holds reports whether s holds one of the access keys, in any form redact
 // removes.
 func (r *redactor) holds(s string) bool { return r.r.Holds(s) }

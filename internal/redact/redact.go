@@ -108,6 +108,46 @@ func (r *Redactor) holdsForm(s string) bool {
 	return false
 }
 
+// RedactBytes returns b without the keys, as Redact does: b itself when it
+// holds none, found without copying it (its literal forms are looked for
+// a window at a time), so that a long answer costs no copy; a copy when it
+// holds one, or when it holds escapes (& \ %) and a key may hide in them.
+func (r *Redactor) RedactBytes(b []byte) []byte {
+	forms := r.Forms()
+	if len(forms) == 0 || len(b) < r.shortest {
+		return b
+	}
+	if !r.holdsFormBytes(b) && !bytes.ContainsAny(b, `&\%`) {
+		return b
+	}
+	if s := string(b); r.Redact(s) != s {
+		return []byte(r.Redact(s))
+	}
+	return b
+}
+
+// holdsFormBytes reports whether b holds one of the forms, in any case,
+// folding it a window at a time into a buffer of 64 KiB and the longest
+// form, each window overlapping the one before by that form's length.
+func (r *Redactor) holdsFormBytes(b []byte) bool {
+	const window = 64 << 10
+	overlap := len(r.forms[0]) - 1
+	folded := make([]byte, 0, min(len(b), window+overlap))
+	for start := 0; start < len(b); start += window {
+		w := b[start:min(len(b), start+window+overlap)]
+		folded = Fold(folded, w)
+		for _, f := range r.bforms {
+			if bytes.Contains(folded, f) {
+				return true
+			}
+		}
+		if start+window+overlap >= len(b) {
+			break
+		}
+	}
+	return false
+}
+
 // Holds reports whether s holds one of the keys, in any form Redact
 // removes.
 func (r *Redactor) Holds(s string) bool { return r.Redact(s) != s }

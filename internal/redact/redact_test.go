@@ -126,3 +126,23 @@ func BenchmarkRedactNoKey(b *testing.B) {
 		r.Redact(msg)
 	}
 }
+
+// RedactBytes gives back the same bytes when they hold no key, whatever
+// their length, and finds a key across any window's edge in a long body,
+// in any form.
+func TestRedactBytesFindsTheKeyAnywhereAndCopiesNothingWithout(t *testing.T) {
+	r := New([]string{key})
+	long := []byte(strings.Repeat("a", 300<<10))
+	if got := r.RedactBytes(long); &got[0] != &long[0] {
+		t.Error("a body without a key was copied")
+	}
+	for _, at := range []int{0, 64<<10 - 5, 128 << 10, len(long) - 40} {
+		for name, form := range map[string]string{"plain": key, "hex": strings.ToUpper(hex.EncodeToString([]byte(key))), "escaped": url.QueryEscape(key)} {
+			b := []byte(string(long[:at]) + form + string(long[at:]))
+			got := string(r.RedactBytes(b))
+			if !strings.Contains(got, Marker) || strings.Contains(got, form) {
+				t.Errorf("%s at %d: not redacted", name, at)
+			}
+		}
+	}
+}
