@@ -43,6 +43,9 @@ type CheckError struct {
 
 // Error lists the findings, at most 20 of them.
 func (e *CheckError) Error() string {
+	if e == nil {
+		return "cassette: <nil *CheckError>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cassette: %d finding(s) that look like an access key", len(e.Findings))
 	for i, f := range e.Findings {

@@ -276,6 +276,9 @@ type MissError struct {
 // Error says what was sent, what was recorded nearest, and how to record
 // it.
 func (e *MissError) Error() string {
+	if e == nil {
+		return "cassette: <nil *MissError>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cassette: no recording of %s %s", e.Operation, e.Request)
 	switch {
