@@ -28,6 +28,10 @@ func TestANilOrZeroCassetteFailsAndNeverPanics(t *testing.T) {
 			rv := reflect.ValueOf(c)
 			for i := range rv.NumMethod() {
 				m := rv.Method(i)
+				if rv.Type().Method(i).Name == "Format" { // fmt's to call, with its own fmt.State
+					_ = fmt.Sprintf("%v %+v %#v %s", c, c, c, c)
+					continue
+				}
 				args := make([]reflect.Value, m.Type().NumIn())
 				for j := range args {
 					args[j] = reflect.Zero(m.Type().In(j))
