@@ -35,9 +35,10 @@
 // The access key never reaches a cassette: every text written (the
 // index, JSON and text bodies, headers, URLs) passes the SDK's own
 // redactor, which finds the key as it is and in every escaped form a
-// server may echo it in, and binary bodies are searched for the key's
-// literal forms; an uploaded file that holds one is matched by its hash
-// and not kept. Check finds what looks like a key in a cassette, for CI.
+// server may echo it in; binary and long bodies are written over, a
+// window at a time and at the same length, wherever the redactor finds
+// the key in them (in any of those forms); an uploaded file that holds
+// one is matched by its hash and not kept. Check finds what looks like a key in a cassette, for CI.
 //
 // Links in an answer (a music or video URL) are rewritten, when recording,
 // to https://cassette.invalid/files/ and the SHA-256 of the linked file,

@@ -251,6 +251,67 @@ func (r *Redactor) holdsFormBytes(b []byte) bool {
 	return false
 }
 
+// Hide writes 'x' over every byte of b that is part of a key Redact would
+// remove (in a literal form, across line breaks, or escaped), keeping b's
+// length, and reports whether it wrote any: for bytes that must keep their
+// length, such as a long body written over a window at a time, whose
+// windows overlap by KeyLen. The line breaks inside a wrapped form are
+// kept.
+func (r *Redactor) Hide(b []byte) bool {
+	if len(r.Forms()) == 0 || len(b) < r.shortest {
+		return false
+	}
+	hid := false
+	folded := Fold(make([]byte, 0, len(b)), b)
+	for _, f := range r.bforms {
+		for i := 0; ; {
+			j := bytes.Index(folded[i:], f)
+			if j < 0 {
+				break
+			}
+			for k := i + j; k < i+j+len(f); k++ {
+				b[k], folded[k] = 'x', 'x'
+			}
+			hid, i = true, i+j+len(f)
+		}
+	}
+	if bytes.ContainsAny(b, "\r\n") {
+		joined, at := joinLines(folded[:0], b, make([]int, 0, len(b)))
+		for _, f := range r.bforms {
+			for i := 0; ; {
+				j := bytes.Index(joined[i:], f)
+				if j < 0 {
+					break
+				}
+				for k := i + j; k < i+j+len(f); k++ {
+					b[at[k]], joined[k] = 'x', 'x'
+				}
+				hid, i = true, i+j+len(f)
+			}
+		}
+	}
+	if bytes.ContainsAny(b, `&\%`) {
+		s := string(b)
+		for _, k := range r.keys {
+			if len(k) < MinKey {
+				continue
+			}
+			for i := 0; i < len(s); i++ {
+				if c := s[i]; c != k[0] && c != '&' && c != '\\' && c != '%' {
+					continue
+				}
+				if n := matchEscaped(s[i:], k); n > 0 {
+					for j := i; j < i+n; j++ {
+						b[j] = 'x'
+					}
+					hid, i = true, i+n-1
+				}
+			}
+		}
+	}
+	return hid
+}
+
 // Holds reports whether s holds one of the keys, in any form Redact
 // removes.
 func (r *Redactor) Holds(s string) bool { return r.Redact(s) != s }

@@ -232,3 +232,31 @@ func BenchmarkRedactBytesLinesNoKey(b *testing.B) {
 		r.RedactBytes(body)
 	}
 }
+
+// Hide writes over every key Redact removes, in every form (literal,
+// encoded, escaped, wrapped over lines), and keeps the length and the
+// line breaks: what is left holds no key.
+func TestHideWritesOverEveryFormAndKeepsTheLength(t *testing.T) {
+	r := New([]string{key})
+	var pct strings.Builder
+	for i := 0; i < len(key); i++ {
+		fmt.Fprintf(&pct, "%%%02x", key[i])
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte("0123456789" + key))
+	for name, form := range map[string]string{
+		"plain": key, "upper case": strings.ToUpper(key), "query": url.QueryEscape(key), "every byte escaped": pct.String(),
+		"HTML and JSON mixed": strings.ReplaceAll(strings.ReplaceAll(key, "&", `\u0026amp;`), "/", `\/`),
+		"hex":                 hex.EncodeToString([]byte(key)), "base64": b64, "base64 wrapped": b64[:20] + "\r\n" + b64[20:],
+		"UTF-16": inUTF16(key, false),
+	} {
+		text := "before " + form + " after\n"
+		b := []byte(text)
+		if !r.Hide(b) || len(b) != len(text) || r.Holds(string(b)) || strings.Count(string(b), "\n") != strings.Count(text, "\n") {
+			t.Errorf("%s: Hide(%q) = %q", name, text, b)
+		}
+	}
+	clean := []byte("nothing to hide here, 100% &amp; \\u0026\r\n")
+	if r.Hide(clean) || string(clean) != "nothing to hide here, 100% &amp; \\u0026\r\n" {
+		t.Errorf("Hide changed a text without a key: %q", clean)
+	}
+}
