@@ -84,3 +84,24 @@ func TestTheKeyIsInNoLongOrStreamedBodyInAnyForm(t *testing.T) {
 		}
 	}
 }
+
+// Check finds the key, in every form the redactor knows, in a text file
+// (wrapped over lines, on none of them whole) and in a binary one
+// (escaped), as a recording written before it knew them may hold it.
+func TestCheckFindsTheKeyInEveryFormTheRedactorKnows(t *testing.T) {
+	t.Setenv(creative.EnvAccessKey, "")
+	for name, form := range hiddenForms(plantedKey) {
+		for kind, body := range map[string]string{"text": "a line\n" + form + "\nanother\n", "binary": "\x00\x01ID3" + form + "\x00"} {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "bodies"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "bodies", "a.bin"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := cassette.Check(dir, &cassette.CheckOptions{Keys: []string{plantedKey}}); err == nil {
+				t.Errorf("%s, in a %s file: Check found nothing", name, kind)
+			}
+		}
+	}
+}
