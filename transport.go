@@ -167,7 +167,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := t.send(req)
-	p.report(resp, err, l, t.cl.op)
+	c.reportPause(t.cl.keys, p, resp, err, l, t.cl.op)
 	return resp, err
 }
 
