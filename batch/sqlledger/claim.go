@@ -95,7 +95,7 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 		if c.max <= 0 || c.amount <= 0 {
 			continue
 		}
-		n, err := l.exec(ctx, tx, "spend", c.amount, c.cap, c.amount, c.max)
+		n, err := l.exec(ctx, tx, "spend", c.amount, c.max, c.cap, c.amount, c.max)
 		if err != nil {
 			return err
 		}
