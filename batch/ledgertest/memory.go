@@ -134,7 +134,7 @@ func (m *Memory) spend(s batch.Share) error {
 	caps := []cap{{"calls", s.Calls, s.MaxCalls}, {"spend", s.Spend, s.MaxSpend}}
 	for _, c := range caps {
 		if c.max > 0 && c.amount > 0 && m.spent[c.name]+c.amount > c.max {
-			return fmt.Errorf("%w: the cap of %s (%d) would be passed", batch.ErrBudgetSpent, c.name, c.max)
+			return fmt.Errorf("%w: a call would pass the cap of %d %s", batch.ErrBudgetSpent, c.max, c.name)
 		}
 	}
 	for _, c := range caps {

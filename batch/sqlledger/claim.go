@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -100,7 +101,11 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 			return err
 		}
 		if n == 0 {
-			return &answer{fmt.Errorf("%w: the cap of %s (%d) would be passed", batch.ErrBudgetSpent, c.cap, c.max)}
+			what := strconv.FormatInt(c.max, 10) + " calls"
+			if c.cap == "spend" {
+				what = strconv.FormatFloat(float64(c.max)/1e6, 'f', -1, 64) + " in prices"
+			}
+			return &answer{fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, what)}
 		}
 	}
 	return nil
