@@ -20,8 +20,9 @@ import (
 // followed), under a temporary name, flushed, then given its key and the
 // folder flushed. A file already at the key that holds other bytes (an
 // answer paid for by a run whose record was lost, or a person's file) is
-// never written over: it is moved aside to <name>.earlier-<n><ext> and
-// kept. Names starting with a dot are the folder's own.
+// never written over, but for index.html: it is moved aside to
+// <name>.earlier-<n><ext> and kept. Names starting with a dot are the
+// folder's own.
 type Folder struct{ dir *outdir.Dir }
 
 // OpenFolder opens the folder at p as a Store, making it when needed.
@@ -120,8 +121,12 @@ func (w *folderWriter) Close() error {
 }
 
 // place gives the flushed file its key: a file there with the same bytes
-// is replaced, one with other bytes moved aside and kept.
+// is replaced, one with other bytes moved aside and kept; the page every
+// run writes again, index.html, is replaced.
 func (w *folderWriter) place() error {
+	if w.key == IndexFile {
+		return w.t.Rename(w.key)
+	}
 	for range 10 {
 		err := w.t.Link(w.key)
 		if !errors.Is(err, fs.ErrExist) {

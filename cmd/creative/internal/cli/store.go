@@ -299,9 +299,10 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 }
 
 // earlierFiles lists (the first few) and counts the files at the top of
-// the folder that a run writes: results.jsonl, the page, outputs named
-// <stem>-<operation>..., and the database's files left without it. It
-// reads the folder a page of names at a time.
+// the folder that a run writes: results.jsonl, the page, and outputs named
+// <stem>-<operation>.... The database's side files are not among them: a
+// worker starting beside another finds them while the other makes the
+// ledger. It reads the folder a page of names at a time.
 func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 	f, err := d.Root().Open(".")
 	if err != nil {
@@ -330,7 +331,7 @@ func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 // writes.
 func isRunFile(name string) bool {
 	switch name {
-	case resultsFile, batch.IndexFile, sqliteledger.File + "-wal", sqliteledger.File + "-journal":
+	case resultsFile, batch.IndexFile:
 		return true
 	}
 	if strings.HasPrefix(name, ".") {
@@ -379,7 +380,7 @@ func movePass(d *outdir.Dir, to string) (moved int, err error) {
 		es, rerr := f.ReadDir(256)
 		for _, e := range es {
 			n := e.Name()
-			if !e.Type().IsRegular() || !isRunFile(n) && n != sqliteledger.File && n != sqliteledger.File+"-shm" {
+			if !e.Type().IsRegular() || !isRunFile(n) && !strings.HasPrefix(n, sqliteledger.File) {
 				continue
 			}
 			if ok, _ := d.Check(n); !ok {
