@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -149,7 +148,7 @@ Exit status
 	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
 	fs.IntVar(&f.maxCalls, "max-calls", 0, "most calls that may be paid sent by every run and worker on this ledger together (0: no cap)")
 	fs.Float64Var(&f.maxSpend, "max-spend", 0, "most those calls may cost, priced by --price or --prices (0: no cap)")
-	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable), for --max-spend")
+	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable; *=PRICE prices the others), for --max-spend")
 	fs.StringVar(&f.pricesFile, "prices", "", "a file of prices, one OP=PRICE a line (# starts a comment), for --max-spend")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
@@ -197,28 +196,40 @@ func (f *batchFlags) check() (shardI, shardN int, err error) {
 // budget reads --max-calls, --max-spend and the prices.
 func (f *batchFlags) budget() (batch.Budget, error) {
 	b := batch.Budget{MaxCalls: f.maxCalls, MaxSpend: f.maxSpend}
-	lines := slices.Clone(f.prices)
+	type priced struct{ line, where string }
+	var lines []priced
+	for _, l := range f.prices {
+		lines = append(lines, priced{l, "--price " + strings.TrimSpace(l)})
+	}
 	if f.pricesFile != "" {
 		data, err := os.ReadFile(f.pricesFile)
 		if err != nil {
 			return b, usagef("--prices: %v", err)
 		}
+		n := 0
 		for line := range strings.Lines(string(data)) {
+			n++
 			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
-				lines = append(lines, line)
+				lines = append(lines, priced{line, fmt.Sprintf("%s:%d", f.pricesFile, n)})
 			}
 		}
 	}
+	given := map[string]string{} // where each operation was priced
 	for _, l := range lines {
-		op, price, ok := strings.Cut(l, "=")
+		op, price, ok := strings.Cut(l.line, "=")
 		p, err := strconv.ParseFloat(strings.TrimSpace(price), 64)
 		if !ok || err != nil {
-			return b, usagef("a price must be OP=PRICE, such as image/text-to-image=0.04, got %q", strings.TrimSpace(l))
+			return b, usagef("a price must be OP=PRICE (OP may be * for the operations not priced), such as image/text-to-image=0.04, got %q", strings.TrimSpace(l.line))
 		}
+		op = strings.TrimSpace(op)
+		if first, twice := given[op]; twice {
+			return b, usagef("%s is priced twice, by %s and by %s: give one price", op, first, l.where)
+		}
+		given[op] = l.where
 		if b.Prices == nil {
 			b.Prices = map[string]float64{}
 		}
-		b.Prices[strings.TrimSpace(op)] = p
+		b.Prices[op] = p
 	}
 	if len(b.Prices) > 0 && b.MaxSpend == 0 {
 		return b, usagef("prices are for --max-spend, which is not given")
