@@ -270,13 +270,6 @@ func (f *Files) Get(key string) []byte {
 	return f.m[key]
 }
 
-// Delete removes key.
-func (f *Files) Delete(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, key)
-}
-
 // Keys lists the keys written, in order.
 func (f *Files) Keys() []string {
 	f.mu.Lock()
