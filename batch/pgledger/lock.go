@@ -2,7 +2,7 @@ package pgledger
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -232,4 +232,3 @@ func (l *sessionLock) Release() error {
 	<-l.done
 	return nil
 }
-
