@@ -104,17 +104,13 @@ type Record struct {
 // replaced; the attempt stands where its last record says. Only the worker
 // whose claim was made records the later stages, so two workers never make
 // the same attempt.
-type record struct {
-	Record `json:",inline"`
-	Kind   string `json:"kind"` // kindCall or kindDownload
-	Stem   string `json:"stem"` // starts the names of the job's files
-}
+type record = Entry
 
 // Kinds of attempt: one that sends the job's request, and one that only
 // fetches an earlier answer's files.
 const (
-	kindCall     = "call"
-	kindDownload = "download"
+	kindCall     = KindCall
+	kindDownload = KindDownload
 )
 
 // ledgerPrefix holds the ledger in a Store.

@@ -1,0 +1,376 @@
+package sqlledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// A Ledger is a batch.Ledger over a database. It is safe for concurrent
+// use.
+type Ledger struct {
+	db *sql.DB
+	d  Dialect
+	wm sync.Mutex // held by each write transaction, with Dialect.OneWriter
+	q  map[string]string
+}
+
+var _ batch.Ledger = (*Ledger)(nil)
+
+// New returns the Ledger of db, whose schema is Schema, for the engine d
+// describes. Close closes db.
+func New(db *sql.DB, d Dialect) *Ledger {
+	l := &Ledger{db: db, d: d, q: map[string]string{}}
+	for k, q := range queries {
+		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
+	}
+	l.q["lockJob"] += d.ForUpdate
+	return l
+}
+
+// DB returns the database, for drivers and tests.
+func (l *Ledger) DB() *sql.DB { return l.db }
+
+// Close closes the database.
+func (l *Ledger) Close() error { return l.db.Close() }
+
+// entryCols are the columns of a job's last attempt, as scan reads them;
+// the statements that read them join jobs j, attempts a and runs r.
+const entryCols = `j.job, j.id, j.line, j.op, j.stem, j.fields, a.n, a.kind, a.run, a.worker, a.state, a.lost,
+	a.urls, a.text, a.files, a.error, a.requests, a.request_id, coalesce(a.ended, a.claimed), a.seconds,
+	CASE WHEN a.state = 'claimed' AND NOT GONE THEN 1 ELSE 0 END`
+
+const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.attempt LEFT JOIN runs r ON r.token = a.run `
+
+// queries are the statements, with ? for placeholders, NOW for the
+// database's clock and GONE for the condition that a run r is gone.
+var queries = map[string]string{
+	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
+	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
+	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
+	"open":       `SELECT token FROM runs WHERE gone = 0 AND ended IS NULL`,
+	"markGone":   `UPDATE runs SET gone = 1 WHERE token = ?`,
+	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, 0, 'claimed') ON CONFLICT (job) DO NOTHING`,
+	"lockJob":    `SELECT j.attempt FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
+	"lastOne":    `SELECT ` + entryCols + lastJoin + `WHERE j.job = ?`,
+	"ownAttempt": `SELECT a.run, a.state, a.lost, coalesce(a.error, ''), j.attempt, CASE WHEN GONE THEN 1 ELSE 0 END FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = ? LEFT JOIN runs r ON r.token = a.run WHERE j.job = ?`,
+	"claim": `INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
+	SELECT ?, ?, ?, ?, ?, 'claimed', ?, NOW WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = ? AND NOT GONE)`,
+	"claimJob":  `UPDATE jobs SET attempt = ?, state = 'claimed', lost = 0, id = ?, line = ?, op = ?, stem = ?, fields = ? WHERE job = ?`,
+	"spend":     `UPDATE budget SET spent = spent + ? WHERE cap = ? AND spent + ? <= ?`,
+	"record":    `UPDATE attempts SET state = ?, lost = ?, urls = ?, text = ?, files = ?, error = ?, requests = ?, request_id = ?, ended = NOW, seconds = ? WHERE job = ? AND n = ?`,
+	"recordJob": `UPDATE jobs SET state = ?, lost = ? WHERE job = ?`,
+	"status":    `SELECT state, lost, count(*) FROM jobs WHERE attempt > 0 GROUP BY state, lost`,
+	"inFlight":  `SELECT count(*)` + lastJoin + `WHERE j.state = 'claimed' AND NOT GONE`,
+	"jobs":      `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? ORDER BY j.job LIMIT ?`,
+	"maybePaid": `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? AND (j.state = 'unknown' OR j.state = 'claimed' AND a.kind = 'call' AND GONE) ORDER BY j.job LIMIT ?`,
+	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
+}
+
+// page is how many rows Jobs reads at once.
+const page = 500
+
+// write runs fn in a transaction, trying again, up to tries times, when
+// it failed for a reason that is not its answer (fn reads back what an
+// earlier try wrote: see the package's doc).
+func (l *Ledger) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	const tries = 4
+	var err error
+	for i := range tries {
+		if i > 0 {
+			select {
+			case <-time.After(time.Duration(25<<i) * time.Millisecond):
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			}
+		}
+		if err = l.try(ctx, fn); err == nil || final(ctx, err) {
+			return err
+		}
+	}
+	return err
+}
+
+// final reports whether err is an answer that trying again would not
+// change.
+func final(ctx context.Context, err error) bool {
+	var a *answer
+	return errors.As(err, &a) || ctx.Err() != nil
+}
+
+// An answer is an error that the ledger's rules gave, not the engine.
+type answer struct{ err error }
+
+func (a *answer) Error() string { return a.err.Error() }
+func (a *answer) Unwrap() error { return a.err }
+
+func (l *Ledger) try(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if l.d.OneWriter {
+		l.wm.Lock()
+		defer l.wm.Unlock()
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// exec runs statement k in tx and returns the rows it changed.
+func (l *Ledger) exec(ctx context.Context, tx *sql.Tx, k string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, l.q[k], args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Begin records the run, takes its lock, and marks gone the runs whose
+// locks are free.
+func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, error) {
+	lock, err := l.d.Lock(ctx, l.db, run.Token)
+	if err != nil {
+		return nil, fmt.Errorf("sqlledger: the run's lock: %w", err)
+	}
+	err = l.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE token = `+l.d.bind("?"), run.Token).Scan(&n); err != nil || n > 0 {
+			return err // a retry whose first try landed
+		}
+		_, err := l.exec(ctx, tx, "begin", run.Token, run.Worker, max(run.Lease.Milliseconds(), 1))
+		return err
+	})
+	if err == nil {
+		err = l.sweep(ctx)
+	}
+	if err != nil {
+		_ = lock.Release()
+		return nil, fmt.Errorf("sqlledger: %w", err)
+	}
+	return &session{l: l, token: run.Token, lock: lock}, nil
+}
+
+// sweep marks gone the runs whose locks Probe finds free.
+func (l *Ledger) sweep(ctx context.Context) error {
+	if l.d.Probe == nil {
+		return nil
+	}
+	rows, err := l.db.QueryContext(ctx, l.q["open"])
+	if err != nil {
+		return err
+	}
+	var open []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		open = append(open, t)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, t := range open {
+		if held, err := l.d.Probe(ctx, l.db, t); err != nil || held {
+			continue
+		}
+		if err := l.write(ctx, func(tx *sql.Tx) error { _, err := l.exec(ctx, tx, "markGone", t); return err }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A session is a run's hold on the ledger.
+type session struct {
+	l     *Ledger
+	token string
+	lock  Lock
+	once  sync.Once
+}
+
+func (s *session) Beat(ctx context.Context) error {
+	if err := s.lock.Check(ctx); err != nil {
+		return fmt.Errorf("%w: %w", batch.ErrLeaseLost, err)
+	}
+	return s.l.write(ctx, func(tx *sql.Tx) error {
+		n, err := s.l.exec(ctx, tx, "beat", s.token, s.token)
+		if err == nil && n == 0 {
+			err = &answer{batch.ErrLeaseLost}
+		}
+		return err
+	})
+}
+
+func (s *session) Lost() <-chan struct{} { return s.lock.Lost() }
+
+func (s *session) End(ctx context.Context) error {
+	err := s.l.write(ctx, func(tx *sql.Tx) error { _, err := s.l.exec(ctx, tx, "end", s.token); return err })
+	s.once.Do(func() {
+		if rerr := s.lock.Release(); err == nil {
+			err = rerr
+		}
+	})
+	return err
+}
+
+// jsonText is v as JSON text, or NULL for a nil map or slice.
+func jsonText[T any](v T, isNil bool) any {
+	if isNil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // fields of JSON values, strings
+	}
+	return string(b)
+}
+
+// nullString is s, or NULL for "".
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Status counts the jobs by state.
+func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
+	st := batch.Status{States: map[batch.State]int{}}
+	if err := l.sweep(ctx); err != nil {
+		return st, fmt.Errorf("sqlledger: %w", err)
+	}
+	rows, err := l.db.QueryContext(ctx, l.q["status"])
+	if err != nil {
+		return st, fmt.Errorf("sqlledger: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state string
+		var lost, n int
+		if err := rows.Scan(&state, &lost, &n); err != nil {
+			return st, fmt.Errorf("sqlledger: %w", err)
+		}
+		st.Jobs += n
+		st.States[batch.State(state)] += n
+		if lost != 0 {
+			st.Lost += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("sqlledger: %w", err)
+	}
+	if err := l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight); err != nil {
+		return st, fmt.Errorf("sqlledger: %w", err)
+	}
+	return st, nil
+}
+
+// Jobs yields every job's last attempt, a page at a time.
+func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
+	q := l.q["jobs"]
+	if maybePaid {
+		q = l.q["maybePaid"]
+	}
+	return func(yield func(*batch.Entry, error) bool) {
+		after := ""
+		for {
+			var got []batch.Last
+			err := l.query(ctx, &got, q, after, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for i := range got {
+				if !yield(&got[i].Entry, nil) {
+					return
+				}
+			}
+			if len(got) < page {
+				return
+			}
+			after = got[len(got)-1].Job
+		}
+	}
+}
+
+// Last returns the last attempts of jobs, in one query.
+func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) {
+	if len(jobs) > batch.MaxLast {
+		return nil, fmt.Errorf("sqlledger: %d jobs asked at once, more than %d", len(jobs), batch.MaxLast)
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(jobs))
+	for i, j := range jobs {
+		args[i] = j
+	}
+	q := l.d.bind(strings.ReplaceAll(queries["last"], "GONE", l.d.gone()) + strings.Repeat("?, ", len(jobs)-1) + "?)")
+	var got []batch.Last
+	if err := l.query(ctx, &got, q, args...); err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// query reads the entries q selects into got.
+func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ...any) error {
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("sqlledger: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e batch.Last
+		if err := scanEntry(rows, &e); err != nil {
+			return fmt.Errorf("sqlledger: %w", err)
+		}
+		*got = append(*got, e)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlledger: %w", err)
+	}
+	return nil
+}
+
+// scanEntry reads the entryCols of a row into e.
+func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
+	var id, fields, urls, text, files, errText, reqID sql.NullString
+	var ms int64
+	var secs sql.NullFloat64
+	var lost, live int
+	dst := append(extra, &e.Job, &id, &e.Line, &e.Op, &e.Stem, &fields, &e.Attempt, &e.Kind, &e.Run, &e.Worker,
+		&e.State, &lost, &urls, &text, &files, &errText, &e.Requests, &reqID, &ms, &secs, &live)
+	if err := row.Scan(dst...); err != nil {
+		return err
+	}
+	e.ID, e.Text, e.Error, e.RequestID = id.String, text.String, errText.String, reqID.String
+	e.Lost, e.Live, e.Seconds = lost != 0, live != 0, secs.Float64
+	e.Time = time.UnixMilli(ms).UTC()
+	for _, f := range []struct {
+		s   sql.NullString
+		dst any
+	}{{fields, &e.Fields}, {urls, &e.URLs}, {files, &e.Files}} {
+		if f.s.Valid {
+			if err := json.Unmarshal([]byte(f.s.String), f.dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
