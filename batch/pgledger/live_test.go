@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,26 +75,38 @@ func TestACommitWhoseAnswerWasLostIsRecognisedAsTheRunsOwn(t *testing.T) {
 	url := srv.Database(t)
 	l, p := proxied(t, srv, url)
 	run, _ := beginRun(t, l, time.Minute)
+	capped := 0
 	for _, where := range []pgproxy.CommitCut{pgproxy.AfterCommit, pgproxy.BeforeCommit} {
-		j := job(map[pgproxy.CommitCut]string{pgproxy.AfterCommit: "after", pgproxy.BeforeCommit: "before"}[where])
-		cuts := p.Stats().Cut
-		p.CutCommit(1, where)
-		res, err := l.Claim(t.Context(), call(j, 1, run))
-		require.NoError(t, err)
-		assert.True(t, res.Claimed, "a claim whose commit's answer was lost is the run's own")
-		assert.Equal(t, cuts+1, p.Stats().Cut, "the claim's commit was cut")
-		got := lastOf(t, l, j)
-		assert.Equal(t, run, got.Run)
-		assert.Equal(t, 1, got.Attempt)
-		assert.True(t, got.Live)
+		// A capped claim is a transaction of its own; an uncapped one goes
+		// in a batch's statement.
+		for _, budget := range []bool{true, false} {
+			name := fmt.Sprintf("%s, capped %v", where, budget)
+			j := job(name)
+			cuts := p.Stats().Cut
+			p.CutCommit(1, where)
+			c := call(j, 1, run)
+			if budget {
+				capped++
+			} else {
+				c.Share = batch.Share{}
+			}
+			res, err := l.Claim(t.Context(), c)
+			require.NoError(t, err, name)
+			assert.True(t, res.Claimed, "%s: a claim whose commit's answer was lost is the run's own", name)
+			assert.Equal(t, cuts+1, p.Stats().Cut, "%s: the claim's commit was cut", name)
+			got := lastOf(t, l, j)
+			assert.Equal(t, run, got.Run)
+			assert.Equal(t, 1, got.Attempt)
+			assert.True(t, got.Live)
 
-		p.CutCommit(1, where)
-		done := &batch.Entry{Record: batch.Record{Job: j, Attempt: 1, Run: run, State: batch.Done, Requests: 1}, Kind: batch.KindCall}
-		require.NoError(t, l.Record(t.Context(), done), "a record whose commit's answer was lost is the run's own")
-		assert.Equal(t, cuts+2, p.Stats().Cut)
-		assert.Equal(t, batch.Done, lastOf(t, l, j).State)
+			p.CutCommit(1, where)
+			done := &batch.Entry{Record: batch.Record{Job: j, Attempt: 1, Run: run, State: batch.Done, Requests: 1}, Kind: batch.KindCall}
+			require.NoError(t, l.Record(t.Context(), done), "%s: a record whose commit's answer was lost is the run's own", name)
+			assert.Equal(t, cuts+2, p.Stats().Cut, "%s: the record's commit was cut", name)
+			assert.Equal(t, batch.Done, lastOf(t, l, j).State)
+		}
 	}
-	assert.EqualValues(t, 2, spent(t, l), "two claims took two shares, whatever their commits' answers")
+	assert.EqualValues(t, capped, spent(t, l), "each capped claim took one share, whatever its commit's answer")
 }
 
 func TestAWorkerWhoseConnectionIsCutStopsBeforeAnotherCanTakeItsJobsOver(t *testing.T) {

@@ -46,7 +46,7 @@ func IsURL(s string) bool {
 // sit idle in a transaction at most 10 s, and the server's TCP keepalives
 // end a silent worker's session, and free its lock, within its lease
 // (never before the worker's own lease has lapsed).
-func Open(ctx context.Context, dsn string) (*sqlledger.Ledger, error) {
+func Open(ctx context.Context, dsn string) (*Ledger, error) {
 	if !IsURL(dsn) {
 		return nil, fmt.Errorf("pgledger: %q is not a postgres:// URL", redact(dsn))
 	}
@@ -62,7 +62,8 @@ func Open(ctx context.Context, dsn string) (*sqlledger.Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("pgledger: %s: %w", redact(dsn), err)
 	}
-	return sqlledger.New(db, dialect(cfg)), nil
+	d := dialect(cfg)
+	return newLedger(sqlledger.New(db, d), d), nil
 }
 
 // configure sets what every connection of the ledger needs.

@@ -39,6 +39,16 @@ const (
 	AfterCommit
 )
 
+func (w CommitCut) String() string {
+	switch w {
+	case BeforeCommit:
+		return "before the commit"
+	case AfterCommit:
+		return "after the commit"
+	}
+	return "no cut"
+}
+
 // Stats counts what went through the proxy.
 type Stats struct {
 	// Conns is the number of connections accepted.
@@ -46,7 +56,8 @@ type Stats struct {
 	// RoundTrips counts, over all connections, the client's turns: each
 	// time the client sends after the server has answered (or first).
 	RoundTrips int64
-	// Commits is the number of COMMITs the clients sent.
+	// Commits is the number of COMMITs the clients sent, and of
+	// statements sent outside a transaction (each commits on its own).
 	Commits int64
 	// Cut is the number of connections cut at a COMMIT.
 	Cut int64
@@ -160,7 +171,8 @@ func (p *Proxy) each(f func(*pipe)) {
 	}
 }
 
-// CutCommit arms a cut: the n-th COMMIT sent from now on (n ≥ 1), on any
+// CutCommit arms a cut: the n-th commit (a COMMIT, or a statement sent
+// outside a transaction) sent from now on (n ≥ 1), on any
 // connection, has its connection cut at where. One cut is armed at a
 // time; n = 0 disarms it.
 func (p *Proxy) CutCommit(n int, where CommitCut) {
@@ -212,6 +224,8 @@ type pipe struct {
 	done           chan struct{} // closed by close
 	answered       atomic.Bool   // the server sent something since the client last did
 	cutting        atomic.Bool   // a COMMIT was forwarded and its answer is to be dropped
+	inTx           atomic.Bool   // the server's last ReadyForQuery said: in a transaction
+	executed       bool          // an Execute since the client's last Sync
 }
 
 func (p *Proxy) serve(client net.Conn) {
@@ -280,7 +294,7 @@ func (c *pipe) fromClient() {
 		if c.answered.Swap(false) {
 			c.p.roundTrips.Add(1)
 		}
-		if isCommit(typ, body) {
+		if c.commits(typ, body) {
 			c.p.commits.Add(1)
 			switch c.p.takeCut() {
 			case BeforeCommit:
@@ -339,6 +353,33 @@ func (p *Proxy) takeCut() CommitCut {
 		return 0
 	}
 	return p.cutAt
+}
+
+// commits says whether a client message commits: a COMMIT, or the end
+// of a statement sent outside a transaction (a Query, or a Sync after an
+// Execute), which commits on its own.
+func (c *pipe) commits(typ byte, body []byte) bool {
+	switch typ {
+	case 'E':
+		c.executed = true
+	case 'S':
+		executed := c.executed
+		c.executed = false
+		if executed && !c.inTx.Load() {
+			return true
+		}
+	case 'Q':
+		if !c.inTx.Load() && !isBegin(body) {
+			return true
+		}
+	}
+	return isCommit(typ, body)
+}
+
+// isBegin says whether a Query starts a transaction.
+func isBegin(q []byte) bool {
+	s := strings.ToUpper(strings.TrimSpace(string(q)))
+	return strings.HasPrefix(s, "BEGIN") || strings.HasPrefix(s, "START")
 }
 
 // isCommit says whether a client message starts a COMMIT (or END).
@@ -460,6 +501,9 @@ func (c *pipe) fromServer() {
 				continue
 			}
 			f.feed(b)
+			if f.status != 0 {
+				c.inTx.Store(f.status != 'I')
+			}
 			out <- chunk{b: b, due: time.Now().Add(time.Duration(c.p.delay.Load()))}
 		}
 		if err != nil {
@@ -470,8 +514,9 @@ func (c *pipe) fromServer() {
 
 // A framer follows the server's message boundaries across chunks.
 type framer struct {
-	hdr  []byte // a partial header
-	skip int    // bytes left of the current message's body
+	hdr    []byte // a partial header
+	skip   int    // bytes left of the current message's body
+	status byte   // the last ReadyForQuery's transaction status
 }
 
 // feed advances over b.
@@ -483,6 +528,9 @@ func (f *framer) readyIn(b []byte) bool { return f.scan(b, true) }
 func (f *framer) scan(b []byte, wantReady bool) bool {
 	for len(b) > 0 {
 		if f.skip > 0 {
+			if f.skip == 1 && f.hdr[0] == 'Z' {
+				f.status = b[0]
+			}
 			k := min(f.skip, len(b))
 			f.skip -= k
 			b = b[k:]

@@ -173,3 +173,19 @@ func TestAStallHoldsEveryByteUntilResumedAndRefuseEndsNewConnections(t *testing.
 	p.Refuse(false)
 	mustExec(t, connect(t, url), "SELECT 1")
 }
+
+func TestAStatementOutsideATransactionCommitsOnItsOwnAndItsAnswerCanBeCut(t *testing.T) {
+	p, direct, url := setup(t)
+	mustExec(t, connect(t, direct), "CREATE TABLE paid (job text)")
+	c := connect(t, url)
+	p.CutCommit(1, pgproxy.AfterCommit)
+	if _, err := c.Exec(context.Background(), "INSERT INTO paid VALUES ($1)", "a"); err == nil {
+		t.Fatal("a statement answered though its connection was cut")
+	}
+	if got := count(t, direct); got != 1 {
+		t.Errorf("%d rows committed, want 1", got)
+	}
+	if s := p.Stats(); s.Commits != 1 || s.Cut != 1 {
+		t.Errorf("stats %+v, want 1 commit and 1 cut", s)
+	}
+}
