@@ -77,7 +77,8 @@ type Ledger interface {
 	Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*Entry, error]
 
 	// Status counts the jobs by the state of their last attempt, in one
-	// grouped query.
+	// grouped query, and says what was taken of the budget, each cap with
+	// the limit of the last share taken of it.
 	Status(ctx context.Context) (Status, error)
 
 	// Close releases what the Ledger holds open.

@@ -325,6 +325,9 @@ func budgetRace(t *testing.T, l batch.Ledger) {
 	wg.Wait()
 	assert.EqualValues(t, 8, claimed.Load(), "2 / 0.25 calls")
 	assert.EqualValues(t, 120-8, spent.Load())
+	st, err := l.Status(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, batch.BudgetStatus{Calls: 8, CallsLimit: 100, Spent: 2, SpendLimit: 2}, st.Budget)
 }
 
 func take(t *testing.T, l batch.Ledger) {

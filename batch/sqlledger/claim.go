@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -95,12 +96,16 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 		if c.max <= 0 || c.amount <= 0 {
 			continue
 		}
-		n, err := l.exec(ctx, tx, "spend", c.amount, c.cap, c.amount, c.max)
+		n, err := l.exec(ctx, tx, "spend", c.amount, c.max, c.cap, c.amount, c.max)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return &answer{fmt.Errorf("%w: the cap of %s (%d) would be passed", batch.ErrBudgetSpent, c.cap, c.max)}
+			what := strconv.FormatInt(c.max, 10) + " calls"
+			if c.cap == "spend" {
+				what = strconv.FormatFloat(float64(c.max)/1e6, 'f', -1, 64) + " in prices"
+			}
+			return &answer{fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, what)}
 		}
 	}
 	return nil

@@ -66,7 +66,8 @@ var queries = map[string]string{
 	"claim": `INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
 	SELECT ?, ?, ?, ?, ?, 'claimed', ?, NOW WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = ? AND NOT GONE)`,
 	"claimJob":  `UPDATE jobs SET attempt = ?, state = 'claimed', lost = 0, id = ?, line = ?, op = ?, stem = ?, fields = ? WHERE job = ?`,
-	"spend":     `UPDATE budget SET spent = spent + ? WHERE cap = ? AND spent + ? <= ?`,
+	"spend":     `UPDATE budget SET spent = spent + ?, lim = ? WHERE cap = ? AND spent + ? <= ?`,
+	"budget":    `SELECT cap, spent, lim FROM budget`,
 	"record":    `UPDATE attempts SET state = ?, lost = ?, urls = ?, text = ?, files = ?, error = ?, requests = ?, request_id = ?, ended = NOW, seconds = ? WHERE job = ? AND n = ?`,
 	"recordJob": `UPDATE jobs SET state = ?, lost = ? WHERE job = ?`,
 	"status":    `SELECT state, lost, count(*) FROM jobs WHERE attempt > 0 GROUP BY state, lost`,
@@ -275,6 +276,26 @@ func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 		return st, fmt.Errorf("sqlledger: %w", err)
 	}
 	if err := l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight); err != nil {
+		return st, fmt.Errorf("sqlledger: %w", err)
+	}
+	brows, err := l.db.QueryContext(ctx, l.q["budget"])
+	if err != nil {
+		return st, fmt.Errorf("sqlledger: %w", err)
+	}
+	defer brows.Close()
+	for brows.Next() {
+		var c string
+		var spent, lim int64
+		if err := brows.Scan(&c, &spent, &lim); err != nil {
+			return st, fmt.Errorf("sqlledger: %w", err)
+		}
+		if c == "calls" {
+			st.Budget.Calls, st.Budget.CallsLimit = spent, lim
+		} else {
+			st.Budget.Spent, st.Budget.SpendLimit = float64(spent)/1e6, float64(lim)/1e6
+		}
+	}
+	if err := brows.Err(); err != nil {
 		return st, fmt.Errorf("sqlledger: %w", err)
 	}
 	return st, nil

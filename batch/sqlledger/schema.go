@@ -62,12 +62,15 @@ var Schema = []string{
 )`,
 	`CREATE INDEX attempts_claimed ON attempts (run) WHERE state = 'claimed'`,
 	// What every run of the ledger took of the budget, in calls and in
-	// millionths of the prices' unit.
+	// millionths of the prices' unit, and the limit the last share taken
+	// was taken under (runs may give different caps: each share is taken
+	// under its own run's).
 	`CREATE TABLE budget (
 	cap   TEXT PRIMARY KEY CHECK (cap IN ('calls', 'spend')),
-	spent BIGINT NOT NULL DEFAULT 0 CHECK (spent >= 0)
+	spent BIGINT NOT NULL DEFAULT 0 CHECK (spent >= 0),
+	lim   BIGINT NOT NULL DEFAULT 0
 )`,
-	`INSERT INTO budget (cap, spent) VALUES ('calls', 0), ('spend', 0)`,
+	`INSERT INTO budget (cap, spent, lim) VALUES ('calls', 0, 0), ('spend', 0, 0)`,
 }
 
 // Create makes the schema in tx, in a database that has none.

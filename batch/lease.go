@@ -4,65 +4,34 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-json-experiment/json"
 )
-
-// runsPrefix holds the heartbeats of the runs under way, beside the jobs.
-const runsPrefix = ledgerPrefix + "runs/"
 
 // DefaultLease is the length of a run's lease when Options.Lease is 0.
 const DefaultLease = 90 * time.Second
 
 // The times of a lease of length L (see the package's doc): the run sends
-// only while its last heartbeat write that completed began less than
-// L - margin ago; it writes one every beat, each with a deadline of its
-// own; others take it for gone once its heartbeat is older than L + skew.
+// only while its last heartbeat that completed began less than
+// L - margin ago; it beats every beat, each with a deadline of its own;
+// an engine that judges by heartbeats takes it for gone once its
+// heartbeat is older than L + L/3 by the database's clock.
 type leaseTimes struct {
 	length   time.Duration // L
 	margin   time.Duration // L/3
 	beat     time.Duration // L/6: a heartbeat is written this often
-	deadline time.Duration // L/9: each heartbeat write gives up after it
-	skew     time.Duration // L/3: what others allow for clocks that disagree
+	deadline time.Duration // L/9: each heartbeat gives up after it
 }
 
 func timesOf(l time.Duration) leaseTimes {
 	if l <= 0 {
 		l = DefaultLease
 	}
-	return leaseTimes{length: l, margin: l / 3, beat: l / 6, deadline: l / 9, skew: l / 3}
+	return leaseTimes{length: l, margin: l / 3, beat: l / 6, deadline: l / 9}
 }
-
-// A heartbeat is the object that says a run goes on (see the package's doc).
-type heartbeat struct {
-	Run    string    `json:"run"`
-	Worker string    `json:"worker,omitempty"`
-	Time   time.Time `json:"time"`
-	// LeaseMS is the run's lease in milliseconds (0: DefaultLease).
-	LeaseMS int64 `json:"leaseMs,omitempty"`
-	// System names the system the run's process runs on, where it can be
-	// named (see thisSystem), and PID is that process: a run on the same
-	// system sees at once that a killed worker is gone, without waiting
-	// for its heartbeat to go stale.
-	System string `json:"system,omitempty"`
-	PID    int    `json:"pid,omitempty"`
-}
-
-// lease is the length of the lease hb states, kept within a second and an
-// hour whatever the object says.
-func (hb *heartbeat) lease() time.Duration {
-	if hb.LeaseMS <= 0 {
-		return DefaultLease
-	}
-	return min(max(time.Duration(hb.LeaseMS)*time.Millisecond, time.Second), time.Hour)
-}
-
-func heartbeatKey(token string) string { return runsPrefix + token + ".json" }
 
 // tokenLen is the length of a run's token: 16 random bytes in hex.
 const tokenLen = 32
@@ -71,13 +40,6 @@ func newRunToken() string {
 	var b [tokenLen / 2]byte
 	_, _ = rand.Read(b[:]) // never fails
 	return hex.EncodeToString(b[:])
-}
-
-// isRunToken reports whether s is a token newRunToken could draw, so that
-// a record read from the Store names no other key.
-func isRunToken(s string) bool {
-	_, err := hex.DecodeString(s)
-	return len(s) == tokenLen && err == nil
 }
 
 // A lease is a run's right to send the jobs it claimed (see the package's
@@ -126,28 +88,27 @@ func (l *lease) lose(why error) {
 	l.once.Do(func() { l.why = why; close(l.lost) })
 }
 
-// doubt says why the lease is in doubt: the last heartbeat write's error,
-// or a write that did not return.
+// doubt says why the lease is in doubt: the last heartbeat's error, or a
+// heartbeat that did not return.
 func (l *lease) doubt() error {
 	ago := (l.since() - time.Duration(l.began.Load())).Round(time.Millisecond)
-	cause := fmt.Errorf("a heartbeat write did not return within %v", l.deadline)
+	cause := fmt.Errorf("a heartbeat did not return within %v", l.deadline)
 	if p := l.last.Load(); p != nil {
 		cause = *p
 	}
-	return fmt.Errorf("%w: its last heartbeat written began %v ago, and another worker takes its claims for those of a worker that is gone once it is %v old: %w",
-		errLeaseInDoubt, ago, l.length+l.skew, cause)
+	return fmt.Errorf("%w: its last heartbeat began %v ago, and the engine may take its claims for those of a worker that is gone once it is %v old: %w",
+		errLeaseInDoubt, ago, l.length+l.length/3, cause)
 }
 
-// beatNow writes the run's heartbeat within deadline, and renews the
-// lease when the write completed.
+// beatNow renews the run's heartbeat within deadline, and the lease when
+// it completed; a run the engine took for gone loses its lease at once.
 func (ru *run) beatNow(ctx context.Context, deadline time.Duration) error {
 	begin := ru.lease.since()
-	b, err := json.Marshal(heartbeat{Run: ru.token, Worker: ru.o.Worker, Time: time.Now().UTC(), LeaseMS: ru.lease.length.Milliseconds(),
-		System: thisSystem(), PID: os.Getpid()})
-	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, deadline)
-		err = ru.store.Put(wctx, heartbeatKey(ru.token), b)
-		cancel()
+	wctx, cancel := context.WithTimeout(ctx, deadline)
+	err := ru.session.Beat(wctx)
+	cancel()
+	if errors.Is(err, ErrLeaseLost) {
+		ru.lease.lose(fmt.Errorf("%w: %w", errLeaseInDoubt, err))
 	}
 	if err != nil {
 		ru.lease.last.Store(&err)
@@ -174,25 +135,24 @@ func (l *lease) renew(begin time.Duration) {
 	}
 }
 
-// keepBeating takes the run's lock on this machine, writes the run's
-// heartbeat now, before any claim, and again every beat until the returned
-// func is called, which removes both: a rerun right after the run ended is
-// not held back by them. A first heartbeat that cannot be written is its
-// error: nothing is claimed. A watchdog of its own, apart from the writes,
-// ends the lease the moment it is no longer proven, and stops the run
-// with onLost. The returned func waits for a heartbeat write under way
-// for one write's deadline at most: a store that ignores it does not hold
-// the run's end.
+// keepBeating begins the run's session, before any claim (the lease runs
+// from its start), and renews its heartbeat every beat until the returned
+// func is called, which ends the session: a session that cannot begin is
+// its error, and nothing is claimed. A watchdog of its own, apart from the
+// heartbeats, ends the lease the moment it is no longer proven, or its
+// session's lock is lost, and stops the run with onLost. The returned func
+// waits for a heartbeat under way for one deadline at most.
 func (ru *run) keepBeating(ctx context.Context, onLost func(error)) (stop func(), err error) {
-	unlock := lockRun(lockFolder(ru.store), ru.token)
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	// The first write may take the margin: nothing is claimed before it
-	// completes, and the lease runs from its start.
-	if err := ru.beatNow(bctx, ru.lease.margin); err != nil {
+	begin := ru.lease.since()
+	sctx, scancel := context.WithTimeout(bctx, ru.lease.margin)
+	ru.session, err = ru.ledger.Begin(sctx, RunInfo{Token: ru.token, Worker: ru.o.Worker, Lease: ru.lease.length})
+	scancel()
+	if err != nil {
 		cancel()
-		unlock()
-		return nil, fmt.Errorf("the run's heartbeat: %w", err)
+		return nil, fmt.Errorf("the run's session: %w", err)
 	}
+	ru.lease.renew(begin)
 	done, beaten := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(beaten)
@@ -208,39 +168,43 @@ func (ru *run) keepBeating(ctx context.Context, onLost func(error)) (stop func()
 		}
 	}()
 	var wg sync.WaitGroup
-	wg.Go(func() { ru.watch(done, onLost) })
+	wg.Go(func() { ru.watch(done, ru.session.Lost(), onLost) })
 	return func() {
 		close(done)
 		wg.Wait()
-		cancel() // a write under way gives up
+		cancel() // a heartbeat under way gives up
 		select {
 		case <-beaten:
 		case <-time.After(ru.lease.deadline):
 		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ru.lease.deadline)
 		defer cancel()
-		_ = ru.store.Delete(dctx, heartbeatKey(ru.token))
-		unlock()
+		_ = ru.session.End(dctx)
 	}, nil
 }
 
 // watch is the lease's watchdog: it wakes when the lease would end, and
 // ends it unless a heartbeat written meanwhile renewed it, until done.
-func (ru *run) watch(done <-chan struct{}, onLost func(error)) {
+func (ru *run) watch(done, lockLost <-chan struct{}, onLost func(error)) {
 	l := ru.lease
 	t := time.NewTimer(l.left())
 	defer t.Stop()
 	for {
+		var err error
 		select {
 		case <-done:
 			return
+		case <-l.lost:
+			err = l.why
+		case <-lockLost:
+			err = fmt.Errorf("%w: the session's lock was lost (its connection to the ledger ended)", errLeaseInDoubt)
 		case <-t.C:
+			if left := l.left(); left > 0 {
+				t.Reset(left)
+				continue
+			}
+			err = l.doubt()
 		}
-		if left := l.left(); left > 0 {
-			t.Reset(left)
-			continue
-		}
-		err := l.doubt()
 		l.lose(err)
 		onLost(err)
 		return

@@ -1,0 +1,12 @@
+package ledgertest_test
+
+import (
+	"testing"
+
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/ledgertest"
+)
+
+func TestMemory(t *testing.T) {
+	ledgertest.Run(t, func(*testing.T) batch.Ledger { return ledgertest.NewMemory() })
+}
