@@ -1,12 +1,14 @@
 package batch
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 
@@ -15,8 +17,12 @@ import (
 
 // A Folder is a Store in a local folder: every file is written through the
 // folder's gate (no name leaves it, no symbolic link or FIFO at a name is
-// followed), under a temporary name, flushed, then renamed to its key and
-// the folder flushed. Names starting with a dot are the folder's own.
+// followed), under a temporary name, flushed, then given its key and the
+// folder flushed. A file already at the key that holds other bytes (an
+// answer paid for by a run whose record was lost, or a person's file) is
+// never written over, but for index.html: it is moved aside to
+// <name>.earlier-<n><ext> and kept. Names starting with a dot are the
+// folder's own.
 type Folder struct{ dir *outdir.Dir }
 
 // OpenFolder opens the folder at p as a Store, making it when needed.
@@ -53,7 +59,7 @@ func (f *Folder) NewWriter(ctx context.Context, key string, _ map[string]string)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	return &folderWriter{ctx: ctx, key: key, t: t}, nil
+	return &folderWriter{ctx: ctx, dir: f.dir, key: key, t: t}, nil
 }
 
 // Exists reports whether key holds a regular file.
@@ -74,6 +80,7 @@ func (f *Folder) Close() error { return f.dir.Close() }
 // A folderWriter is a temporary file that becomes key when closed whole.
 type folderWriter struct {
 	ctx    context.Context
+	dir    *outdir.Dir
 	key    string
 	t      *outdir.Temp
 	err    error
@@ -105,10 +112,64 @@ func (w *folderWriter) Close() error {
 	}
 	err := w.t.Flush()
 	if err == nil {
-		err = w.t.Rename(w.key)
+		err = w.place()
 	}
 	if err != nil {
 		return fmt.Errorf("batch: %s: %w", w.key, err)
 	}
 	return nil
+}
+
+// place gives the flushed file its key: a file there with the same bytes
+// is replaced, one with other bytes moved aside and kept; the page every
+// run writes again, index.html, is replaced.
+func (w *folderWriter) place() error {
+	if w.key == IndexFile {
+		return w.t.Rename(w.key)
+	}
+	for range 10 {
+		err := w.t.Link(w.key)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if same, err := w.same(); err != nil || same {
+			if err != nil {
+				return err
+			}
+			return w.t.Rename(w.key)
+		}
+		if _, err := w.dir.MoveAside(w.key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s keeps being taken while the answer is put there", w.dir.Join(w.key))
+}
+
+// same reports whether the file at the key holds the temporary file's
+// bytes.
+func (w *folderWriter) same() (bool, error) {
+	a, err := w.dir.OpenFile(w.key, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer a.Close()
+	b, err := w.dir.Root().Open(w.t.Name())
+	if err != nil {
+		return false, err
+	}
+	defer b.Close()
+	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
+	for {
+		x, errA := ra.ReadByte()
+		y, errB := rb.ReadByte()
+		switch {
+		case errA == io.EOF && errB == io.EOF:
+			return true, nil
+		case errA != nil || errB != nil || x != y:
+			return false, nil
+		}
+	}
 }

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/creativegen/creative-go v0.0.0
-	github.com/creativegen/creative-go/batch/sqlitestore v0.0.0
+	github.com/creativegen/creative-go/batch/sqliteledger v0.0.0
 	github.com/segmentio/asm v1.2.1
 	golang.org/x/sys v0.49.0
 )
@@ -29,4 +29,4 @@ require (
 
 replace github.com/creativegen/creative-go => ../
 
-replace github.com/creativegen/creative-go/batch/sqlitestore => ../batch/sqlitestore
+replace github.com/creativegen/creative-go/batch/sqliteledger => ../batch/sqliteledger

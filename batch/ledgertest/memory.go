@@ -254,6 +254,9 @@ func (f *Files) NewWriter(ctx context.Context, key string, _ map[string]string) 
 
 // Exists reports whether key was written.
 func (f *Files) Exists(_ context.Context, key string) (bool, error) {
+	if err := batch.CheckKey(key); err != nil {
+		return false, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, ok := f.m[key]

@@ -98,13 +98,14 @@ type oldRecord struct {
 // in the order of their keys, so that memory holds one job at a time.
 func fromObjects(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, `DROP VIEW IF EXISTS jobs; DROP VIEW IF EXISTS records; DROP VIEW IF EXISTS runs;
-		ALTER TABLE objects RENAME TO objects_old`); err != nil {
+		DROP TRIGGER IF EXISTS record_inserted; DROP TRIGGER IF EXISTS record_deleted; DROP TRIGGER IF EXISTS record_replaced;
+		DROP INDEX IF EXISTS jobs_by_state; ALTER TABLE objects RENAME TO objects_old`); err != nil {
 		return err
 	}
 	if err := sqlledger.Create(ctx, tx); err != nil {
 		return err
 	}
-	m := &mover{tx: tx, spent: map[string]int64{}, runs: map[string]bool{}}
+	m := &mover{tx: tx, spent: map[string]int64{}, lim: map[string]int64{}, runs: map[string]bool{}}
 	type row struct {
 		key  string
 		data []byte
@@ -146,7 +147,8 @@ type mover struct {
 	tx       *sql.Tx
 	attempts []oldRecord // of the job being read: its attempts' last stages
 	ranks    []int
-	spent    map[string]int64
+	spent    map[string]int64 // the end of each cap's chain of shares
+	lim      map[string]int64 // the limit of its last share
 	runs     map[string]bool
 	pending  [][]any // rows to insert, a job's at a time
 }
@@ -157,10 +159,13 @@ const noRun = "00000000000000000000000000000000"
 func (m *mover) add(key string, data []byte) {
 	rest := strings.TrimPrefix(key, "ledger/")
 	if cap, pos, ok := strings.Cut(strings.TrimPrefix(rest, "budget/"), "/"); ok && strings.HasPrefix(rest, "budget/") {
-		var sh struct{ Size int64 }
+		var sh struct {
+			Size  int64 `json:"size"`
+			Limit int64 `json:"limit"`
+		}
 		p, err := strconv.ParseInt(strings.TrimSuffix(pos, ".json"), 10, 64)
-		if err == nil && json.Unmarshal(data, &sh) == nil {
-			m.spent[cap] = max(m.spent[cap], p+sh.Size)
+		if err == nil && json.Unmarshal(data, &sh) == nil && p+sh.Size > m.spent[cap] {
+			m.spent[cap], m.lim[cap] = p+sh.Size, sh.Limit
 		}
 		return
 	}
@@ -253,7 +258,7 @@ func (m *mover) finish(ctx context.Context) error {
 		}
 	}
 	for cap, n := range m.spent {
-		if _, err := m.tx.ExecContext(ctx, `UPDATE budget SET spent = ? WHERE cap = ?`, n, cap); err != nil {
+		if _, err := m.tx.ExecContext(ctx, `UPDATE budget SET spent = ?, lim = ? WHERE cap = ?`, n, m.lim[cap], cap); err != nil {
 			return err
 		}
 	}

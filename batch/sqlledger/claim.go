@@ -77,11 +77,15 @@ func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, e *batch.Entry) (*batc
 		return nil, err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, l.q["lockJob"], e.Job).Scan(&n); err != nil || n == 0 {
+	if err := l.row(ctx, tx, "lockJob", []any{e.Job}, &n); err != nil || n == 0 {
+		return nil, err
+	}
+	st, err := l.stmt(ctx, tx, "lastOne")
+	if err != nil {
 		return nil, err
 	}
 	var last batch.Last
-	if err := scanEntry(tx.QueryRowContext(ctx, l.q["lastOne"], e.Job), &last); err != nil {
+	if err := scanEntry(st.QueryRowContext(ctx, e.Job), &last); err != nil {
 		return nil, err
 	}
 	return &last, nil
@@ -127,12 +131,12 @@ func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
 func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, l.q["lockJob"], a.Job).Scan(&n); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		if err := l.row(ctx, tx, "lockJob", []any{a.Job}, &n); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		var run, state, errText string
 		var lost, gone int
-		err := tx.QueryRowContext(ctx, l.q["ownAttempt"], a.Attempt, a.Job).Scan(&run, &state, &lost, &errText, &n, &gone)
+		err := l.row(ctx, tx, "ownAttempt", []any{a.Attempt, a.Job}, &run, &state, &lost, &errText, &n, &gone)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || err == nil && run != a.Run:
 			return &answer{batch.ErrFenced}

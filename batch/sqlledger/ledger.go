@@ -18,10 +18,12 @@ import (
 // A Ledger is a batch.Ledger over a database. It is safe for concurrent
 // use.
 type Ledger struct {
-	db *sql.DB
-	d  Dialect
-	wm sync.Mutex // held by each write transaction, with Dialect.OneWriter
-	q  map[string]string
+	db    *sql.DB
+	d     Dialect
+	q     map[string]string
+	sm    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared once, by key of q
+	groupState
 }
 
 var _ batch.Ledger = (*Ledger)(nil)
@@ -29,7 +31,8 @@ var _ batch.Ledger = (*Ledger)(nil)
 // New returns the Ledger of db, whose schema is Schema, for the engine d
 // describes. Close closes db.
 func New(db *sql.DB, d Dialect) *Ledger {
-	l := &Ledger{db: db, d: d, q: map[string]string{}}
+	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{},
+		groupState: groupState{ops: make(chan *op), closed: make(chan struct{})}}
 	for k, q := range queries {
 		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
 	}
@@ -40,8 +43,16 @@ func New(db *sql.DB, d Dialect) *Ledger {
 // DB returns the database, for drivers and tests.
 func (l *Ledger) DB() *sql.DB { return l.db }
 
-// Close closes the database.
-func (l *Ledger) Close() error { return l.db.Close() }
+// Close stops the group writer and closes the database.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	l.sm.Lock()
+	for _, st := range l.stmts {
+		_ = st.Close()
+	}
+	l.sm.Unlock()
+	return l.db.Close()
+}
 
 // entryCols are the columns of a job's last attempt, as scan reads them;
 // the statements that read them join jobs j, attempts a and runs r.
@@ -54,6 +65,7 @@ const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.atte
 // queries are the statements, with ? for placeholders, NOW for the
 // database's clock and GONE for the condition that a run r is gone.
 var queries = map[string]string{
+	"hasRun":     `SELECT count(*) FROM runs WHERE token = ?`,
 	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
 	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
 	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
@@ -116,8 +128,7 @@ func (a *answer) Unwrap() error { return a.err }
 
 func (l *Ledger) try(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if l.d.OneWriter {
-		l.wm.Lock()
-		defer l.wm.Unlock()
+		return l.group(fn)
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -130,15 +141,6 @@ func (l *Ledger) try(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// exec runs statement k in tx and returns the rows it changed.
-func (l *Ledger) exec(ctx context.Context, tx *sql.Tx, k string, args ...any) (int64, error) {
-	res, err := tx.ExecContext(ctx, l.q[k], args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
 // Begin records the run, takes its lock, and marks gone the runs whose
 // locks are free.
 func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, error) {
@@ -148,7 +150,7 @@ func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, e
 	}
 	err = l.write(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE token = `+l.d.bind("?"), run.Token).Scan(&n); err != nil || n > 0 {
+		if err := l.row(ctx, tx, "hasRun", []any{run.Token}, &n); err != nil || n > 0 {
 			return err // a retry whose first try landed
 		}
 		_, err := l.exec(ctx, tx, "begin", run.Token, run.Worker, max(run.Lease.Milliseconds(), 1))

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/aws/smithy-go v1.28.1
 	github.com/creativegen/creative-go v0.0.0
-	github.com/creativegen/creative-go/batch/sqlitestore v0.0.0
+	github.com/creativegen/creative-go/batch/sqliteledger v0.0.0
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/mattn/go-isatty v0.0.24
 	github.com/spf13/cobra v1.10.2
@@ -116,4 +116,4 @@ require (
 
 replace github.com/creativegen/creative-go => ../..
 
-replace github.com/creativegen/creative-go/batch/sqlitestore => ../../batch/sqlitestore
+replace github.com/creativegen/creative-go/batch/sqliteledger => ../../batch/sqliteledger

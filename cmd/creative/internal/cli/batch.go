@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,7 @@ type batchFlags struct {
 	maxSpend      float64
 	prices        []string // OP=PRICE
 	pricesFile    string
+	ledger        string // --ledger, or $CREATIVE_LEDGER
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
@@ -135,6 +137,7 @@ Exit status
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.out, "out", ".", "folder of the outputs, the ledger and results.jsonl")
+	fs.StringVar(&f.ledger, "ledger", "", "the ledger: a postgres:// URL shared by workers on several machines, or a local folder for ledger.db (default: --out, or $"+envLedger+")")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "jobs run at once")
 	fs.Float64Var(&f.rate, "rate", 0, "most requests sent per second over all jobs, retries and downloads included (0: no limit)")
 	fs.StringVar(&f.shard, "shard", "", "run only the jobs whose line number modulo N is I, given as I/N")
@@ -263,7 +266,8 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		defer closeJobs.Close()
 		o.FS, jobs = fsys, batch.JSONL(func() (io.ReadCloser, error) { return fsys.Open(name) })
 	}
-	checker, err := batch.New(c, nil, o)
+	f.ledger = cmp.Or(f.ledger, a.getenv(envLedger))
+	checker, err := batch.New(c, nil, nil, o)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -274,15 +278,15 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.dryRun {
 		return a.dryRunReport(ctx, checked, f, o)
 	}
-	if err := checkEarlier(a.con, f.out, f.startOver); err != nil {
+	if err := checkEarlier(a.con, f.out, f.ledger, f.startOver); err != nil {
 		return err
 	}
-	store, err := a.buckets.openStore(ctx, f.out)
+	p, err := a.buckets.openPlace(ctx, f.out, f.ledger)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	return a.runChecked(ctx, c, store, checked, f, o)
+	defer p.Close()
+	return a.runChecked(ctx, c, p, checked, f, o)
 }
 
 // checkFailed reports the bad lines of a jobs file.
@@ -318,19 +322,19 @@ func plural(n int, what string) string {
 // dryRunReport prints, per operation, the calls a run would make, then
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
-	if err := checkEarlier(io.Discard, f.out, false); err != nil && !f.startOver {
+	if err := checkEarlier(io.Discard, f.out, f.ledger, false); err != nil && !f.startOver {
 		return err
 	}
-	var store batch.Store
-	if hasLedger(f.out) {
-		d, err := a.buckets.openStore(ctx, f.out)
+	var ledger batch.Ledger
+	if hasLedger(f.out, f.ledger) {
+		p, err := a.buckets.openPlace(ctx, f.out, f.ledger)
 		if err != nil {
 			return err
 		}
-		defer d.Close()
-		store = d
+		defer p.Close()
+		ledger = p.ledger
 	}
-	r, err := batch.New(nil, store, o)
+	r, err := batch.New(nil, ledger, nil, o)
 	if err != nil {
 		return err
 	}
@@ -380,8 +384,8 @@ func batchHTTPClient(concurrency int) *http.Client {
 
 // runChecked runs the checked jobs, logging each as it ends, and prints
 // the summary.
-func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.Store, checked *batch.Checked, f *batchFlags, o batch.Options) error {
-	log, err := openLog(ctx, store, f.out)
+func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, checked *batch.Checked, f *batchFlags, o batch.Options) error {
+	log, err := openLog(ctx, p, f.out)
 	if err != nil {
 		return err
 	}
@@ -404,7 +408,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 		}
 	}
 	o.IndexEvery = 5 * time.Second
-	r, err := batch.New(c, store, o)
+	r, err := batch.New(c, p.ledger, p.out, o)
 	if err != nil {
 		return err
 	}
@@ -535,7 +539,7 @@ func summaryText(s batch.Summary) string {
 
 // batchStatusCommand reports the ledger of an --out folder.
 func (a *app) batchStatusCommand() *cobra.Command {
-	var out string
+	var out, ledger string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status --out DIR",
@@ -564,27 +568,29 @@ github.com/creativegen/creative-go/batch/sqlitestore.`,
 		Args:        noArgs,
 		Annotations: map[string]string{takesBuckets: "out"},
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
-			if !hasLedger(out) {
+			ledger = cmp.Or(ledger, a.getenv(envLedger))
+			if !hasLedger(out, ledger) {
 				return usagef("batch status: %s holds no ledger", out)
 			}
-			store, err := a.buckets.openStore(cmd.Context(), out)
+			p, err := a.buckets.openPlace(cmd.Context(), out, ledger)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer p.Close()
 			if asJSON {
-				return a.printStatusJSON(cmd.Context(), store)
+				return a.printStatusJSON(cmd.Context(), p.ledger)
 			}
-			return a.printStatus(cmd.Context(), store)
+			return a.printStatus(cmd.Context(), p.ledger)
 		}),
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "folder (or bucket URL) of the batch")
+	cmd.Flags().StringVar(&ledger, "ledger", "", "the ledger, when not ledger.db in --out: a postgres:// URL or a local folder (default $"+envLedger+")")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts and every job to review as one JSON object")
 	_ = cmd.MarkFlagDirname("out")
 	return cmd
 }
 
-func (a *app) printStatus(ctx context.Context, store batch.Store) error {
+func (a *app) printStatus(ctx context.Context, store batch.Ledger) error {
 	var unknown []batch.Record
 	const maxListed = 100
 	n := 0
@@ -651,7 +657,7 @@ type reviewJob struct {
 
 // printStatusJSON prints the status as one JSON object, the jobs to review
 // written as they are read: however many there are, none is held.
-func (a *app) printStatusJSON(ctx context.Context, store batch.Store) error {
+func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 	w := bufio.NewWriter(a.stdout)
 	_, _ = io.WriteString(w, `{"review":[`)
 	n := 0

@@ -42,7 +42,10 @@ func TestFleetBudgetIsNeverExceeded(t *testing.T) {
 
 	jobsURL, out := putSpeechJobs(t, srv, "budget", jobs)
 
-	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey}, srv.Env()...)
+	// The workers share a bucket for their outputs, and a ledger on this
+	// machine.
+	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey,
+		"CREATIVE_LEDGER=" + t.TempDir()}, srv.Env()...)
 	start := func(name string) (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(bin, "batch", jobsURL, "--out", out, "--concurrency", strconv.Itoa(concurrency), "--max-calls", strconv.Itoa(budget))
 		cmd.Env = append(baseEnv, "CREATIVE_BASE_URL="+calls.front(t, name))
