@@ -215,8 +215,8 @@ func TestOpenRefusesWhatIsNoLedgerAndKeepsPasswordsOutOfErrors(t *testing.T) {
 	_, err := Open(t.Context(), "mysql://u:secret@host/db")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "secret")
-	_, err = Open(t.Context(), "postgres://u:secret@127.0.0.1:1/db?sslmode=disable&connect_timeout=5")
-	require.Error(t, err)
+	_, err = Open(t.Context(), "postgres://u:secret@"+pgtest.Shared(t).Addr()+"/db?sslmode=disable&connect_timeout=5")
+	require.Error(t, err, "no such user")
 	assert.NotContains(t, err.Error(), "secret")
 
 	url := pgtest.Database(t)
@@ -249,4 +249,19 @@ func TestWorkersOpeningANewDatabaseAtOnceMakeOneSchema(t *testing.T) {
 	for range 4 {
 		require.NoError(t, <-errs)
 	}
+}
+
+func TestOpenWaitsForAServerThatIsRestarting(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.Database(t)
+	srv.Stop()
+	restarted := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		restarted <- srv.Restart()
+	}()
+	l, err := Open(t.Context(), url)
+	require.NoError(t, <-restarted)
+	require.NoError(t, err, "Open gives up on a server that is down for a second")
+	_ = l.Close()
 }

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/creativegen/creative-go/batch/sqlledger"
@@ -58,12 +60,35 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	if err := migrate(ctx, db); err != nil {
+	if err := retryStart(ctx, func() error { return migrate(ctx, db) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("pgledger: %s: %w", redact(dsn), err)
 	}
 	d := dialect(cfg)
 	return newLedger(sqlledger.New(db, d), d), nil
+}
+
+// startWait bounds how long Open waits for a server that is starting or
+// stopping (a restart), or not yet listening.
+const startWait = 10 * time.Second
+
+// retryStart runs fn until it succeeds, fails for another reason than a
+// server in a restart, or startWait passed.
+func retryStart(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(startWait)
+	for {
+		err := fn()
+		var pgErr *pgconn.PgError
+		restarting := errors.As(err, &pgErr) && pgErr.Code == "57P03" || errors.Is(err, syscall.ECONNREFUSED)
+		if !restarting || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // configure sets what every connection of the ledger needs.

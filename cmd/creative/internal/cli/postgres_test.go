@@ -50,7 +50,7 @@ func TestALedgerURLThatCannotBeOpenedIsAUsageErrorWithoutItsPassword(t *testing.
 	jobs := filepath.Join(dir, "jobs.jsonl")
 	require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"image/text-to-image","prompt":"fox"}`), 0o644))
 	code, _, stderr := runCLI(t, env, "batch", jobs, "--out", filepath.Join(dir, "out"),
-		"--ledger", "postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable&connect_timeout=5")
+		"--ledger", "postgres://u:hunter2@"+pgtest.Start(t).Addr()+"/db?sslmode=disable&connect_timeout=5")
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "--ledger")
 	assert.NotContains(t, stderr, "hunter2")
