@@ -1,7 +1,9 @@
 // Package faults holds the randomized fault harness of batch: two or three
 // worker processes (the test binary run again as a worker) share one
 // ledger in a database engine (an engine is the harness's parameter:
-// SQLite here) and one folder of outputs, against the fake service, while
+// SQLite, and PostgreSQL behind a proxy in postgres_test.go, whose
+// faults drop, reset and stall the workers' connections, cut one before
+// or after its commit, and restart the server) and one folder of outputs, against the fake service, while
 // faults drawn from a seed strike the ledger (a write that fails, lands
 // and loses its answer, is slow or hangs past the lease; a heartbeat that
 // fails or hangs; a process killed once its claim took a share of the

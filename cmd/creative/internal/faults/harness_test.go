@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/sqlledger"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
@@ -136,23 +135,24 @@ func (ty *tally) add(m map[string]int, k string, n int) {
 
 // A schedule is one draw of faults over one ledger.
 type schedule struct {
-	t      *testing.T
-	seed   uint64
-	rng    *rand.Rand
-	engine engine
-	out    string   // the outputs' folder
-	ledger string   // the workers' --ledger
-	env    []string // for the workers
-	jobs   string
-	ops    map[string]string // each job's operation, by its prompt
-	cap    fleetCap          // the workers' budget (budget_test.go)
-	status statusBudget      // batch status --json's budget once the capped workers ended
-	fake   *creativetest.Server
-	front  *front
-	url    string
-	ty     *tally
-	procs  []*proc
-	errors []string
+	t            *testing.T
+	seed         uint64
+	rng          *rand.Rand
+	engine       engine
+	out          string                              // the outputs' folder
+	ledger       string                              // the workers' --ledger
+	env          []string                            // for the workers
+	engineStrike func(fault string, d time.Duration) // deals a fault of the engine's (engine.netFaults)
+	jobs         string
+	ops          map[string]string // each job's operation, by its prompt
+	cap          fleetCap          // the workers' budget (budget_test.go)
+	status       statusBudget      // batch status --json's budget once the capped workers ended
+	fake         *creativetest.Server
+	front        *front
+	url          string
+	ty           *tally
+	procs        []*proc
+	errors       []string
 }
 
 func (s *schedule) fail(format string, args ...any) {
@@ -386,6 +386,7 @@ func (s *schedule) run() {
 			}
 		})
 	}
+	s.engineFaults(&ends)
 	ends.Wait()
 	s.status = s.budgetStatus()
 	s.countServiceFaults()
@@ -414,6 +415,38 @@ func (s *schedule) run() {
 		}
 	}
 	s.check(nJobs)
+}
+
+// engineFaults draws the faults of the engine's network and server (none
+// for an engine without them) and deals them while the workers run.
+func (s *schedule) engineFaults(ends *sync.WaitGroup) {
+	if len(s.engine.netFaults) == 0 {
+		return
+	}
+	type netBlow struct {
+		fault string
+		at, d time.Duration
+	}
+	var blows []netBlow
+	for range s.rng.IntN(4) {
+		blows = append(blows, netBlow{s.engine.netFaults[s.rng.IntN(len(s.engine.netFaults))],
+			100*time.Millisecond + time.Duration(s.rng.Int64N(int64(2*time.Second))), time.Duration(s.rng.Int64N(int64(3 * lease / 2)))})
+	}
+	slices.SortFunc(blows, func(a, b netBlow) int { return int(a.at - b.at) })
+	start := time.Now()
+	ends.Go(func() {
+		for _, b := range blows {
+			time.Sleep(b.at - time.Since(start))
+			s.engineStrike(b.fault, b.d)
+			s.ty.add(s.ty.ledger, b.fault, 1)
+			for _, p := range s.procs {
+				p.mu.Lock()
+				p.lastHit = time.Now()
+				p.mu.Unlock()
+			}
+		}
+		s.engineStrike("", 0) // the faults end: none stays armed
+	})
 }
 
 // gone reports whether the worker named w was really gone at at: killed,
@@ -548,7 +581,7 @@ func (s *schedule) check(nJobs int) {
 
 // attempts reads every attempt of every job from the ledger's tables, as
 // records.
-func attempts(t *testing.T, l *sqlledger.Ledger) []batch.Record {
+func attempts(t *testing.T, l engineLedger) []batch.Record {
 	rows, err := l.DB().Query(`SELECT a.job, a.n, a.state, a.lost, a.worker, a.requests, coalesce(a.error, ''), coalesce(a.files, '[]'),
 		coalesce(a.ended, a.claimed), j.fields FROM attempts a JOIN jobs j ON j.job = a.job ORDER BY a.job, a.n`)
 	if err != nil {
@@ -640,7 +673,7 @@ func runSchedule(t *testing.T, e engine, seed uint64, ty *tally) {
 	s := &schedule{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), engine: e, jobs: filepath.Join(dir, "jobs.jsonl"), fake: fake, front: &front{}, ty: ty}
 	s.url = s.front.start(t, fake.URL)
 	s.out = filepath.Join(dir, "out")
-	s.ledger, s.env = e.ledger(t, dir)
+	s.ledger, s.env, s.engineStrike = e.ledger(t, dir)
 	s.run()
 	ty.mu.Lock()
 	ty.schedules++

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +20,6 @@ import (
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/batch/sqliteledger"
-	"github.com/creativegen/creative-go/batch/sqlledger"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 	"github.com/creativegen/creative-go/cmd/creative/internal/cli"
 )
@@ -32,23 +32,35 @@ const workerEnv = "FAULTS_WORKER"
 type engine struct {
 	name string
 	// ledger makes the ledger of a schedule whose files are in dir, and
-	// returns its --ledger and what the workers' environment needs.
-	ledger func(t *testing.T, dir string) (ledger string, env []string)
+	// returns its --ledger, what the workers' environment needs, and, for
+	// an engine with faults of its own (netFaults), what deals one.
+	ledger func(t *testing.T, dir string) (ledger string, env []string, strike func(fault string, d time.Duration))
+	// netFaults are the faults of the engine's network and server, by
+	// name, that a schedule draws besides the workers' own.
+	netFaults []string
 	// open opens the ledger named ledger, in a worker or for the checks.
-	open func(ctx context.Context, ledger string) (*sqlledger.Ledger, error)
+	open func(ctx context.Context, ledger string) (engineLedger, error)
 	// exact says that a live process is never taken for gone, however
 	// long it is stopped (one machine, flock); otherwise a process stopped
 	// past its lease may be.
 	exact bool
 }
 
+// An engineLedger is a Ledger whose tables the checks read.
+type engineLedger interface {
+	batch.Ledger
+	DB() *sql.DB
+}
+
 // engines are the engines the harness runs over, by name.
 var engines = map[string]engine{
 	"sqlite": {
-		name:   "sqlite",
-		ledger: func(_ *testing.T, dir string) (string, []string) { return filepath.Join(dir, "out"), nil },
-		open:   func(_ context.Context, ledger string) (*sqlledger.Ledger, error) { return sqliteledger.Open(ledger) },
-		exact:  true,
+		name: "sqlite",
+		ledger: func(_ *testing.T, dir string) (string, []string, func(string, time.Duration)) {
+			return filepath.Join(dir, "out"), nil, nil
+		},
+		open:  func(_ context.Context, ledger string) (engineLedger, error) { return sqliteledger.Open(ledger) },
+		exact: true,
 	},
 }
 
@@ -102,8 +114,10 @@ func work(raw string) int {
 	ctx := context.Background()
 	inner, err := engines[cfg.Engine].open(ctx, cfg.Ledger)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		// A ledger that cannot be opened (its server cut off or
+		// restarting) stops the run before it sends anything.
+		_ = json.NewEncoder(os.Stdout).Encode(report{Name: cfg.Name, Err: err.Error(), Ledger: true, RunEnded: time.Now()})
+		return 0
 	}
 	defer inner.Close()
 	out, err := batch.OpenFolder(cfg.Out)
