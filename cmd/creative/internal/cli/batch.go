@@ -78,7 +78,9 @@ Paying once
   --out/ledger.db, before its request is sent, so runs sharing --out (at
   once or in turn, on this machine) pay for each job once, and its answer
   is recorded there before anything is downloaded. A folder on a network
-  file system is refused: workers on several machines share a bucket URL.
+  file system is refused: workers on several machines share a PostgreSQL
+  ledger, --ledger postgres://... (or $CREATIVE_LEDGER), and a bucket URL
+  --out holds the outputs only.
 
 Outputs
   Files go under --out, named by the id (or the zero-padded line number)
@@ -97,9 +99,10 @@ Running again
   are gone (free); never pays again for an answered job, nor sends a job
   whose outcome is unknown, unless asked: --resend-unknown sends again the
   unknown ones and those claimed by a worker that is gone (this may pay
-  twice), not those in flight on a worker still running (its heartbeat is
-  under 90s old: the jobs of a killed worker are sent once its heartbeat
-  is older, or at once from its machine); --repay-expired pays again for
+  twice), not those in flight on a worker still running (on this machine
+  the jobs of a killed worker are sent at once; with PostgreSQL once its
+  session's lock is gone and its heartbeat is 120s old by the database's
+  clock); --repay-expired pays again for
   answered jobs whose links have expired.
 
 Rate, shards and Ctrl-C
@@ -555,8 +558,7 @@ func (a *app) batchStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status --out DIR",
 		Short: "Count the jobs of a batch's ledger by state and list the unknown ones",
-		Long: `Read the ledger under --out from a listing of it (a bucket answers a
-thousand keys a request) and print how many jobs are in each state, for
+		Long: `Read the ledger of --out (or --ledger) and print how many jobs are in each state, for
 every run and worker that shared the folder, and what was taken of the
 budget (--max-calls, --max-spend); then list the jobs whose outcome is unknown (sent, with no answer recorded,
 by a worker that is gone: they may have been paid for, and are sent
@@ -574,8 +576,7 @@ sqlite3 shell reads too:
 
   sqlite3 DIR/ledger.db "SELECT state, count(*) FROM jobs GROUP BY state"
 
-Its tables and views, and more queries, are in the README of package
-github.com/creativegen/creative-go/batch/sqlitestore.`,
+Its tables, and more queries, are in docs/fleet.md.`,
 		Args:        noArgs,
 		Annotations: map[string]string{takesBuckets: "out"},
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
