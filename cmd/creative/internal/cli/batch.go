@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -105,20 +104,40 @@ Running again
   clock); --repay-expired pays again for
   answered jobs whose links have expired.
 
-Rate, shards and Ctrl-C
+Rate, shards, Ctrl-C and SIGTERM
   --rate bounds the requests sent per second over all workers, retries and
   downloads included; a 429 or 503 answer with Retry-After pauses every
   worker for the time it asks. --shard I/N runs only the jobs whose line
-  number modulo N is I. The first Ctrl-C stops starting jobs (also those
-  waiting for --rate or a pause) and lets the calls in flight finish and
-  be recorded; a second one cancels them (they are then recorded unknown).
+  number modulo N is I. The first Ctrl-C or SIGTERM stops starting jobs at
+  once (also those waiting for --rate or a pause) and gives the calls and
+  downloads in flight --grace (default 10s) to finish and be recorded;
+  then they are abandoned: a call cut off is recorded unknown (maybe paid:
+  creative batch status lists it, --resend-unknown sends it again), an
+  answered job whose download was cut off stays answered (a rerun fetches
+  it without paying), and the summary says what was left. A second signal
+  ends the process at once (exit status 131): its calls in flight stay
+  claimed in the ledger, maybe paid. While the jobs file is read (from
+  "-", standard input, say), a signal ends the process at once.
+
+The jobs file
+  Read through a gate: a FIFO, a device or a socket is refused at once
+  (exit status 2), never waited on; "-" reads the jobs from standard
+  input, once, as a stream.
+
+Answers the check refuses
+  An answer that is not what its operation promises (a format the check
+  does not know, another kind, a file cut short) was paid for all the
+  same: it is kept whole as <name>.rejected.<ext> beside the outputs, the
+  job stays answered and its error names the file; batch status lists
+  such files, and a rerun checks them again without paying.
 
 Exit status
   0 when every job is done, 1 when some are not (see the summary), 2 on a
   usage error, a bad line, or an --out folder or ledger that cannot be
-  used (nothing was sent), 130 when interrupted. A key the service
-  refuses (401, 403) stops the run at its first answer, with exit status
-  1: nothing more is sent.`,
+  used (nothing was sent), 130 when interrupted (after the grace), 131
+  when a second signal ended it at once. A key the service refuses (401,
+  403) stops the run at its first answer, with exit status 1: nothing
+  more is sent.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
@@ -205,7 +224,7 @@ func (f *batchFlags) budget() (batch.Budget, error) {
 		lines = append(lines, priced{l, "--price " + strings.TrimSpace(l)})
 	}
 	if f.pricesFile != "" {
-		data, err := os.ReadFile(f.pricesFile)
+		data, err := readInput(f.pricesFile, 1<<20)
 		if err != nil {
 			return b, usagef("--prices: %v", err)
 		}
@@ -269,7 +288,11 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
 		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
-	jobs := batch.File(path)
+	jobs, doneJobs, err := a.openJobs(path)
+	if err != nil {
+		return err
+	}
+	defer doneJobs()
 	if isURL(path) {
 		// The jobs file and the files its lines name, from a bucket or
 		// through a file:// URL.
@@ -409,12 +432,14 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	bar := d.counter(int64(checked.InShard()), func() string {
 		return fmt.Sprintf("batch %d/%d", ended.Load(), checked.InShard())
 	})
+	w := &batchWatch{}
 	o.OnEvent = func(e batch.Event) {
 		if e.Type == batch.JobStarted {
 			return
 		}
 		if e.Type == batch.JobEnded {
 			log.write(&e.Record)
+			w.ended(&e.Record)
 		}
 		ended.Add(1)
 		if bar != nil {
@@ -422,34 +447,109 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 		}
 	}
 	o.IndexEvery = 5 * time.Second
+	if a.g.timeout > 0 {
+		// Downloads too are bounded by --timeout, as a single command's.
+		o.CallOptions = append(o.CallOptions, creative.WithTimeout(a.g.timeout))
+	}
 	r, err := batch.New(c, p.ledger, p.out, o)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	interrupted, stopWatching := a.watchBatchSignals(r, cancel)
+	a.sending.Store(true)
+	stopWatching := a.watchBatchSignals(r, cancel, w)
 	start := time.Now()
 	sum, err := r.Run(ctx, checked)
 	stopWatching()
 	d.stop()
-	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", summaryText(sum), time.Since(start).Seconds(), log.path)
+	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", printable(summaryText(sum)), time.Since(start).Seconds(), printable(log.path))
 	if spent := r.Spent(); spent != nil {
 		fmt.Fprintf(a.con, "creative: %v: no more jobs were claimed (batch status shows the budget)\n", spent)
 	}
-	if ierr := r.WriteIndex(context.WithoutCancel(ctx)); ierr != nil {
+	if n := w.rejected.Load(); n > 0 {
+		fmt.Fprintf(a.con, "creative: batch: %s not what their operation promises, kept as *%s.* files beside the outputs (batch status lists them; a rerun checks them again without paying)\n", plural(int(n), "answer"), batch.Rejected)
+	}
+	if w.abandoned.Load() {
+		fmt.Fprintln(a.con, "creative: batch: "+w.leftText())
+	}
+	ictx := context.WithoutCancel(ctx)
+	if w.interrupted.Load() {
+		// A process told to stop ends before it is killed: the page of a
+		// large ledger waits for the next run.
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ictx, indexAfterSignal)
+		defer cancel()
+	}
+	if ierr := r.WriteIndex(ictx); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
 	}
 	if log.err != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written (%v); the ledger holds every result\n", log.path, log.err)
 	}
-	return batchExit(a, sum, err, interrupted.Load())
+	return batchExit(a, sum, err, w.interrupted.Load())
 }
 
-// watchBatchSignals stops starting jobs on the first Ctrl-C and cancels
-// the calls in flight on the second.
-func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc) (*atomic.Bool, func()) {
-	var interrupted atomic.Bool
+// indexAfterSignal bounds the writing of the results page once a signal
+// came.
+const indexAfterSignal = 5 * time.Second
+
+// A batchWatch follows a run's signals and its jobs' ends: what a signal
+// left, and the answers kept as rejected.
+type batchWatch struct {
+	interrupted atomic.Bool // a signal came
+	abandoned   atomic.Bool // the grace ended, or a second signal came: what was in flight was cut off
+	calls       atomic.Int64
+	downloads   atomic.Int64
+	rejected    atomic.Int64
+}
+
+// ended counts a job that ended: after what was in flight was cut off, a
+// call left maybe paid, or an answer left waiting for its download.
+func (w *batchWatch) ended(rec *batch.Record) {
+	if strings.Contains(rec.Error, batch.Rejected) {
+		w.rejected.Add(1)
+	}
+	if !w.abandoned.Load() {
+		return
+	}
+	switch {
+	case rec.State == batch.Unknown:
+		w.calls.Add(1)
+	case rec.State == batch.Answered && !rec.Lost:
+		w.downloads.Add(1)
+	}
+}
+
+// leftText says what the end of the grace left, and how to go on.
+func (w *batchWatch) leftText() string {
+	var parts []string
+	if n := int(w.calls.Load()); n > 0 {
+		parts = append(parts, plural(n, "call")+" in flight "+was(n)+" abandoned: maybe paid, see creative batch status; a rerun with --resend-unknown sends "+them(n)+" again")
+	}
+	if n := int(w.downloads.Load()); n > 0 {
+		parts = append(parts, plural(n, "download")+" left: a rerun fetches "+them(n)+" without paying")
+	}
+	if len(parts) == 0 {
+		return "nothing in flight was left when the grace ended"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// was is "was" or "were", for n things.
+func was(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// watchBatchSignals stops starting jobs on the first Ctrl-C or SIGTERM,
+// and gives the calls and downloads in flight --grace to end; then, or at
+// a second signal, it cancels them: the runner records each call cut off
+// as maybe paid (unknown) and each answered job as waiting for its
+// download.
+func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc, w *batchWatch) func() {
 	done, watching := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watching)
@@ -458,19 +558,34 @@ func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc) (*at
 		case <-done:
 			return
 		}
-		interrupted.Store(true)
+		w.interrupted.Store(true)
 		inFlight := r.Stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish (Ctrl-C again to cancel them)\n", plural(inFlight, "call"))
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
+			plural(inFlight, "call"), a.g.grace, them(inFlight))
+		timer := time.NewTimer(a.g.grace)
+		defer timer.Stop()
 		select {
 		case <-a.signals:
 			a.atLineStart()
 			fmt.Fprintln(a.con, "creative: batch: cancelling the calls in flight")
-			cancel()
+		case <-timer.C:
+			fmt.Fprintln(a.con, "creative: batch: the grace ended: abandoning the calls and downloads in flight")
 		case <-done:
+			return
 		}
+		w.abandoned.Store(true)
+		cancel()
 	}()
-	return &interrupted, func() { close(done); <-watching }
+	return func() { close(done); <-watching }
+}
+
+// them is "it" or "them", for n things.
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // batchExit turns the end of a run into the command's error.
@@ -592,7 +707,7 @@ Its tables, and more queries, are in docs/fleet.md.`,
 			if asJSON {
 				return a.printStatusJSON(cmd.Context(), p.ledger)
 			}
-			return a.printStatus(cmd.Context(), p.ledger)
+			return a.printStatus(cmd.Context(), p)
 		}),
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "folder (or bucket URL) of the batch")
@@ -602,7 +717,8 @@ Its tables, and more queries, are in docs/fleet.md.`,
 	return cmd
 }
 
-func (a *app) printStatus(ctx context.Context, store batch.Ledger) error {
+func (a *app) printStatus(ctx context.Context, p *place) error {
+	store := p.ledger
 	var unknown []batch.Record
 	const maxListed = 100
 	n := 0
@@ -644,11 +760,39 @@ func (a *app) printStatus(ctx context.Context, store batch.Ledger) error {
 			if r.ID != "" {
 				name = "id " + r.ID
 			}
-			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Job, name, r.Op, r.State, r.Worker, r.Time.Format(time.RFC3339))
+			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.Job), printable(name), printable(r.Op), printable(string(r.State)), printable(r.Worker), r.Time.Format(time.RFC3339))
 		}
 		if n > len(unknown) {
 			fmt.Fprintf(a.stdout, "... and %d more\n", n-len(unknown))
 		}
+	}
+	if st.States[batch.Answered] > 0 {
+		return a.printRejected(ctx, p.out)
+	}
+	return nil
+}
+
+// printRejected lists the answers kept as rejected (see batch.Rejected):
+// paid for, not what their operation promises.
+func (a *app) printRejected(ctx context.Context, store batch.Store) error {
+	const maxListed = 100
+	n := 0
+	for key, err := range store.List(ctx, "") {
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(key, batch.Rejected) {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(a.stdout, "\nanswers kept as rejected (paid for, not what their operation promises; a rerun checks them again without paying):")
+		}
+		if n++; n <= maxListed {
+			fmt.Fprintln(a.stdout, printable(key))
+		}
+	}
+	if n > maxListed {
+		fmt.Fprintf(a.stdout, "... and %d more\n", n-maxListed)
 	}
 	return nil
 }
