@@ -71,7 +71,7 @@ var queries = map[string]string{
 	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
 	"open":       `SELECT token FROM runs WHERE gone = 0 AND ended IS NULL`,
 	"markGone":   `UPDATE runs SET gone = 1 WHERE token = ?`,
-	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, 0, 'claimed') ON CONFLICT (job) DO NOTHING`,
+	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed') ON CONFLICT (job) DO NOTHING`,
 	"lockJob":    `SELECT j.attempt FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
 	"lastOne":    `SELECT ` + entryCols + lastJoin + `WHERE j.job = ?`,
 	"ownAttempt": `SELECT a.run, a.state, a.lost, coalesce(a.error, ''), j.attempt, CASE WHEN GONE THEN 1 ELSE 0 END FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = ? LEFT JOIN runs r ON r.token = a.run WHERE j.job = ?`,
