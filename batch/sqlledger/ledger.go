@@ -66,6 +66,9 @@ const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.atte
 // database's clock and GONE for the condition that a run r is gone.
 var queries = map[string]string{
 	"hasRun":     `SELECT count(*) FROM runs WHERE token = ?`,
+	"savepoint":  `SAVEPOINT w`,
+	"release":    `RELEASE w`,
+	"rollbackTo": `ROLLBACK TO w`,
 	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
 	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
 	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
