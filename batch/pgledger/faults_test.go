@@ -37,8 +37,8 @@ import (
 // never passed; in the end every job is done or maybe paid.
 //
 // Each schedule logs its seed; FAULTS_SEED=<seed> replays one, and
-// FAULTS_SCHEDULES=<n> runs n of them (25 unless told; 5 under the race
-// detector).
+// FAULTS_SCHEDULES=<n> runs n of them (10 unless told, beside the 25 of
+// the command line's harness over PostgreSQL; 5 under the race detector).
 func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault harness takes minutes")
@@ -72,7 +72,7 @@ func TestFaults(t *testing.T) {
 }
 
 // defaultSchedules is how many schedules TestFaults runs unless told.
-var defaultSchedules = 25
+var defaultSchedules = 10
 
 // A tally sums the schedules' figures.
 type tally struct {
