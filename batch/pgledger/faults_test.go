@@ -128,7 +128,8 @@ type worker struct {
 	delay   time.Duration // before it starts on the jobs
 	until   time.Time     // a worker that resends goes over the jobs again until then
 	killed  atomic.Bool
-	stopped sync.RWMutex // held for writing while the worker is stopped
+	stopMu  sync.Mutex
+	resumed chan struct{} // while the worker is stopped: closed when it resumes
 
 	mu       sync.Mutex
 	lastBeat time.Time // when the last heartbeat that completed began
@@ -136,7 +137,28 @@ type worker struct {
 	mine     map[string]bool // jobs it claimed: a pass again leaves them
 }
 
-func (w *worker) gate() { w.stopped.RLock(); w.stopped.RUnlock() }
+// gate waits while the worker is stopped.
+func (w *worker) gate() {
+	w.stopMu.Lock()
+	c := w.resumed
+	w.stopMu.Unlock()
+	if c != nil {
+		<-c
+	}
+}
+
+// stop stops the worker's goroutines at their gates for d.
+func (w *worker) stop(d time.Duration) {
+	c := make(chan struct{})
+	w.stopMu.Lock()
+	w.resumed = c
+	w.stopMu.Unlock()
+	time.Sleep(d)
+	w.stopMu.Lock()
+	w.resumed = nil
+	w.stopMu.Unlock()
+	close(c)
+}
 
 // proven says whether the worker may send: its lease proven by its own
 // monotonic clock and its lock not lost. Once in doubt, never again.
@@ -369,9 +391,7 @@ func (s *schedule) strike(w *worker) {
 		w.p.Refuse(true)
 		w.p.Drop()
 	case "stop past the lease":
-		w.stopped.Lock()
-		time.Sleep(2 * s.lease)
-		w.stopped.Unlock()
+		w.stop(2 * s.lease)
 	case "server restart":
 		s.srv.Crash()
 		time.Sleep(time.Duration(s.rng.Int64N(int64(s.lease / 2))))
