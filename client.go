@@ -88,6 +88,9 @@ func New(opts ...Option) (*Client, error) {
 	if err := s.apply("", opts); err != nil {
 		return nil, err
 	}
+	if s.rawInto != nil || len(s.jsonSets) > 0 {
+		return nil, errors.New("creative: WithJSONSet and WithRawAnswerInto configure one call, not a Client: give them to the call")
+	}
 	base, err := parseBaseURL(s.baseURL, s.insecure)
 	if err != nil {
 		// A base URL may hold the key: the two variables swapped, or a
@@ -214,6 +217,9 @@ type call struct {
 	last       verdict       // the retry policy's word on the last attempt
 	unknowns   int           // attempts whose outcome is unknown
 	retryAfter time.Duration // asked for by the last answer
+	ct         *callTrace    // nil without WithCallTrace (observe.go)
+	ctx        callCtx       // the call's context, which holds the call (callctx.go)
+	resp       response      // the answer, once it came
 
 	*redactor // the call's keys and the Client's, removed from every text
 	retrier   // go-retryablehttp's client of this call (retry.go)
@@ -257,7 +263,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 		cl.tr.next = c.dl
 	}
 	cl.hc.Transport = &cl.tr
-	cl.hc.CheckRedirect = cl.tr.checkRedirect
+	cl.hc.CheckRedirect = checkRedirectHook
 	cl.trace.WroteRequest = cl.tr.wroteRequest
 	cl.trace.WroteHeaders = cl.tr.wroteHeaders
 	return cl
@@ -278,15 +284,28 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 	if err := ctx.Err(); err != nil {
 		return nil, &NetworkError{Operation: r.op, Err: err, kind: attemptNotSent}
 	}
+	if len(s.jsonSets) > 0 {
+		if r.body, err = setJSON(r.op, r.body, s.jsonSets); err != nil {
+			return nil, err
+		}
+	}
 	cl := c.newCall(r, s, key)
+	if r.target != "" && cl.holds(r.target) { // a raw call's path, and a call's own key (raw.go)
+		return nil, &ValidationError{Operation: cl.redact(r.op), Field: "path", Rule: "must not hold the access key"}
+	}
+	if len(s.traces) > 0 {
+		host, port := c.traceHost(r)
+		ctx = cl.traceStart(ctx, host, port)
+	}
 	cancel := context.CancelFunc(func() {})
 	if s.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
-	ctx = httptrace.WithClientTrace(ctx, &cl.trace)
+	ctx = cl.withTrace(ctx)
 	req, err := c.newRequest(ctx, cl, r)
 	if err != nil {
 		cancel()
+		cl.traceEnd(err)
 		return nil, err
 	}
 	resp, err := cl.send(req)
@@ -294,12 +313,16 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		// failure reads ctx: cancel after, or every failure would be
 		// blamed on a cancellation.
 		defer cancel()
-		return nil, cl.failure(ctx, err)
+		err = cl.failure(ctx, err)
+		cl.traceEnd(err)
+		return nil, err
 	}
-	rs := &response{Response: resp, cl: cl, cancel: cancel}
+	rs := &cl.resp
+	*rs = response{Response: resp, cl: cl, cancel: cancel}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer rs.Close()
-		return nil, rs.statusError()
+		rs.err = rs.statusError()
+		return nil, rs.err
 	}
 	return rs, nil
 }
@@ -317,6 +340,7 @@ func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, 
 		v, err = data(d)
 		return err
 	})
+	rs.err = err
 	if err != nil {
 		var zero T
 		return zero, err

@@ -252,11 +252,15 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 		return err
 	}
 	defer release()
+	if rs.cl.s.rawInto != nil {
+		rs.keepRaw(body, inPlace)
+	}
 	head := body
 	if inPlace {
 		// Image data is decoded over the body: keep its start for an
-		// error's Body.
-		head = rs.cl.keep(body, 1<<10) // a redacted copy, cut after redaction
+		// error's Body, and a key's length more, so that a key across the
+		// cut is whole when it is redacted (below, only on failure).
+		head = bytes.Clone(body[:min(len(body), 1<<10+rs.cl.keyLen())])
 	}
 	err = envelope(body, inPlace, rs.cl.redactor, func(d *bodyDecoder) error {
 		d.maxLinks = rs.cl.s.links()
@@ -264,6 +268,9 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 	})
 	if err == nil {
 		return nil
+	}
+	if inPlace {
+		head = rs.cl.keep(head, 1<<10) // redacted, then cut
 	}
 	var ee *envelopeError
 	if errors.As(err, &ee) {

@@ -45,6 +45,9 @@ type settings struct {
 	maxBytesSet  bool
 	maxLinks     int // WithMaxLinks (budget.go)
 	payAgain     bool
+	traces       []*CallTrace // WithCallTrace (observe.go)
+	jsonSets     []jsonSet    // WithJSONSet (jsonset.go)
+	rawInto      *RawAnswer   // WithRawAnswerInto (jsonset.go)
 }
 
 // DefaultMaxResponseBytes bounds the decoded size of an answer the Client

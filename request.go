@@ -25,6 +25,8 @@ type request struct {
 	rawURL string      // set for Download: an absolute URL, sent without the key
 	body   requestBody // nil for a request without a body (Download)
 	accept string      // "" is application/json
+	method string      // a raw call's method (raw.go); "" is POST
+	target string      // a raw call's URL under the base URL, sent with the key
 }
 
 // A requestBody is what one call sends, on every attempt.
@@ -56,6 +58,11 @@ func (b *jsonBody) sent() bool               { return false }
 
 // readCloser is open as a request's GetBody wants it.
 func (b *jsonBody) readCloser() (io.ReadCloser, error) {
+	if len(b.data) == 0 {
+		return http.NoBody, nil // a raw call without a body
+	}
+	// net/http sends a body it knows to be in memory (a *bytes.Reader, in
+	// io.NopCloser too) with its headers in one write.
 	return io.NopCloser(bytes.NewReader(b.data)), nil
 }
 
@@ -69,7 +76,9 @@ var (
 // headers. The body is not set: the attempts open it, each anew.
 func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Request, error) {
 	target, method := r.rawURL, http.MethodGet
-	if target == "" {
+	if r.target != "" {
+		target, method = r.target, r.method
+	} else if target == "" {
 		u, ok := c.urls[r.op]
 		if !ok {
 			return nil, fmt.Errorf("creative: %s: not an operation of the service", r.op)
@@ -100,7 +109,7 @@ func (c *Client) setHeader(h http.Header, cl *call, r *request) {
 	if r.rawURL == "" {
 		h[headerAccessKey] = cl.keys
 	}
-	if r.body != nil {
+	if r.body != nil && r.body.size() != 0 {
 		if ct := r.body.contentType(); ct == jsonValue[0] {
 			h["Content-Type"] = jsonValue
 		} else {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,7 +41,8 @@ type response struct {
 	cl     *call
 	cancel func() // ends the call's timeout
 	closed bool
-	handed bool // WithResponseInto has it
+	handed bool  // WithResponseInto has it
+	err    error // how reading the answer failed, for the call trace (observe.go)
 }
 
 // Close closes the body and ends the call's timeout, and hands the response
@@ -53,6 +55,9 @@ func (rs *response) Close() error {
 	err := rs.Body.Close()
 	rs.cancel()
 	rs.handOver(http.NoBody)
+	if rs.cl.ct != nil {
+		rs.cl.traceEnd(rs.err)
+	}
 	return err
 }
 
@@ -217,6 +222,9 @@ const trustUpTo = 4 << 20
 // buffer of n bytes; past it, the first 128th into a buffer that grows
 // from 16 KiB, then the whole into one of n bytes.
 func (rs *response) readKnown(n int64) ([]byte, error) {
+	if n > trustUpTo && n/128 <= probeMax {
+		return rs.readProbed(n)
+	}
 	first, start := n, n
 	if n > trustUpTo {
 		first, start = n/128, 16<<10
@@ -245,6 +253,46 @@ func (rs *response) readKnown(n int64) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// probeMax bounds the first 128th of a body that readProbed reads into a
+// buffer of probeBufs: bodies up to 16 MiB.
+const probeMax = 128 << 10
+
+// probeBufs hold the first 128th of bodies past trustUpTo, so that only the
+// body's own buffer is allocated for it.
+var probeBufs = sync.Pool{New: func() any { b := make([]byte, probeMax); return &b }}
+
+// readProbed is readKnown of a body past trustUpTo whose first 128th fits
+// in probeMax: that part is read into a reused buffer, then the body into
+// one buffer of n bytes.
+func (rs *response) readProbed(n int64) ([]byte, error) {
+	pb := probeBufs.Get().(*[]byte)
+	defer probeBufs.Put(pb)
+	first := int(n / 128)
+	probe := (*pb)[:first]
+	if m, err := io.ReadFull(rs.Body, probe); err != nil {
+		return nil, rs.readFailed(cutShort(err, int64(m), n))
+	}
+	// Made with its length at first: make([]byte, n) then copy would be
+	// compiled to one call that clears all n bytes, even when the memory
+	// comes fresh from the system, already clear.
+	buf := make([]byte, first, n)
+	copy(buf, probe)
+	buf = buf[:n]
+	if m, err := io.ReadFull(rs.Body, buf[first:]); err != nil {
+		return nil, rs.readFailed(cutShort(err, int64(first+m), n))
+	}
+	return buf, nil
+}
+
+// cutShort says that a body of n bytes ended after got, when err is the
+// end of the body.
+func cutShort(err error, got, n int64) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("got %d of %d bytes: %w", got, n, io.ErrUnexpectedEOF)
+	}
+	return err
 }
 
 // chunkMax is the largest piece a body of unknown length is read in.
@@ -342,8 +390,12 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer: %w", err)
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
+	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
 		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1, resent: cl.unknowns > 0}
+	if rs.err == nil {
+		rs.err = ne
+	}
+	return ne
 }
 
 // copyTo copies a downloaded body to w, within the call's cap when one was

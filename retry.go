@@ -34,9 +34,8 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		RetryWaitMin:   cl.s.waitMin,
 		RetryWaitMax:   cl.s.waitMax,
 		RetryMax:       cl.s.maxRetries,
-		RequestLogHook: cl.onAttempt,
-		CheckRetry:     cl.checkRetry,
-		Backoff:        cl.backoff,
+		RequestLogHook: onAttemptHook, // they find the call in the request's context (callctx.go)
+		CheckRetry:     checkRetryHook,
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
 	cl.started = time.Now()
@@ -112,8 +111,14 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		cl.unknowns++
 	}
 	cl.logAttempt(ctx, resp, err, v.kind)
+	if cl.ct != nil {
+		cl.traceVerdict(resp, err, v, v.retry && !seen.ctxDone && cl.attempts <= cl.s.maxRetries)
+	}
 	if seen.ctxDone {
 		return false, ctx.Err()
+	}
+	if v.retry {
+		cl.rc.Backoff = cl.backoff // made only for a call that may retry
 	}
 	if v.retry && resp != nil && cl.attempts <= cl.s.maxRetries {
 		// Another attempt follows. go-retryablehttp would now read up to

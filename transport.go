@@ -154,6 +154,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.network(req, 0)
 	}
 	c, l := t.cl.c, t.cl.s.logger
+	if t.cl.ct != nil {
+		req = t.cl.traceAttempt(req)
+	}
 	if !c.sameOrigin(req.URL) {
 		// The pause is the service's: a file host's Retry-After is the
 		// Download's own (retry.go), never every call's.

@@ -107,16 +107,17 @@ func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
 	mp4 := answerMP4()
 	for _, tc := range []struct {
 		name, op, link, file, says, whole, ext string
+		kept                                   bool // refused by its type: kept as rejected
 	}{
-		{"a cut wav", music, "/x.wav", wav[:len(wav)/2], "is cut after", wav, ".wav"},
-		{"html at a .html link", music, "/x.html", "<html><script>alert(1)</script></html>", "not audio", wav, ".wav"},
-		{"svg at a .svg link", music, "/x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not audio", wav, ".wav"},
-		{"the error envelope", music, "/x.wav", `{"success":false,"message":"the link expired"}`, "the link expired", wav, ".wav"},
-		{"a png for audio", music, "/x.wav", answerPNG(t), "not audio", wav, ".wav"},
-		{"a cut mp4", zoom, "/x.mp4", mp4[:len(mp4)-100], "is cut after", mp4, ".mp4"},
-		{"an mp4 without its moov", zoom, "/x.mp4", mp4[:len(mp4)-108], "no moov box", mp4, ".mp4"},
-		{"html for a video", zoom, "/x.html", "<!DOCTYPE html><p>gone</p>", "not a video", mp4, ".mp4"},
-		{"a wav for a video", zoom, "/x.mp4", wav, "not a video", mp4, ".mp4"},
+		{"a cut wav", music, "/x.wav", wav[:len(wav)/2], "is cut after", wav, ".wav", false},
+		{"html at a .html link", music, "/x.html", "<html><script>alert(1)</script></html>", "not audio", wav, ".wav", true},
+		{"svg at a .svg link", music, "/x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, "not audio", wav, ".wav", true},
+		{"the error envelope", music, "/x.wav", `{"success":false,"message":"the link expired"}`, "the link expired", wav, ".wav", false},
+		{"a png for audio", music, "/x.wav", answerPNG(t), "not audio", wav, ".wav", true},
+		{"a cut mp4", zoom, "/x.mp4", mp4[:len(mp4)-100], "is cut after", mp4, ".mp4", false},
+		{"an mp4 without its moov", zoom, "/x.mp4", mp4[:len(mp4)-108], "no moov box", mp4, ".mp4", false},
+		{"html for a video", zoom, "/x.html", "<!DOCTYPE html><p>gone</p>", "not a video", mp4, ".mp4", true},
+		{"a wav for a video", zoom, "/x.mp4", wav, "not a video", mp4, ".mp4", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			op := tc.op
@@ -129,8 +130,17 @@ func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 0, sum.Done, "%+v", sum)
 			assert.Equal(t, 1, sum.Waiting, "%+v", sum)
-			assert.Empty(t, f.keptOutputs(t), "nothing is kept")
+			outs, rejected := splitRejected(f.keptOutputs(t))
+			assert.Empty(t, outs, "no output is done")
 			assert.True(t, f.ledgerSays(t, tc.says), "the record says why")
+			if tc.kept {
+				// Paid bytes are never dropped: kept under a name that says so.
+				require.Len(t, rejected, 1)
+				assert.Equal(t, tc.file, f.read(t, rejected[0]))
+				assert.True(t, f.ledgerSays(t, "kept as "+rejected[0]), "the record names the file")
+			} else {
+				assert.Empty(t, rejected, "a cut download is fetched again, not kept")
+			}
 
 			// The file is whole now: a rerun fetches it, without paying.
 			fs.set(tc.link, tc.whole)
@@ -139,11 +149,31 @@ func TestALyingDownloadIsNotDoneAndARerunFetchesItAgain(t *testing.T) {
 			assert.Equal(t, 1, sum.Done, "%+v", sum)
 			assert.Equal(t, 1, f.srv.Count(op), "paid once")
 			assert.EqualValues(t, 2, fs.hits.Load(), "fetched twice")
-			outs := f.keptOutputs(t)
+			outs, _ = splitRejected(f.keptOutputs(t))
 			require.Len(t, outs, 1)
 			assert.True(t, strings.HasSuffix(outs[0], tc.ext), "named by its bytes: %s", outs[0])
 		})
 	}
+}
+
+// splitRejected tells the outputs from the answers kept as rejected.
+func splitRejected(keys []string) (outs, rejected []string) {
+	for _, k := range keys {
+		if strings.Contains(k, batch.Rejected) {
+			rejected = append(rejected, k)
+		} else {
+			outs = append(outs, k)
+		}
+	}
+	return outs, rejected
+}
+
+// read reads an object of the store.
+func (f *fixture) read(t *testing.T, key string) string {
+	t.Helper()
+	b, err := f.store.Get(context.Background(), key)
+	require.NoError(t, err)
+	return string(b)
 }
 
 // answerMP4 is an MP4 of an ftyp, an mdat and, last, its moov (108 bytes).
@@ -163,9 +193,11 @@ func answerPNG(t *testing.T) string {
 	return string(b)
 }
 
-// An image that is not one, or is cut, is never done: the answer is kept
-// nowhere, and the record says why.
-func TestAnImageThatIsNoWholeImageIsNotDone(t *testing.T) {
+// An image that is not one, or is cut, is never done; it was paid for, so
+// it is kept whole as <stem>.rejected.<ext> and the record names it; a
+// rerun checks it again without paying, and it stays kept while the check
+// refuses it.
+func TestAnImageThatIsNoWholeImageIsNotDoneAndIsKept(t *testing.T) {
 	png := answerPNG(t)
 	jpg := answerJPEG(t)
 	for _, tc := range []struct{ name, file, says string }{
@@ -175,6 +207,7 @@ func TestAnImageThatIsNoWholeImageIsNotDone(t *testing.T) {
 		{"a cut png", png[:len(png)-20], "its IEND chunk"},
 		{"a cut jpeg", jpg[:len(jpg)/2], "its end-of-image marker"},
 		{"a wav", string(media.Music("x", 0.05)), "not an image"},
+		{"three bytes", "abc", "not an image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -184,10 +217,56 @@ func TestAnImageThatIsNoWholeImageIsNotDone(t *testing.T) {
 			sum, err := f.run(t, batch.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, 0, sum.Done, "%+v", sum)
-			assert.Empty(t, f.keptOutputs(t))
+			assert.Equal(t, 1, sum.Waiting, "kept, not lost: %+v", sum)
+			outs, rejected := splitRejected(f.keptOutputs(t))
+			assert.Empty(t, outs)
+			require.Len(t, rejected, 1)
+			assert.Equal(t, tc.file, f.read(t, rejected[0]), "every paid byte is kept")
 			assert.True(t, f.ledgerSays(t, tc.says))
+			assert.True(t, f.ledgerSays(t, "kept as "+rejected[0]))
+
+			sum, err = f.run(t, batch.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, 1, f.srv.Count("image/text-to-image"), "the rerun paid nothing")
+			assert.Equal(t, 1, sum.Waiting, "checked again, still refused: %+v", sum)
+			_, again := splitRejected(f.keptOutputs(t))
+			assert.Equal(t, rejected, again, "still kept")
 		})
 	}
+}
+
+// A rerun checks a kept answer again from the Store, without paying: one
+// the check now accepts (here, its bytes made whole, as a check that
+// learned its format would take them) is put under its own name, and the
+// job is done. An image of the same answer that was whole stays done.
+func TestARerunAcceptsAKeptAnswerTheCheckNowTakes(t *testing.T) {
+	png := answerPNG(t)
+	f := newFixture(t)
+	good := base64.StdEncoding.EncodeToString([]byte(png))
+	bad := base64.StdEncoding.EncodeToString([]byte("<svg/>"))
+	f.answerRaw("image/text-to-image", func() string { return `[{"base64":"` + good + `"},{"base64":"` + bad + `"}]` })
+	f.write(t, `{"op":"image/text-to-image","prompt":"fox","numberOfResults":2}`)
+	sum, err := f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Waiting, "%+v", sum)
+	outs, rejected := splitRejected(f.keptOutputs(t))
+	require.Len(t, outs, 1)
+	require.Len(t, rejected, 1)
+	assert.True(t, strings.HasSuffix(rejected[0], ".rejected-2.bin"), rejected[0])
+
+	w, err := f.store.NewWriter(context.Background(), rejected[0], nil)
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, png)
+	require.NoError(t, w.Close())
+	sum, err = f.run(t, batch.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Done, "%+v", sum)
+	assert.Equal(t, 1, f.srv.Count("image/text-to-image"), "the rerun paid nothing")
+	outs, rejected = splitRejected(f.keptOutputs(t))
+	assert.Empty(t, rejected, "accepted: under its own name now")
+	require.Len(t, outs, 2)
+	assert.True(t, strings.HasSuffix(outs[1], "-2.png"), outs[1])
+	assert.Equal(t, png, f.read(t, outs[1]))
 }
 
 func answerJPEG(t *testing.T) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -152,7 +153,7 @@ func setNumber(t *task, f ops.Field, v any) error {
 	}
 	n, ok := toFloat(v)
 	if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
-		return errors.New("must be a number")
+		return fmt.Errorf("must be a number, got %s", shown(v))
 	}
 	if n == 0 && specDefault {
 		return fmt.Errorf("is 0: leave it out for the service's default (%v)", f.Default)
@@ -173,6 +174,19 @@ func toFloat(v any) (float64, bool) {
 		return float64(rv.Uint()), true
 	}
 	return 0, false
+}
+
+// shown is v as the line wrote it (JSON), cut to 40 runes: the value an
+// error names.
+func shown(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v) // NaN or an infinity given from Go
+	}
+	if r := []rune(string(b)); len(r) > 40 {
+		return string(r[:37]) + "..."
+	}
+	return string(b)
 }
 
 // validate runs the SDK's own checks on the task's request (its Validate),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
 	"strings"
@@ -72,6 +73,57 @@ func (f *Folder) Exists(_ context.Context, key string) (bool, error) {
 		return false, nil
 	}
 	return ok, err
+}
+
+// List yields the names in the folder of prefix that start with it,
+// reading the folder a page of names at a time.
+func (f *Folder) List(_ context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		dir, base := path.Split(prefix)
+		d, err := f.dir.Root().Open(path.Clean("./" + dir))
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			yield("", fmt.Errorf("batch: %w", err))
+			return
+		}
+		defer d.Close()
+		for {
+			es, err := d.ReadDir(256)
+			for _, e := range es {
+				if n := e.Name(); strings.HasPrefix(n, base) && !strings.HasPrefix(n, ".") && e.Type().IsRegular() && !yield(dir+n, nil) {
+					return
+				}
+			}
+			if errors.Is(err, io.EOF) || err == nil && len(es) == 0 {
+				return
+			}
+			if err != nil {
+				yield("", fmt.Errorf("batch: %w", err))
+				return
+			}
+		}
+	}
+}
+
+// Get reads key whole.
+func (f *Folder) Get(_ context.Context, key string) ([]byte, error) {
+	if err := f.check(key); err != nil {
+		return nil, err
+	}
+	return f.dir.ReadFile(key)
+}
+
+// Delete removes the file key.
+func (f *Folder) Delete(_ context.Context, key string) error {
+	if err := f.check(key); err != nil {
+		return err
+	}
+	if err := f.dir.Root().Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("batch: %w", err)
+	}
+	return nil
 }
 
 // Close closes the folder.

@@ -124,7 +124,7 @@ func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	_, err := f.run(t, batch.Options{})
 	require.NoError(t, err)
 	require.NoError(t, batch.WriteIndex(context.Background(), f.ledger, f.store))
-	page := f.store.Get(batch.IndexFile)
+	page := f.store.Bytes(batch.IndexFile)
 	byLine := map[int]card{}
 	for _, c := range cards(t, string(page)) {
 		byLine[c.Line] = c

@@ -159,9 +159,12 @@ func (c *Claim) Allowed(last *Entry, live bool) bool {
 	switch decide(last, &o, live) {
 	case actCall:
 		return c.Kind == KindCall
-	case actDownload, actCheck:
-		// An answer's files, or a done job's that are gone, are fetched
-		// again, free.
+	case actDownload:
+		// An answer's files are fetched (or its kept files checked again),
+		// free.
+		return c.Kind == KindDownload
+	case actCheck:
+		// A done job's files that are gone are fetched again, free.
 		return c.Kind == KindDownload && len(last.URLs) > 0
 	}
 	return false

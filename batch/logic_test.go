@@ -3,6 +3,7 @@ package batch
 import (
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -94,7 +95,8 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 		{Job{Op: ops.TextToImage, ID: "123"}, "id", "not digits only"},
 		{Job{Op: ops.TextToImage, Fields: map[string]any{"colour": "red"}}, "colour", "takes no such field"},
 		{Job{Op: ops.TextToImage, Fields: map[string]any{"prompt": 3}}, "prompt", "must be a string"},
-		{Job{Op: ops.TextToImage, Fields: map[string]any{"numberOfResults": "2"}}, "numberOfResults", "must be a number"},
+		{Job{Op: ops.TextToImage, Fields: map[string]any{"numberOfResults": "2"}}, "numberOfResults", `must be a number, got "2"`},
+		{Job{Op: ops.TextToImage, Fields: map[string]any{"numberOfResults": []any{strings.Repeat("two ", 20)}}}, "numberOfResults", `must be a number, got ["two two two two two two two two two...`},
 		{Job{Op: ops.TextToImage, Fields: map[string]any{"styleId": "no such style"}}, "styleId", "unknown style"},
 		{Job{Op: ops.TextToMusic, Fields: map[string]any{"duration": 0}}, "duration", "is 0: leave it out"},
 		{Job{Op: ops.InfiniteZoom, Fields: map[string]any{"numberOfIteration": nil}}, "numberOfIteration", "is null: leave it out"},

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +25,44 @@ func fileName(stem string, i, n int, ext string) string {
 	}
 	return stem + ext
 }
+
+// Rejected marks the name of an output whose content the answer check
+// refused (a format it does not know, or another kind's than the
+// operation promises). The answer was paid for, so it is kept whole, as
+// <stem>.rejected.<ext> (<stem>.rejected-2.<ext> for the second of
+// several files), and the job stays answered, its error naming the file:
+// a rerun checks the file again, from the Store, without paying, and a
+// check that knows the format by then puts it under its own name.
+const Rejected = ".rejected"
+
+// A rejectedError is an answer the check refused, kept under key.
+type rejectedError struct {
+	op, key string
+	err     *answer.Error
+}
+
+func (e *rejectedError) Error() string {
+	return fmt.Sprintf("the answer is not what %s promises (%s); it was paid for and is kept as %s: a rerun checks it again without paying",
+		e.op, strings.TrimPrefix(e.err.Error(), "answer: "), e.key)
+}
+
+func (e *rejectedError) Unwrap() error { return e.err }
+
+// joinErrors says errs in one line.
+func joinErrors(errs []error) string {
+	s := make([]string, len(errs))
+	for i, err := range errs {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+// kept names the files of an answer beside its stem: its outputs
+// (<stem>.png, <stem>-2.png) and the answers kept as rejected.
+var (
+	outputName   = regexp.MustCompile(`^(-[0-9]+)?\.[A-Za-z0-9]+$`)
+	rejectedName = regexp.MustCompile(`^` + regexp.QuoteMeta(Rejected) + `(-[0-9]+)?\.[A-Za-z0-9]+$`)
+)
 
 // A storeError is a failure to write to the Store (as opposed to a failure
 // to fetch what is written): it stops the run.
@@ -48,7 +88,12 @@ func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) 
 		ru.answered(ctx, rec, v, start)
 		return
 	case *creative.Audio:
-		name := func(head []byte) string { return fileName(rec.Stem, 0, 1, sniff.DeclaredExt(v.Ext(), head)) }
+		name := func(head []byte, rejected bool) string {
+			if rejected {
+				return fileName(rec.Stem+Rejected, 0, 1, sniff.FileExt(head))
+			}
+			return fileName(rec.Stem, 0, 1, sniff.DeclaredExt(v.Ext(), head))
+		}
 		err = ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
 			defer v.Close()
 			return io.Copy(w, v)
@@ -57,7 +102,10 @@ func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) 
 		err = fmt.Errorf("batch: no way to store a %T", res)
 	}
 	rec.State = Done
-	if err != nil {
+	if _, ok := errors.AsType[*rejectedError](err); ok {
+		// Kept, under a name that says so: a rerun checks it again.
+		rec.State, rec.Error, err = Answered, err.Error(), nil
+	} else if err != nil {
 		// Paid for, and the answer could not be kept.
 		rec.State, rec.Lost, rec.Error = Answered, true, "the answer could not be stored: "+err.Error()
 	}
@@ -79,13 +127,49 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 	ru.download(ctx, rec, start)
 }
 
-// images writes decoded images to their files.
+// images writes decoded images to their files. An image the check
+// refuses is kept as rejected (see Rejected), the others written all the
+// same; the refusals are returned together.
 func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) error {
+	var rejected []error
 	for i, im := range ims {
-		key := fileName(rec.Stem, i, len(ims), im.Ext())
-		if err := ru.write(ctx, rec, func([]byte) string { return key }, im.WriteTo); err != nil {
+		name := func(head []byte, rej bool) string {
+			if rej {
+				return fileName(rec.Stem+Rejected, i, len(ims), sniff.FileExt(head))
+			}
+			return fileName(rec.Stem, i, len(ims), im.Ext())
+		}
+		err := ru.write(ctx, rec, name, im.WriteTo)
+		if ae, ok := errors.AsType[*answer.Error](err); ok && ae.Cut {
+			// Cut, and whole in memory: kept as the service sent it.
+			key := name(im.Data, true)
+			if err = ru.keep(ctx, rec, key, im.WriteTo); err == nil {
+				err = &rejectedError{op: rec.Op, key: key, err: ae}
+			}
+		}
+		if _, ok := errors.AsType[*rejectedError](err); ok {
+			rejected = append(rejected, err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
+	}
+	return errors.Join(rejected...)
+}
+
+// keep writes the bytes of a refused answer to key, unchecked.
+func (ru *run) keep(ctx context.Context, rec *record, key string, fill func(io.Writer) (int64, error)) error {
+	w, err := ru.store.NewWriter(context.WithoutCancel(ctx), key, meta(rec))
+	if err == nil {
+		if _, err = fill(w); err != nil {
+			_ = w.Close()
+		} else {
+			err = w.Close()
+		}
+	}
+	if err != nil {
+		return &storeError{err}
 	}
 	return nil
 }
@@ -104,12 +188,18 @@ func meta(rec *record) map[string]string {
 
 // write fills an output of rec, named by its first bytes, and adds it to
 // rec's files. A failure of the store is a *storeError; a failure of fill
-// leaves nothing and is returned as it is.
-func (ru *run) write(ctx context.Context, rec *record, name func(head []byte) string, fill func(io.Writer) (int64, error)) error {
+// leaves nothing and is returned as it is. An answer whose type the check
+// refuses is kept all the same, named by name(head, true), and returned
+// as a *rejectedError.
+func (ru *run) write(ctx context.Context, rec *record, name func(head []byte, rejected bool) string, fill func(io.Writer) (int64, error)) error {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: name}
-	if _, err := answer.Fill(rec.Op, lw, fill); err != nil {
+	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: func(h []byte) string { return name(h, false) }}
+	_, err := answer.Keep(rec.Op, lw, fill, func(*answer.Error) {
+		lw.name = func(h []byte) string { return name(h, true) } // nothing was written yet
+	})
+	refused, isRefused := errors.AsType[*answer.Error](err)
+	if err != nil && (!isRefused || refused.Cut) {
 		cancel()
 		if lw.w != nil {
 			_ = lw.w.Close() // its context cancelled: it leaves nothing
@@ -122,6 +212,9 @@ func (ru *run) write(ctx context.Context, rec *record, name func(head []byte) st
 	if err := lw.close(); err != nil {
 		return &storeError{err}
 	}
+	if isRefused {
+		return &rejectedError{op: rec.Op, key: lw.key, err: refused}
+	}
 	rec.Files = append(rec.Files, lw.key)
 	return nil
 }
@@ -129,14 +222,27 @@ func (ru *run) write(ctx context.Context, rec *record, name func(head []byte) st
 // download fetches an answered job's links to their files, then records
 // it done. A link that is gone (403, 404, 410) marks the answer lost.
 func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
+	if len(rec.URLs) == 0 {
+		ru.checkKept(ctx, rec, start)
+		return
+	}
 	rec.Files = nil
 	var err error
+	var rejected []error
 	for i, u := range rec.URLs {
-		if err = ru.fetch(ctx, rec, i, u); err != nil {
+		err = ru.fetch(ctx, rec, i, u)
+		if _, ok := errors.AsType[*rejectedError](err); ok {
+			rejected, err = append(rejected, err), nil
+			continue
+		}
+		if err != nil {
 			break
 		}
 	}
 	rec.State, rec.Error, rec.Lost = Done, "", false
+	if err == nil && len(rejected) > 0 {
+		rec.State, rec.Error = Answered, joinErrors(rejected)
+	}
 	if err != nil {
 		why := strings.TrimPrefix(err.Error(), "creative: ")
 		rec.State, rec.Error = Answered, "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): "+why
@@ -157,12 +263,81 @@ func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) error
 		rec.Requests++
 		return next(req)
 	})
-	name := func(head []byte) string { return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head)) }
+	name := func(head []byte, rejected bool) string {
+		if rejected {
+			return fileName(rec.Stem+Rejected, i, len(rec.URLs), sniff.FileExt(head))
+		}
+		return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head))
+	}
 	return ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
 		opts := append([]creative.Option{count, creative.WithTimeout(downloadTimeout)}, ru.o.CallOptions...)
 		opts = append(opts, creative.WithMaxResponseBytes(ru.o.MaxDownloadBytes))
 		return ru.c.Download(ctx, creative.URL(link), w, opts...)
 	})
+}
+
+// checkKept checks again, from the Store, the files of an answer without
+// links (images, speech) that the check refused and kept (see Rejected):
+// nothing is sent. A file the check now accepts is written under its own
+// name and its rejected copy removed; one it still refuses stays kept.
+// The answer's other files are found beside them by their names.
+func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
+	rec.Files = nil
+	var kept []string
+	var err error
+	for key, lerr := range ru.store.List(ctx, rec.Stem) {
+		if lerr != nil {
+			err = &storeError{lerr}
+			break
+		}
+		switch rest := strings.TrimPrefix(key, rec.Stem); {
+		case outputName.MatchString(rest):
+			rec.Files = append(rec.Files, key)
+		case rejectedName.MatchString(rest):
+			kept = append(kept, key)
+		}
+	}
+	var rejected []error
+	for _, key := range kept {
+		if err != nil {
+			break
+		}
+		var data []byte
+		if data, err = ru.store.Get(ctx, key); err != nil {
+			err = &storeError{err}
+			break
+		}
+		// <stem>.rejected-2.bin is <stem>-2 and the extension its bytes show.
+		stem := rec.Stem + strings.TrimSuffix(strings.TrimPrefix(key, rec.Stem+Rejected), path.Ext(key))
+		name := func(head []byte, rej bool) string {
+			if rej {
+				return key
+			}
+			return stem + sniff.FileExt(head)
+		}
+		werr := ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
+			n, err := w.Write(data)
+			return int64(n), err
+		})
+		switch _, ok := errors.AsType[*rejectedError](werr); {
+		case ok:
+			rejected = append(rejected, werr)
+		case werr != nil:
+			err = werr
+		default:
+			_ = ru.store.Delete(context.WithoutCancel(ctx), key) // its bytes are in place under their own name
+		}
+	}
+	rec.State, rec.Error, rec.Lost = Done, "", false
+	switch {
+	case err != nil:
+		rec.State, rec.Error = Answered, "the answer's kept files could not be checked again (a rerun tries again): "+err.Error()
+	case len(rejected) > 0:
+		rec.State, rec.Error = Answered, joinErrors(rejected)
+	case len(kept) == 0 && len(rec.Files) == 0:
+		rec.State, rec.Lost, rec.Error = Answered, true, "the answer's kept files are gone: only paying again gets it"
+	}
+	ru.finish(ctx, rec, start, err)
 }
 
 // A lazyWriter opens its object once it holds the first bytes, which may
@@ -245,17 +420,28 @@ var errTakenOver = ErrFenced
 const recordTimeout = 10 * time.Second
 
 // record writes rec's answer or end in the ledger, even when ctx was
-// cancelled, within recordTimeout. The ledger takes it only while the
-// attempt is its job's last and this run is not gone (fencing, checked in
-// the transaction): when another worker took the job over meanwhile, the
-// record is refused (errTakenOver), so the job is not shown done twice and
-// a second payment is not hidden behind a done record; the run's
-// LedgerError hands the answer back.
+// cancelled, within recordTimeout, or abandonedWrite once the run was
+// cancelled (a caller's grace ended: a process told to stop ends before
+// it is killed; a record not written in time leaves the job as the ledger
+// had it, claimed (maybe paid) or answered). The ledger takes it only
+// while the attempt is its job's last and this run is not gone (fencing,
+// checked in the transaction): when another worker took the job over
+// meanwhile, the record is refused (errTakenOver), so the job is not
+// shown done twice and a second payment is not hidden behind a done
+// record; the run's LedgerError hands the answer back.
 func (ru *run) record(ctx context.Context, rec *record) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	bound := recordTimeout
+	if ctx.Err() != nil {
+		bound = abandonedWrite
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	return ru.ledger.Record(wctx, rec)
 }
+
+// abandonedWrite bounds each record written after the run's context was
+// cancelled.
+const abandonedWrite = 5 * time.Second
 
 // end counts rec as it ends this run, and tells of it.
 func (ru *run) end(rec *record) {

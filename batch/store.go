@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"strings"
 )
 
@@ -53,6 +54,14 @@ type Store interface {
 	NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error)
 	// Exists reports whether key names an object.
 	Exists(ctx context.Context, key string) (bool, error)
+	// List yields the keys that start with prefix, holding no more than a
+	// page of them in memory; a folder lists the one folder prefix names.
+	List(ctx context.Context, prefix string) iter.Seq2[string, error]
+	// Get reads an object whole (a kept answer, read again), or returns an
+	// error matching fs.ErrNotExist.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes key; a key that does not exist is not an error.
+	Delete(ctx context.Context, key string) error
 	// Close releases what the store holds open.
 	Close() error
 }

@@ -1,5 +1,6 @@
-// Package docs holds the documentation beyond the README; its test keeps
-// the README's Go code compiling against the SDK as it is.
+// Package docs holds the documentation beyond the README; its tests keep
+// the README's Go code compiling, and options.md listing every option,
+// against the SDK as it is.
 package docs_test
 
 import (
@@ -118,4 +119,13 @@ func TestTheREADMEsGoCodeCompiles(t *testing.T) {
 			t.Errorf("README Go block %d does not compile:\n%s\n%s", i+1, out, src)
 		}
 	}
+}
+
+// TestTheREADMEStaysShort keeps the README to what a first reading needs:
+// at most 220 lines, the rest in this folder.
+func TestTheREADMEStaysShort(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	lines := strings.Count(string(b), "\n")
+	require.LessOrEqual(t, lines, 220, "README.md has %d lines: move detail to docs/", lines)
 }

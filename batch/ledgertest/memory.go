@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,18 +265,38 @@ func (f *Files) Exists(_ context.Context, key string) (bool, error) {
 	return ok, nil
 }
 
-// Get returns what key holds, or nil.
-func (f *Files) Get(key string) []byte {
+// Bytes returns what key holds, or nil.
+func (f *Files) Bytes(key string) []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[key]
 }
 
+// Get returns what key holds, or an error matching fs.ErrNotExist.
+func (f *Files) Get(_ context.Context, key string) ([]byte, error) {
+	if b := f.Bytes(key); b != nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("ledgertest: %s: %w", key, fs.ErrNotExist)
+}
+
+// List yields the keys that start with prefix, in order.
+func (f *Files) List(_ context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for _, k := range f.Keys() {
+			if strings.HasPrefix(k, prefix) && !yield(k, nil) {
+				return
+			}
+		}
+	}
+}
+
 // Delete removes key.
-func (f *Files) Delete(key string) {
+func (f *Files) Delete(_ context.Context, key string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, key)
+	return nil
 }
 
 // Keys lists the keys written, in order.

@@ -14,6 +14,6 @@ func TestMemory(t *testing.T) {
 func TestFiles(t *testing.T) {
 	ledgertest.RunStore(t, func(*testing.T) (batch.Store, func(string) []byte) {
 		f := ledgertest.NewFiles()
-		return f, f.Get
+		return f, f.Bytes
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,6 +66,29 @@ func RunStore(t *testing.T, open func(t *testing.T) (s batch.Store, read func(ke
 		}
 		require.NoError(t, w.Close())
 		assert.True(t, bytes.Equal(big, read("big.bin")))
+	})
+	t.Run("List finds the keys with a prefix, Get reads one, Delete removes it", func(t *testing.T) {
+		s, _ := open(t)
+		t.Cleanup(func() { _ = s.Close() })
+		for _, k := range []string{"000001-a.png", "000001-a-2.png", "000002-b.png"} {
+			w, err := s.NewWriter(t.Context(), k, nil)
+			require.NoError(t, err)
+			_, _ = io.WriteString(w, k)
+			require.NoError(t, w.Close())
+		}
+		var got []string
+		for k, err := range s.List(t.Context(), "000001-") {
+			require.NoError(t, err)
+			got = append(got, k)
+		}
+		assert.ElementsMatch(t, []string{"000001-a.png", "000001-a-2.png"}, got)
+		b, err := s.Get(t.Context(), "000002-b.png")
+		require.NoError(t, err)
+		assert.Equal(t, "000002-b.png", string(b))
+		require.NoError(t, s.Delete(t.Context(), "000002-b.png"))
+		require.NoError(t, s.Delete(t.Context(), "000002-b.png"), "a key that is gone")
+		_, err = s.Get(t.Context(), "000002-b.png")
+		assert.ErrorIs(t, err, fs.ErrNotExist)
 	})
 	t.Run("keys that would leave the store are refused", func(t *testing.T) {
 		s, _ := open(t)

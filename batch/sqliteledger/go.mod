@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/creativegen/creative-go v0.0.0
-	github.com/go-json-experiment/json v1.27.2
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sys v0.49.0
 	modernc.org/sqlite v1.62.0
@@ -12,6 +11,7 @@ require (
 
 require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect

@@ -52,7 +52,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"testing"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/keyredact"
@@ -195,7 +194,7 @@ func Open(dir string, mode Mode, o *Options) (*Cassette, error) {
 // Start opens the cassette in dir for the test tb, as Open does, fails tb
 // at once if it cannot, closes it when tb ends, and reports each miss in
 // replay as an error of tb.
-func Start(tb testing.TB, dir string, mode Mode, o *Options) *Cassette {
+func Start(tb TB, dir string, mode Mode, o *Options) *Cassette {
 	tb.Helper()
 	var opts Options
 	if o != nil {

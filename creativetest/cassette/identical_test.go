@@ -73,7 +73,7 @@ func TestABatchOf20JobsReplaysWithNoRequest(t *testing.T) {
 		out := map[string]string{}
 		for _, key := range store.Keys() {
 			if ext := key[strings.LastIndex(key, ".")+1:]; ext == "png" || ext == "wav" {
-				out[key] = string(store.Get(key))
+				out[key] = string(store.Bytes(key))
 			}
 		}
 		return out

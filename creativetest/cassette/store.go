@@ -21,6 +21,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/atomicfile"
 )
 
@@ -74,6 +75,9 @@ func openStore(dir string, mode Mode) (*store, error) {
 		}
 	}
 	root, err := os.OpenRoot(dir)
+	if mode == Replay && errors.Is(err, fs.ErrNotExist) {
+		return nil, noRecording(dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
@@ -113,11 +117,18 @@ func openStore(dir string, mode Mode) (*store, error) {
 // load reads the index and returns the length of its whole lines. A
 // missing index is an empty cassette, except in Replay, where it is an
 // error: a replay that finds nothing would fail call by call.
+// noRecording is the error of a replay with nothing to replay in dir (err
+// says what is missing): it says how to record.
+func noRecording(dir string, err error) error {
+	return fmt.Errorf("cassette: %s holds no recording (%w); record it first: run once with %s=record, against the real service (%s set) "+
+		"or for free against the fake one (a creativetest.Server's Client, or creative --fake); see docs/testing.md", dir, err, EnvMode, creative.EnvAccessKey)
+}
+
 func (st *store) load(mode Mode) (int64, error) {
 	f, err := st.root.Open(indexName)
 	if errors.Is(err, fs.ErrNotExist) {
 		if mode == Replay {
-			return 0, fmt.Errorf("cassette: %s holds no recording (%w); record it first with %s=record", st.root.Name(), err, EnvMode)
+			return 0, noRecording(st.root.Name(), err)
 		}
 		return 0, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -328,3 +330,74 @@ func checkDone(t *testing.T, out string, fake *creativetest.Server, jobs int) {
 		t.Errorf("the service saw %d calls for %d jobs", calls, jobs)
 	}
 }
+
+// TestAWorkerThatEndsWhileAnotherHasAJobInFlightExits0 checks what
+// loop.sh and job.yaml say of a worker that finds no job left to start
+// while another worker still has one in flight: it leaves that job to the
+// other, says so, and exits 0; the other ends it and reports it (here the
+// service refuses it, so that one exits 1).
+func TestAWorkerThatEndsWhileAnotherHasAJobInFlightExits0(t *testing.T) {
+	bin := buildCreative(t)
+	fake := creativetest.NewServer()
+	defer fake.Close()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	fake.Handle(creativetest.OpTextToSpeech, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"success":false,"message":"busy"}`)
+	})
+	for _, name := range []string{"loop.sh", "job.yaml"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comment := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\n#", " ")), " ")
+		if m := saysOfInFlight.FindStringSubmatch(comment); m == nil || m[1] != "0" {
+			t.Errorf("%s does not say that a worker that ends while others have jobs in flight exits 0: %q", name, m)
+		}
+	}
+	jobs, out := jobsFile(t, 1), filepath.Join(t.TempDir(), "out")
+	worker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "batch", jobs, "--out", out, "--retries", "0")
+		cmd.Env = append(os.Environ(), "CREATIVE_BASE_URL="+fake.URL, "CREATIVE_ACCESS_KEY="+fake.AccessKey)
+		return cmd
+	}
+	var firstOut bytes.Buffer
+	first := worker()
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(release)
+		err := first.Wait()
+		if code := first.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("the first worker, whose job the service refused, exited %d (%v), want 1\n%s", code, err, firstOut.Bytes())
+		}
+		if n := fake.Count(creativetest.OpTextToSpeech); n != 1 {
+			t.Errorf("the service saw %d calls, want 1", n)
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the first worker sent nothing\n%s", firstOut.Bytes())
+	}
+	b, err := worker().CombinedOutput()
+	if err != nil {
+		t.Fatalf("the second worker, with the only job in flight on the first: %v, want exit status 0\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "1 in flight on another worker that is still running") {
+		t.Errorf("the second worker's summary does not say where the job is:\n%s", b)
+	}
+}
+
+// saysOfInFlight finds, in a manifest's or script's comment, the exit
+// status it gives a worker that ends while others have jobs in flight.
+var saysOfInFlight = regexp.MustCompile(`in flight[^.:]*? exits (\d)`)

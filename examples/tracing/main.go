@@ -24,6 +24,11 @@
 //
 // otelhttp then makes a span per round trip (redirects included) with its
 // own naming; the middleware below makes exactly one per attempt.
+//
+// For spans and metrics in the OpenTelemetry GenAI conventions (a span per
+// call, one per attempt with its pay-once verdict, durations, calls by
+// verdict, cost), use the module github.com/creativegen/creative-go/otel
+// (docs/telemetry.md) instead.
 package main
 
 import (

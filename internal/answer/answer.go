@@ -195,3 +195,83 @@ func Bytes(k Kind, b []byte) error {
 	}
 	return c.Close()
 }
+
+// Keep is Fill for an answer that was paid for, whose bytes are never
+// dropped: when the check refuses the file's type (a format it does not
+// know, or another kind's), reject is told at once, before any byte has
+// reached w; then every byte of the answer, from its first, goes on to w
+// unchecked, fill runs to its end, and Keep returns the refusal, an
+// *Error, once they are all written, so that the caller names what w holds
+// as a rejected file. A file that is cut is refused only at its end, once
+// its bytes are in w. Nothing is held but the few bytes of a head that has
+// not yet told its type.
+func Keep(op string, w io.Writer, fill func(io.Writer) (int64, error), reject func(*Error)) (int64, error) {
+	k := &keeper{c: New(For(op), w), w: w, reject: reject}
+	n, err := fill(k)
+	if err == nil {
+		err = k.close()
+	}
+	if err == nil && k.refused != nil {
+		err = k.refused
+	}
+	return n, err
+}
+
+// A keeper passes an answer through its Check until the check refuses
+// its type, and past the check from then on.
+type keeper struct {
+	c       *Check
+	w       io.Writer
+	held    []byte // bytes the check holds back while the head is short
+	refused *Error
+	reject  func(*Error)
+}
+
+func (k *keeper) Write(p []byte) (int, error) {
+	if k.refused != nil {
+		return k.w.Write(p)
+	}
+	started := k.c.ctype != ""
+	n, err := k.c.Write(p)
+	if !started && err == nil && k.c.ctype == "" {
+		k.held = append(k.held, p...) // fewer than headLen bytes in all
+		return n, nil
+	}
+	if e, ok := err.(*Error); ok && !started && k.c.ctype == "" {
+		// Refused as its head showed: nothing reached w yet.
+		if err := k.divert(e, p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return n, err
+}
+
+// close ends the check; a head too short to tell a type is refused and
+// kept as any other.
+func (k *keeper) close() error {
+	if k.refused != nil {
+		return nil
+	}
+	err := k.c.Close()
+	if e, ok := err.(*Error); ok && !e.Cut && k.c.ctype == "" {
+		return k.divert(e, nil)
+	}
+	return err
+}
+
+// divert tells of the refusal e and writes the bytes held back, then p, to
+// w.
+func (k *keeper) divert(e *Error, p []byte) error {
+	k.refused = e
+	if k.reject != nil {
+		k.reject(e)
+	}
+	held := k.held
+	k.held = nil
+	if _, err := k.w.Write(held); err != nil {
+		return err
+	}
+	_, err := k.w.Write(p)
+	return err
+}

@@ -5,6 +5,8 @@
 package ops
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/creativegen/creative-go/internal/suggest"
@@ -208,6 +210,21 @@ func Nearest(name string) []string {
 		names[i] = o.Name
 	}
 	return suggest.Nearest(name, names)
+}
+
+// CheckGiven refuses a value given for f that a request cannot carry: a
+// number given as 0, since no number the service takes is 0 and a request
+// leaves a 0 out, so that the default would be sent in its place. What
+// was given on purpose is refused before anything is sent, never
+// replaced.
+func (f Field) CheckGiven(v any) error {
+	if n, ok := v.(float64); !ok || f.Type != Number || n != 0 {
+		return nil
+	}
+	if f.Default != 0 {
+		return fmt.Errorf("must be above 0, got 0: leave it out for the default (%v)", f.Default)
+	}
+	return errors.New("must be above 0, got 0: leave it out for the service's default")
 }
 
 // Default is what field name of op means when left at 0, or 0 when it has

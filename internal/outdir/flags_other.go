@@ -12,3 +12,6 @@ const openFlags = 0
 // links returns how many names the file st describes has: 1 where the
 // system does not say.
 func links(fs.FileInfo) uint64 { return 1 }
+
+// inputFlags are added to the open of an input: none here (see openFlags).
+const inputFlags = 0

@@ -19,3 +19,7 @@ func links(st fs.FileInfo) uint64 {
 	}
 	return 1
 }
+
+// inputFlags are added to the open of an input: a FIFO that took the
+// file's place is not waited for.
+const inputFlags = syscall.O_NONBLOCK

@@ -10,7 +10,8 @@
 // O_NONBLOCK where the system has them, creates only with O_EXCL, and
 // checks that the file it opened is the regular file it looked at. What it
 // refuses it refuses with an error naming the path, matching
-// ErrNotRegular.
+// ErrNotRegular. Its errors reach the person who named the folder as they
+// are: they name the path and say what is wrong, with no package prefix.
 package outdir
 
 import (
@@ -43,7 +44,7 @@ type Dir struct {
 func Open(dir string) (*Dir, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("outdir: %w", err)
+		return nil, folderError("cannot open folder", dir, err)
 	}
 	return &Dir{root: root, path: dir}, nil
 }
@@ -52,10 +53,49 @@ func Open(dir string) (*Dir, error) {
 // they are missing.
 func Create(dir string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("outdir: %w", err)
+		return nil, folderError("cannot create folder", dir, err)
 	}
 	return Open(dir)
 }
+
+// folderError says why the folder dir cannot be opened or made (what is
+// "cannot open folder" or "cannot create folder") in the words of a person
+// who named it: "/etc/hostname is not a folder", "cannot create folder
+// /proc/x: no such file or directory", rather than the system call's
+// "mkdir /proc/x: ...". errors.Is and errors.As still reach err.
+func folderError(what, dir string, err error) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if fi, serr := os.Stat(p); serr == nil && !fi.IsDir() {
+			if p == filepath.Clean(dir) {
+				return said{fmt.Sprintf("%s is not a folder", dir), err}
+			}
+			return said{fmt.Sprintf("%s %s: %s is not a folder", what, dir, p), err}
+		}
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	return said{fmt.Sprintf("%s %s: %v", what, dir, cause(err)), err}
+}
+
+// cause is what went wrong in err, without the system call and the path
+// a *fs.PathError names, for a message that names the path itself.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// said is an error told in words of its own, wrapping the error it tells.
+type said struct {
+	msg string
+	err error
+}
+
+func (e said) Error() string { return e.msg }
+func (e said) Unwrap() error { return e.err }
 
 // Path returns the folder's path, as it was given.
 func (d *Dir) Path() string { return d.path }
@@ -89,7 +129,7 @@ func kind(m fs.FileMode) string {
 
 // refuse is the refusal of name, which holds what mode says.
 func (d *Dir) refuse(name string, mode fs.FileMode) error {
-	return fmt.Errorf("outdir: %s is %s, not a file this program writes: %w; remove it, or give another folder", d.Join(name), kind(mode), ErrNotRegular)
+	return fmt.Errorf("%s is %s, not a file this program writes: %w; remove it, or give another folder", d.Join(name), kind(mode), ErrNotRegular)
 }
 
 // Lstat describes name without following a symbolic link there.
@@ -103,7 +143,7 @@ func (d *Dir) Check(name string) (bool, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("outdir: %w", err)
+		return false, err
 	case !st.Mode().IsRegular():
 		return false, d.refuse(name, st.Mode())
 	}
@@ -125,7 +165,7 @@ func (d *Dir) CheckWritable(name string) (bool, error) {
 
 // linked is the refusal to write name, a file with n names.
 func (d *Dir) linked(name string, n uint64) error {
-	return fmt.Errorf("outdir: %s has %d names (hard links), so writing it would write another's file too: %w; remove it, or give another folder",
+	return fmt.Errorf("%s has %d names (hard links), so writing it would write another's file too: %w; remove it, or give another folder",
 		d.Join(name), n, ErrNotRegular)
 }
 
@@ -145,21 +185,21 @@ func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 				continue // made meanwhile: look at it again
 			}
 			if err != nil {
-				return nil, fmt.Errorf("outdir: %w", err)
+				return nil, err
 			}
 			return f, nil
 		case err != nil:
-			return nil, fmt.Errorf("outdir: %w", err)
+			return nil, err
 		case !st.Mode().IsRegular():
 			return nil, d.refuse(name, st.Mode())
 		case flag&os.O_EXCL != 0:
-			return nil, fmt.Errorf("outdir: %w", &fs.PathError{Op: "open", Path: d.Join(name), Err: fs.ErrExist})
+			return nil, &fs.PathError{Op: "open", Path: d.Join(name), Err: fs.ErrExist}
 		case flag&(os.O_WRONLY|os.O_RDWR) != 0 && links(st) > 1:
 			return nil, d.linked(name, links(st))
 		}
 		return d.openLooked(name, st, flag, perm)
 	}
-	return nil, fmt.Errorf("outdir: %s keeps changing while it is opened", d.Join(name))
+	return nil, fmt.Errorf("%s keeps changing while it is opened", d.Join(name))
 }
 
 // openLooked opens the existing regular file name, which Lstat described
@@ -168,21 +208,21 @@ func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error
 func (d *Dir) openLooked(name string, st fs.FileInfo, flag int, perm fs.FileMode) (*os.File, error) {
 	f, err := d.root.OpenFile(name, flag&^(os.O_CREATE|os.O_TRUNC)|openFlags, perm)
 	if err != nil {
-		return nil, fmt.Errorf("outdir: %s: %w", d.Join(name), err)
+		return nil, fmt.Errorf("%s: %w", d.Join(name), err)
 	}
 	got, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("outdir: %w", err)
+		return nil, err
 	}
 	if !got.Mode().IsRegular() || !os.SameFile(st, got) {
 		f.Close()
-		return nil, fmt.Errorf("outdir: %s changed while it was opened: %w", d.Join(name), ErrNotRegular)
+		return nil, fmt.Errorf("%s changed while it was opened: %w", d.Join(name), ErrNotRegular)
 	}
 	if flag&os.O_TRUNC != 0 {
 		if err := f.Truncate(0); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("outdir: %w", err)
+			return nil, err
 		}
 	}
 	return f, nil
@@ -211,7 +251,7 @@ type Temp struct {
 func (d *Dir) CreateTemp(dir, prefix string) (*Temp, error) {
 	t, err := atomicfile.CreateTemp(d.root, dir, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("outdir: %s: %w", d.Join(dir), err)
+		return nil, fmt.Errorf("%s: %w", d.Join(dir), err)
 	}
 	return &Temp{Temp: t, d: d}, nil
 }
@@ -245,7 +285,7 @@ func (d *Dir) WriteFile(name string, write func(io.Writer) error) error {
 		return err
 	}
 	if err := t.Flush(); err != nil {
-		return fmt.Errorf("outdir: %s: %w", d.Join(name), err)
+		return fmt.Errorf("%s: %w", d.Join(name), err)
 	}
 	return t.Rename(name)
 }
@@ -263,7 +303,7 @@ func (d *Dir) Mkdir(name string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("outdir: %w", err)
+		return err
 	}
 	return atomicfile.SyncDir(d.root, path.Dir(name))
 }
@@ -288,20 +328,20 @@ func (d *Dir) MkdirAll(name string) error {
 func (d *Dir) Move(from, to string) error {
 	if ok, err := d.Check(from); err != nil || !ok {
 		if err == nil {
-			err = fmt.Errorf("outdir: %w", &fs.PathError{Op: "move", Path: d.Join(from), Err: fs.ErrNotExist})
+			err = &fs.PathError{Op: "move", Path: d.Join(from), Err: fs.ErrNotExist}
 		}
 		return err
 	}
 	if ok, err := d.Check(to); err != nil || ok {
 		if err == nil {
-			err = fmt.Errorf("outdir: %w", &fs.PathError{Op: "move", Path: d.Join(to), Err: fs.ErrExist})
+			err = &fs.PathError{Op: "move", Path: d.Join(to), Err: fs.ErrExist}
 		}
 		return err
 	}
 	err := d.root.Link(from, to)
 	switch {
 	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("outdir: %w", &fs.PathError{Op: "move", Path: d.Join(to), Err: fs.ErrExist})
+		return &fs.PathError{Op: "move", Path: d.Join(to), Err: fs.ErrExist}
 	case err == nil:
 		err = d.unlinkSame(from, to)
 	default: // no hard links here
@@ -311,7 +351,7 @@ func (d *Dir) Move(from, to string) error {
 		err = atomicfile.SyncDir(d.root, path.Dir(to))
 	}
 	if err != nil {
-		return fmt.Errorf("outdir: %w", err)
+		return err
 	}
 	return nil
 }
@@ -359,7 +399,7 @@ func (d *Dir) MoveAside(name string) (string, error) {
 		}
 		return to, nil
 	}
-	return "", fmt.Errorf("outdir: no free name to move %s aside to", d.Join(name))
+	return "", fmt.Errorf("no free name to move %s aside to", d.Join(name))
 }
 
 // ProveWritable creates a temporary file in the folder and removes it:
@@ -368,13 +408,51 @@ func (d *Dir) MoveAside(name string) (string, error) {
 func (d *Dir) ProveWritable() error {
 	t, err := d.CreateTemp(".", "probe-")
 	if err != nil {
-		return fmt.Errorf("outdir: %s cannot be written: %w", d.path, errors.Unwrap(err))
+		return said{fmt.Sprintf("folder %s cannot be written: %v", d.path, cause(err)), err}
 	}
 	_, werr := t.Write([]byte{0})
 	ferr := t.Flush()
 	t.Remove()
 	if err := errors.Join(werr, ferr); err != nil {
-		return fmt.Errorf("outdir: %s cannot be written: %w", d.path, err)
+		return said{fmt.Sprintf("folder %s cannot be written: %v", d.path, cause(err)), err}
 	}
 	return nil
+}
+
+// OpenInput opens the file at path for reading: an input the command
+// line is given (a jobs file, a price list, a link file), not a name
+// under an output folder. As a Dir opens its files, a FIFO, a device, a
+// socket or a folder is refused at once, before any open that could wait
+// for another end: it looks first (Stat), opens with O_NONBLOCK where the
+// system has it, and checks that the file it opened is the regular file it
+// looked at. A symbolic link is followed: a user's input may be one. The
+// refusal matches ErrNotRegular.
+func OpenInput(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, refuseInput(path, st.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|inputFlags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	got, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("outdir: %w", err)
+	}
+	if !got.Mode().IsRegular() || !os.SameFile(st, got) {
+		f.Close()
+		return nil, fmt.Errorf("outdir: %s changed while it was opened: %w", path, ErrNotRegular)
+	}
+	return f, nil
+}
+
+// refuseInput is the refusal of the input at path, which holds what mode
+// says.
+func refuseInput(path string, mode fs.FileMode) error {
+	return fmt.Errorf("outdir: %s is %s, not a file to read: %w", path, kind(mode), ErrNotRegular)
 }

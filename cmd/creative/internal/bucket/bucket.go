@@ -134,6 +134,21 @@ func redact(u *url.URL) string {
 	return c.String()
 }
 
+// Get reads key, or returns an error matching fs.ErrNotExist.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := batch.CheckKey(key); err != nil {
+		return nil, err
+	}
+	data, err := s.b.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("bucket: get %s: %w", key, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket: get %s: %w", key, err)
+	}
+	return data, nil
+}
+
 // List yields the keys under prefix in lexical order, asking the service
 // for one page of keys at a time.
 func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error] {

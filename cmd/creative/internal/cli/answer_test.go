@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -20,21 +21,22 @@ import (
 // promises: a download of another kind, the service's error envelope, a
 // cut file, is refused and no file is left; the name comes from the bytes,
 // never from the link.
-func TestASingleOperationKeepsNoLyingAnswer(t *testing.T) {
+func TestASingleOperationKeepsALyingAnswerAsRejectedWithItsLink(t *testing.T) {
 	wav := string(media.Music("tune", 0.2))
 	for _, tc := range []struct {
 		name, link, ctype, file string
-		want                    string // the file kept, "" for none
+		want                    string // the file saved, "" for none
 		says                    string // in stderr when none
+		rejected                string // the answer kept as refused, "" for none
 	}{
-		{"wav at a .svg link", "/f/x.svg", "image/svg+xml", wav, "text-to-music.wav", ""},
-		{"wav at a .html link", "/f/x.html", "text/html", wav, "text-to-music.wav", ""},
-		{"html at a .html link", "/f/x.html", "text/html", "<html><script>alert(1)</script></html>", "", "not audio"},
-		{"svg at a .svg link", "/f/x.svg", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg"/>`, "", "not audio"},
-		{"html at a .wav link", "/f/x.wav", "audio/wav", "<!DOCTYPE html><p>maintenance</p>", "", "not audio"},
-		{"the error envelope as the file", "/f/x.wav", "application/json", `{"success":false,"message":"the file expired"}`, "", "the file expired"},
-		{"an image for audio", "/f/x.wav", "image/png", "\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", "", "not audio"},
-		{"a cut wav", "/f/x.wav", "audio/wav", wav[:len(wav)/2], "", "is cut after"},
+		{"wav at a .svg link", "/f/x.svg", "image/svg+xml", wav, "text-to-music.wav", "", ""},
+		{"wav at a .html link", "/f/x.html", "text/html", wav, "text-to-music.wav", "", ""},
+		{"html at a .html link", "/f/x.html", "text/html", "<html><script>alert(1)</script></html>", "", "not audio", "text-to-music.rejected.bin"},
+		{"svg at a .svg link", "/f/x.svg", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg"/>`, "", "not audio", "text-to-music.rejected.bin"},
+		{"html at a .wav link", "/f/x.wav", "audio/wav", "<!DOCTYPE html><p>maintenance</p>", "", "not audio", "text-to-music.rejected.bin"},
+		{"the error envelope as the file", "/f/x.wav", "application/json", `{"success":false,"message":"the file expired"}`, "", "the file expired", ""},
+		{"an image for audio", "/f/x.wav", "image/png", "\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", "", "not audio", "text-to-music.rejected.png"},
+		{"a cut wav", "/f/x.wav", "audio/wav", wav[:len(wav)/2], "", "is cut after", "text-to-music.rejected.wav"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var base string
@@ -52,27 +54,42 @@ func TestASingleOperationKeepsNoLyingAnswer(t *testing.T) {
 			if tc.want != "" {
 				require.Equal(t, 0, code, stderr)
 				assert.Equal(t, filepath.Join(out, tc.want)+"\n", stdout)
-				assert.Equal(t, []string{tc.want}, names)
+				assert.Equal(t, []string{tc.want}, names, "the link file is gone once the file is saved")
 				return
 			}
-			assert.NotEqual(t, 0, code)
+			assert.Equal(t, exitKept, code, stderr)
 			assert.Contains(t, stderr, tc.says)
-			assert.Empty(t, names, "no file is kept")
+			assert.Contains(t, stderr, base+tc.link, "the paid link is printed")
+			assert.Contains(t, stderr, "creative fetch "+filepath.Join(out, "text-to-music.link.json"))
+			want := []string{"text-to-music.link.json"}
+			if tc.rejected != "" {
+				want = append(want, tc.rejected)
+				assert.Equal(t, tc.file, readFile(t, filepath.Join(out, tc.rejected)), "every paid byte is kept")
+				assert.Contains(t, stderr, "kept as "+filepath.Join(out, tc.rejected))
+			}
+			assert.Equal(t, want, names)
+			var lf linkRecord
+			require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "text-to-music.link.json"))), &lf))
+			assert.Equal(t, []string{base + tc.link}, lf.Links)
+			assert.Equal(t, "audio/text-to-music", lf.Op)
+			assert.Contains(t, lf.Why, tc.says)
 		})
 	}
 }
 
 // A speech stream whose bytes show no audio is refused, whatever type it
-// declares.
-func TestSpeechThatIsNoAudioIsNotKept(t *testing.T) {
-	for _, body := range []string{"??", "RIFF\x40\x00\x00\x00WAVEdata"} {
-		rec := newRecorder(t, 200, func(string) (string, string) { return "audio/mpeg", body })
+// declares, and kept as rejected: it was paid for.
+func TestSpeechThatIsNoAudioIsKeptAsRejected(t *testing.T) {
+	for _, tc := range []struct{ body, name string }{{"??", "text-to-speech.rejected.bin"}, {"RIFF\x40\x00\x00\x00WAVEdata", "text-to-speech.rejected.wav"}} {
+		rec := newRecorder(t, 200, func(string) (string, string) { return "audio/mpeg", tc.body })
 		out := t.TempDir()
 		code, _, stderr := runCLI(t, map[string]string{"CREATIVE_BASE_URL": rec.URL, "CREATIVE_ACCESS_KEY": cliKey},
 			"audio", "text-to-speech", "--prompt", "hi", "--voice-id", "female-1", "--out", out)
-		assert.NotEqual(t, 0, code, "%q", body)
-		assert.Contains(t, stderr, "answer: the ")
-		assert.Empty(t, answerDirNames(t, out))
+		assert.Equal(t, exitKept, code, "%q", tc.body)
+		assert.Contains(t, stderr, "is not what audio/text-to-speech promises")
+		assert.Contains(t, stderr, "kept as "+filepath.Join(out, tc.name))
+		assert.Equal(t, []string{tc.name}, answerDirNames(t, out))
+		assert.Equal(t, tc.body, readFile(t, filepath.Join(out, tc.name)))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
+	"github.com/creativegen/creative-go/internal/fake"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/suggest"
 )
@@ -30,8 +31,15 @@ const (
 	exitOK        = 0
 	exitAPI       = 1   // the service answered with an error, or the network failed
 	exitUsage     = 2   // usage, configuration or validation: nothing was sent
+	exitKept      = 3   // paid, and the answer not saved as promised: its links or bytes are kept (see stderr)
 	exitInterrupt = 130 // Ctrl-C or SIGTERM, as shells report a SIGINT
+	exitAtOnce    = 131 // a second Ctrl-C or SIGTERM ended the process at once
 )
+
+// defaultGrace is how long calls and downloads in flight may go on after
+// the first Ctrl-C or SIGTERM, well inside the 30 s a container's manager
+// waits before it kills.
+const defaultGrace = 10 * time.Second
 
 // app is one run of the command, with its streams and environment.
 type app struct {
@@ -41,6 +49,11 @@ type app struct {
 	stdoutTerminal bool // stdout is a terminal: no binary output on it
 	// signals delivers Ctrl-C and SIGTERM; nil when nobody sends them.
 	signals <-chan os.Signal
+	// sending is set once the command may send a call or download: from
+	// then on the first signal gives what is in flight its grace, and
+	// before, it ends the process at once (see relaySignals).
+	sending atomic.Bool
+	stdin   io.Reader // for a jobs file "-"; nil: none
 	// buckets opens bucket URLs: nil in creative, which hands a command
 	// that names one over to creative-cloud through handOver (nil: none
 	// can be run, and such a command is refused).
@@ -61,7 +74,8 @@ type globals struct {
 	timeout time.Duration
 	retries int
 	verbose bool
-	links   int // --max-links
+	links   int           // --max-links
+	grace   time.Duration // --grace
 }
 
 // usageError is a mistake in the command line, reported with exit status 2.
@@ -109,6 +123,11 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 		return code
 	}
 	if errors.Is(err, errInterrupted) {
+		if ie, ok := errors.AsType[*interruptedError](err); ok {
+			for _, line := range ie.lines() {
+				fmt.Fprintln(a.con, printable(line))
+			}
+		}
 		fmt.Fprintln(a.con, "creative: interrupted")
 		return exitInterrupt
 	}
@@ -126,7 +145,7 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 	if !strings.HasPrefix(msg, "creative: ") {
 		msg = "creative: " + msg
 	}
-	fmt.Fprintln(a.con, msg)
+	fmt.Fprintln(a.con, printable(msg))
 	if errors.Is(err, creative.ErrOutcomeUnknown) {
 		fmt.Fprintln(a.con, "creative: the service may have done this work and charged for it; it was not repeated: check before running it again")
 	}
@@ -135,7 +154,64 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 	if errors.As(err, &usage) || errors.As(err, &invalid) {
 		return exitUsage
 	}
+	if kept(err) {
+		return exitKept
+	}
 	return exitAPI
+}
+
+// kept reports whether err is a paid answer that was not saved as
+// promised and whose links or bytes are kept: a rejected file, a link
+// file.
+func kept(err error) bool {
+	_, rejected := errors.AsType[*rejectedError](err)
+	_, links := errors.AsType[*paidLinksError](err)
+	return rejected || links
+}
+
+// An interruptedError ends a command that a signal stopped: err is what
+// the command met (nil when what was in flight ended within the grace),
+// and sentNoAnswer says that a call went out and was abandoned with no
+// answer: it may have been paid.
+type interruptedError struct {
+	err          error
+	sentNoAnswer bool
+	// cutAnswer is the request id of an answer that came and whose
+	// streamed bytes were cut off (speech): paid, and not saved.
+	cutAnswer string
+}
+
+func (e *interruptedError) Error() string {
+	if e.err == nil {
+		return errInterrupted.Error()
+	}
+	return errInterrupted.Error() + ": " + e.err.Error()
+}
+
+// Is makes the error match errInterrupted.
+func (e *interruptedError) Is(target error) bool { return target == errInterrupted }
+
+// Unwrap returns what the command met.
+func (e *interruptedError) Unwrap() error { return e.err }
+
+// lines are what is printed before "interrupted": what was left, and how
+// to go on.
+func (e *interruptedError) lines() []string {
+	var out []string
+	if e.err != nil && !errors.Is(e.err, context.Canceled) || kept(e.err) {
+		msg := oneLine(e.err.Error())
+		if !strings.HasPrefix(msg, "creative: ") {
+			msg = "creative: " + msg
+		}
+		out = append(out, msg)
+	}
+	if e.sentNoAnswer {
+		out = append(out, "creative: the call in flight was abandoned after it was sent: the service may have done it and charged for it; check before running it again")
+	}
+	if e.cutAnswer != "" {
+		out = append(out, "creative: the call was answered (request id "+e.cutAnswer+") and paid for; its answer was still streaming when it was abandoned, and is not saved")
+	}
+	return out
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -166,7 +242,17 @@ read from CREATIVE_ACCESS_KEY and the base URL from --base-url or
 CREATIVE_BASE_URL; --fake runs against a built-in fake service instead.
 
 Exit status: 0 success, 1 API or network error, 2 usage or validation
-error (nothing was sent), 130 interrupted.`,
+error (nothing was sent), 3 paid and not saved as promised (the links are
+kept in <name>.link.json under --out, for creative fetch, or the answer
+is kept as <name>.rejected.<ext>: see stderr), 130 interrupted, 131 ended
+at once by a second signal.
+
+Ctrl-C and SIGTERM: the first stops at once what has not been sent; a
+call or download in flight gets --grace (10s) to end, then is abandoned
+(a call then may have been paid: stderr says so; an answer's links are
+kept for creative fetch), and the command exits 130. A second signal ends
+it at once (131). While a command only reads its input (a jobs file, "-"
+for standard input), a signal ends it at once (130).`,
 		Example: `  creative image text-to-image --prompt "a fox in the snow" --style-id anime
   creative --fake audio text-to-speech --prompt "Hello" --voice-id female-1
   creative batch jobs.jsonl --out results --concurrency 8`,
@@ -201,6 +287,7 @@ error (nothing was sent), 130 interrupted.`,
 	pf.IntVar(&a.g.retries, "retries", creative.DefaultMaxRetries, "retries of a failed attempt (0: none)")
 	pf.BoolVarP(&a.g.verbose, "verbose", "v", false, "log attempts and retries on stderr (the key is never logged)")
 	pf.IntVar(&a.g.links, "max-links", creative.DefaultMaxLinks, "most links an answer may list (split-audio's stems), each a download")
+	pf.DurationVar(&a.g.grace, "grace", defaultGrace, "after the first Ctrl-C or SIGTERM, how long calls and downloads in flight may go on before they are abandoned (a call then may have been paid); a second signal ends at once")
 
 	areas := map[string]*cobra.Command{}
 	for _, op := range ops.All {
@@ -226,7 +313,7 @@ error (nothing was sent), 130 interrupted.`,
 		Long:  "Print the version of the command and the revision it was built from, for a bug report (as creative --version does).",
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), cmd.Root().Version) },
 	}
-	more := []*cobra.Command{a.batchCommand(), a.idsCommand(), version}
+	more := []*cobra.Command{a.batchCommand(), a.fetchCommand(), a.idsCommand(), version}
 	for _, c := range more {
 		c.GroupID = "more"
 	}
@@ -389,13 +476,78 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-	if cmd.SuggestionsMinimumDistance <= 0 {
-		cmd.SuggestionsMinimumDistance = 2
-	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+	if s := nearestCommands(cmd, args[0]); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(s), " or "))
 	}
 	return errors.New(msg)
+}
+
+// nearestCommands returns the commands nearest to word, a word that names
+// no command below cmd, each as the command line that runs it ("creative
+// image text-to-image"). It looks at the commands below cmd (cobra's
+// suggestions: "imgae" for image) and at every operation, by its name as
+// batch writes it (ops.Nearest: "image/text-to-image", "imagetext-to-image",
+// "text-to-image") and by its verb alone (package suggest: "text2image",
+// "creative audio text-to-image"). Of those, it keeps the ones at the least
+// edit distance from word, and of those the commands below cmd when there
+// are some.
+func nearestCommands(cmd *cobra.Command, word string) []string {
+	type near struct {
+		path  string
+		dist  int
+		below bool
+	}
+	var found []near
+	add := func(name, path string, below bool) {
+		for _, f := range found {
+			if f.path == path {
+				return
+			}
+		}
+		found = append(found, near{path, suggest.Distance(strings.ToLower(word), name), below})
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	for _, name := range cmd.SuggestionsFor(word) {
+		add(name, cmd.CommandPath()+" "+name, true)
+	}
+	verbs := make([]string, len(ops.All))
+	for i, op := range ops.All {
+		verbs[i] = op.Verb()
+	}
+	nearVerbs := suggest.Nearest(word, verbs)
+	nearNames := ops.Nearest(word)
+	root := cmd.Root().CommandPath()
+	for _, op := range ops.All {
+		path := root + " " + op.Area() + " " + op.Verb()
+		below := strings.HasPrefix(path, cmd.CommandPath()+" ")
+		if slices.Contains(nearVerbs, op.Verb()) {
+			add(op.Verb(), path, below)
+		}
+		if slices.Contains(nearNames, op.Name) {
+			add(op.Name, path, below)
+		}
+	}
+	slices.SortStableFunc(found, func(a, b near) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		if a.below != b.below {
+			if a.below {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	var out []string
+	for _, f := range found {
+		if f.dist == found[0].dist && f.below == found[0].below {
+			out = append(out, f.path)
+		}
+	}
+	return out
 }
 
 // noArgs refuses words after an operation.
@@ -456,6 +608,9 @@ func (a *app) checkGlobals() error {
 	if a.g.retries < 0 {
 		return usagef("--retries must be 0 or more, got %d", a.g.retries)
 	}
+	if a.g.grace < 0 {
+		return usagef("--grace must be 0 (abandon at once) or more, got %v", a.g.grace)
+	}
 	if a.g.timeout < 0 {
 		return usagef("--timeout must be 0 (no bound) or more, got %v", a.g.timeout)
 	}
@@ -488,14 +643,24 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		opts = append(opts, creative.WithHTTPClient(a.hc))
 	}
 	if a.g.fake {
-		srv := creativetest.NewServer()
-		fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL)
-		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey)}, opts...)...)
+		srv := fake.NewServer()
+		// Said when the first request goes out, so that a mistake found
+		// before anything is sent is reported alone.
+		var said sync.Once
+		banner := creative.WithMiddleware(func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+			said.Do(func() { fmt.Fprintf(a.con, "creative: using the built-in fake service at %s\n", srv.URL) })
+			return next(req)
+		})
+		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), banner}, opts...)...)
 		if err != nil {
 			srv.Close()
 			return nil, nil, &usageError{err.Error()}
 		}
 		return c, func() { c.CloseIdleConnections(); srv.Close() }, nil
+	}
+	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
+	if a.g.baseURL == "" && key == "" {
+		return nil, nil, usagef("no base URL and no access key: set %s (or give --base-url) and %s, or try --fake", creative.EnvBaseURL, creative.EnvAccessKey)
 	}
 	if a.g.baseURL == "" {
 		return nil, nil, usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL)
@@ -503,7 +668,6 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 	if u, err := url.Parse(a.g.baseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, nil, usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
 	}
-	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
 	if key == "" {
 		return nil, nil, usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
 	}
@@ -523,27 +687,84 @@ func (a *app) logHandler() slog.Handler {
 	return slog.NewTextHandler(a.con, &slog.HandlerOptions{Level: slog.LevelDebug})
 }
 
-// watchSignals cancels the call's context on the first Ctrl-C or SIGTERM.
-// The returned func stops watching and reports whether a signal came.
-func (a *app) watchSignals(cancel context.CancelFunc) (stop func() bool) {
+// watchSignals gives a call in flight its grace on the first Ctrl-C or
+// SIGTERM: when sent reports that nothing went out yet, cancel is called
+// at once; else after --grace, or at a second signal. The returned func
+// stops watching and reports the signal, nil when none came.
+func (a *app) watchSignals(cancel context.CancelFunc, sent func() bool) (stop func() *signalled) {
 	done := make(chan struct{})
-	var got atomic.Bool
+	var got atomic.Pointer[signalled]
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		select {
 		case <-a.signals:
-			got.Store(true)
-			a.atLineStart()
-			cancel()
 		case <-done:
+			return
 		}
+		sg := &signalled{}
+		got.Store(sg)
+		a.atLineStart()
+		if sent == nil || !sent() {
+			cancel()
+			return
+		}
+		fmt.Fprintf(a.con, "creative: stopping: the call in flight gets up to %v to end (--grace); Ctrl-C again to end it now\n", a.g.grace)
+		timer := time.NewTimer(a.g.grace)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			sg.abandoned.Store(true)
+			fmt.Fprintln(a.con, "creative: the grace ended: abandoning what is in flight")
+		case <-a.signals:
+			sg.abandoned.Store(true)
+		case <-done:
+			return
+		}
+		cancel()
 	}()
-	return func() bool {
+	return func() *signalled {
 		close(done)
 		wg.Wait()
 		return got.Load()
+	}
+}
+
+// signalled is a Ctrl-C or SIGTERM that came during a command.
+type signalled struct {
+	abandoned atomic.Bool // what was in flight was cut off (the grace ended, or a second signal)
+}
+
+// lineStart is what moves a terminal's cursor to the start of its line.
+func (a *app) lineStart() string {
+	if a.progress {
+		return "\r"
+	}
+	return ""
+}
+
+// relaySignals hands the process's signals, from, to the command: before
+// the command may send anything (it is reading its input, say from a
+// pipe that never ends), a signal ends the process at once with status
+// 130; after, the first is handed on (to), and the command gives what is
+// in flight its grace; a second ends the process at once with status 131,
+// leaving the ledger as it stands: a call in flight stays claimed there
+// (maybe paid), an answer's links stay recorded.
+func (a *app) relaySignals(from <-chan os.Signal, to chan<- os.Signal, exit func(int)) {
+	handed := false
+	for s := range from {
+		switch {
+		case !handed && a.sending.Load():
+			handed = true
+			to <- s
+		case !handed:
+			fmt.Fprintln(a.stderr, a.lineStart()+"creative: interrupted")
+			exit(exitInterrupt)
+		default:
+			fmt.Fprintln(a.stderr, a.lineStart()+"creative: ended at once by a second signal: a call in flight may have been paid (creative batch status lists a batch's; a single command's links are in its .link.json file)")
+			exit(exitAtOnce)
+		}
 	}
 }
 

@@ -10,9 +10,7 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -79,7 +77,9 @@ Paying once
   --out/ledger.db, before its request is sent, so runs sharing --out (at
   once or in turn, on this machine) pay for each job once, and its answer
   is recorded there before anything is downloaded. A folder on a network
-  file system is refused: workers on several machines share a bucket URL.
+  file system is refused: workers on several machines share a PostgreSQL
+  ledger, --ledger postgres://... (or $CREATIVE_LEDGER), and a bucket URL
+  --out holds the outputs only.
 
 Outputs
   Files go under --out, named by the id (or the zero-padded line number)
@@ -98,25 +98,46 @@ Running again
   are gone (free); never pays again for an answered job, nor sends a job
   whose outcome is unknown, unless asked: --resend-unknown sends again the
   unknown ones and those claimed by a worker that is gone (this may pay
-  twice), not those in flight on a worker still running (its heartbeat is
-  under 90s old: the jobs of a killed worker are sent once its heartbeat
-  is older, or at once from its machine); --repay-expired pays again for
+  twice), not those in flight on a worker still running (on this machine
+  the jobs of a killed worker are sent at once; with PostgreSQL once its
+  session's lock is gone and its heartbeat is 120s old by the database's
+  clock); --repay-expired pays again for
   answered jobs whose links have expired.
 
-Rate, shards and Ctrl-C
+Rate, shards, Ctrl-C and SIGTERM
   --rate bounds the requests sent per second over all workers, retries and
   downloads included; a 429 or 503 answer with Retry-After pauses every
   worker for the time it asks. --shard I/N runs only the jobs whose line
-  number modulo N is I. The first Ctrl-C stops starting jobs (also those
-  waiting for --rate or a pause) and lets the calls in flight finish and
-  be recorded; a second one cancels them (they are then recorded unknown).
+  number modulo N is I. The first Ctrl-C or SIGTERM stops starting jobs at
+  once (also those waiting for --rate or a pause) and gives the calls and
+  downloads in flight --grace (default 10s) to finish and be recorded;
+  then they are abandoned: a call cut off is recorded unknown (maybe paid:
+  creative batch status lists it, --resend-unknown sends it again), an
+  answered job whose download was cut off stays answered (a rerun fetches
+  it without paying), and the summary says what was left. A second signal
+  ends the process at once (exit status 131): its calls in flight stay
+  claimed in the ledger, maybe paid. While the jobs file is read (from
+  "-", standard input, say), a signal ends the process at once.
+
+The jobs file
+  Read through a gate: a FIFO, a device or a socket is refused at once
+  (exit status 2), never waited on; "-" reads the jobs from standard
+  input, once, as a stream.
+
+Answers the check refuses
+  An answer that is not what its operation promises (a format the check
+  does not know, another kind, a file cut short) was paid for all the
+  same: it is kept whole as <name>.rejected.<ext> beside the outputs, the
+  job stays answered and its error names the file; batch status lists
+  such files, and a rerun checks them again without paying.
 
 Exit status
   0 when every job is done, 1 when some are not (see the summary), 2 on a
   usage error, a bad line, or an --out folder or ledger that cannot be
-  used (nothing was sent), 130 when interrupted. A key the service
-  refuses (401, 403) stops the run at its first answer, with exit status
-  1: nothing more is sent.`,
+  used (nothing was sent), 130 when interrupted (after the grace), 131
+  when a second signal ended it at once. A key the service refuses (401,
+  403) stops the run at its first answer, with exit status 1: nothing
+  more is sent.`,
 		Example: `  creative batch jobs.jsonl --out results --concurrency 8 --rate 5
   creative batch jobs.jsonl --out results --dry-run
   creative batch status --out results
@@ -149,7 +170,7 @@ Exit status
 	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
 	fs.IntVar(&f.maxCalls, "max-calls", 0, "most calls that may be paid sent by every run and worker on this ledger together (0: no cap)")
 	fs.Float64Var(&f.maxSpend, "max-spend", 0, "most those calls may cost, priced by --price or --prices (0: no cap)")
-	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable), for --max-spend")
+	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable; *=PRICE prices the others), for --max-spend")
 	fs.StringVar(&f.pricesFile, "prices", "", "a file of prices, one OP=PRICE a line (# starts a comment), for --max-spend")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
@@ -197,28 +218,40 @@ func (f *batchFlags) check() (shardI, shardN int, err error) {
 // budget reads --max-calls, --max-spend and the prices.
 func (f *batchFlags) budget() (batch.Budget, error) {
 	b := batch.Budget{MaxCalls: f.maxCalls, MaxSpend: f.maxSpend}
-	lines := slices.Clone(f.prices)
+	type priced struct{ line, where string }
+	var lines []priced
+	for _, l := range f.prices {
+		lines = append(lines, priced{l, "--price " + strings.TrimSpace(l)})
+	}
 	if f.pricesFile != "" {
-		data, err := os.ReadFile(f.pricesFile)
+		data, err := readInput(f.pricesFile, 1<<20)
 		if err != nil {
 			return b, usagef("--prices: %v", err)
 		}
+		n := 0
 		for line := range strings.Lines(string(data)) {
+			n++
 			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
-				lines = append(lines, line)
+				lines = append(lines, priced{line, fmt.Sprintf("%s:%d", f.pricesFile, n)})
 			}
 		}
 	}
+	given := map[string]string{} // where each operation was priced
 	for _, l := range lines {
-		op, price, ok := strings.Cut(l, "=")
+		op, price, ok := strings.Cut(l.line, "=")
 		p, err := strconv.ParseFloat(strings.TrimSpace(price), 64)
 		if !ok || err != nil {
-			return b, usagef("a price must be OP=PRICE, such as image/text-to-image=0.04, got %q", strings.TrimSpace(l))
+			return b, usagef("a price must be OP=PRICE (OP may be * for the operations not priced), such as image/text-to-image=0.04, got %q", strings.TrimSpace(l.line))
 		}
+		op = strings.TrimSpace(op)
+		if first, twice := given[op]; twice {
+			return b, usagef("%s is priced twice, by %s and by %s: give one price", op, first, l.where)
+		}
+		given[op] = l.where
 		if b.Prices == nil {
 			b.Prices = map[string]float64{}
 		}
-		b.Prices[strings.TrimSpace(op)] = p
+		b.Prices[op] = p
 	}
 	if len(b.Prices) > 0 && b.MaxSpend == 0 {
 		return b, usagef("prices are for --max-spend, which is not given")
@@ -255,7 +288,11 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
 		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
-	jobs := batch.File(path)
+	jobs, doneJobs, err := a.openJobs(path)
+	if err != nil {
+		return err
+	}
+	defer doneJobs()
 	if isURL(path) {
 		// The jobs file and the files its lines name, from a bucket or
 		// through a file:// URL.
@@ -395,12 +432,14 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	bar := d.counter(int64(checked.InShard()), func() string {
 		return fmt.Sprintf("batch %d/%d", ended.Load(), checked.InShard())
 	})
+	w := &batchWatch{}
 	o.OnEvent = func(e batch.Event) {
 		if e.Type == batch.JobStarted {
 			return
 		}
 		if e.Type == batch.JobEnded {
 			log.write(&e.Record)
+			w.ended(&e.Record)
 		}
 		ended.Add(1)
 		if bar != nil {
@@ -408,34 +447,109 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 		}
 	}
 	o.IndexEvery = 5 * time.Second
+	if a.g.timeout > 0 {
+		// Downloads too are bounded by --timeout, as a single command's.
+		o.CallOptions = append(o.CallOptions, creative.WithTimeout(a.g.timeout))
+	}
 	r, err := batch.New(c, p.ledger, p.out, o)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	interrupted, stopWatching := a.watchBatchSignals(r, cancel)
+	a.sending.Store(true)
+	stopWatching := a.watchBatchSignals(r, cancel, w)
 	start := time.Now()
 	sum, err := r.Run(ctx, checked)
 	stopWatching()
 	d.stop()
-	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", summaryText(sum), time.Since(start).Seconds(), log.path)
+	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", printable(summaryText(sum)), time.Since(start).Seconds(), printable(log.path))
 	if spent := r.Spent(); spent != nil {
 		fmt.Fprintf(a.con, "creative: %v: no more jobs were claimed (batch status shows the budget)\n", spent)
 	}
-	if ierr := r.WriteIndex(context.WithoutCancel(ctx)); ierr != nil {
+	if n := w.rejected.Load(); n > 0 {
+		fmt.Fprintf(a.con, "creative: batch: %s not what their operation promises, kept as *%s.* files beside the outputs (batch status lists them; a rerun checks them again without paying)\n", plural(int(n), "answer"), batch.Rejected)
+	}
+	if w.abandoned.Load() {
+		fmt.Fprintln(a.con, "creative: batch: "+w.leftText())
+	}
+	ictx := context.WithoutCancel(ctx)
+	if w.interrupted.Load() {
+		// A process told to stop ends before it is killed: the page of a
+		// large ledger waits for the next run.
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ictx, indexAfterSignal)
+		defer cancel()
+	}
+	if ierr := r.WriteIndex(ictx); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
 	}
 	if log.err != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written (%v); the ledger holds every result\n", log.path, log.err)
 	}
-	return batchExit(a, sum, err, interrupted.Load())
+	return batchExit(a, sum, err, w.interrupted.Load())
 }
 
-// watchBatchSignals stops starting jobs on the first Ctrl-C and cancels
-// the calls in flight on the second.
-func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc) (*atomic.Bool, func()) {
-	var interrupted atomic.Bool
+// indexAfterSignal bounds the writing of the results page once a signal
+// came.
+const indexAfterSignal = 5 * time.Second
+
+// A batchWatch follows a run's signals and its jobs' ends: what a signal
+// left, and the answers kept as rejected.
+type batchWatch struct {
+	interrupted atomic.Bool // a signal came
+	abandoned   atomic.Bool // the grace ended, or a second signal came: what was in flight was cut off
+	calls       atomic.Int64
+	downloads   atomic.Int64
+	rejected    atomic.Int64
+}
+
+// ended counts a job that ended: after what was in flight was cut off, a
+// call left maybe paid, or an answer left waiting for its download.
+func (w *batchWatch) ended(rec *batch.Record) {
+	if strings.Contains(rec.Error, batch.Rejected) {
+		w.rejected.Add(1)
+	}
+	if !w.abandoned.Load() {
+		return
+	}
+	switch {
+	case rec.State == batch.Unknown:
+		w.calls.Add(1)
+	case rec.State == batch.Answered && !rec.Lost:
+		w.downloads.Add(1)
+	}
+}
+
+// leftText says what the end of the grace left, and how to go on.
+func (w *batchWatch) leftText() string {
+	var parts []string
+	if n := int(w.calls.Load()); n > 0 {
+		parts = append(parts, plural(n, "call")+" in flight "+was(n)+" abandoned: maybe paid, see creative batch status; a rerun with --resend-unknown sends "+them(n)+" again")
+	}
+	if n := int(w.downloads.Load()); n > 0 {
+		parts = append(parts, plural(n, "download")+" left: a rerun fetches "+them(n)+" without paying")
+	}
+	if len(parts) == 0 {
+		return "nothing in flight was left when the grace ended"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// was is "was" or "were", for n things.
+func was(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// watchBatchSignals stops starting jobs on the first Ctrl-C or SIGTERM,
+// and gives the calls and downloads in flight --grace to end; then, or at
+// a second signal, it cancels them: the runner records each call cut off
+// as maybe paid (unknown) and each answered job as waiting for its
+// download.
+func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc, w *batchWatch) func() {
 	done, watching := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watching)
@@ -444,19 +558,34 @@ func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc) (*at
 		case <-done:
 			return
 		}
-		interrupted.Store(true)
+		w.interrupted.Store(true)
 		inFlight := r.Stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish (Ctrl-C again to cancel them)\n", plural(inFlight, "call"))
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
+			plural(inFlight, "call"), a.g.grace, them(inFlight))
+		timer := time.NewTimer(a.g.grace)
+		defer timer.Stop()
 		select {
 		case <-a.signals:
 			a.atLineStart()
 			fmt.Fprintln(a.con, "creative: batch: cancelling the calls in flight")
-			cancel()
+		case <-timer.C:
+			fmt.Fprintln(a.con, "creative: batch: the grace ended: abandoning the calls and downloads in flight")
 		case <-done:
+			return
 		}
+		w.abandoned.Store(true)
+		cancel()
 	}()
-	return &interrupted, func() { close(done); <-watching }
+	return func() { close(done); <-watching }
+}
+
+// them is "it" or "them", for n things.
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // batchExit turns the end of a run into the command's error.
@@ -544,8 +673,7 @@ func (a *app) batchStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status --out DIR",
 		Short: "Count the jobs of a batch's ledger by state and list the unknown ones",
-		Long: `Read the ledger under --out from a listing of it (a bucket answers a
-thousand keys a request) and print how many jobs are in each state, for
+		Long: `Read the ledger of --out (or --ledger) and print how many jobs are in each state, for
 every run and worker that shared the folder, and what was taken of the
 budget (--max-calls, --max-spend); then list the jobs whose outcome is unknown (sent, with no answer recorded,
 by a worker that is gone: they may have been paid for, and are sent
@@ -563,8 +691,7 @@ sqlite3 shell reads too:
 
   sqlite3 DIR/ledger.db "SELECT state, count(*) FROM jobs GROUP BY state"
 
-Its tables and views, and more queries, are in the README of package
-github.com/creativegen/creative-go/batch/sqlitestore.`,
+Its tables, and more queries, are in docs/fleet.md.`,
 		Args:        noArgs,
 		Annotations: map[string]string{takesBuckets: "out"},
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
@@ -580,7 +707,7 @@ github.com/creativegen/creative-go/batch/sqlitestore.`,
 			if asJSON {
 				return a.printStatusJSON(cmd.Context(), p.ledger)
 			}
-			return a.printStatus(cmd.Context(), p.ledger)
+			return a.printStatus(cmd.Context(), p)
 		}),
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "folder (or bucket URL) of the batch")
@@ -590,7 +717,8 @@ github.com/creativegen/creative-go/batch/sqlitestore.`,
 	return cmd
 }
 
-func (a *app) printStatus(ctx context.Context, store batch.Ledger) error {
+func (a *app) printStatus(ctx context.Context, p *place) error {
+	store := p.ledger
 	var unknown []batch.Record
 	const maxListed = 100
 	n := 0
@@ -632,11 +760,39 @@ func (a *app) printStatus(ctx context.Context, store batch.Ledger) error {
 			if r.ID != "" {
 				name = "id " + r.ID
 			}
-			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Job, name, r.Op, r.State, r.Worker, r.Time.Format(time.RFC3339))
+			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.Job), printable(name), printable(r.Op), printable(string(r.State)), printable(r.Worker), r.Time.Format(time.RFC3339))
 		}
 		if n > len(unknown) {
 			fmt.Fprintf(a.stdout, "... and %d more\n", n-len(unknown))
 		}
+	}
+	if st.States[batch.Answered] > 0 {
+		return a.printRejected(ctx, p.out)
+	}
+	return nil
+}
+
+// printRejected lists the answers kept as rejected (see batch.Rejected):
+// paid for, not what their operation promises.
+func (a *app) printRejected(ctx context.Context, store batch.Store) error {
+	const maxListed = 100
+	n := 0
+	for key, err := range store.List(ctx, "") {
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(key, batch.Rejected) {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(a.stdout, "\nanswers kept as rejected (paid for, not what their operation promises; a rerun checks them again without paying):")
+		}
+		if n++; n <= maxListed {
+			fmt.Fprintln(a.stdout, printable(key))
+		}
+	}
+	if n > maxListed {
+		fmt.Fprintf(a.stdout, "... and %d more\n", n-maxListed)
 	}
 	return nil
 }

@@ -39,9 +39,12 @@ type Buckets struct {
 // in this process's place (on Windows, as a child whose exit status is
 // returned).
 func Main(buckets *Buckets) int {
+	caught := make(chan os.Signal, 2)
+	signal.Notify(caught, os.Interrupt, syscall.SIGTERM)
 	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	a := newApp(os.Stdout, os.Stderr, os.Getenv, signals, buckets)
+	a.stdin = os.Stdin
+	go a.relaySignals(caught, signals, os.Exit)
 	if buckets == nil {
 		a.handOver = func() error { return handOverToCloud(os.Args[1:]) }
 	}

@@ -95,7 +95,7 @@ func TestHelpAtEveryLevelListsWhatIsBelow(t *testing.T) {
 
 		code, stdout, _ = runCLI(t, nil, "text", "writer-tool", "--help")
 		require.Equal(t, 0, code)
-		assert.NotContains(t, stdout, "--out", "the writer's text goes to stdout")
+		assert.Contains(t, stdout, "--out", "the writer's text is saved too")
 		assert.Contains(t, stdout, "--job-role")
 
 		code, stdout, _ = runCLI(t, nil, "audio", "text-to-speech", "-h")
@@ -136,10 +136,17 @@ func TestUsageErrorsExit2AndSendNothing(t *testing.T) {
 		{"a timeout that is no duration", []string{"image", "generate-qr", "--timeout", "soon"}, `invalid argument "soon" for "--timeout" flag`},
 		{"a number that is no number", []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "two"}, `invalid argument "two" for "--number-of-results" flag: not a number`},
 		{"a number that is not whole", []string{"image", "text-to-image", "--prompt", "p", "--number-of-results", "2.5"}, "--number-of-results must be a whole number, got 2.5"},
-		{"an unknown area", []string{"imgae", "text-to-image"}, `unknown command "imgae" for "creative"; did you mean "image"?`},
-		{"an unknown operation", []string{"image", "text-to-imag"}, `unknown command "text-to-imag" for "creative image"; did you mean "text-to-image"?`},
-		{"an unknown operation followed by its flags", []string{"image", "text-to-imag", "--prompt", "x"}, `unknown command "text-to-imag" for "creative image"; did you mean "text-to-image"?`},
-		{"an unknown area followed by flags", []string{"imgae", "text-to-image", "--prompt", "x"}, `unknown command "imgae" for "creative"; did you mean "image"?`},
+		{"an unknown area", []string{"imgae", "text-to-image"}, `unknown command "imgae" for "creative"; did you mean "creative image"?`},
+		{"an unknown operation", []string{"image", "text-to-imag"}, `unknown command "text-to-imag" for "creative image"; did you mean "creative image text-to-image"?`},
+		{"an unknown operation followed by its flags", []string{"image", "text-to-imag", "--prompt", "x"}, `unknown command "text-to-imag" for "creative image"; did you mean "creative image text-to-image"?`},
+		{"an unknown area followed by flags", []string{"imgae", "text-to-image", "--prompt", "x"}, `unknown command "imgae" for "creative"; did you mean "creative image"?`},
+		{"an operation spelt otherwise", []string{"image", "text2image", "--prompt", "x"}, `unknown command "text2image" for "creative image"; did you mean "creative image text-to-image"?`},
+		{"an operation as batch names it", []string{"image/text-to-image", "--prompt", "x"}, `unknown command "image/text-to-image" for "creative"; did you mean "creative image text-to-image"?`},
+		{"an area and an operation as one word", []string{"imagetext-to-image"}, `unknown command "imagetext-to-image" for "creative"; did you mean "creative image text-to-image"?`},
+		{"an operation without its area", []string{"text2image"}, `unknown command "text2image" for "creative"; did you mean "creative image text-to-image"?`},
+		{"an operation under another area", []string{"audio", "text-to-image"}, `unknown command "text-to-image" for "creative audio"; did you mean "creative image text-to-image"?`},
+		{"an operation of two areas", []string{"enhance"}, `unknown command "enhance" for "creative"; did you mean "creative audio enhance" or "creative image enhance"?`},
+		{"an operation of two areas, under one", []string{"image", "enhanc"}, `unknown command "enhanc" for "creative image"; did you mean "creative image enhance"?`},
 		{"a shell without a completion script", []string{"completion", "tcsh"}, `no completion script for "tcsh": give one of bash, fish, powershell, zsh`},
 		{"--fake with --base-url", []string{"--fake", "--base-url", "https://api.example", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p"}, "--fake and --base-url cannot go together"},
 		{"the writer without inputs", []string{"text", "writer-tool", "--language", "English", "--tone", "formal"}, "no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array"},
@@ -485,7 +492,7 @@ func TestOutDashRefusesToWriteBytesOnATerminal(t *testing.T) {
 		for _, args := range [][]string{
 			{"image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-", "--json"},
 			{"audio", "text-to-music", "--prompt", "piano", "--duration", "1", "--out", "-", "--no-download"},
-			{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t"},
+			{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t", "--out", t.TempDir()},
 		} {
 			code, stdout, stderr := onTerminal(args...)
 			require.Equal(t, 0, code, "%v: %s", args, stderr)

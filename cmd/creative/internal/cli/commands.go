@@ -2,9 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
@@ -229,7 +232,7 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 	long := op.Summary + " (POST " + op.Path() + ")."
 	switch op.Result {
 	case ops.Writer:
-		long += "\n\nThe text is printed on stdout."
+		long += "\n\nThe text is printed on stdout, and saved in --out as " + op.Verb() + ".txt, or\n" + op.Verb() + "-1.txt ... (never overwriting a file); its path is printed after it."
 	case ops.Audio:
 		long += "\n\nThe audio is saved in --out as " + op.Verb() + ".<ext>; its path is printed."
 	default:
@@ -268,8 +271,10 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 	}
 	if op.Result != ops.Writer {
 		fs.StringVar(&out.dir, "out", ".", `directory to write results to, or "-" to write the one result to stdout (a pipe or a file, not a terminal)`)
-		_ = cmd.MarkFlagDirname("out")
+	} else {
+		fs.StringVar(&out.dir, "out", ".", `directory to save the text to, or "-" to print it only`)
 	}
+	_ = cmd.MarkFlagDirname("out")
 	fs.BoolVar(&out.json, "json", false, "print the result as JSON on stdout instead of writing files")
 	if op.Result == ops.URL || op.Result == ops.URLs {
 		fs.BoolVar(&out.noDownload, "no-download", false, "print the generated files' URLs instead of downloading them")
@@ -317,7 +322,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 		return err
 	}
 	status := newCallStatus(p.op.Name)
-	writesFiles := !out.json && p.op.Result != ops.Writer && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs))
+	writesFiles := !out.json && !(out.noDownload && (p.op.Result == ops.URL || p.op.Result == ops.URLs)) &&
+		!(p.op.Result == ops.Writer && out.dir == stdoutName)
 	switch {
 	case writesFiles && out.dir == stdoutName:
 		if err := a.toStdout(p); err != nil {
@@ -338,7 +344,8 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	signalled := a.watchSignals(cancel)
+	a.sending.Store(true)
+	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 })
 	d := a.startDisplay()
 	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held
@@ -353,8 +360,13 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	if _, werr := held.WriteTo(a.stdout); err == nil {
 		err = werr
 	}
-	if signalled() {
-		return errInterrupted
+	if sg := signalled(); sg != nil && err != nil {
+		// What was in flight was cut off, or ended in error meanwhile.
+		ie := &interruptedError{err: err, sentNoAnswer: sg.abandoned.Load() && status.requestID.Load() == nil && status.attempt.Load() > 0}
+		if id := status.requestID.Load(); id != nil && sg.abandoned.Load() && !kept(err) {
+			ie.cutAnswer = cmp.Or(*id, "not given")
+		}
+		return ie
 	}
 	return err
 }
@@ -374,19 +386,26 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 			if i > 0 {
 				fmt.Fprintln(stdout, "\n---")
 			}
-			fmt.Fprintln(stdout, ch.Text)
+			text := ch.Text
+			if a.stdoutTerminal {
+				text = printableLines(text) // a terminal is driven by no answer
+			}
+			fmt.Fprintln(stdout, text)
 		}
-		return nil
+		if out.d == nil {
+			return nil
+		}
+		return saveText(out.d, p.op.Verb(), v.Text(), stdout)
 	case creative.URL:
 		if out.noDownload {
-			fmt.Fprintln(stdout, v)
+			fmt.Fprintln(stdout, printable(string(v)))
 			a.fakeLinksNote()
 			return nil
 		}
 	case []creative.URL:
 		if out.noDownload {
 			for _, u := range v {
-				fmt.Fprintln(stdout, u)
+				fmt.Fprintln(stdout, printable(string(u)))
 			}
 			a.fakeLinksNote()
 			return nil
@@ -395,9 +414,41 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, path) }}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
+}
+
+// saveText saves the writer's text in the folder d as <stem>.txt, or
+// <stem>-1.txt ... past the names taken, as a saver names files: written
+// whole to a temporary file first, then linked to its name, never over a
+// file. Its path is printed on stdout. (Text is not an answer file that
+// package answer checks: it came in the answer's JSON, already checked.)
+func saveText(d *outdir.Dir, stem, text string, stdout io.Writer) error {
+	tmp, err := d.CreateTemp(".", tempPrefix[1:])
+	if err != nil {
+		return err
+	}
+	defer tmp.Remove()
+	if _, err := io.WriteString(tmp, text+"\n"); err != nil {
+		return err
+	}
+	if err := tmp.Flush(); err != nil {
+		return err
+	}
+	n := namer{stem: stem}
+	for {
+		base := n.next() + ".txt"
+		err := tmp.Link(base)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, printable(d.Join(base)))
+		return nil
+	}
 }
 
 // jsonImage is how --json shows an image: nothing paid for is dropped.

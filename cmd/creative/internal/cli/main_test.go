@@ -173,10 +173,7 @@ func TestEveryCommandSendsItsRequest(t *testing.T) {
 		t.Run(strings.Join(tt.args[:2], " ")+" "+tt.args[2], func(t *testing.T) {
 			before := len(rec.requests())
 			out := t.TempDir()
-			args := tt.args
-			if tt.path != "/text/v1/writer-tool" {
-				args = append(args, "--out", out)
-			}
+			args := append(tt.args, "--out", out)
 			code, stdout, stderr := runCLI(t, env, args...)
 			require.Equal(t, 0, code, stderr)
 			reqs := rec.requests()
@@ -419,10 +416,7 @@ func TestTheFakeRunsEveryOperation(t *testing.T) {
 		{"video", "infinite-zoom", "--prompt", "p"},
 		{"video", "remove-background", "--url", "https://e.example/a.mp4"},
 	} {
-		if args[0] != "text" {
-			args = append(args, "--out", out)
-		}
-		code, _, stderr := runCLI(t, env, args...)
+		code, _, stderr := runCLI(t, env, append(args, "--out", out)...)
 		assert.Equal(t, 0, code, "%v: %s", args, stderr)
 	}
 	names := map[string]bool{}
@@ -430,7 +424,7 @@ func TestTheFakeRunsEveryOperation(t *testing.T) {
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
-	for _, want := range []string{"text-to-music.wav", "text-to-speech.mp3", "enhance.wav", "split-audio-1.wav", "split-audio-2.wav", "text-to-image.png", "infinite-zoom.gif", "remove-background.png", "remove-background.gif"} {
+	for _, want := range []string{"writer-tool.txt", "text-to-music.wav", "text-to-speech.mp3", "enhance.wav", "split-audio-1.wav", "split-audio-2.wav", "text-to-image.png", "infinite-zoom.gif", "remove-background.png", "remove-background.gif"} {
 		assert.True(t, names[want], "%s in %v", want, names)
 	}
 	assert.Len(t, srv.Requests(), 16)

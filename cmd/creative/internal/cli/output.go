@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/answer"
@@ -74,24 +75,37 @@ func (s *saver) save(ctx context.Context, stem string, res any) (out saved, err 
 
 func (s *saver) images(stem string, ims []creative.Image, out *saved) error {
 	n := namer{stem: stem, several: len(ims) > 1}
+	var rejected []error
 	for _, im := range ims {
 		ext := im.Ext()
-		if err := s.write(&n, out, func([]byte) string { return ext }, func(w io.Writer) error {
+		err := s.write(&n, out, func([]byte) string { return ext }, func(w io.Writer) error {
 			_, err := im.WriteTo(w)
 			return err
-		}); err != nil {
+		})
+		if _, ok := errors.AsType[*rejectedError](err); ok {
+			rejected = append(rejected, err) // kept: the others are saved too
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return errors.Join(rejected...)
 }
 
+// urls downloads the files an answer links to. The links are written to a
+// link file under the folder first (see keepLinks), so that a paid answer
+// is held before anything else can fail; once every file is saved the
+// link file is removed, and otherwise it is left saying which links are
+// still to fetch and why, for creative fetch.
 func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *saved) error {
 	for _, u := range us {
 		out.urls = append(out.urls, string(u))
 	}
+	lf := s.keepLinks(stem, us)
 	n := namer{stem: stem, several: len(us) > 1}
-	for _, u := range us {
+	var rejected []error
+	for i, u := range us {
 		err := s.write(&n, out, sniff.FileExt, func(w io.Writer) error {
 			if s.status != nil {
 				s.status.attempt.Store(0) // the attempts of this download
@@ -99,11 +113,17 @@ func (s *saver) urls(ctx context.Context, stem string, us []creative.URL, out *s
 			_, err := s.c.Download(ctx, u, w, s.opts...)
 			return err
 		})
+		if _, ok := errors.AsType[*rejectedError](err); ok {
+			rejected = append(rejected, err)
+			lf.left = append(lf.left, u)
+			continue
+		}
 		if err != nil {
-			return err
+			lf.left = append(lf.left, us[i:]...)
+			return lf.end(err)
 		}
 	}
-	return nil
+	return lf.end(errors.Join(rejected...))
 }
 
 // A namer hands out the names of one result's files in order.
@@ -130,7 +150,9 @@ func (n *namer) next() string {
 // of its first bytes and the first free name from n, and records it. The
 // temporary file is removed whatever happens, also when ctx ends. When the
 // folder fails to take the bytes, they go on to a file in the system's
-// temporary folder (see rescuer).
+// temporary folder (see rescuer). An answer the content check refuses
+// (package answer) is paid for all the same: it is kept whole under a
+// name that says so, <name>.rejected.<ext>, and the *rejectedError names it.
 func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill func(io.Writer) error) error {
 	tmp, err := s.dir.CreateTemp(".", tempPrefix[1:])
 	if err != nil {
@@ -139,14 +161,15 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 	}
 	defer tmp.Remove()
 	w := &rescuer{s: s, stem: n.stem, f: tmp.File}
-	_, err = answer.Fill(s.op, w, func(cw io.Writer) (int64, error) { return 0, fill(cw) })
+	_, err = answer.Keep(s.op, w, func(cw io.Writer) (int64, error) { return 0, fill(cw) }, nil)
 	if w.rescue != nil {
 		return w.end(err)
 	}
-	if ferr := tmp.Flush(); err == nil && ferr != nil {
+	refused, isRefused := errors.AsType[*answer.Error](err)
+	if ferr := tmp.Flush(); (err == nil || isRefused) && ferr != nil {
 		return s.rescueFrom(tmp, n.stem, ferr)
 	}
-	if err != nil {
+	if err != nil && !isRefused {
 		return err
 	}
 	head, err := readHead(s.dir, tmp.Name())
@@ -154,6 +177,9 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 		return s.rescueFrom(tmp, n.stem, err)
 	}
 	e := ext(head)
+	if isRefused {
+		e = rejectedMark + sniff.FileExt(head)
+	}
 	for {
 		base := n.next() + e
 		err := tmp.Link(base)
@@ -164,6 +190,9 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 			return s.rescueFrom(tmp, n.stem, err)
 		}
 		name := s.dir.Join(base)
+		if isRefused {
+			return &rejectedError{op: s.op, path: name, id: s.requestID(), err: refused}
+		}
 		out.files = append(out.files, base)
 		if s.saved != nil {
 			s.saved(name)
@@ -171,6 +200,25 @@ func (s *saver) write(n *namer, out *saved, ext func(head []byte) string, fill f
 		return nil
 	}
 }
+
+// rejectedMark comes before the extension of an answer the content check
+// refused, kept whole: text-to-image.rejected.bin.
+const rejectedMark = ".rejected"
+
+// A rejectedError is an answer that is not what its operation promises
+// (package answer refused it), paid for and kept at path.
+type rejectedError struct {
+	op, path, id string
+	err          *answer.Error
+}
+
+func (e *rejectedError) Error() string {
+	return fmt.Sprintf("creative: the answer (request id %s) is not what %s promises (%s); it was paid for and is kept as %s",
+		e.id, e.op, strings.TrimPrefix(e.err.Error(), "answer: "), e.path)
+}
+
+// Unwrap returns the check's refusal.
+func (e *rejectedError) Unwrap() error { return e.err }
 
 // A rescuer is where an answer's bytes are written: the temporary file in
 // the folder, f, until a write to it fails, then a new file in the
@@ -264,13 +312,7 @@ func (s *saver) rescueFrom(tmp *outdir.Temp, stem string, why error) error {
 // (rescue), or says that it could not be kept (rerr). fillErr, when not
 // nil, is a failure of the answer itself: what was kept is only part of it.
 func (s *saver) lostErr(why error, rescue *os.File, rerr, fillErr error) error {
-	id := "not given"
-	if s.status != nil {
-		if v := s.status.requestID.Load(); v != nil && *v != "" {
-			id = *v
-		}
-	}
-	msg := fmt.Sprintf("creative: the answer (request id %s) was paid for and could not be saved in %s (%v)", id, s.dir.Path(), why)
+	msg := fmt.Sprintf("creative: the answer (request id %s) was paid for and could not be saved in %s (%v)", s.requestID(), s.dir.Path(), why)
 	switch {
 	case rerr != nil:
 		if rescue != nil {
@@ -281,6 +323,17 @@ func (s *saver) lostErr(why error, rescue *os.File, rerr, fillErr error) error {
 		return fmt.Errorf("%s; the part that arrived is kept in %s: %w", msg, rescue.Name(), fillErr)
 	}
 	return fmt.Errorf("%s; it is kept in %s: move it where you want it", msg, rescue.Name())
+}
+
+// requestID is the request id of the call's answer, or says that none
+// was given.
+func (s *saver) requestID() string {
+	if s.status != nil {
+		if v := s.status.requestID.Load(); v != nil && *v != "" {
+			return *v
+		}
+	}
+	return "not given"
 }
 
 // tempPrefix starts the names of temporary files; they are hidden and

@@ -37,7 +37,11 @@ func newParams(op ops.Op, name func(string) string) *params {
 func (p *params) request(b binding) (opcall.Request, error) {
 	fields := make(map[string]any, len(p.vals))
 	for name, v := range p.vals {
-		if f, _ := p.op.Field(name); f.Type == ops.File {
+		f, _ := p.op.Field(name)
+		if err := f.CheckGiven(v); err != nil {
+			return nil, usagef("%s %v", p.name(name), err)
+		}
+		if f.Type == ops.File {
 			v = creative.FileFromPath(v.(string))
 		}
 		fields[name] = v

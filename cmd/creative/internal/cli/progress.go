@@ -28,19 +28,26 @@ type console struct {
 	p  *mpb.Progress
 }
 
-// Write writes b to stderr, above the progress display while it shows.
+// Write writes b to stderr, above the progress display while it shows,
+// its control characters escaped (see printable): whatever a message
+// quotes from a ledger or the service, it cannot drive the terminal.
 func (c *console) Write(b []byte) (int, error) {
+	n := len(b)
+	b = []byte(printableLines(string(b)))
 	c.mu.Lock()
 	p := c.p
 	c.mu.Unlock()
 	if p != nil {
-		if n, err := p.Write(b); err == nil {
+		if _, err := p.Write(b); err == nil {
 			return n, nil
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.w.Write(b)
+	if _, err := c.w.Write(b); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // atLineStart moves the terminal's cursor back to the start of its line,

@@ -10,10 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,59 +100,6 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
-}
-
-func TestSignalsCancelTheCallAndLeaveNoFile(t *testing.T) {
-	bin := buildCLI(t)
-
-	t.Run("Ctrl-C during a download exits 130 and removes the temporary file", func(t *testing.T) {
-		started := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/audio/v1/text-to-music" {
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"success":true,"message":"ok","data":"http://%s/files/slow.wav"}`, r.Host)
-				return
-			}
-			w.Header().Set("Content-Length", "10000000")
-			_, _ = w.Write(append([]byte("RIFF\x00\x00\x00\x00WAVE"), make([]byte, 64<<10)...))
-			w.(http.Flusher).Flush()
-			close(started)
-			<-r.Context().Done() // the rest never comes
-		}))
-		defer srv.Close()
-		out := t.TempDir()
-		cmd, stderr := startCLI(t, bin, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": cliKey},
-			"audio", "text-to-music", "--prompt", "p", "--out", out)
-		waitFor(t, started, "the download to start")
-		require.Eventually(t, func() bool {
-			entries, _ := os.ReadDir(out)
-			return len(entries) == 1 && strings.HasPrefix(entries[0].Name(), tempPrefix)
-		}, 10*time.Second, 5*time.Millisecond, "the download is being written")
-		require.NoError(t, cmd.Process.Signal(os.Interrupt))
-		assert.Equal(t, 130, waitExit(t, cmd), stderr.String())
-		entries, err := os.ReadDir(out)
-		require.NoError(t, err)
-		assert.Empty(t, entries, "no file is left")
-		assert.Equal(t, "creative: interrupted\n", stderr.String())
-	})
-
-	t.Run("SIGTERM during a slow call exits 130", func(t *testing.T) {
-		srv := creativetest.NewServer()
-		defer srv.Close()
-		arrived := make(chan struct{})
-		srv.Handle("image/generate-qr", func(w http.ResponseWriter, r *http.Request) {
-			close(arrived)
-			<-r.Context().Done()
-		})
-		out := t.TempDir()
-		cmd, stderr := startCLI(t, bin, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey},
-			"image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--out", out)
-		waitFor(t, arrived, "the call to arrive")
-		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-		assert.Equal(t, 130, waitExit(t, cmd), stderr.String())
-		entries, _ := os.ReadDir(out)
-		assert.Empty(t, entries)
-	})
 }
 
 func TestBatchKilledBetweenAnswerAndDownloadIsDownloadedByTheRerunWithoutPaying(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -69,7 +70,15 @@ func writeOne(ctx context.Context, w io.Writer, c *creative.Client, res any, sta
 	case creative.URL:
 		status.attempt.Store(0) // the attempts of this download
 		_, err := c.Download(ctx, v, w, opts...)
-		return err
+		if err != nil {
+			// No folder to keep a link file in: the link goes to stderr.
+			id := "not given"
+			if p := status.requestID.Load(); p != nil && *p != "" {
+				id = *p
+			}
+			return &paidLinksError{err: err, links: []string{string(v)}, id: id, fileErr: errors.New("--out - writes no files")}
+		}
+		return nil
 	}
 	return fmt.Errorf("creative: no way to write a %T to stdout", res)
 }

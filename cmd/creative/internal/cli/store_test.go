@@ -52,7 +52,7 @@ func TestOpenPlace(t *testing.T) {
 	}
 	_, err = testBuckets.openPlace(t.Context(), t.TempDir(), "postgres://u:secret@db.example/ledger")
 	if err == nil || strings.Contains(err.Error(), "secret") {
-		t.Fatalf("openPlace with a postgres:// ledger in a build without it = %v, want a refusal without the password", err)
+		t.Fatalf("openPlace with a postgres:// ledger that cannot be reached = %v, want a refusal without the password", err)
 	}
 	// A path and a file:// URL are the local folder, its ledger beside.
 	dir := t.TempDir()

@@ -1,4 +1,4 @@
-package creativetest
+package fake
 
 import (
 	"net/http"
@@ -11,7 +11,7 @@ import (
 // or on its in-memory network (WithInMemoryNetwork), for requests made by
 // hand or for a program that builds its own SDK client
 // (creative.WithHTTPClient).
-func (s *Server) HTTPClient() *http.Client { return s.srv.Client() }
+func (s *Server) HTTPClient() *http.Client { return s.hc }
 
 // Client returns an SDK client wired to the Server: its URL and access key,
 // and retry waits of a few milliseconds so that tests of retry paths run
@@ -24,7 +24,7 @@ func (s *Server) Client(opts ...creative.Option) *creative.Client {
 		creative.WithAccessKey(s.AccessKey),
 		creative.WithRetryWait(time.Millisecond, 10*time.Millisecond),
 	}
-	if s.hc != nil {
+	if s.inMemory {
 		all = append(all, creative.WithHTTPClient(s.hc))
 	}
 	all = append(all, opts...)

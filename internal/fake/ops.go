@@ -1,4 +1,4 @@
-package creativetest
+package fake
 
 import (
 	"context"
@@ -12,27 +12,6 @@ import (
 	"github.com/creativegen/creative-go/internal/media"
 	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
-)
-
-// The names of the operations, as Requests records them and as Fail, Handle
-// and Count take them: the path without the version segment.
-const (
-	OpWriterTool            = ops.WriterTool            // POST /text/v1/writer-tool
-	OpTextToMusic           = ops.TextToMusic           // POST /audio/v1/text-to-music
-	OpTextToSpeech          = ops.TextToSpeech          // POST /audio/v1/text-to-speech
-	OpEnhanceAudio          = ops.EnhanceAudio          // POST /audio/v1/enhance (form)
-	OpSplitAudio            = ops.SplitAudio            // POST /audio/v1/split-audio (form)
-	OpTextToImage           = ops.TextToImage           // POST /image/v1/text-to-image
-	OpGenerateLogo          = ops.GenerateLogo          // POST /image/v1/generate-logo
-	OpGenerateQR            = ops.GenerateQR            // POST /image/v1/generate-qr
-	OpUpScale               = ops.UpScale               // POST /image/v1/up-scale
-	OpReImagine             = ops.ReImagine             // POST /image/v1/re-imagine (form)
-	OpRemoveBackground      = ops.RemoveBackground      // POST /image/v1/remove-background
-	OpColorImage            = ops.ColorImage            // POST /image/v1/color-image
-	OpEnhanceImage          = ops.EnhanceImage          // POST /image/v1/enhance
-	OpChangeBackground      = ops.ChangeBackground      // POST /image/v1/change-background (form)
-	OpInfiniteZoom          = ops.InfiniteZoom          // POST /video/v1/infinite-zoom
-	OpRemoveVideoBackground = ops.RemoveVideoBackground // POST /video/v1/remove-background
 )
 
 // An operation is one endpoint of the fake: a row of the SDK's table of
@@ -66,28 +45,28 @@ func answerOf[R opcall.Request](f func(s *Server, in *input, req R) (result, err
 
 // answers are the fake's answer to each operation of the table.
 var answers = map[string]answer{
-	OpWriterTool:   answerOf(writerTool),
-	OpTextToMusic:  answerOf(textToMusic),
-	OpTextToImage:  answerOf(textToImage),
-	OpGenerateLogo: answerOf(generateLogo),
-	OpGenerateQR:   answerOf(generateQR),
-	OpUpScale:      answerOf(upScale),
-	OpEnhanceAudio: answerOf(enhanceAudio),
-	OpInfiniteZoom: answerOf(infiniteZoom),
-	OpReImagine:    answerOf(reImagine),
-	OpSplitAudio:   answerOf(splitAudio),
-	OpRemoveBackground: answerOf(func(s *Server, in *input, r creative.RemoveBackgroundRequest) (result, error) {
+	ops.WriterTool:   answerOf(writerTool),
+	ops.TextToMusic:  answerOf(textToMusic),
+	ops.TextToImage:  answerOf(textToImage),
+	ops.GenerateLogo: answerOf(generateLogo),
+	ops.GenerateQR:   answerOf(generateQR),
+	ops.UpScale:      answerOf(upScale),
+	ops.EnhanceAudio: answerOf(enhanceAudio),
+	ops.InfiniteZoom: answerOf(infiniteZoom),
+	ops.ReImagine:    answerOf(reImagine),
+	ops.SplitAudio:   answerOf(splitAudio),
+	ops.RemoveBackground: answerOf(func(s *Server, in *input, r creative.RemoveBackgroundRequest) (result, error) {
 		return s.linkedImage(in.ctx, r.URL, media.RemoveBackground)
 	}),
-	OpColorImage: answerOf(func(s *Server, in *input, r creative.ColorImageRequest) (result, error) {
+	ops.ColorImage: answerOf(func(s *Server, in *input, r creative.ColorImageRequest) (result, error) {
 		return s.linkedImage(in.ctx, r.URL, media.Colorize)
 	}),
-	OpEnhanceImage: answerOf(func(s *Server, in *input, r creative.EnhanceImageRequest) (result, error) {
+	ops.EnhanceImage: answerOf(func(s *Server, in *input, r creative.EnhanceImageRequest) (result, error) {
 		return s.linkedImage(in.ctx, r.URL, media.Enhance)
 	}),
-	OpRemoveVideoBackground: answerOf(removeVideoBackground),
-	OpTextToSpeech:          answerOf(textToSpeech),
-	OpChangeBackground:      answerOf(changeBackground),
+	ops.RemoveVideoBackground: answerOf(removeVideoBackground),
+	ops.TextToSpeech:          answerOf(textToSpeech),
+	ops.ChangeBackground:      answerOf(changeBackground),
 }
 
 // operations are the operations of the table, in the specification's

@@ -1,4 +1,4 @@
-package creativetest
+package fake
 
 import (
 	"net/http"

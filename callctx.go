@@ -1,0 +1,105 @@
+package creative
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptrace"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// This file is the context of a call: one value, inside the call itself,
+// that carries the call's httptrace hooks and the call, so that the hooks
+// go-retryablehttp and net/http run for every call (before each attempt,
+// after it, on a redirect) are plain functions that find the call in the
+// request's context, instead of closures made anew for each call.
+
+// callCtx is a call's context: its parent's, plus the call (callKey) and
+// its httptrace hooks (under httptrace's own key), as
+// httptrace.WithClientTrace would add them.
+type callCtx struct {
+	context.Context
+	cl *call
+}
+
+// callKey is the key of the call in its context.
+type callKey struct{}
+
+// httptraceKey is the key httptrace.ContextClientTrace looks up, learnt by
+// asking a context that writes down the key it is asked for; nil if
+// httptrace looks its hooks up in some other way, and then every call
+// uses httptrace.WithClientTrace.
+var httptraceKey = func() any {
+	var p keyProbe
+	httptrace.ContextClientTrace(&p)
+	return p.key
+}()
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
+}
+
+// Value returns the call's hooks for httptrace, the call for callKey, and
+// the parent's values for any other key.
+func (c *callCtx) Value(key any) any {
+	switch {
+	case key == callKey{}:
+		return c.cl
+	case key == httptraceKey && key != nil:
+		return &c.cl.trace
+	}
+	return c.Context.Value(key)
+}
+
+// withTrace returns ctx with the call's httptrace hooks and the call. When
+// ctx holds hooks of its own (the caller traces its requests), they are
+// composed with the call's as httptrace.WithClientTrace does.
+func (cl *call) withTrace(ctx context.Context) context.Context {
+	if httptraceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
+		ctx = httptrace.WithClientTrace(ctx, &cl.trace)
+	}
+	cl.ctx = callCtx{Context: ctx, cl: cl}
+	return &cl.ctx
+}
+
+// callOf returns the call whose context ctx is, or derives from.
+func callOf(ctx context.Context) *call {
+	cl, _ := ctx.Value(callKey{}).(*call)
+	return cl
+}
+
+// errNoCall is the error of a hook that finds no call in the request's
+// context: a middleware gave it a context not derived from its own.
+var errNoCall = errors.New("creative: the request's context is not derived from the call's (a middleware must derive a new context from the request's own)")
+
+// onAttemptHook is go-retryablehttp's RequestLogHook of every call.
+func onAttemptHook(l retryablehttp.Logger, req *http.Request, i int) {
+	if cl := callOf(req.Context()); cl != nil {
+		cl.onAttempt(l, req, i)
+	}
+}
+
+// checkRetryHook is go-retryablehttp's CheckRetry of every call.
+func checkRetryHook(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	cl := callOf(ctx)
+	if cl == nil {
+		return false, errNoCall
+	}
+	return cl.checkRetry(ctx, resp, err)
+}
+
+// checkRedirectHook is the CheckRedirect of every call's http.Client.
+func checkRedirectHook(req *http.Request, via []*http.Request) error {
+	cl := callOf(req.Context())
+	if cl == nil {
+		return errNoCall
+	}
+	return cl.tr.checkRedirect(req, via)
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// printable is the one way a field from a ledger or the service (an
+// error, a message, a request id, a link, an id, a file name) reaches the
+// terminal: its control characters (C0 but tab, DEL, C1), the Unicode
+// marks and overrides that reorder text (bidi), and bytes that are not
+// UTF-8 are written as escapes (\x1b, \u009b, \u202e), so that no answer
+// can move the cursor, clear the screen, set a window's title or make a
+// line read other than it is. Text without them is returned as it is.
+func printable(s string) string {
+	i := strings.IndexFunc(s, unsafeRune)
+	if i < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// unsafeRune reports whether r is escaped by printable.
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\t':
+		return false
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true // Arabic letter mark, LRM, RLM, embeddings and overrides, isolates
+	}
+	return false
+}
+
+// printableLines is printable for text of several lines: each line is
+// escaped, the line ends kept.
+func printableLines(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		lines[i] = printable(body)
+		if nl {
+			lines[i] += "\n"
+		}
+	}
+	return strings.Join(lines, "")
+}

@@ -1,0 +1,127 @@
+package creative
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/ids"
+)
+
+func TestWithJSONSetBytesOnTheWire(t *testing.T) {
+	var s seen
+	ts := newTestServer(t, recordAndReply(&s, 200, `{"success":true,"data":"https://f.example/a.wav"}`))
+	c := ts.client(t)
+	ctx := context.Background()
+	_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "calm"},
+		WithJSONSet("seed", 42),
+		WithJSONSet("prompt", "replaced"),
+		WithJSONSet("extra.mix.gain", 0.5),
+		WithJSONSet(`extra.a\.b`, []string{"x"}),
+		WithJSONSet("raw", json.RawMessage(`{"k": true}`)))
+	require.NoError(t, err)
+	_, err = c.UpScale(ctx, UpScaleRequest{URL: "https://i.example/a.png"}, WithJSONSet("scale", 4))
+	require.Error(t, err) // the answer is no image; the request is what counts
+	err = c.Post(ctx, "/audio/v2/hum", map[string]any{"prompt": "p"}, nil, WithJSONSet("model.name", "v2"))
+	require.NoError(t, err)
+	err = c.Post(ctx, "/audio/v2/hum", []byte(`{"b": [1, 2], "a": [1, 2]}`), nil, WithJSONSet("a", nil))
+	require.NoError(t, err)
+	err = c.Post(ctx, "/audio/v2/hum", nil, nil, WithJSONSet("only", "me"))
+	require.NoError(t, err)
+	reqs := s.all()
+	require.Len(t, reqs, 5)
+	require.Equal(t, `{"prompt":"replaced","seed":42,"extra":{"mix":{"gain":0.5},"a.b":["x"]},"raw":{"k":true}}`, string(reqs[0].body))
+	require.EqualValues(t, len(reqs[0].body), reqs[0].contentLength)
+	require.Equal(t, `{"url":"https://i.example/a.png","scale":4}`, string(reqs[1].body))
+	require.Equal(t, `{"prompt":"p","model":{"name":"v2"}}`, string(reqs[2].body))
+	require.Equal(t, `{"b":[1, 2],"a":null}`, string(reqs[3].body), "the other members keep their values' bytes")
+	require.Equal(t, `{"only":"me"}`, string(reqs[4].body))
+	require.Equal(t, "application/json", reqs[4].header.Get("Content-Type"))
+}
+
+func TestWithJSONSetRefusedBeforeSending(t *testing.T) {
+	ts := newTestServer(t, replyJSON(200, `{"success":true,"data":"https://f.example/a.wav"}`))
+	c := ts.client(t)
+	ctx := context.Background()
+	_, err := c.EnhanceAudio(ctx, EnhanceAudioRequest{Audio: FileFromBytes("talk.wav", wavBytes), TypeID: ids.EnhancePodcast}, WithJSONSet("x", 1))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.Equal(t, "audio/enhance", ve.Operation)
+	require.Contains(t, err.Error(), "WithJSONSet")
+	require.Contains(t, err.Error(), "multipart/form-data")
+
+	_, err = c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, WithJSONSet("prompt.deeper", 1))
+	require.ErrorAs(t, err, &ve)
+	require.Contains(t, err.Error(), "prompt.deeper")
+
+	err = c.Post(ctx, "/x/v2/y", strings.NewReader(`{}`), nil, WithJSONSet("x", 1))
+	require.ErrorAs(t, err, &ve)
+
+	_, err = c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, WithJSONSet("a..b", 1))
+	require.Error(t, err)
+	_, err = c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, WithJSONSet("f", func() {}))
+	require.Error(t, err)
+	_, err = New(WithBaseURL(ts.URL), WithAccessKey(testKey), WithJSONSet("x", 1))
+	require.Error(t, err)
+
+	require.Zero(t, ts.hits.Load(), "a refused WithJSONSet sent a request")
+}
+
+func TestRawAnswerUnknownFields(t *testing.T) {
+	const answer = `{"success":true,"message":"ok","credits":{"left":7},` +
+		`"data":{"language":"en","useCase":"CoverLetter","word_count":3,"tokens":99,` +
+		`"text":{"choices":[{"text":"a b c","index":0,"word_count":3}]}}}`
+	ts := newTestServer(t, replyJSON(200, answer))
+	c := ts.client(t)
+	var raw RawAnswer
+	res, err := c.WriterTool(context.Background(), WriterToolRequest{Inputs: []any{CoverLetterInput{JobRole: "Engineer", JobSkills: "Go"}}, Language: "English", Number: 1, UseCase: UseCaseCoverLetter, Action: ActionGenerateWriteNow, Tone: "formal"},
+		WithRawAnswerInto(&raw))
+	require.NoError(t, err)
+	require.Equal(t, "a b c", res.Choices[0].Text)
+	require.Equal(t, answer, raw.RawJSON())
+	extra := raw.ExtraFields()
+	require.Len(t, extra, 2)
+	require.Equal(t, `{"left":7}`, string(extra["credits"]))
+	require.Equal(t, `99`, string(extra["data.tokens"]))
+	v, ok := raw.Get("credits.left")
+	require.True(t, ok)
+	require.Equal(t, "7", string(v))
+	_, ok = raw.Get("credits.right")
+	require.False(t, ok)
+
+	var rawExec RawAnswer
+	require.NoError(t, c.Post(context.Background(), "/text/v2/new", nil, nil, WithRawAnswerInto(&rawExec)))
+	require.Equal(t, answer, rawExec.RawJSON())
+}
+
+func TestRawAnswerOfImagesLeavesTheBase64Out(t *testing.T) {
+	img := pngHeader(64, 64)
+	img = append(img, make([]byte, 300<<10)...) // a 300 KiB image
+	b64 := base64.StdEncoding.EncodeToString(img)
+	answer := `{"success":true,"message":"ok","seed":5,"data":[{"base64":"` + b64 + `","nsfw":false}]}`
+	ts := newTestServer(t, replyJSON(200, answer))
+	c := ts.client(t)
+	var raw RawAnswer
+	ims, err := c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p", NumberOfResults: 1}, WithRawAnswerInto(&raw))
+	require.NoError(t, err)
+	require.Equal(t, img, ims[0].Data)
+	require.Less(t, len(raw.JSON()), 300, "the raw answer of an image call copied the base64")
+	require.Equal(t, `{"success":true,"message":"ok","seed":5,"data":[{"base64":"[`+
+		itoa(len(b64))+` bytes of base64, decoded into the result]","nsfw":false}]}`, raw.RawJSON())
+	require.Equal(t, map[string]string{"seed": "5"}, asStrings(raw.ExtraFields()))
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func asStrings[V ~[]byte](m map[string]V) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
