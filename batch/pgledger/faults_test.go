@@ -1,3 +1,5 @@
+//go:build unix
+
 package pgledger
 
 import (
@@ -37,8 +39,8 @@ import (
 // never passed; in the end every job is done or maybe paid.
 //
 // Each schedule logs its seed; FAULTS_SEED=<seed> replays one, and
-// FAULTS_SCHEDULES=<n> runs n of them (25 unless told; 5 under the race
-// detector).
+// FAULTS_SCHEDULES=<n> runs n of them (10 unless told, beside the 25 of
+// the command line's harness over PostgreSQL; 5 under the race detector).
 func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault harness takes minutes")
@@ -72,7 +74,7 @@ func TestFaults(t *testing.T) {
 }
 
 // defaultSchedules is how many schedules TestFaults runs unless told.
-var defaultSchedules = 25
+var defaultSchedules = 10
 
 // A tally sums the schedules' figures.
 type tally struct {
@@ -124,9 +126,11 @@ type worker struct {
 	resend  bool
 	skew    time.Duration
 	delay   time.Duration // before it starts on the jobs
+	rng     *rand.Rand    // its order of the jobs
 	until   time.Time     // a worker that resends goes over the jobs again until then
 	killed  atomic.Bool
-	stopped sync.RWMutex // held for writing while the worker is stopped
+	stopMu  sync.Mutex
+	resumed chan struct{} // while the worker is stopped: closed when it resumes
 
 	mu       sync.Mutex
 	lastBeat time.Time // when the last heartbeat that completed began
@@ -134,7 +138,28 @@ type worker struct {
 	mine     map[string]bool // jobs it claimed: a pass again leaves them
 }
 
-func (w *worker) gate() { w.stopped.RLock(); w.stopped.RUnlock() }
+// gate waits while the worker is stopped.
+func (w *worker) gate() {
+	w.stopMu.Lock()
+	c := w.resumed
+	w.stopMu.Unlock()
+	if c != nil {
+		<-c
+	}
+}
+
+// stop stops the worker's goroutines at their gates for d.
+func (w *worker) stop(d time.Duration) {
+	c := make(chan struct{})
+	w.stopMu.Lock()
+	w.resumed = c
+	w.stopMu.Unlock()
+	time.Sleep(d)
+	w.stopMu.Lock()
+	w.resumed = nil
+	w.stopMu.Unlock()
+	close(c)
+}
 
 // proven says whether the worker may send: its lease proven by its own
 // monotonic clock and its lock not lost. Once in doubt, never again.
@@ -281,7 +306,8 @@ func (w *worker) record(job string, n int) {
 // start opens a worker on the ledger at url, through a proxy of its own
 // when proxied.
 func (s *schedule) start(name, url string, proxied, resend bool, lease time.Duration) *worker {
-	w := &worker{s: s, name: name, run: newToken(), resend: resend, mine: map[string]bool{}}
+	w := &worker{s: s, name: name, run: newToken(), resend: resend, mine: map[string]bool{},
+		rng: rand.New(rand.NewPCG(s.rng.Uint64(), 1))}
 	if proxied {
 		var err error
 		if w.p, err = pgproxy.New(s.srv.Addr()); err != nil {
@@ -319,9 +345,7 @@ func (s *schedule) runWorkers(ws []*worker) {
 			time.Sleep(w.delay)
 			for pass := 0; pass == 0 || w.resend && time.Now().Before(w.until); pass++ {
 				order := slices.Clone(s.jobs)
-				s.mu.Lock()
-				s.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-				s.mu.Unlock()
+				w.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 				jobs := make(chan string, len(order))
 				for _, j := range order {
 					jobs <- j
@@ -342,39 +366,55 @@ func (s *schedule) runWorkers(ws []*worker) {
 	wg.Wait()
 }
 
-// strike draws and deals one fault to w, or to the server.
-func (s *schedule) strike(w *worker) {
-	kinds := []string{"drop", "reset", "stall", "cut before commit", "cut after commit", "kill", "stop past the lease", "server restart"}
-	kind := kinds[s.rng.IntN(len(kinds))]
+// The faults a worker, or the server, is struck with.
+var faultKinds = []string{"drop", "reset", "stall", "cut before commit", "cut after commit", "kill", "stop past the lease", "server restart"}
+
+// A blow is one fault, drawn before the workers start: when it strikes,
+// whom, which, how long a stall or a server's stop lasts, and which
+// commit from then on is cut.
+type blow struct {
+	at   time.Duration
+	w    *worker
+	kind string
+	d    time.Duration
+	n    int
+}
+
+func (s *schedule) draw(ws []*worker) blow {
+	return blow{at: time.Duration(s.rng.Int64N(int64(time.Second))), w: ws[s.rng.IntN(len(ws))],
+		kind: faultKinds[s.rng.IntN(len(faultKinds))], d: time.Duration(s.rng.Int64N(int64(3 * s.lease / 2))), n: 1 + s.rng.IntN(4)}
+}
+
+// strike deals blow b.
+func (s *schedule) strike(b blow) {
+	w := b.w
 	s.mu.Lock()
-	s.faultLog[kind]++
+	s.faultLog[b.kind]++
 	s.mu.Unlock()
-	switch kind {
+	switch b.kind {
 	case "drop":
 		w.p.Drop()
 	case "reset":
 		w.p.Reset()
 	case "stall":
 		w.p.Stall()
-		time.Sleep(time.Duration(s.rng.Int64N(int64(3 * s.lease / 2))))
+		time.Sleep(b.d)
 		w.p.Resume()
 	case "cut before commit":
-		w.p.CutCommit(1+s.rng.IntN(4), pgproxy.BeforeCommit)
+		w.p.CutCommit(b.n, pgproxy.BeforeCommit)
 	case "cut after commit":
-		w.p.CutCommit(1+s.rng.IntN(4), pgproxy.AfterCommit)
+		w.p.CutCommit(b.n, pgproxy.AfterCommit)
 	case "kill":
 		w.killed.Store(true)
 		w.p.Refuse(true)
 		w.p.Drop()
 	case "stop past the lease":
-		w.stopped.Lock()
-		time.Sleep(2 * s.lease)
-		w.stopped.Unlock()
+		w.stop(2 * s.lease)
 	case "server restart":
 		s.srv.Crash()
-		time.Sleep(time.Duration(s.rng.Int64N(int64(s.lease / 2))))
+		time.Sleep(b.d / 3)
 		if err := s.srv.Restart(); err != nil {
-			s.t.Fatal(err)
+			s.t.Error(err)
 		}
 	}
 }
@@ -404,13 +444,9 @@ func runSchedule(t *testing.T, srv *pgtest.Server, seed uint64, ty *tally) {
 		ws = append(ws, w)
 	}
 	// Faults strike over the first second of the work.
-	type blow struct {
-		at time.Duration
-		w  *worker
-	}
 	var blows []blow
 	for range 1 + rng.IntN(3) {
-		blows = append(blows, blow{time.Duration(rng.Int64N(int64(time.Second))), ws[rng.IntN(len(ws))]})
+		blows = append(blows, s.draw(ws))
 	}
 	slices.SortFunc(blows, func(a, b blow) int { return int(a.at - b.at) })
 	strikes := make(chan struct{})
@@ -419,7 +455,7 @@ func runSchedule(t *testing.T, srv *pgtest.Server, seed uint64, ty *tally) {
 		start := time.Now()
 		for _, b := range blows {
 			time.Sleep(b.at - time.Since(start))
-			s.strike(b.w)
+			s.strike(b)
 		}
 	}()
 	s.runWorkers(ws)

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package pgtest starts a throwaway PostgreSQL server for tests, from the
 // server binaries on the machine (initdb and postgres: $PGBIN, then
 // $PATH, then /usr/lib/postgresql/*/bin), in a temporary folder of its
@@ -224,7 +226,7 @@ func (s *Server) Restart() error {
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
 		"-c", "shared_buffers=32MB", "-c", "log_min_messages=warning")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT // the test binary died: so does the server
+	dieWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
