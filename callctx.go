@@ -69,6 +69,21 @@ func (cl *call) withTrace(ctx context.Context) context.Context {
 	return &cl.ctx
 }
 
+// hooked returns req with a context that holds the call's httptrace hooks.
+// A middleware or an AttemptStart hook may give a request a context that
+// is not derived from the call's (context.Background(), a context kept
+// from another call): without the hooks, a request the service read whole
+// and never answered would pass for one not sent, and be sent again.
+func (cl *call) hooked(req *http.Request) *http.Request {
+	ctx := req.Context()
+	if callOf(ctx) == cl {
+		return req
+	}
+	hooks := &httptrace.ClientTrace{WroteRequest: cl.tr.wroteRequest, WroteHeaders: cl.tr.wroteHeaders}
+	ctx = httptrace.WithClientTrace(ctx, hooks)
+	return req.WithContext(context.WithValue(ctx, callKey{}, cl))
+}
+
 // callOf returns the call whose context ctx is, or derives from.
 func callOf(ctx context.Context) *call {
 	cl, _ := ctx.Value(callKey{}).(*call)
