@@ -60,10 +60,13 @@ func (c *callCtx) Value(key any) any {
 
 // withTrace returns ctx with the call's httptrace hooks and the call. When
 // ctx holds hooks of its own (the caller traces its requests), they are
-// composed with the call's as httptrace.WithClientTrace does.
+// composed with the call's as httptrace.WithClientTrace does; the hooks of
+// another call (this one is made inside that one's middleware) are that
+// call's alone, and are not: its requests are not this call's.
 func (cl *call) withTrace(ctx context.Context) context.Context {
-	if httptraceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
-		ctx = httptrace.WithClientTrace(ctx, &cl.trace)
+	cl.outer = outerTrace(ctx)
+	if httptraceKey == nil || cl.outer != nil {
+		ctx = httptrace.WithClientTrace(traceOnly(ctx, cl.outer), &cl.trace)
 	}
 	cl.ctx = callCtx{Context: ctx, cl: cl}
 	return &cl.ctx
@@ -80,8 +83,44 @@ func (cl *call) hooked(req *http.Request) *http.Request {
 		return req
 	}
 	hooks := &httptrace.ClientTrace{WroteRequest: cl.tr.wroteRequest, WroteHeaders: cl.tr.wroteHeaders}
-	ctx = httptrace.WithClientTrace(ctx, hooks)
+	ctx = httptrace.WithClientTrace(traceOnly(ctx, outerTrace(ctx)), hooks)
 	return req.WithContext(context.WithValue(ctx, callKey{}, cl))
+}
+
+// outerTrace returns the httptrace hooks of ctx that are not a call's own:
+// those of ctx, or, when they are the hooks of the call ctx holds, those
+// that call composed its own with.
+func outerTrace(ctx context.Context) *httptrace.ClientTrace {
+	t := httptrace.ContextClientTrace(ctx)
+	if p := callOf(ctx); p != nil && t == &p.trace {
+		return p.outer
+	}
+	return t
+}
+
+// traceOnly returns ctx whose httptrace hooks are t, for
+// httptrace.WithClientTrace to compose with.
+func traceOnly(ctx context.Context, t *httptrace.ClientTrace) context.Context {
+	if httptraceKey == nil || httptrace.ContextClientTrace(ctx) == t {
+		return ctx
+	}
+	return &withHooks{Context: ctx, t: t}
+}
+
+// withHooks is a context whose httptrace hooks are t.
+type withHooks struct {
+	context.Context
+	t *httptrace.ClientTrace
+}
+
+func (c *withHooks) Value(key any) any {
+	if key == httptraceKey {
+		if c.t == nil {
+			return nil
+		}
+		return c.t
+	}
+	return c.Context.Value(key)
 }
 
 // callOf returns the call whose context ctx is, or derives from.

@@ -2,6 +2,7 @@ package creative
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -99,4 +100,30 @@ func TestAContextNotTheCallsStillTellsWhatWasSent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A call made inside another call's middleware, with the request's context,
+// is its own: its request, written whole, says nothing of the outer call's,
+// which the middleware then refused to send. The caller's own hooks see
+// both.
+func TestACallInsideAnothersMiddlewareIsItsOwn(t *testing.T) {
+	inner := newTestServer(t, replyJSON(200, `{}`))
+	b := inner.client(t)
+	outer := newTestServer(t, replyJSON(200, `{}`))
+	a := outer.client(t, WithMiddleware(func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+		if err := b.Post(req.Context(), "inner", map[string]int{"n": 1}, nil); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("refused by the middleware")
+	}))
+	var wrote atomic.Int32
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) },
+	})
+	err := a.Post(ctx, "outer", map[string]int{"n": 2}, nil)
+	require.ErrorIs(t, err, ErrNotSent)
+	require.NotErrorIs(t, err, ErrOutcomeUnknown)
+	require.EqualValues(t, 1, inner.hits.Load())
+	require.EqualValues(t, 0, outer.hits.Load())
+	require.EqualValues(t, 1, wrote.Load(), "the caller's hooks saw the inner request")
 }

@@ -211,7 +211,8 @@ type call struct {
 	hc   http.Client // the Client's, sending through tr
 	tr   transport
 
-	trace      httptrace.ClientTrace // tells the transport when a request was written whole
+	trace      httptrace.ClientTrace  // tells the transport when a request was written whole
+	outer      *httptrace.ClientTrace // the caller's hooks that trace composed with (callctx.go)
 	attempts   int
 	started    time.Time
 	last       verdict       // the retry policy's word on the last attempt
