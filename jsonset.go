@@ -185,7 +185,9 @@ func describeJSON(v []byte) string {
 // whole: each base64 string of 4 KiB or more, which the SDK decodes in
 // place into the Image, is replaced by the string "[N bytes of base64,
 // decoded into the result]". So a 10 MiB answer costs a few hundred bytes
-// more, not 10 MiB. A speech answer (audio, not JSON) fills nothing.
+// more, not 10 MiB. A speech answer (audio, not JSON) fills nothing. An
+// echo of the access key, in any form errors redact, is "[redacted]"
+// there too.
 type RawAnswer struct {
 	json  jsontext.Value
 	known []string // the data's members the operation's result reads
@@ -312,8 +314,11 @@ func (rs *response) keepRaw(body []byte, skim bool) {
 	if o, ok := ops.Lookup(rs.cl.op); ok {
 		dst.known = knownData[o.Result]
 	}
+	// Like every text from the network, the copy holds no key, in any
+	// form the redactor knows; within a JSON string, its note is text.
+	defer func() { dst.json = []byte(rs.cl.redact(string(dst.json))) }()
 	if !skim {
-		dst.json = bytes.Clone(body)
+		dst.json = body // copied once, redacted, by the deferred line
 		return
 	}
 	bd := decoders.Get().(*bodyDecoder)
@@ -326,7 +331,7 @@ func (rs *response) keepRaw(body []byte, skim bool) {
 	}()
 	skel := bd.skim(body)
 	if len(bd.long) == 0 {
-		dst.json = bytes.Clone(body)
+		dst.json = body
 		return
 	}
 	out := make([]byte, 0, len(skel)+len(bd.long)*40)

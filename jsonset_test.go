@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -124,4 +125,37 @@ func asStrings[V ~[]byte](m map[string]V) map[string]string {
 		out[k] = string(v)
 	}
 	return out
+}
+
+// The raw answer is text from the network like an error's: an echo of the
+// key, in any form, never reaches it, and it stays JSON.
+func TestRawAnswerHoldsNoKey(t *testing.T) {
+	jsonEscaped := strings.ReplaceAll(testKey, "-", `\u002d`)
+	for _, tc := range []struct{ name, answer string }{
+		{"in an envelope's member", `{"success":true,"message":"ok","echo":"` + testKey + `","data":{}}`},
+		{"escaped for a URL", `{"success":true,"message":"ok","echo":"https://h.example/?k=` + url.QueryEscape(testKey) + `","data":{}}`},
+		{"escaped for JSON", `{"success":true,"message":"ok","echo":"` + jsonEscaped + `","data":{}}`},
+		{"in the data", `{"success":true,"message":"ok","data":{"seen":"key ` + testKey + ` here"}}`},
+		{"as a member's name", `{"success":true,"message":"ok","data":{"` + testKey + `":1}}`},
+		{"in the message", `{"success":true,"message":"` + testKey + `","data":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestServer(t, replyJSON(200, tc.answer))
+			c := ts.client(t)
+			var raw RawAnswer
+			var body []byte
+			require.NoError(t, c.Post(context.Background(), "/x/v2/new", nil, &body, WithRawAnswerInto(&raw)))
+			require.Equal(t, tc.answer, string(body), "the result is the caller's, as it came")
+			require.True(t, json.Valid(raw.JSON()), "%s", raw.RawJSON())
+			var decoded any
+			require.NoError(t, json.Unmarshal(raw.JSON(), &decoded))
+			text, err := json.Marshal(decoded)
+			require.NoError(t, err)
+			require.Empty(t, leak(raw.RawJSON()+" "+string(text), testKey))
+			require.Contains(t, raw.RawJSON(), redacted)
+			for name, v := range raw.ExtraFields() {
+				require.Empty(t, leak(name+" "+string(v), testKey))
+			}
+		})
+	}
 }
