@@ -104,8 +104,8 @@ type CallInfo struct {
 	// StatusCode is the last answer's status, 0 when none came (in
 	// CallDone).
 	StatusCode int
-	// RequestID is the last answer's request id, redacted, when it had one
-	// (in CallDone).
+	// RequestID is the last answer's request id, when it had one (in
+	// CallDone): redacted and bounded, as the *APIError's.
 	RequestID string
 }
 
@@ -125,7 +125,8 @@ type AttemptInfo struct {
 	Reason string
 	// StatusCode is the answer's status, 0 when none came (in AttemptDone).
 	StatusCode int
-	// RequestID is the answer's request id, redacted (in AttemptDone).
+	// RequestID is the answer's request id, redacted and bounded, as the
+	// *APIError's (in AttemptDone).
 	RequestID string
 	// Err is the attempt's failure when no answer came, or the call's when
 	// the answer kept failed as it was read (in AttemptDone).
@@ -207,7 +208,7 @@ func (cl *call) traceVerdict(resp *http.Response, err error, v verdict, retried 
 	}
 	if resp != nil {
 		a.StatusCode = resp.StatusCode
-		a.RequestID = cl.redact(requestID(resp.Header))
+		a.RequestID = cl.requestIDOf(resp.Header)
 		if retried {
 			a.Reason += " (HTTP " + strconv.Itoa(resp.StatusCode) + ")"
 		}

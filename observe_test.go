@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -124,4 +125,43 @@ func TestCallTraceEndsASpeechStreamAtItsClose(t *testing.T) {
 	require.Len(t, l.lines, 4)
 	require.Contains(t, l.lines[2], "done attempt 1: answered retry=false status=200")
 	require.Equal(t, "end call: answered attempts=1 status=200 err=false", l.lines[3])
+}
+
+// A request id is text from the network: the trace and the log get it
+// redacted and bounded as the *APIError does, however long the server
+// makes it.
+func TestCallTraceRequestIDIsBounded(t *testing.T) {
+	huge := "id-" + testKey + strings.Repeat("r", 300<<10)
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Request-Id", huge)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	note := func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, id)
+	}
+	logs := &logCapture{}
+	c := ts.client(t, WithLogger(slog.New(logs)), WithCallTrace(&CallTrace{
+		AttemptDone: func(_ context.Context, a AttemptInfo) { note(a.RequestID) },
+		CallDone:    func(_ context.Context, c CallInfo, _ error) { note(c.RequestID) },
+	}))
+	err := c.Post(context.Background(), "/x/v2/new", nil, nil)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	require.Len(t, ids, 4, "three attempts and the call")
+	for _, id := range ids {
+		require.LessOrEqual(t, len(id), maxMessage)
+		require.Equal(t, ae.RequestID, id, "the trace tells the id the error holds")
+		require.Empty(t, leak(id, testKey))
+	}
+	for _, line := range logs.lines {
+		require.Less(t, len(line), 4<<10)
+		require.Empty(t, leak(line, testKey))
+	}
 }

@@ -100,6 +100,17 @@ func requestID(h http.Header) string {
 	return ""
 }
 
+// requestIDOf is the request id of h as a call tells it (an error, a
+// trace, a log line): redacted and bounded as the headers of an *APIError
+// are, so a server cannot make it longer than a message.
+func (cl *call) requestIDOf(h http.Header) string {
+	id := requestID(h)
+	if id == "" {
+		return ""
+	}
+	return string(cl.keep([]byte(id), maxMessage))
+}
+
 // apiError starts the *APIError of this answer: status, attempts, headers
 // and request id, redacted.
 func (rs *response) apiError() *APIError {

@@ -258,8 +258,8 @@ func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error, 
 		slog.Duration("duration", time.Since(cl.started))}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode), slog.Int64("bytes", resp.ContentLength))
-		if id := requestID(resp.Header); id != "" {
-			attrs = append(attrs, slog.String("request_id", cl.redact(id)))
+		if id := cl.requestIDOf(resp.Header); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
 		}
 	} else if err != nil {
 		attrs = append(attrs, slog.String("error", cl.redact(err.Error())))
