@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync/atomic"
 )
@@ -68,7 +69,7 @@ type CallTrace struct {
 	// CallStart runs once as the call enters the pipeline, before its
 	// first attempt. The context it returns (nil keeps ctx) is the call's
 	// from then on: each attempt's request carries a context derived from
-	// it, and the other hooks get it.
+	// it, and the other hooks of this CallTrace get it.
 	CallStart func(ctx context.Context, c CallInfo) context.Context
 	// AttemptStart runs as each attempt starts, before it waits for the
 	// Client's pause and rate limiter. The context it returns (nil keeps
@@ -135,22 +136,25 @@ type AttemptInfo struct {
 
 // WithCallTrace makes calls run the hooks of t (see CallTrace). Given to
 // New, every call runs them; given to a call, that call runs them after
-// the Client's. The module github.com/creativegen/creative-go/otel makes
+// the Client's. A CallTrace given twice (to New and to a call) runs once.
+// Each CallTrace's hooks get the contexts its own hooks returned. The module github.com/creativegen/creative-go/otel makes
 // OpenTelemetry spans and metrics with it.
 func WithCallTrace(t *CallTrace) Option {
 	return func(s *settings) error {
 		if t == nil {
 			return errors.New("creative: WithCallTrace: nil *CallTrace")
 		}
-		s.traces = append(s.traces[:len(s.traces):len(s.traces)], t)
+		if !slices.Contains(s.traces, t) {
+			s.traces = append(s.traces[:len(s.traces):len(s.traces)], t)
+		}
 		return nil
 	}
 }
 
 // callTrace is what a traced call keeps of its trace.
 type callTrace struct {
-	ctx     context.Context // the call's, as CallStart left it
-	actx    context.Context // the attempt's, as AttemptStart left it
+	ctxs    []context.Context // the call's, as each CallTrace's CallStart left it
+	actxs   []context.Context // the attempt's, as each AttemptStart left it
 	info    CallInfo
 	pending *AttemptInfo // the kept answer's attempt, told at the end
 	ended   atomic.Bool
@@ -158,15 +162,17 @@ type callTrace struct {
 
 // traceStart runs CallStart and returns the call's context.
 func (cl *call) traceStart(ctx context.Context, host string, port int) context.Context {
-	ct := &callTrace{info: CallInfo{Operation: cl.op, Host: host, Port: port}}
-	for _, t := range cl.s.traces {
+	n := len(cl.s.traces)
+	ctxs := make([]context.Context, 2*n)
+	ct := &callTrace{info: CallInfo{Operation: cl.op, Host: host, Port: port}, ctxs: ctxs[:n], actxs: ctxs[n:]}
+	for i, t := range cl.s.traces {
 		if t.CallStart != nil {
 			if c := t.CallStart(ctx, ct.info); c != nil {
 				ctx = c
 			}
 		}
+		ct.ctxs[i], ct.actxs[i] = ctx, ctx
 	}
-	ct.ctx, ct.actx = ctx, ctx
 	cl.ct = ct
 	return ctx
 }
@@ -177,14 +183,14 @@ func (cl *call) traceAttempt(req *http.Request) *http.Request {
 	ct := cl.ct
 	ctx := req.Context()
 	a := AttemptInfo{Operation: cl.op, Attempt: cl.attempts}
-	for _, t := range cl.s.traces {
+	for i, t := range cl.s.traces {
 		if t.AttemptStart != nil {
 			if c := t.AttemptStart(ctx, a); c != nil {
 				ctx = c
 			}
 		}
+		ct.actxs[i] = ctx
 	}
-	ct.actx = ctx
 	if ctx == req.Context() {
 		return req
 	}
@@ -225,9 +231,9 @@ func (cl *call) traceVerdict(resp *http.Response, err error, v verdict, retried 
 }
 
 func (cl *call) traceAttemptDone(a AttemptInfo) {
-	for _, t := range cl.s.traces {
+	for i, t := range cl.s.traces {
 		if t.AttemptDone != nil {
-			t.AttemptDone(cl.ct.actx, a)
+			t.AttemptDone(cl.ct.actxs[i], a)
 		}
 	}
 }
@@ -249,9 +255,9 @@ func (cl *call) traceEnd(err error) {
 		cl.traceAttemptDone(*a)
 	}
 	ct.info.Attempts, ct.info.Verdict = cl.attempts, VerdictOf(err)
-	for _, t := range cl.s.traces {
+	for i, t := range cl.s.traces {
 		if t.CallDone != nil {
-			t.CallDone(ct.ctx, ct.info, err)
+			t.CallDone(ct.ctxs[i], ct.info, err)
 		}
 	}
 }

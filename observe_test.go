@@ -165,3 +165,58 @@ func TestCallTraceRequestIDIsBounded(t *testing.T) {
 		require.Empty(t, leak(line, testKey))
 	}
 }
+
+// Two CallTraces (a Client's telemetry and a call's own) each get back the
+// contexts their own hooks made, so that each ends what it started; one
+// given both to New and to the call runs once.
+// Two CallTraces (a Client's telemetry and a call's own) each get back the
+// contexts their own hooks made, so that each ends what it started; one
+// given both to New and to the call runs once.
+func TestCallTracesEachGetTheirOwnContexts(t *testing.T) {
+	n := 0
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if n++; n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"success":true,"data":"https://f.example/a.wav"}`))
+	})
+	type mark struct{} // one key for both, as OpenTelemetry keeps its span
+	var (
+		mu    sync.Mutex
+		wrong []string
+		runs  = map[string]int{}
+	)
+	traced := func(name string) *CallTrace {
+		check := func(ctx context.Context, hook, want string) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[name+" "+hook]++
+			if got, _ := ctx.Value(mark{}).(string); got != name+" "+want {
+				wrong = append(wrong, fmt.Sprintf("%s %s got the context of %q, want %q", name, hook, got, name+" "+want))
+			}
+		}
+		return &CallTrace{
+			CallStart: func(ctx context.Context, _ CallInfo) context.Context {
+				return context.WithValue(ctx, mark{}, name+" call")
+			},
+			AttemptStart: func(ctx context.Context, a AttemptInfo) context.Context {
+				return context.WithValue(ctx, mark{}, name+fmt.Sprint(" attempt ", a.Attempt))
+			},
+			AttemptDone: func(ctx context.Context, a AttemptInfo) {
+				check(ctx, "AttemptDone", fmt.Sprint("attempt ", a.Attempt))
+			},
+			CallDone: func(ctx context.Context, _ CallInfo, _ error) { check(ctx, "CallDone", "call") },
+		}
+	}
+	clients, calls := traced("client"), traced("call")
+	c := ts.client(t, WithCallTrace(clients))
+	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, WithCallTrace(calls), WithCallTrace(clients))
+	require.NoError(t, err)
+	require.Empty(t, wrong)
+	for _, name := range []string{"client", "call"} {
+		require.Equal(t, 2, runs[name+" AttemptDone"], "%s: one AttemptDone an attempt", name)
+		require.Equal(t, 1, runs[name+" CallDone"], "%s: one CallDone a call", name)
+	}
+}
