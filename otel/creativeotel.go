@@ -22,6 +22,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -43,7 +44,7 @@ const ScopeName = "github.com/creativegen/creative-go/otel"
 // Attributes of the package's own, beside the conventions'.
 const (
 	// AttrOperation is the service's operation ("image/text-to-image"),
-	// or a raw call's method and path.
+	// or a raw call's method and path, without its query.
 	AttrOperation = attribute.Key("creative.operation")
 	// AttrVerdict is what an attempt or a call may have cost: answered,
 	// not_sent, refused or unknown (creative.Verdict).
@@ -198,9 +199,13 @@ type stateKey struct{}
 
 func (t *Telemetry) callStart(ctx context.Context, c creative.CallInfo) context.Context {
 	name, output := OperationName(c.Operation)
+	op := c.Operation
+	if name == "creative.raw" {
+		op = rawOperation(op)
+	}
 	st := &callState{start: time.Now(), operation: name}
 	st.attrs = []attribute.KeyValue{
-		AttrOperation.String(c.Operation),
+		AttrOperation.String(op),
 		semconv.ServerAddress(c.Host),
 		semconv.ServerPort(c.Port),
 	}
@@ -211,8 +216,20 @@ func (t *Telemetry) callStart(ctx context.Context, c creative.CallInfo) context.
 	if output != "" {
 		attrs = append(attrs, semconv.GenAIOutputTypeKey.String(output))
 	}
-	ctx, _ = t.tracer.Start(ctx, name+" "+c.Operation, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, _ = t.tracer.Start(ctx, name+" "+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, stateKey{}, st)
+}
+
+// rawOperation is how a raw call is named in spans and metrics: its
+// method and path, the path with its leading slash and without its query.
+// A query's values (ids, tokens) would make a series of each call, and
+// may be the caller's secrets.
+func rawOperation(op string) string {
+	op, _, _ = strings.Cut(op, "?")
+	if method, path, ok := strings.Cut(op, " "); ok && !strings.HasPrefix(path, "/") {
+		op = method + " /" + path
+	}
+	return op
 }
 
 func (t *Telemetry) attemptStart(ctx context.Context, a creative.AttemptInfo) context.Context {

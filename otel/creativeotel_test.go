@@ -3,6 +3,7 @@ package creativeotel_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -232,4 +233,32 @@ func TestPropagationSendsEachAttemptsSpan(t *testing.T) {
 			require.Equal(t, "00-"+attempt.TraceID().String()+"-"+attempt.SpanID().String()+"-01", r.Header.Get("Traceparent"), "attempt %d", i+1)
 		}
 	})
+}
+
+// A raw call is named in spans and metrics by its method and path: the
+// query's values (ids, tokens) make no series of their own and stay out.
+func TestRawCallNamedWithoutItsQuery(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	tel, sr, reader := telemetry(t)
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey("k-raw-1"), tel.ClientOption())
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	for _, path := range []string{"jobs/v2/status?id=1&token=s3cret", "/jobs/v2/status?id=2", "jobs/v2/status"} {
+		require.NoError(t, c.Get(context.Background(), path, nil))
+	}
+	for _, s := range sr.Ended() {
+		if s.Name() == "attempt" {
+			continue
+		}
+		require.Equal(t, "creative.raw GET /jobs/v2/status", s.Name())
+		set := attribute.NewSet(s.Attributes()...)
+		v, _ := set.Value(creativeotel.AttrOperation)
+		require.Equal(t, "GET /jobs/v2/status", v.AsString())
+	}
+	calls := collect(t, reader)[creativeotel.MetricCalls].(metricdata.Sum[int64])
+	require.Len(t, calls.DataPoints, 1, "one series for the three calls")
+	require.EqualValues(t, 3, calls.DataPoints[0].Value)
 }
