@@ -262,3 +262,32 @@ func TestRawCallNamedWithoutItsQuery(t *testing.T) {
 	require.Len(t, calls.DataPoints, 1, "one series for the three calls")
 	require.EqualValues(t, 3, calls.DataPoints[0].Value)
 }
+
+// Telemetry given to the Client and again to a call counts the call once,
+// and two Telemetries (two exporters) each end every span they started.
+func TestTelemetryTwiceEndsEverySpan(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n++; n%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	tel, sr, reader := telemetry(t)
+	other, otherSpans, _ := telemetry(t)
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey("k-twice-1"), tel.ClientOption(),
+		creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	require.NoError(t, c.Post(context.Background(), "x/v2/y", nil, nil, tel.ClientOption()))
+	require.NoError(t, c.Post(context.Background(), "x/v2/y", nil, nil, other.ClientOption()))
+	for _, rec := range []*tracetest.SpanRecorder{sr, otherSpans} {
+		require.Len(t, rec.Ended(), len(rec.Started()), "a span was left open")
+	}
+	require.Len(t, sr.Ended(), 6, "a call span and two attempts, for each call")
+	require.Len(t, otherSpans.Ended(), 3)
+	calls := collect(t, reader)[creativeotel.MetricCalls].(metricdata.Sum[int64])
+	require.EqualValues(t, 2, calls.DataPoints[0].Value)
+}
