@@ -142,12 +142,56 @@ func relativePath(path string) (*url.URL, string) {
 	case rel.Fragment != "" || strings.Contains(path, "#"):
 		return nil, "must not carry a fragment"
 	}
+	for i := 0; i < len(rel.Path); i++ { // the path decoded: "%5C", "%00"
+		if rel.Path[i] < ' ' || rel.Path[i] == 0x7f || rel.Path[i] == '\\' {
+			return nil, "must not hold a control character or a backslash, also percent-encoded"
+		}
+	}
 	for _, seg := range strings.Split(rel.Path, "/") {
-		if seg == "." || seg == ".." {
+		if dotSegment(seg) {
 			return nil, `must not hold "." or ".." segments, which would leave the base URL's path`
 		}
 	}
 	return rel, ""
+}
+
+// dotSegment reports whether a server may read seg, a segment of a
+// decoded path, as "." or "..": a segment of dots alone, or one that is
+// once percent-decoded again (a server that decodes twice, "%252e%252e",
+// "..%252f.."), each part cut before a ";" (Tomcat's "..;"), its spaces
+// dropped, and its dots of other scripts ("．", "․", "‥") folded into ".",
+// as Unicode normalization does.
+func dotSegment(seg string) bool {
+	for i := 0; i < 3; i++ {
+		u, err := url.PathUnescape(seg)
+		if err != nil || u == seg {
+			break
+		}
+		seg = u
+	}
+	for _, part := range strings.FieldsFunc(seg, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if dotsOnly(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// dotsOnly reports whether part, before any ";", is dots and spaces, with
+// at least one dot.
+func dotsOnly(part string) bool {
+	part, _, _ = strings.Cut(part, ";")
+	dots := 0
+	for _, r := range part {
+		switch r {
+		case '.', '\uff0e', '\u2024', '\u2025', '\ufe52', '\u3002', '\uff61':
+			dots++
+		case ' ':
+		default:
+			return false
+		}
+	}
+	return dots > 0
 }
 
 // isPointer reports whether v is a non-nil pointer.

@@ -117,8 +117,10 @@ func TestExecuteKeepsTheBaseURLsPath(t *testing.T) {
 	c := newTestClient(t, ts.URL+"/gw/creative/")
 	require.NoError(t, c.Post(context.Background(), "audio/v9/hum", map[string]string{"a": "b"}, nil))
 	require.NoError(t, c.Get(context.Background(), "/audio/v9/hum", nil))
+	require.NoError(t, c.Get(context.Background(), "audio/v9.1/..hum.json;v=2", nil), "dots within a name are a name")
 	reqs := s.all()
-	require.Len(t, reqs, 2)
+	require.Len(t, reqs, 3)
+	require.Equal(t, "/gw/creative/audio/v9.1/..hum.json;v=2", reqs[2].path)
 	require.Equal(t, "/gw/creative/audio/v9/hum", reqs[0].path)
 	require.Equal(t, `{"a":"b"}`, string(reqs[0].body))
 	require.Equal(t, "GET", reqs[1].method)
@@ -146,6 +148,15 @@ func TestExecuteRefusesPathsOffTheBaseURL(t *testing.T) {
 		"a/\x00b",
 		"a/" + testKey,
 		"a?k=" + testKey,
+		"a/%5C..%5Cx",         // a backslash, percent-encoded
+		"a/b%00c",             // a NUL, percent-encoded
+		"a/%252e%252e/x",      // dots encoded twice, for a server that decodes twice
+		"a/..%252f..%252fx",   // a slash encoded twice
+		"a;b/..;/..;/x",       // Tomcat's path parameters
+		"\uff0e\uff0e/x",      // fullwidth dots, which NFKC folds into "."
+		"a/\u2025/x",          // the two dot leader, ".." once normalized
+		"a/.%20/x",            // a dot and a space, which Windows drops
+		"a/%2e%2e%3bjsession", // "..;" percent-encoded
 	} {
 		for _, method := range []string{"POST", "GET"} {
 			err := c.Execute(context.Background(), method, path, []byte(`{}`), nil)
