@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -27,7 +28,8 @@ type jsonSet struct {
 // already and creating the objects on the way: for a field the service
 // takes that the request type does not have yet. path is dotted, as in
 // openai-go: "a.b.c" is the field c of the object b of the object a; a
-// name that holds a dot writes it as `\.`. Arrays are not indexed.
+// name that holds a dot writes it as `\.`. Arrays are not indexed. A path
+// has at most 64 names, each of them UTF-8; anything else is refused.
 //
 // It applies to every operation sent as JSON and to Execute's body (nil,
 // []byte or a value; not an io.Reader). An upload (multipart/form-data) or
@@ -70,13 +72,26 @@ func splitPath(path string) ([]string, error) {
 		}
 	}
 	names = append(names, cur.String())
+	if len(names) > maxPathNames {
+		return nil, fmt.Errorf("the path has %d names, more than the %d a request's JSON nests", len(names), maxPathNames)
+	}
 	for _, n := range names {
-		if n == "" {
+		switch {
+		case n == "":
 			return nil, fmt.Errorf("the path %q has an empty name", path)
+		case !utf8.ValidString(n):
+			// JSON would write it with U+FFFD in place of its bad bytes:
+			// another name, which the object may hold already.
+			return nil, fmt.Errorf("the path %q has a name that is not UTF-8", path)
 		}
 	}
 	return names, nil
 }
+
+// maxPathNames bounds the names of a path: far more than any request's
+// fields nest, far fewer than the depth a JSON decoder refuses (Go's
+// encoding/json: 10000).
+const maxPathNames = 64
 
 // setJSON applies sets to the JSON body of op, or refuses them when the
 // body is not JSON the SDK holds.

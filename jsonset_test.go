@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"math"
 	"net/url"
 	"strings"
 	"testing"
@@ -159,3 +161,50 @@ func TestRawAnswerHoldsNoKey(t *testing.T) {
 		})
 	}
 }
+
+// WithJSONSet never sends what a JSON decoder refuses: a name given twice,
+// a nesting past a decoder's depth, a value JSON cannot hold. Each is
+// refused before anything is sent.
+func TestWithJSONSetNeverSendsJSONADecoderRefuses(t *testing.T) {
+	var s seen
+	ts := newTestServer(t, recordAndReply(&s, 200, `{}`))
+	c := ts.client(t)
+	for _, tc := range []struct {
+		name   string
+		params any
+		path   string
+		value  any
+	}{
+		{"a name that is not UTF-8, which JSON writes as another the body holds", []byte(`{"\ufffd":1}`), "\xff", 2},
+		{"a name that is not UTF-8 deeper in", nil, "a.b\xfe.c", 1},
+		{"a path nested past a decoder's depth", nil, strings.Repeat("a.", 20000) + "a", 1},
+		{"a path of 65 names", nil, strings.Repeat("a.", 64) + "a", 1},
+		{"a name the body holds twice", []byte(`{"a":1,"a":2}`), "a", 3},
+		{"through an array", []byte(`{"a":[{"b":1}]}`), "a.b", 3},
+		{"through a string", []byte(`{"a":"b"}`), "a.b", 3},
+		{"an empty name", nil, "a..b", 1},
+		{"an empty path", nil, "", 1},
+		{"NaN", nil, "a", math.NaN()},
+		{"infinity", nil, "a", math.Inf(1)},
+		{"a value that is no JSON", nil, "a", json.RawMessage(`{"a":`)},
+		{"a value that fails to encode", nil, "a", failingJSON{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Post(context.Background(), "/x/v2/y", tc.params, nil, WithJSONSet(tc.path, tc.value))
+			require.Error(t, err)
+			require.Less(t, len(err.Error()), 2<<10, "the error quotes the path bounded")
+		})
+	}
+	require.Empty(t, s.all(), "a refused WithJSONSet sent a request")
+
+	// 64 names nest as deep as any decoder takes.
+	require.NoError(t, c.Post(context.Background(), "/x/v2/y", nil, nil, WithJSONSet(strings.Repeat("a.", 63)+"a", 1)))
+	reqs := s.all()
+	require.Len(t, reqs, 1)
+	var v any
+	require.NoError(t, json.Unmarshal(reqs[0].body, &v))
+}
+
+type failingJSON struct{}
+
+func (failingJSON) MarshalJSON() ([]byte, error) { return nil, errors.New("no") }
