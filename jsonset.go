@@ -3,11 +3,13 @@ package creative
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/creativegen/creative-go/internal/ops"
@@ -35,8 +37,12 @@ type jsonSet struct {
 // []byte or a value; not an io.Reader). An upload (multipart/form-data) or
 // a Download has no JSON body: the call fails with a *ValidationError
 // naming the option and the operation, before anything is sent. Several
-// WithJSONSet apply in their order. The body is checked no further: a
-// field set this way is the caller's word.
+// WithJSONSet apply in their order. An operation's body, once set, must
+// still pass its request type's validation (Validate): a set may replace
+// a typed field, never with a value that validation refuses, nor of
+// another type, and the call fails with a *ValidationError before
+// anything is sent. A field the type does not have, and Execute's body,
+// are the caller's word.
 func WithJSONSet(path string, value any) Option {
 	return func(s *settings) error {
 		names, err := splitPath(path)
@@ -94,8 +100,9 @@ func splitPath(path string) ([]string, error) {
 const maxPathNames = 64
 
 // setJSON applies sets to the JSON body of op, or refuses them when the
-// body is not JSON the SDK holds.
-func setJSON(op string, body requestBody, sets []jsonSet) (requestBody, error) {
+// body is not JSON the SDK holds or, with check, when the body they make
+// fails the request type's validation.
+func setJSON(op string, body requestBody, sets []jsonSet, check func([]byte) error) (requestBody, error) {
 	jb, ok := body.(*jsonBody)
 	if !ok {
 		what := "sends multipart/form-data (an upload), not JSON"
@@ -117,7 +124,38 @@ func setJSON(op string, body requestBody, sets []jsonSet) (requestBody, error) {
 			return nil, &ValidationError{Operation: op, Field: "WithJSONSet", Rule: fmt.Sprintf("cannot set %s: %v; nothing was sent", strings.Join(set.path, "."), err)}
 		}
 	}
+	if check != nil {
+		if err := check(data); err != nil {
+			return nil, err
+		}
+	}
 	return &jsonBody{data: data}, nil
+}
+
+// revalidate returns the check of a body of R that WithJSONSet changed:
+// decoded back into R (its names matched as they are spelt, as the
+// service matches them), it must hold values of the types R's fields have
+// and pass R's own validation, so that a set never sends a request the
+// typed fields' validation would have refused: one that cannot succeed.
+func revalidate[R any](op string) func([]byte) error {
+	return func(data []byte) error {
+		var v R
+		if err := jsonv2.Unmarshal(data, &v); err != nil {
+			return &ValidationError{Operation: op, Field: "WithJSONSet", Rule: "sets a field of the request to a value its type cannot hold; nothing was sent", Err: err}
+		}
+		val, ok := any(v).(interface{ Validate() error })
+		if !ok {
+			return nil
+		}
+		err := val.Validate()
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			e := *ve
+			e.Rule += " (in the body WithJSONSet made; nothing was sent)"
+			return &e
+		}
+		return err
+	}
 }
 
 // setPath returns the JSON object obj with the member at path set to val;

@@ -208,3 +208,62 @@ func TestWithJSONSetNeverSendsJSONADecoderRefuses(t *testing.T) {
 type failingJSON struct{}
 
 func (failingJSON) MarshalJSON() ([]byte, error) { return nil, errors.New("no") }
+
+// WithJSONSet may replace a typed field, but never so that a request the
+// field's own validation refuses goes out: the body it makes passes the
+// request type's validation again, before anything is sent.
+func TestWithJSONSetKeepsTheTypedFieldsValid(t *testing.T) {
+	var s seen
+	ts := newTestServer(t, recordAndReply(&s, 200, `{"success":true,"data":"https://f.example/a.wav"}`))
+	c := ts.client(t)
+	ctx := context.Background()
+	music := func(opt Option) error {
+		_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "calm"}, opt)
+		return err
+	}
+	pictures := func(opt Option) error {
+		_, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p"}, opt)
+		return err
+	}
+	for _, tc := range []struct {
+		name  string
+		call  func(opt Option) error
+		path  string
+		value any
+	}{
+		{"a required prompt emptied", music, "prompt", ""},
+		{"a prompt of spaces", music, "prompt", "   "},
+		{"a prompt removed", music, "prompt", nil},
+		{"a negative duration", music, "duration", -5},
+		{"a duration of another type", music, "duration", "8s"},
+		{"a number of images past the most", pictures, "numberOfResults", 50},
+		{"a number of images that is no integer", pictures, "numberOfResults", 2.5},
+		{"a style id of another shape", pictures, "styleId", "anime"},
+		{"a dimensions id of another shape", pictures, "dimensionsId", "3:2"},
+		{"a link that is not http(s)", func(opt Option) error {
+			_, err := c.UpScale(ctx, UpScaleRequest{URL: "https://i.example/a.png"}, opt)
+			return err
+		}, "url", "file:///etc/passwd"},
+		{"a writer's cover letter without its role", func(opt Option) error {
+			_, err := c.CoverLetter(ctx, CoverLetterRequest{JobRole: "a", JobSkills: "b", Language: "English", Tone: "formal"}, opt)
+			return err
+		}, "inputs", []map[string]string{{"jobSkills": "b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call(WithJSONSet(tc.path, tc.value))
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			require.ErrorIs(t, err, ErrInvalidRequest)
+			require.Contains(t, err.Error(), "WithJSONSet")
+		})
+	}
+	require.Empty(t, s.all(), "a request the typed validation refuses was sent")
+
+	// A field the request type does not have, and a typed field replaced
+	// by a valid value, go out.
+	require.NoError(t, music(WithJSONSet("prompt", "replaced")))
+	require.NoError(t, music(WithJSONSet("Prompt", ""))) // another name: the service matches names as spelt
+	reqs := s.all()
+	require.Len(t, reqs, 2)
+	require.Equal(t, `{"prompt":"replaced"}`, string(reqs[0].body))
+}
