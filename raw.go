@@ -61,7 +61,7 @@ func (c *Client) Execute(ctx context.Context, method, path string, params any, r
 	if err := c.usable(ctx, "Execute"); err != nil {
 		return err
 	}
-	op := method + " " + c.own().redact(path) // errors name the call by it
+	op := c.own().redact(method + " " + path) // errors name the call by it
 	target, err := c.rawTarget(op, method, path)
 	if err != nil {
 		return err
@@ -107,8 +107,12 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 	refuse := func(rule string) error {
 		return &ValidationError{Operation: op, Field: "path", Rule: rule}
 	}
+	own := c.own()
 	if !validHeaderName(method) {
 		return "", &ValidationError{Operation: op, Field: "method", Rule: "must be an HTTP method such as POST"}
+	}
+	if own.holds(method) {
+		return "", &ValidationError{Operation: op, Field: "method", Rule: "must not hold the access key"}
 	}
 	rel, why := relativePath(path)
 	if why != "" {
@@ -119,7 +123,7 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 	if err != nil || !c.sameOrigin(u) || !strings.HasPrefix(u.Path, strings.TrimRight(c.base.Path, "/")+"/") {
 		return "", refuse("must stay under the base URL")
 	}
-	if own := c.own(); own.holds(target) {
+	if own.holds(target) {
 		return "", refuse("must not hold the access key")
 	}
 	return target, nil

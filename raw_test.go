@@ -171,6 +171,14 @@ func TestExecuteRefusesPathsOffTheBaseURL(t *testing.T) {
 	err := c.Execute(context.Background(), "POST", "a/"+callKey, nil, nil, WithAccessKey(callKey))
 	require.ErrorIs(t, err, ErrInvalidRequest)
 	require.NotContains(t, err.Error(), callKey)
+	// A key given as the method (the arguments swapped) is a token HTTP
+	// would carry as it is, and errors name the call by it.
+	err = c.Execute(context.Background(), testKey, "a", nil, nil)
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.Empty(t, leak(err.Error(), testKey))
+	err = c.Execute(context.Background(), callKey, "a", nil, nil, WithAccessKey(callKey))
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.NotContains(t, err.Error(), callKey)
 	require.Empty(t, other.all(), "a request reached another host")
 	require.Empty(t, s.all(), "a refused path was sent")
 	require.Zero(t, elsewhere.hits.Load()+ts.hits.Load())
