@@ -221,7 +221,7 @@ func (cl *call) traceVerdict(resp *http.Response, err error, v verdict, retried 
 		cl.ct.info.StatusCode, cl.ct.info.RequestID = a.StatusCode, a.RequestID
 	}
 	if err != nil {
-		a.Err = cl.redactErr(err)
+		a.Err = cl.told(err)
 	}
 	if resp != nil && !retried {
 		cl.ct.pending = &a

@@ -401,7 +401,7 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer: %w", err)
-	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
+	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.told(err),
 		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1, resent: cl.unknowns > 0}
 	if rs.err == nil {
 		rs.err = ne
