@@ -59,7 +59,7 @@ const (
 	// like), redacted.
 	AttrRequestID = attribute.Key("creative.request_id")
 	// AttrPaid says whether a cost was surely paid ("yes", an answer) or
-	// maybe ("maybe", an outcome unknown).
+	// maybe ("maybe", an outcome unknown or a 2xx answer that failed).
 	AttrPaid = attribute.Key("creative.paid")
 )
 
@@ -261,18 +261,21 @@ func (t *Telemetry) attemptDone(ctx context.Context, a creative.AttemptInfo) {
 }
 
 // addCost counts the price of an attempt that was paid (a success) or may
-// have been (an outcome unknown).
+// have been: an outcome unknown, or a 2xx answer that failed (not what the
+// operation promises, or an envelope that says the service failed), which
+// the batch runner too counts as maybe paid (batch.Classify: Unknown).
 func (t *Telemetry) addCost(ctx context.Context, a creative.AttemptInfo) {
 	price, ok := t.prices[a.Operation]
 	if !ok {
 		return
 	}
+	answered := a.Verdict == creative.VerdictAnswered && a.StatusCode >= 200 && a.StatusCode <= 299
 	paid := ""
 	switch {
-	case a.Verdict == creative.VerdictUnknown:
-		paid = "maybe"
-	case a.Verdict == creative.VerdictAnswered && a.StatusCode >= 200 && a.StatusCode <= 299 && a.Err == nil:
+	case answered && a.Err == nil:
 		paid = "yes"
+	case answered, a.Verdict == creative.VerdictUnknown:
+		paid = "maybe"
 	default:
 		return
 	}

@@ -291,3 +291,39 @@ func TestTelemetryTwiceEndsEverySpan(t *testing.T) {
 	calls := collect(t, reader)[creativeotel.MetricCalls].(metricdata.Sum[int64])
 	require.EqualValues(t, 2, calls.DataPoints[0].Value)
 }
+
+// A 2xx answer the SDK refuses (not the image it promises, past the size
+// cap, an envelope that says the service failed) may have been paid, as
+// the batch runner classifies it (Unknown): its cost counts as maybe
+// paid, never as nothing.
+func TestCostCountsAPaidAnswerTheSDKRefuses(t *testing.T) {
+	answers := map[string]string{
+		"/image/v1/generate-qr":   `{"success":true,"data":"not an image"}`,
+		"/image/v1/up-scale":      `{"success":true,"data":{"base64":"` + strings.Repeat("A", 4<<10) + `"}}`,
+		"/image/v1/text-to-image": `{"success":false,"message":"no credits"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(answers[r.URL.Path]))
+	}))
+	defer srv.Close()
+	tel, _, reader := telemetry(t, creativeotel.WithPrices(map[string]float64{
+		"image/generate-qr": 0.5, "image/up-scale": 0.25, "image/text-to-image": 8,
+	}))
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey("k-cost-1"), tel.ClientOption())
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	ctx := context.Background()
+	_, err = c.GenerateQR(ctx, creative.GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
+	require.ErrorIs(t, err, creative.ErrUnexpectedResponse)
+	_, err = c.UpScale(ctx, creative.UpScaleRequest{URL: "https://i.example/a.png"}, creative.WithMaxResponseBytes(1<<10))
+	require.ErrorIs(t, err, creative.ErrUnexpectedResponse)
+	_, err = c.TextToImage(ctx, creative.TextToImageRequest{Prompt: "p"})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, creative.ErrUnexpectedResponse)
+	cost := collect(t, reader)[creativeotel.MetricCost]
+	require.InDelta(t, 8.75, value[float64](t, cost, creativeotel.AttrPaid.String("maybe")), 1e-9)
+	for _, p := range cost.(metricdata.Sum[float64]).DataPoints {
+		v, _ := p.Attributes.Value(creativeotel.AttrPaid)
+		require.Equal(t, "maybe", v.AsString(), "a refused answer counted as surely paid")
+	}
+}
