@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,7 @@ type config struct {
 // provider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) error {
-		if tp == nil {
+		if isNil(tp) {
 			return errors.New("creativeotel: WithTracerProvider: nil provider")
 		}
 		c.tp = tp
@@ -103,12 +104,22 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // provider.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
-		if mp == nil {
+		if isNil(mp) {
 			return errors.New("creativeotel: WithMeterProvider: nil provider")
 		}
 		c.mp = mp
 		return nil
 	}
+}
+
+// isNil reports whether v is nil, or a nil pointer in an interface (a
+// *sdktrace.TracerProvider not made yet), whose methods would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // WithPrices counts what calls cost (MetricCost): the price of one call of
@@ -181,12 +192,18 @@ func New(opts ...Option) (*Telemetry, error) {
 }
 
 // CallTrace returns the hooks that make the spans and metrics, for
-// creative.WithCallTrace.
-func (t *Telemetry) CallTrace() *creative.CallTrace { return t.trace }
+// creative.WithCallTrace; nil for a nil Telemetry.
+func (t *Telemetry) CallTrace() *creative.CallTrace {
+	if t == nil {
+		return nil
+	}
+	return t.trace
+}
 
 // ClientOption returns the option that gives every call of a Client (in
-// creative.New), or one call, its spans and metrics.
-func (t *Telemetry) ClientOption() creative.Option { return creative.WithCallTrace(t.trace) }
+// creative.New), or one call, its spans and metrics. For a nil Telemetry
+// (one whose New failed) the option fails the Client or the call.
+func (t *Telemetry) ClientOption() creative.Option { return creative.WithCallTrace(t.CallTrace()) }
 
 // callState is what a call's span keeps between its hooks, in its context.
 type callState struct {

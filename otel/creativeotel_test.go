@@ -327,3 +327,18 @@ func TestCostCountsAPaidAnswerTheSDKRefuses(t *testing.T) {
 		require.Equal(t, "maybe", v.AsString(), "a refused answer counted as surely paid")
 	}
 }
+
+// A provider variable not set yet (a nil pointer in the interface) and a
+// Telemetry whose New failed are errors, never a panic.
+func TestNilProvidersAndTelemetryAreErrors(t *testing.T) {
+	var tp *sdktrace.TracerProvider
+	_, err := creativeotel.New(creativeotel.WithTracerProvider(tp))
+	require.ErrorContains(t, err, "nil provider")
+	var mp *sdkmetric.MeterProvider
+	_, err = creativeotel.New(creativeotel.WithMeterProvider(mp))
+	require.ErrorContains(t, err, "nil provider")
+	var tel *creativeotel.Telemetry
+	require.Nil(t, tel.CallTrace())
+	_, err = creative.New(creative.WithBaseURL("http://127.0.0.1:1"), creative.WithAccessKey("k-nil-1"), tel.ClientOption())
+	require.Error(t, err)
+}
