@@ -118,7 +118,10 @@ type AttemptInfo struct {
 	Attempt int
 	// Verdict is the retry policy's word on the attempt (in AttemptDone).
 	Verdict Verdict
-	// Retry says another attempt follows (in AttemptDone).
+	// Retry says the retry policy sends the request again, after a
+	// backoff (in AttemptDone). A call whose context ends during that
+	// backoff makes no further attempt: CallInfo.Attempts counts those
+	// made.
 	Retry bool
 	// Reason says why the attempt is retried or, for a failure, why not
 	// (in AttemptDone), such as "refused (HTTP 503)" or "outcome unknown:
