@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,9 +64,12 @@ type Client struct {
 	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
 	urls    map[string]string                          // operation name -> its URL under the base URL
 	limiter RateLimiter                                // nil without WithRateLimiter
-	pause   *pause                                     // the wait a 429 or 503 asked of every call
+	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
+	pauses  *sync.Map                                  // access key -> *pause, for calls with a key of their own (pause.go)
 	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
 	private bool                                       // Downloads may reach private addresses (download.go)
+	origins []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
+	budget  *budget                                    // the answer bytes its calls hold at once (budget.go)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -95,8 +99,7 @@ func New(opts ...Option) (*Client, error) {
 	if err != nil {
 		// A base URL may hold the key: the two variables swapped, or a
 		// key in a query.
-		keys := newRedactor([]string{s.accessKey})
-		return nil, errors.New(keys.redact(err.Error()))
+		return nil, errors.New(newRedactor([]string{s.accessKey}).redact(err.Error()))
 	}
 	if s.accessKey == "" {
 		return nil, fmt.Errorf("creative: no access key: set %s or use WithAccessKey", EnvAccessKey)
@@ -109,17 +112,20 @@ func New(opts ...Option) (*Client, error) {
 		base:   base,
 		prefix: strings.TrimRight(base.String(), "/"),
 		key:    func() []string { return key },
-		own:    sync.OnceValue(func() *redactor { return &redactor{keys: key} }),
+		own:    sync.OnceValue(func() *redactor { return newRedactor(key) }),
 		set:    s,
 		pause:  &pause{},
+		pauses: &sync.Map{},
 		urls:   make(map[string]string, len(ops.All)),
 	}
 	for _, o := range ops.All {
 		c.urls[o.Name] = c.prefix + o.Path()
 	}
 	c.limiter = s.limiter
+	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
-	c.private = s.private || privateHost(base.Hostname())
+	c.origins = s.origins
+	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))
 	c.dl = c.downloadTransport()
 	return c, nil
 }
@@ -162,10 +168,13 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *Client) sameOrigin(u *url.URL) bool {
-	return strings.EqualFold(u.Scheme, c.base.Scheme) &&
-		strings.EqualFold(u.Hostname(), c.base.Hostname()) &&
-		portOf(u) == portOf(c.base)
+func (c *Client) sameOrigin(u *url.URL) bool { return sameOrigin(c.base, u) }
+
+// sameOrigin reports whether a and b have one scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(b.Scheme, a.Scheme) &&
+		strings.EqualFold(b.Hostname(), a.Hostname()) &&
+		portOf(b) == portOf(a)
 }
 
 func portOf(u *url.URL) string {
@@ -257,7 +266,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 	if own := c.key(); len(key) == 1 && key[0] == own[0] {
 		cl.redactor = c.own() // the Client's key alone: nothing to merge
 	} else {
-		cl.redactor = &redactor{keys: newRedactor(key, own).keys}
+		cl.redactor = newRedactor(key, own)
 	}
 	cl.tr = transport{cl: cl, next: c.rt}
 	if r.rawURL != "" {

@@ -246,13 +246,14 @@ func dataWriter(d *bodyDecoder) (*WriterResult, error) {
 	if w.Text == nil || len(w.Text.Choices) == 0 {
 		return nil, errors.New("data has no text.choices")
 	}
-	res := &WriterResult{Language: w.Language, UseCase: w.UseCase, Choices: make([]WriterChoice, len(w.Text.Choices))}
+	// Every text of the answer passes the redactor, the written texts too.
+	res := &WriterResult{Language: d.keys.redact(w.Language), UseCase: d.keys.redact(w.UseCase), Choices: make([]WriterChoice, len(w.Text.Choices))}
 	total := 0
 	for i, ch := range w.Text.Choices {
 		if ch.Text == nil {
 			return nil, fmt.Errorf("data.text.choices[%d] has no text", i)
 		}
-		res.Choices[i] = WriterChoice{Text: *ch.Text, Index: int(ch.Index), WordCount: int(ch.WordCount)}
+		res.Choices[i] = WriterChoice{Text: d.keys.redact(*ch.Text), Index: int(ch.Index), WordCount: int(ch.WordCount)}
 		total += int(ch.WordCount)
 	}
 	res.WordCount = total
@@ -293,7 +294,7 @@ func (rs *response) audio() (*Audio, error) {
 		return nil, rs.notAudio(ct, head)
 	}
 	return &Audio{
-		ContentType:   ct,
+		ContentType:   string(rs.cl.keep([]byte(ct), maxMessage)), // a header's text, echoes and all
 		ContentLength: rs.ContentLength,
 		body:          &capped{r: io.MultiReader(bytes.NewReader(head), rs.Body), left: rs.cl.s.maxBytes, rs: rs},
 		closer:        rs,

@@ -195,10 +195,7 @@ func (r ReImagineRequest) check() (checkedFile, error) {
 // read from the image's header before anything is sent.
 func (c *Client) ReImagine(ctx context.Context, req ReImagineRequest, opts ...Option) (Image, error) {
 	const op = ops.ReImagine
-	if err := awaitUploads(ctx, op, req.Image); err != nil {
-		return Image{}, err
-	}
-	img, err := req.check()
+	img, err := checkUploads(ctx, op, req.check, req.Image)
 	if err != nil {
 		return Image{}, err
 	}
@@ -297,10 +294,7 @@ func (r ChangeBackgroundRequest) check() (checkedFile, error) {
 // ChangeBackground replaces the background of an uploaded image.
 func (c *Client) ChangeBackground(ctx context.Context, req ChangeBackgroundRequest, opts ...Option) (Image, error) {
 	const op = ops.ChangeBackground
-	if err := awaitUploads(ctx, op, req.Image); err != nil {
-		return Image{}, err
-	}
-	img, err := req.check()
+	img, err := checkUploads(ctx, op, req.check, req.Image)
 	if err != nil {
 		return Image{}, err
 	}

@@ -364,6 +364,7 @@ var knownData = map[ops.Result][]string{
 func (rs *response) keepRaw(body []byte, skim bool) {
 	dst := rs.cl.s.rawInto
 	*dst = RawAnswer{}
+	defer func() { dst.json = rs.cl.redactBytes(dst.json) }() // a copy of the answer's text, so through the redactor
 	if o, ok := ops.Lookup(rs.cl.op); ok {
 		dst.known = knownData[o.Result]
 	}

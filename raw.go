@@ -335,6 +335,7 @@ func (rs *response) readRaw(res any) error {
 		return err
 	}
 	defer release()
+	body = rs.cl.redactBytes(body) // the answer's text reaches the caller only through the redactor
 	if rs.cl.s.rawInto != nil {
 		rs.keepRaw(body, false)
 	}

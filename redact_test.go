@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,4 +133,15 @@ func TestConcurrentCallsShareTheRedactorSafely(t *testing.T) {
 		assert.NotContains(t, err.Error(), key)
 		assert.Contains(t, err.Error(), "bad key")
 	}
+}
+
+// lowerHex writes the %XX escapes of s in lower case.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = bytes.ToLower(b[i+1 : i+2])[0], bytes.ToLower(b[i+2 : i+3])[0]
+		}
+	}
+	return string(b)
 }
