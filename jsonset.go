@@ -368,11 +368,8 @@ func (rs *response) keepRaw(body []byte, skim bool) {
 	if o, ok := ops.Lookup(rs.cl.op); ok {
 		dst.known = knownData[o.Result]
 	}
-	// Like every text from the network, the copy holds no key, in any
-	// form the redactor knows; within a JSON string, its note is text.
-	defer func() { dst.json = []byte(rs.cl.redact(string(dst.json))) }()
 	if !skim {
-		dst.json = body // copied once, redacted, by the deferred line
+		dst.json = bytes.Clone(body)
 		return
 	}
 	bd := decoders.Get().(*bodyDecoder)
@@ -385,7 +382,7 @@ func (rs *response) keepRaw(body []byte, skim bool) {
 	}()
 	skel := bd.skim(body)
 	if len(bd.long) == 0 {
-		dst.json = body
+		dst.json = bytes.Clone(body)
 		return
 	}
 	out := make([]byte, 0, len(skel)+len(bd.long)*40)
