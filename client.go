@@ -300,12 +300,8 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		}
 	}
 	cl := c.newCall(r, s, key)
-	if r.target != "" && (cl.holds(r.target) || cl.holds(r.method)) { // a raw call's, and a call's own key (raw.go)
-		field := "path"
-		if cl.holds(r.method) {
-			field = "method"
-		}
-		return nil, &ValidationError{Operation: cl.redact(r.op), Field: field, Rule: "must not hold the access key"}
+	if err := cl.keyless(r); err != nil {
+		return nil, err
 	}
 	if len(s.traces) > 0 {
 		host, port := c.traceHost(r)

@@ -129,6 +129,21 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 	return target, nil
 }
 
+// keyless refuses a raw call whose method or path holds one of the call's
+// keys, its own (WithAccessKey given to the call) among them, before
+// anything is sent.
+func (cl *call) keyless(r *request) error {
+	switch {
+	case r.target == "":
+		return nil
+	case cl.holds(r.method):
+		return &ValidationError{Operation: cl.redact(r.op), Field: "method", Rule: "must not hold the access key"}
+	case cl.holds(r.target):
+		return &ValidationError{Operation: cl.redact(r.op), Field: "path", Rule: "must not hold the access key"}
+	}
+	return nil
+}
+
 // relativePath parses path as a relative reference that stays below
 // where it is resolved, or says why it is not one.
 func relativePath(path string) (*url.URL, string) {
