@@ -371,7 +371,7 @@ func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts
 		var zero T
 		return zero, err
 	}
-	return invokeRequest(ctx, c, &request{op: op, body: body, check: revalidate[R](op)}, opts, data)
+	return invokeRequest(ctx, c, &request{op: op, body: body, check: revalidate(op, req)}, opts, data)
 }
 
 // inPlace reports whether results of type T are decoded over the body's own

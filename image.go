@@ -49,6 +49,16 @@ type textToImageWire struct {
 	LightingID      string `json:"lightingId,omitempty"`
 }
 
+// results is how many images the wire asks for (revalidate).
+func (w textToImageWire) results() int {
+	return ops.OrDefault(ops.TextToImage, "numberOfResults", w.NumberOfResults)
+}
+
+// results is how many logos r asks for (revalidate).
+func (r GenerateLogoRequest) results() int {
+	return ops.OrDefault(ops.GenerateLogo, "numberOfResults", r.NumberOfResults)
+}
+
 // Validate is the validation of the request the wire holds, for a body
 // WithJSONSet changed (revalidate).
 func (w textToImageWire) Validate() error {

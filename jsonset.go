@@ -137,11 +137,16 @@ func setJSON(op string, body requestBody, sets []jsonSet, check func([]byte) err
 // service matches them), it must hold values of the types R's fields have
 // and pass R's own validation, so that a set never sends a request the
 // typed fields' validation would have refused: one that cannot succeed.
-func revalidate[R any](op string) func([]byte) error {
+// Nor may it change how many results req asks for, which the answer is
+// checked against: an answer of more would be paid for and refused.
+func revalidate[R any](op string, req R) func([]byte) error {
 	return func(data []byte) error {
 		var v R
 		if err := jsonv2.Unmarshal(data, &v); err != nil {
 			return &ValidationError{Operation: op, Field: "WithJSONSet", Rule: "sets a field of the request to a value its type cannot hold; nothing was sent", Err: err}
+		}
+		if n, ok := any(req).(interface{ results() int }); ok && any(v).(interface{ results() int }).results() != n.results() {
+			return &ValidationError{Operation: op, Field: "WithJSONSet", Rule: "changes how many results the call asks for, which its answer is checked against: set the request's own field; nothing was sent"}
 		}
 		val, ok := any(v).(interface{ Validate() error })
 		if !ok {

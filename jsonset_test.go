@@ -240,6 +240,11 @@ func TestWithJSONSetKeepsTheTypedFieldsValid(t *testing.T) {
 		{"a number of images that is no integer", pictures, "numberOfResults", 2.5},
 		{"a style id of another shape", pictures, "styleId", "anime"},
 		{"a dimensions id of another shape", pictures, "dimensionsId", "3:2"},
+		{"a number of images the answer is not checked against", pictures, "numberOfResults", 3},
+		{"a number of logos the answer is not checked against", func(opt Option) error {
+			_, err := c.GenerateLogo(ctx, GenerateLogoRequest{Prompt: "p"}, opt)
+			return err
+		}, "numberOfResults", 2},
 		{"a link that is not http(s)", func(opt Option) error {
 			_, err := c.UpScale(ctx, UpScaleRequest{URL: "https://i.example/a.png"}, opt)
 			return err
