@@ -70,12 +70,8 @@ func (c *Client) Execute(ctx context.Context, method, path string, params any, r
 	if err != nil {
 		return err
 	}
-	switch res.(type) {
-	case nil, *[]byte, **http.Response:
-	default:
-		if !isPointer(res) {
-			return &ValidationError{Operation: op, Field: "res", Rule: "must be nil, *[]byte, **http.Response or a pointer to a value to decode the answer into", Value: fmt.Sprintf("%T", res)}
-		}
+	if res != nil && !isPointer(res) { // a nil *[]byte or **http.Response too: the answer would have nowhere to go
+		return &ValidationError{Operation: op, Field: "res", Rule: "must be nil, *[]byte, **http.Response or a pointer to a value to decode the answer into, and not a nil pointer", Value: fmt.Sprintf("%T", res)}
 	}
 	rs, err := c.do(ctx, &request{op: op, method: method, target: target, body: body}, opts)
 	if err != nil {

@@ -363,3 +363,18 @@ func TestExecuteRunsThePipelinesOptions(t *testing.T) {
 	require.Equal(t, "req-9", resp.Header.Get("X-Request-Id"))
 	require.Empty(t, resp.Request.Header.Get(headerAccessKey))
 }
+
+// A res that is a nil pointer, of the kinds Execute fills itself too, is
+// refused before anything is sent: the paid answer would have nowhere to
+// go.
+func TestExecuteRefusesANilRes(t *testing.T) {
+	ts := newTestServer(t, replyJSON(200, `{"success":true,"data":1}`))
+	c := ts.client(t)
+	for _, res := range []any{(*[]byte)(nil), (**http.Response)(nil), (*map[string]any)(nil), map[string]any{}, 3} {
+		err := c.Post(context.Background(), "/x/v2/y", nil, res)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, "%T", res)
+		require.Equal(t, "res", ve.Field)
+	}
+	require.Zero(t, ts.hits.Load(), "a call whose answer had nowhere to go was sent")
+}
