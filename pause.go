@@ -107,7 +107,7 @@ func (p *pause) signal() {
 // *pausedError at once when the pause ends after ctx's deadline, or more than
 // MaxRetryAfter from now. A call that begins to wait is logged with l.
 func (p *pause) wait(ctx context.Context, l *slog.Logger, op string) error {
-	if p == nil || !p.on.Load() {
+	if !p.active() {
 		return nil
 	}
 	logged := false
@@ -154,6 +154,10 @@ func (p *pause) wait(ctx context.Context, l *slog.Logger, op string) error {
 		}
 	}
 }
+
+// active reports whether p is a pause in force; a key without a pause (nil)
+// has none.
+func (p *pause) active() bool { return p != nil && p.on.Load() }
 
 // sleep waits for d (when positive), change or the end of ctx.
 func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
