@@ -261,8 +261,23 @@ func (r *Redactor) Hide(b []byte) bool {
 	if len(r.Forms()) == 0 || len(b) < r.shortest {
 		return false
 	}
-	hid := false
 	folded := Fold(make([]byte, 0, len(b)), b)
+	hid := r.hideForms(b, folded, nil)
+	if bytes.ContainsAny(b, "\r\n") {
+		joined, at := joinLines(folded[:0], b, make([]int, 0, len(b)))
+		hid = r.hideForms(b, joined, at) || hid
+	}
+	if bytes.ContainsAny(b, `&\%`) {
+		hid = r.hideEscaped(b) || hid
+	}
+	return hid
+}
+
+// hideForms writes 'x' over each form that folded (b folded, or its lines
+// joined, when at gives the offset in b of each of its bytes) holds, in b
+// and in folded alike, and reports whether it found one.
+func (r *Redactor) hideForms(b, folded []byte, at []int) bool {
+	hid := false
 	for _, f := range r.bforms {
 		for i := 0; ; {
 			j := bytes.Index(folded[i:], f)
@@ -270,42 +285,37 @@ func (r *Redactor) Hide(b []byte) bool {
 				break
 			}
 			for k := i + j; k < i+j+len(f); k++ {
-				b[k], folded[k] = 'x', 'x'
+				if at != nil {
+					b[at[k]] = 'x'
+				} else {
+					b[k] = 'x'
+				}
+				folded[k] = 'x'
 			}
 			hid, i = true, i+j+len(f)
 		}
 	}
-	if bytes.ContainsAny(b, "\r\n") {
-		joined, at := joinLines(folded[:0], b, make([]int, 0, len(b)))
-		for _, f := range r.bforms {
-			for i := 0; ; {
-				j := bytes.Index(joined[i:], f)
-				if j < 0 {
-					break
-				}
-				for k := i + j; k < i+j+len(f); k++ {
-					b[at[k]], joined[k] = 'x', 'x'
-				}
-				hid, i = true, i+j+len(f)
-			}
+	return hid
+}
+
+// hideEscaped writes 'x' over each key b holds escaped (see
+// redactEscaped), and reports whether it found one.
+func (r *Redactor) hideEscaped(b []byte) bool {
+	hid := false
+	s := string(b)
+	for _, k := range r.keys {
+		if len(k) < MinKey {
+			continue
 		}
-	}
-	if bytes.ContainsAny(b, `&\%`) {
-		s := string(b)
-		for _, k := range r.keys {
-			if len(k) < MinKey {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c != k[0] && c != '&' && c != '\\' && c != '%' {
 				continue
 			}
-			for i := 0; i < len(s); i++ {
-				if c := s[i]; c != k[0] && c != '&' && c != '\\' && c != '%' {
-					continue
+			if n := matchEscaped(s[i:], k); n > 0 {
+				for j := i; j < i+n; j++ {
+					b[j] = 'x'
 				}
-				if n := matchEscaped(s[i:], k); n > 0 {
-					for j := i; j < i+n; j++ {
-						b[j] = 'x'
-					}
-					hid, i = true, i+n-1
-				}
+				hid, i = true, i+n-1
 			}
 		}
 	}
@@ -551,11 +561,8 @@ func unescapeOne(s string) (string, int) {
 				return d, end + 1
 			}
 		}
-	case s[0] == '%' && len(s) >= 6 && (s[1] == 'u' || s[1] == 'U'):
-		// JavaScript's escape() and some servers: %uXXXX, a UTF-16 unit.
-		return hexEscape(s, 2, 4)
 	case s[0] == '%' && len(s) >= 3:
-		return hexEscape(s, 1, 2)
+		return percentEscape(s)
 	case s[0] == '\\' && len(s) >= 2:
 		switch s[1] {
 		case 'u':
@@ -567,6 +574,16 @@ func unescapeOne(s string) (string, int) {
 		}
 	}
 	return "", 0
+}
+
+// percentEscape decodes the percent escape at the start of s: %XX, or
+// %uXXXX (a UTF-16 unit, as JavaScript's escape() and some servers write
+// it).
+func percentEscape(s string) (string, int) {
+	if s[1] == 'u' || s[1] == 'U' {
+		return hexEscape(s, 2, 4)
+	}
+	return hexEscape(s, 1, 2)
 }
 
 // hexEscape decodes the digits hex digits after the prefix of length skip
