@@ -330,11 +330,18 @@ func isLink(s string) bool {
 }
 
 // fetch downloads the file at link with dl's Download, the SDK's one way
-// to a link the service gave (its refusal of a URL that holds the key, of
+// to a link the service gave (its refusal of a URL that holds the key, any
+// key the cassette keeps out, of
 // a private address, its bound of Options.MaxBodyBytes, its redaction),
 // records it, and returns the link to its recording; link itself when the
 // download was refused or failed.
 func (c *Cassette) fetch(ctx context.Context, dl *creative.Client, link string) string {
+	if c.redactor().Holds(link) {
+		// Download refuses the request's key; the cassette keeps others
+		// out too (Options.Keys, CREATIVE_ACCESS_KEY), which dl does not
+		// know: the request line would carry them to the file's host.
+		return link
+	}
 	s, err := c.st.spool()
 	if err != nil {
 		return link
