@@ -333,8 +333,10 @@ func (r *Redactor) Holds(s string) bool { return r.Redact(s) != s }
 // JSON pointer (jsontext names a member by it), in hex (either case, any
 // mix), and in base64 (standard or URL alphabet) and base32 (standard or
 // hex alphabet, padded or not, either case) at any offset in what was
-// encoded, as in Basic auth. Mixed escapes, whose forms are too many to
-// list, are matched by Redact alone. The slice is shared: do not change it.
+// encoded, as in Basic auth, and in UTF-16 (either byte order). Mixed
+// escapes, whose forms are too many to list, and forms wrapped over lines
+// are matched by Redact and Hide alone. The slice is shared: do not
+// change it.
 func (r *Redactor) Forms() []string {
 	if r == nil {
 		return nil
