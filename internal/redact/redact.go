@@ -5,8 +5,8 @@
 // runs every byte it writes to disk through it, and looks for its Forms
 // when it checks a cassette.
 //
-// Start with New and Redactor.Redact; Forms lists the literal forms, for
-// bytes that are not text.
+// Start with New and Redactor.Redact; Redactor.Hide writes over the keys
+// in bytes that must keep their length, and Forms lists the literal forms.
 package redact
 
 import (
