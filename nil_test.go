@@ -26,7 +26,7 @@ import (
 // for), returns or fails, and never panics: (*Audio)(nil).Ext() among
 // them.
 func TestEveryMethodOfANilReceiverIsSafe(t *testing.T) {
-	for _, v := range []any{(*Client)(nil), (*Audio)(nil), (*APIError)(nil), (*NetworkError)(nil), (*ValidationError)(nil), (*WriterResult)(nil)} {
+	for _, v := range []any{(*Client)(nil), (*Audio)(nil), (*APIError)(nil), (*NetworkError)(nil), (*ValidationError)(nil), (*WriterResult)(nil), (*RawAnswer)(nil)} {
 		rv := reflect.ValueOf(v)
 		for i := range rv.NumMethod() {
 			m := rv.Type().Method(i)
