@@ -459,9 +459,11 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 	if w.interrupted.Load() {
 		// A process told to stop ends before it is killed: the page of a
 		// large ledger waits for the next run.
-		var cancel context.CancelFunc
+		var cancel, stop context.CancelFunc
 		ictx, cancel = context.WithTimeout(ictx, indexAfterSignal)
 		defer cancel()
+		ictx, stop = a.stopBy(ictx)
+		defer stop()
 	}
 	if ierr := r.WriteIndex(ictx); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)

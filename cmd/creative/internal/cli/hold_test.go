@@ -1,0 +1,82 @@
+//go:build unix
+
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/creativegen/creative-go/internal/media"
+)
+
+// What holds a command past its grace is not always the network: these
+// end the process within the grace and 2 s all the same.
+func TestACommandEndsWithinItsGraceWhateverHoldsIt(t *testing.T) {
+	bin := buildCLI(t)
+
+	t.Run("a batch whose ledger another process keeps locked", func(t *testing.T) {
+		h := newHostile(t)
+		stall := "stall"
+		h.stall.Store(&stall)
+		dir := t.TempDir()
+		jobs := filepath.Join(dir, "jobs.jsonl")
+		require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"audio/text-to-music","prompt":"stall","id":"stall"}`+"\n"), 0o644))
+		out := filepath.Join(dir, "out")
+		cmd, stderr := startCLI(t, bin, h.env(), "--grace", "1s", "batch", jobs, "--out", out)
+		waitFor(t, h.arrived, "the call to arrive")
+
+		// Another process (sqlite3, a backup) holds the ledger's write lock.
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(out, "ledger.db")+"?_pragma=busy_timeout(10000)")
+		require.NoError(t, err)
+		defer db.Close()
+		conn, err := db.Conn(context.Background())
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE")
+		require.NoError(t, err)
+
+		code, took := sigterm(t, cmd)
+		t.Logf("locked ledger: SIGTERM to exit %v, status %d", took, code)
+		assert.Equal(t, exitInterrupt, code, stderr.String())
+		assert.Less(t, took, graceBound)
+		assert.Contains(t, stderr.String(), "ended now; a call in flight may have been paid")
+
+		_, err = conn.ExecContext(context.Background(), "ROLLBACK")
+		require.NoError(t, err)
+		h.stall.Store(nil)
+		rerun, rerr := startCLI(t, bin, h.env(), "batch", jobs, "--out", out)
+		assert.Equal(t, exitAPI, waitExit(t, rerun), rerr.String())
+		assert.Equal(t, int32(1), h.calls.Load(), "the call cut off stays maybe paid: the rerun sends nothing")
+	})
+
+	t.Run("a single command whose standard output nobody reads", func(t *testing.T) {
+		h := newHostile(t)
+		h.wav = media.Music("long", 10) // far more than a pipe holds
+		pr, pw, err := os.Pipe()
+		require.NoError(t, err)
+		defer pr.Close() // open and never read: writes wait
+		cmd := exec.Command(bin, "--grace", "1s", "audio", "text-to-music", "--prompt", "long", "--out", "-")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + h.URL, "CREATIVE_ACCESS_KEY=" + cliKey}
+		stderr := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = pw, stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		pw.Close()
+		require.Eventually(t, func() bool { return h.downloads.Load() == 1 }, 20*time.Second, 10*time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // a real process, writing: its pipe fills
+		code, took := sigterm(t, cmd)
+		t.Logf("stdout not read: SIGTERM to exit %v, status %d", took, code)
+		assert.Equal(t, exitInterrupt, code, stderr.String())
+		assert.Less(t, took, graceBound)
+		assert.Equal(t, int32(1), h.calls.Load())
+	})
+}
