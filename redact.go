@@ -1,7 +1,9 @@
 package creative
 
 import (
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
@@ -74,9 +76,10 @@ func (r *redactor) holds(s string) bool { return r.redact(s) != s }
 // secrets are the texts redact removes, in any mix of upper and lower case
 // (they are kept folded to lower case): each key as it is and in the forms
 // an echo gives it, escaped for a URL's query or path, quoted in Go or
-// JSON (%q, \/), in a JSON pointer (jsontext names a member by it) and in
-// base64 (standard or URL alphabet, at any offset in what was encoded, as
-// in Basic auth), longest first. Keys shorter than 4 bytes are not looked
+// JSON (%q, \/), in a JSON pointer (jsontext names a member by it), in
+// hex, in base64 (standard or URL alphabet, at any offset in what was
+// encoded, as in Basic auth) and in base32 (standard or hex alphabet, at
+// any offset), longest first. Keys shorter than 4 bytes are not looked
 // for. Mixed escapes, whose forms are too many to list, are matched by
 // redactEscaped.
 func (r *redactor) secrets() []string {
@@ -96,7 +99,11 @@ func (r *redactor) secrets() []string {
 				strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), strconv.Quote(k)[1 : len(strconv.Quote(k))-1]} {
 				add(f)
 			}
+			add(hex.EncodeToString([]byte(k)))
 			for _, f := range base64Cores(k) {
+				add(f)
+			}
+			for _, f := range base32Cores(k) {
 				add(f)
 			}
 			// Two layers of escapes at most, each at most maxEscape bytes.
@@ -123,6 +130,25 @@ func base64Cores(k string) []string {
 		keep := len(src) * 8 / 6 // characters whose bits are all known
 		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 			out = append(out, enc.EncodeToString(src)[skip:keep])
+		}
+	}
+	return out
+}
+
+// base32Cores are, as base64Cores, the parts of base32 texts (standard or
+// extended hex alphabet) that encode k whatever came before it (0 to 4
+// bytes past a group of five) and after it.
+func base32Cores(k string) []string {
+	if len(k) < 8 {
+		return nil
+	}
+	var out []string
+	for pad := 0; pad < 5; pad++ {
+		src := append(make([]byte, pad), k...)
+		skip := (pad*8 + 4) / 5  // characters that hold a bit of the bytes before k
+		keep := len(src) * 8 / 5 // characters whose bits are all known
+		for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.HexEncoding} {
+			out = append(out, enc.WithPadding(base32.NoPadding).EncodeToString(src)[skip:keep])
 		}
 	}
 	return out
