@@ -219,7 +219,7 @@ func base64Long(s []byte, where string) (Image, error) {
 	return Image{Data: s[:n:n]}, nil
 }
 
-// dataWriter decodes the writer tool's object.
+// dataWriter decodes the writer tool's object, its texts redacted.
 func dataWriter(d *bodyDecoder) (*WriterResult, error) {
 	if k := d.PeekKind(); k != '{' {
 		return nil, fmt.Errorf("data is %s, want the writer object (language, useCase, word_count, text.choices)", kindName(k))
@@ -246,13 +246,19 @@ func dataWriter(d *bodyDecoder) (*WriterResult, error) {
 	if w.Text == nil || len(w.Text.Choices) == 0 {
 		return nil, errors.New("data has no text.choices")
 	}
-	res := &WriterResult{Language: w.Language, UseCase: w.UseCase, Choices: make([]WriterChoice, len(w.Text.Choices))}
+	// The texts reach a caller who prints and saves them: a writer that
+	// echoes the key gives it to no one.
+	redact := func(s string) string { return s }
+	if d.keys != nil {
+		redact = d.keys.redact
+	}
+	res := &WriterResult{Language: redact(w.Language), UseCase: redact(w.UseCase), Choices: make([]WriterChoice, len(w.Text.Choices))}
 	total := 0
 	for i, ch := range w.Text.Choices {
 		if ch.Text == nil {
 			return nil, fmt.Errorf("data.text.choices[%d] has no text", i)
 		}
-		res.Choices[i] = WriterChoice{Text: *ch.Text, Index: int(ch.Index), WordCount: int(ch.WordCount)}
+		res.Choices[i] = WriterChoice{Text: redact(*ch.Text), Index: int(ch.Index), WordCount: int(ch.WordCount)}
 		total += int(ch.WordCount)
 	}
 	res.WordCount = total
