@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -847,9 +848,15 @@ func (a *app) idsCommand() *cobra.Command {
 	}
 }
 
-// jsonOut prints v as indented JSON.
+// jsonOut prints v as indented JSON, with what would drive a terminal
+// escaped (printableJSON).
 func jsonOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(printableJSON(b.Bytes()))
+	return err
 }

@@ -810,7 +810,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Store) error {
 		}
 		n++
 		b, _ := json.Marshal(reviewJob{r.Job, r.Line, r.ID, r.Op, string(r.State), r.Worker, r.Time, r.RequestID, r.Error})
-		_, _ = w.Write(b)
+		_, _ = w.Write(printableJSON(b))
 	})
 	if err != nil {
 		return err
@@ -826,7 +826,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Store) error {
 		Lost     int                 `json:"lost"`
 		Budget   *budgetJSON         `json:"budget,omitempty"`
 	}{st.Jobs, st.States, st.InFlight, st.Lost, budgetOf(b)})
-	_, _ = fmt.Fprintf(w, "],%s\n", rest[1:])
+	_, _ = fmt.Fprintf(w, "],%s\n", printableJSON(rest[1:]))
 	return w.Flush()
 }
 
