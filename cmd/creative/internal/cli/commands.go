@@ -345,7 +345,9 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.sending.Store(true)
-	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 })
+	// In flight once an attempt went out; not while waiting to send the
+	// call again, since the client retries only what was not done.
+	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 && status.retryAt.Load() == 0 })
 	d := a.startDisplay()
 	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held

@@ -5,9 +5,13 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,4 +83,31 @@ func TestACommandEndsWithinItsGraceWhateverHoldsIt(t *testing.T) {
 		assert.Less(t, took, graceBound)
 		assert.Equal(t, int32(1), h.calls.Load())
 	})
+}
+
+// A call the service refused with Retry-After (429, 503) was not done: while
+// it waits to be sent again, nothing is in flight, and a signal ends the
+// command at once, without saying that it may have been paid.
+func TestASignalDuringAWaitBeforeARetryEndsAtOnce(t *testing.T) {
+	bin := buildCLI(t)
+	var calls atomic.Int32
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		calls.Add(1)
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		arrived <- struct{}{}
+	}))
+	defer srv.Close()
+	cmd, stderr := startCLI(t, bin, map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": cliKey},
+		"--grace", "10s", "audio", "text-to-music", "--prompt", "p", "--out", t.TempDir())
+	waitFor(t, arrived, "the call to be refused")
+	time.Sleep(500 * time.Millisecond) // a real process: it reads the answer and begins to wait
+	code, took := sigterm(t, cmd)
+	t.Logf("waiting to retry: SIGTERM to exit %v, status %d", took, code)
+	assert.Equal(t, exitInterrupt, code, stderr.String())
+	assert.Less(t, took, 5*time.Second, "the grace is for what is in flight")
+	assert.NotContains(t, stderr.String(), "charged for it", "a refused call was not paid")
+	assert.Equal(t, int32(1), calls.Load())
 }
