@@ -111,3 +111,63 @@ func TestASignalDuringAWaitBeforeARetryEndsAtOnce(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "charged for it", "a refused call was not paid")
 	assert.Equal(t, int32(1), calls.Load())
 }
+
+// Jobs from standard input are kept in a temporary file for the check and
+// the run: one that no signal leaves behind, and that a stream with no
+// line ends cannot grow until the disk is full.
+func TestJobsFromStandardInputLeaveNoFileAndAreBounded(t *testing.T) {
+	bin := buildCLI(t)
+	h := newHostile(t)
+	start := func(t *testing.T, tmp string) (*exec.Cmd, *lockedBuffer, *os.File) {
+		pr, pw, err := os.Pipe()
+		require.NoError(t, err)
+		cmd := exec.Command(bin, "batch", "-", "--out", t.TempDir())
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + tmp, "CREATIVE_BASE_URL=" + h.URL, "CREATIVE_ACCESS_KEY=" + cliKey}
+		stderr := &lockedBuffer{}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = pr, io.Discard, stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		pr.Close()
+		return cmd, stderr, pw
+	}
+	tmpNames := func(t *testing.T, dir string) []string {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+
+	t.Run("a signal while it reads leaves no temporary file", func(t *testing.T) {
+		tmp := t.TempDir()
+		cmd, stderr, pw := start(t, tmp)
+		defer pw.Close()
+		_, err := io.WriteString(pw, `{"op":"audio/text-to-music","prompt":"p"}`+"\n")
+		require.NoError(t, err)
+		time.Sleep(500 * time.Millisecond) // a real process, reading
+		code, _ := sigterm(t, cmd)
+		assert.Equal(t, exitInterrupt, code, stderr.String())
+		assert.Empty(t, tmpNames(t, tmp))
+		assert.Zero(t, h.calls.Load())
+	})
+
+	t.Run("a stream with no line ends is refused at its first 4 MiB", func(t *testing.T) {
+		tmp := t.TempDir()
+		cmd, stderr, pw := start(t, tmp)
+		go func() { // endless, as cat /dev/zero: ends when the command stops reading
+			defer pw.Close()
+			zeros := make([]byte, 64<<10)
+			for {
+				if _, err := pw.Write(zeros); err != nil {
+					return
+				}
+			}
+		}()
+		assert.Equal(t, exitUsage, waitExit(t, cmd), stderr.String())
+		assert.Contains(t, stderr.String(), "line 1: longer than 4 MiB")
+		assert.Empty(t, tmpNames(t, tmp))
+		assert.Zero(t, h.calls.Load())
+	})
+}
