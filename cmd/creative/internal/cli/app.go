@@ -183,6 +183,8 @@ type interruptedError struct {
 	// cutAnswer is the request id of an answer that came and whose
 	// streamed bytes were cut off (speech): paid, and not saved.
 	cutAnswer string
+	// left says what was left and how to go on, when the error does not.
+	left string
 }
 
 func (e *interruptedError) Error() string {
@@ -214,6 +216,9 @@ func (e *interruptedError) lines() []string {
 	}
 	if e.cutAnswer != "" {
 		out = append(out, "creative: the call was answered (request id "+e.cutAnswer+") and paid for; its answer was still streaming when it was abandoned, and is not saved")
+	}
+	if e.left != "" {
+		out = append(out, e.left)
 	}
 	return out
 }

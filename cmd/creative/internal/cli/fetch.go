@@ -249,9 +249,21 @@ func (a *app) runFetch(ctx context.Context, arg, op, out string) error {
 		_ = os.Remove(linkPath) // every file is saved: nothing is left to fetch
 	}
 	if signalled() != nil {
-		return &interruptedError{err: err}
+		ie := &interruptedError{err: err}
+		if err != nil {
+			ie.left = "creative: the files not saved are still there to fetch: " + fetchAgain(arg, linkPath, rec.Op, out) + " fetches them, paying nothing"
+		}
+		return ie
 	}
 	return expiredLinks(err)
+}
+
+// fetchAgain is the command that fetches arg again.
+func fetchAgain(arg, linkPath, op, out string) string {
+	if linkPath != "" {
+		return "creative fetch " + linkPath
+	}
+	return "creative fetch " + arg + " --op " + op + " --out " + out
 }
 
 // fetchAll downloads us as urls does, without a link file of its own: the

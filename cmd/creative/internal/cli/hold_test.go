@@ -171,3 +171,31 @@ func TestJobsFromStandardInputLeaveNoFileAndAreBounded(t *testing.T) {
 		assert.Zero(t, h.calls.Load())
 	})
 }
+
+// A fetch that a signal cuts off says what stays and how to go on, as a
+// command does.
+func TestAnInterruptedFetchSaysHowToGoOn(t *testing.T) {
+	bin := buildCLI(t)
+	h := newHostile(t)
+	out := t.TempDir()
+	h.gone.Store(true)
+	cmd, stderr := startCLI(t, bin, h.env(), "audio", "text-to-music", "--prompt", "later", "--out", out)
+	require.Equal(t, exitKept, waitExit(t, cmd), stderr.String())
+	link := filepath.Join(out, "text-to-music.link.json")
+	require.FileExists(t, link)
+
+	h.gone.Store(false)
+	h.drip.Store(true)
+	for _, args := range [][]string{{"fetch", link}, {"fetch", h.URL + "/files/later.wav", "--op", "audio/text-to-music", "--out", out}} {
+		fetch, ferr := startCLI(t, bin, h.env(), append([]string{"--grace", "1s"}, args...)...)
+		waitFor(t, h.streaming, "the download to start")
+		code, took := sigterm(t, fetch)
+		t.Logf("%s: SIGTERM to exit %v, status %d", args, took, code)
+		assert.Equal(t, exitInterrupt, code, ferr.String())
+		assert.Less(t, took, graceBound)
+		assert.Contains(t, ferr.String(), "creative fetch "+args[1], "how to go on: %s", ferr.String())
+		assert.Contains(t, ferr.String(), "paying nothing")
+	}
+	assert.FileExists(t, link, "the link file stays")
+	assert.Equal(t, int32(1), h.calls.Load())
+}
