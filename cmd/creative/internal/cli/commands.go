@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -416,7 +417,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }, service: a.serviceOrigin()}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }
@@ -481,4 +482,14 @@ func printJSON(w io.Writer, res any) error {
 		return jsonOut(w, jsonImage{v.ContentType, len(b), b})
 	}
 	return jsonOut(w, res)
+}
+
+// serviceOrigin is the scheme and host of the service the command calls,
+// for a link file: "" for the built-in fake, whose links die with it.
+func (a *app) serviceOrigin() string {
+	u, err := url.Parse(a.g.baseURL)
+	if a.g.fake || err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -37,6 +37,10 @@ type linkRecord struct {
 	Links     []string  `json:"links"`
 	Why       string    `json:"why,omitempty"`
 	Fetch     string    `json:"fetch"`
+	// Service is the origin of the service that answered: its links are
+	// fetched as the command did, from a private address when it is on
+	// one, with no base URL given.
+	Service string `json:"service,omitempty"`
 }
 
 const linkWhat = "the links of an answer that was paid for and whose files are not all saved; fetching them costs nothing"
@@ -55,7 +59,7 @@ type linkFile struct {
 // them is downloaded: the answer is then held whatever happens next (a
 // download that fails, a disk that fills, a signal, a kill).
 func (s *saver) keepLinks(stem string, us []creative.URL) *linkFile {
-	lf := &linkFile{s: s, rec: linkRecord{What: linkWhat, Op: s.op, RequestID: s.requestID(), Time: time.Now().UTC(), Stem: stem}}
+	lf := &linkFile{s: s, rec: linkRecord{What: linkWhat, Op: s.op, RequestID: s.requestID(), Time: time.Now().UTC(), Stem: stem, Service: s.service}}
 	for _, u := range us {
 		lf.rec.Links = append(lf.rec.Links, string(u))
 	}
@@ -219,8 +223,13 @@ func (a *app) runFetch(ctx context.Context, arg, op, out string) error {
 	c, closeClient, err := a.newClient()
 	if err != nil {
 		// A download sends no key: without a service configured, a client
-		// that only downloads.
-		if c, err = creative.New(creative.WithBaseURL("https://download.invalid"), creative.WithAccessKey("unused"),
+		// that only downloads, of the service the link file names (whose
+		// links may be on its private network, as it is) or of none.
+		base := "https://download.invalid"
+		if rec.Service != "" {
+			base = rec.Service
+		}
+		if c, err = creative.New(creative.WithBaseURL(base), creative.WithAccessKey("unused"),
 			creative.WithTimeout(a.g.timeout), creative.WithMaxRetries(a.g.retries), creative.WithUserAgent("creative-cli")); err != nil {
 			return err
 		}

@@ -199,3 +199,24 @@ func TestAnInterruptedFetchSaysHowToGoOn(t *testing.T) {
 	assert.FileExists(t, link, "the link file stays")
 	assert.Equal(t, int32(1), h.calls.Load())
 }
+
+// A service on a private network gives links on it, which the command
+// downloads since its service is there too. creative fetch, later, in a
+// shell where the base URL is not set, fetches them all the same: the link
+// file names the service its links came from.
+func TestFetchGetsThePrivateLinksOfAPrivateServiceWithoutItsBaseURL(t *testing.T) {
+	bin := buildCLI(t)
+	h := newHostile(t) // on 127.0.0.1, as a service on 10.0.0.5 would be
+	out := t.TempDir()
+	h.gone.Store(true)
+	cmd, stderr := startCLI(t, bin, h.env(), "audio", "text-to-music", "--prompt", "later", "--out", out)
+	require.Equal(t, exitKept, waitExit(t, cmd), stderr.String())
+	link := filepath.Join(out, "text-to-music.link.json")
+	assert.NotContains(t, readFile(t, link), cliKey)
+
+	h.gone.Store(false)
+	fetch, ferr := startCLI(t, bin, nil, "fetch", link)
+	require.Equal(t, 0, waitExit(t, fetch), ferr.String())
+	assert.Equal(t, string(h.wav), readFile(t, filepath.Join(out, "text-to-music.wav")))
+	assert.Equal(t, int32(1), h.calls.Load(), "the fetch paid for nothing")
+}
