@@ -545,8 +545,12 @@ func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc, w *b
 		w.interrupted.Store(true)
 		inFlight := r.Stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
-			plural(inFlight, "call"), a.g.grace, them(inFlight))
+		what := plural(inFlight, "call") + " in flight"
+		if inFlight == 0 {
+			what, inFlight = "the downloads of answered jobs", 2 // a rerun's, say: they are not counted as calls
+		}
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
+			what, a.g.grace, them(inFlight))
 		timer := time.NewTimer(a.g.grace)
 		defer timer.Stop()
 		select {

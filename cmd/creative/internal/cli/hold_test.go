@@ -220,3 +220,27 @@ func TestFetchGetsThePrivateLinksOfAPrivateServiceWithoutItsBaseURL(t *testing.T
 	assert.Equal(t, string(h.wav), readFile(t, filepath.Join(out, "text-to-music.wav")))
 	assert.Equal(t, int32(1), h.calls.Load(), "the fetch paid for nothing")
 }
+
+// A rerun that only downloads what earlier runs were answered has no call
+// in flight: a signal says it lets the downloads finish, not "0 calls".
+func TestASignalDuringARerunsDownloadsNamesThem(t *testing.T) {
+	bin := buildCLI(t)
+	h := newHostile(t)
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs.jsonl")
+	require.NoError(t, os.WriteFile(jobs, []byte(`{"op":"audio/text-to-music","prompt":"a","id":"a"}`+"\n"), 0o644))
+	out := filepath.Join(dir, "out")
+	h.drip.Store(true) // past --timeout: the job stays answered, its download to come
+	first, ferr := startCLI(t, bin, h.env(), "--timeout", "1s", "batch", jobs, "--out", out)
+	waitFor(t, h.streaming, "the first download to start")
+	require.Equal(t, exitAPI, waitExit(t, first), ferr.String())
+
+	rerun, stderr := startCLI(t, bin, h.env(), "--grace", "1s", "batch", jobs, "--out", out)
+	waitFor(t, h.streaming, "the download to start")
+	code, took := sigterm(t, rerun)
+	assert.Equal(t, exitInterrupt, code, stderr.String())
+	assert.Less(t, took, graceBound)
+	assert.Contains(t, stderr.String(), "letting the downloads of answered jobs finish for up to 1s")
+	assert.Contains(t, stderr.String(), "1 download left: a rerun fetches it without paying")
+	assert.Equal(t, int32(1), h.calls.Load())
+}
