@@ -5,12 +5,14 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -243,4 +245,45 @@ func TestASignalDuringARerunsDownloadsNamesThem(t *testing.T) {
 	assert.Contains(t, stderr.String(), "letting the downloads of answered jobs finish for up to 1s")
 	assert.Contains(t, stderr.String(), "1 download left: a rerun fetches it without paying")
 	assert.Equal(t, int32(1), h.calls.Load())
+}
+
+// A link file holds what the answer's links are, however long: creative
+// fetch reads every link file a command wrote (here one link of 2 MiB,
+// which an answer may hold), not only those under a fixed size.
+func TestFetchReadsTheLinkFileOfLongLinks(t *testing.T) {
+	bin := buildCLI(t)
+	wav := media.Music("tune", 0.2)
+	var calls atomic.Int32
+	var ready atomic.Bool
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			_, _ = io.Copy(io.Discard, r.Body)
+			calls.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"success":true,"message":"ok","data":"http://%s/files/%s.wav?a=1&b=2"}`, r.Host, strings.Repeat("x", 2<<20))
+			return
+		}
+		if !ready.Load() {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<p>maintenance</p>")
+			return
+		}
+		w.Header().Set("Content-Type", "audio/wav")
+		_, _ = w.Write(wav)
+	}))
+	srv.Config.MaxHeaderBytes = 8 << 20
+	srv.Start()
+	defer srv.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": cliKey}
+	out := t.TempDir()
+	cmd, stderr := startCLI(t, bin, env, "audio", "text-to-music", "--prompt", "p", "--out", out)
+	require.Equal(t, exitKept, waitExit(t, cmd), stderr.String())
+	link := filepath.Join(out, "text-to-music.link.json")
+	require.FileExists(t, link)
+
+	ready.Store(true)
+	fetch, ferr := startCLI(t, bin, env, "fetch", link)
+	require.Equal(t, 0, waitExit(t, fetch), ferr.String())
+	assert.Equal(t, string(wav), readFile(t, filepath.Join(out, "text-to-music.wav")))
+	assert.Equal(t, int32(1), calls.Load(), "the fetch paid for nothing")
 }
