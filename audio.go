@@ -99,10 +99,7 @@ func (r EnhanceAudioRequest) check() (checkedFile, error) {
 // EnhanceAudio enhances an audio file and returns the URL of the result.
 func (c *Client) EnhanceAudio(ctx context.Context, req EnhanceAudioRequest, opts ...Option) (URL, error) {
 	const op = ops.EnhanceAudio
-	if err := awaitUploads(ctx, op, req.Audio); err != nil {
-		return "", err
-	}
-	audio, err := req.check()
+	audio, err := checkUploads(ctx, op, req.check, req.Audio)
 	if err != nil {
 		return "", err
 	}
@@ -133,10 +130,7 @@ func (r SplitAudioRequest) check() (checkedFile, error) {
 // SplitAudio splits an audio file and returns the URLs of the parts.
 func (c *Client) SplitAudio(ctx context.Context, req SplitAudioRequest, opts ...Option) ([]URL, error) {
 	const op = ops.SplitAudio
-	if err := awaitUploads(ctx, op, req.Audio); err != nil {
-		return nil, err
-	}
-	audio, err := req.check()
+	audio, err := checkUploads(ctx, op, req.check, req.Audio)
 	if err != nil {
 		return nil, err
 	}

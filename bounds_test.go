@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -83,10 +85,10 @@ func TestALinkListPastItsBoundIsRefused(t *testing.T) {
 	assert.ErrorContains(t, err, "WithMaxLinks: want a positive count")
 }
 
-// The budget: a call that holds nothing waits for room; one that holds
-// bytes and needs more while every other holder waits overdraws the
-// budget rather than wait for ever, alone; bytes given back wake the
-// waiters.
+// The budget: an answer whose bytes do not fit takes the one overdraft
+// at once, whether it holds bytes or not, so that no answer waits while
+// the overdraft is free; while another holds it, a call waits for bytes
+// given back, within its context; bytes given back wake the waiters.
 func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBudget(100)
@@ -95,40 +97,43 @@ func TestTheAnswerBudgetWaitsButNeverForEver(t *testing.T) {
 		require.NoError(t, a.take(ctx, 60))
 		require.NoError(t, c.take(ctx, 30))
 
-		// c needs 20 more: it waits, since a is not waiting and may give
-		// back.
+		// c needs 20 more: the overdraft is free, so it takes it.
+		require.NoError(t, c.take(ctx, 20))
+		assert.Same(t, c, b.over)
+		assert.EqualValues(t, 110, b.used)
+
+		// a needs 20 more: c holds the overdraft, so a waits until c lets
+		// go.
 		done := make(chan error, 1)
-		go func() { done <- c.take(ctx, 20) }()
+		go func() { done <- a.take(ctx, 20) }()
 		synctest.Wait()
 		assert.Equal(t, 1, b.stuck)
-		// a needs more too: every holder would wait, so a overdraws the
-		// budget, and c waits until a lets go.
-		require.NoError(t, a.take(ctx, 20))
-		assert.Same(t, a, b.over)
-		assert.EqualValues(t, 110, b.used)
-		synctest.Wait()
-		assert.Equal(t, 1, b.stuck, "c still waits")
-		a.release()
-		require.NoError(t, <-done)
-		assert.EqualValues(t, 50, c.held)
-		assert.Nil(t, b.over, "the overdraft ends with what a held")
-		assert.ErrorIs(t, c.take(ctx, 101), errBudgetSpent, "more than the whole budget would wait for ever")
 
-		// A call that holds nothing waits until its whole size is free,
-		// or its context ends.
+		// A call that holds nothing waits too while the overdraft is held,
+		// until its context ends.
 		d := &reservation{b: b}
 		short, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		assert.ErrorIs(t, d.take(short, 60), context.DeadlineExceeded)
-		go func() { done <- d.take(ctx, 60) }()
-		synctest.Wait()
-		assert.Equal(t, 0, b.stuck, "a call that holds nothing is not stuck")
+		assert.Zero(t, d.held)
+
 		c.release()
 		require.NoError(t, <-done)
+		assert.EqualValues(t, 80, a.held)
+		assert.EqualValues(t, 80, b.used)
+		assert.Nil(t, b.over, "the overdraft ends with what c held")
+		assert.ErrorIs(t, a.take(ctx, 101), errBudgetSpent, "more than the whole budget would wait for ever")
+
+		// With the overdraft free again, a call that holds nothing and
+		// does not fit takes it at once.
+		require.NoError(t, d.take(ctx, 60))
+		assert.Same(t, d, b.over)
+		a.release()
 		d.release()
 		assert.Zero(t, b.used)
 		assert.Zero(t, b.holders)
 		assert.Empty(t, b.waiting)
+		assert.Nil(t, b.over)
 
 		// Nothing taken is nothing held: an empty answer leaves no holder.
 		e := &reservation{b: b}
@@ -155,15 +160,13 @@ func TestAnAnswerWithoutALengthIsReadWithinTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ims, 1)
 	assert.Equal(t, img, ims[0].Data)
-	b := answerBudget.Load()
-	assert.Zero(t, b.used, "every byte given back")
+	assert.Zero(t, c.budget.used, "every byte given back")
 
-	SetAnswerBudget(8 << 20)
-	t.Cleanup(func() { SetAnswerBudget(0) })
-	_, err = c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
+	small := ts.client(t, WithAnswerBudget(8<<20))
+	_, err = small.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
 	assert.ErrorIs(t, err, ErrUnexpectedResponse)
-	assert.ErrorContains(t, err, "has no Content-Length and holds more than 4194304 bytes, half the 8388608 bytes of answers the process holds at once (raise it with SetAnswerBudget)")
-	assert.Zero(t, answerBudget.Load().used)
+	assert.ErrorContains(t, err, "has no Content-Length and holds more than 4194304 bytes, half the 8388608 bytes of answers the Client holds at once (raise it with WithAnswerBudget)")
+	assert.Zero(t, small.budget.used)
 }
 
 // Whatever an answer does (empty, cut, past the cap, chunked, whole), every
@@ -198,7 +201,7 @@ func TestEveryAnswerGivesItsBudgetBack(t *testing.T) {
 	c := ts.client(t, WithMaxResponseBytes(3<<20), WithMaxRetries(0))
 	for i = range bodies {
 		_, _ = c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"})
-		b := answerBudget.Load()
+		b := c.budget
 		b.mu.Lock()
 		used, holders := b.used, b.holders
 		b.mu.Unlock()
@@ -234,7 +237,6 @@ func growTogether(t *testing.T, b *budget, n int, answerCap, step int64) (overdr
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.over != nil {
-			assert.Equal(t, b.holders-1, b.stuck, "every holder but the one that overdraws waits")
 			assert.LessOrEqual(t, b.used-b.over.held, b.size, "the others hold no more than the budget")
 		} else {
 			assert.LessOrEqual(t, b.used, b.size)
@@ -270,28 +272,79 @@ func growTogether(t *testing.T, b *budget, n int, answerCap, step int64) (overdr
 	return overdrawn
 }
 
-// Answers that grow together until they fill the budget all arrive, though
-// every holder then needs more: one overdraws the budget, and the others
-// follow once it lets go. Read one after another each fits, so none may
-// fail for the budget's sake.
+// Answers that grow together until they fill the budget all arrive: the
+// first that needs more than the budget has free overdraws it, and the
+// others follow once it lets go. Read one after another each fits, so none
+// may fail for the budget's sake.
 func TestAnswersThatGrowTogetherPastTheBudgetAllArrive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBudget(100)
-		assert.Equal(t, []int{1}, growTogether(t, b, 3, 45, 5))
-		assert.EqualValues(t, 100+10, b.peak, "35 and 30 wait while the second grows from 35 to 45")
+		assert.Equal(t, []int{2}, growTogether(t, b, 3, 45, 5))
+		assert.EqualValues(t, 35+35+45, b.peak, "the third grows from 30 to 45 past the budget while the others hold 35 each")
 	})
 }
 
 // The overdraft goes to one holder at a time, and the bytes held never
 // pass the budget plus one answer's cap: while one answer overdraws it,
-// every other waits, and the next overdraws it only once the first let go.
+// every other that needs more waits, and the next overdraws it only once
+// the first let go.
 func TestTheBudgetIsOverdrawnByOneAnswerAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBudget(100)
-		// Four answers of 45 fill the budget at 25 each, the last of them
-		// overdraws it; the three left fill it again at 35, 35 and 30, and
-		// the second overdraws it; the last two fit.
-		assert.Equal(t, []int{3, 1}, growTogether(t, b, 4, 45, 5))
-		assert.EqualValues(t, 100+20, b.peak, "three hold 25 while the fourth grows to 45")
+		// Four answers of 45 fill the budget at 25 each; the first to need
+		// more overdraws it and grows to 45, then lets go; the fourth is
+		// the next to overdraw it; the last two fit.
+		assert.Equal(t, []int{0, 3}, growTogether(t, b, 4, 45, 5))
+		assert.LessOrEqual(t, b.peak, int64(100+45), "never past the budget and one answer's cap")
+	})
+}
+
+// An answer that arrived whole is read at once, though the Client's budget
+// is held by another answer that stalls: it takes the overdraft, and
+// never waits past its deadline to fail as an unknown outcome the service
+// was paid for. The budget is the Client's (WithAnswerBudget): another
+// Client's answers take nothing from it.
+func TestAWholeAnswerIsNeverFailedForTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		img := bytes.Repeat([]byte("\x89PNG image bytes"), 32<<10) // 512 KiB
+		whole := `{"success":true,"data":[{"base64":"` + base64.StdEncoding.EncodeToString(img) + `"}]}`
+		stall := make(chan struct{})
+		stalled := make(chan struct{})
+		var calls atomic.Int64
+		ts := newMemServer(t, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			calls.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path == "/audio/v1/text-to-music" { // chunked, 450 KiB, then nothing until the test ends
+				w.(http.Flusher).Flush()
+				_, _ = io.WriteString(w, `{"success":true,"data":"`+strings.Repeat("x", 450<<10))
+				w.(http.Flusher).Flush()
+				close(stalled)
+				<-stall
+				return
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(len(whole)))
+			_, _ = io.WriteString(w, whole)
+		})
+		defer close(stall)
+		c := ts.client(t, WithAnswerBudget(1<<20), WithMaxRetries(0))
+		go func() { _ = music(context.Background(), c) }()
+		<-stalled
+		synctest.Wait()
+		require.GreaterOrEqual(t, c.budget.used, int64(400<<10), "the stalled answer holds 450 KiB and more of the budget")
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		ims, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p"})
+		require.NoError(t, err)
+		assert.Equal(t, img, ims[0].Data)
+		assert.Zero(t, time.Since(start), "read at once")
+		assert.EqualValues(t, 2, calls.Load())
+
+		other := ts.client(t, WithAnswerBudget(1<<20))
+		_, err = other.TextToImage(ctx, TextToImageRequest{Prompt: "p"})
+		require.NoError(t, err)
+		assert.Zero(t, other.budget.used)
 	})
 }

@@ -6,24 +6,23 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 )
 
-// This file holds the bounds of the process rather than of one answer: the
-// budget of answer bytes held in memory at once by every call of every
+// This file holds the bounds of a Client rather than of one answer: the
+// budget of answer bytes held in memory at once by every call of the
 // Client, and the most links an answer may list.
 
-// DefaultAnswerBudget is the process's budget of answer bytes in flight:
-// the bodies of answers read whole (every operation but text-to-speech
-// and downloads, which stream) that every call of every Client holds at
-// once. It fits one answer of DefaultMaxResponseBytes. The bytes held at
-// once are at most the budget plus one answer's overdraft (see
-// SetAnswerBudget), itself at most the budget: an answer without a
+// DefaultAnswerBudget is a Client's budget of answer bytes in flight: the
+// bodies of answers read whole (every operation but text-to-speech and
+// downloads, which stream) that every call of the Client holds at once.
+// It fits one answer of DefaultMaxResponseBytes. The bytes held at once
+// are at most the budget plus one answer's overdraft (see
+// WithAnswerBudget), itself at most the budget: an answer without a
 // Content-Length holds at most half of it, twice while it is joined. With
 // the garbage collector's headroom the heap stays under four times the
 // budget, 1 GiB, at any concurrency: eight answers that never end, read at
 // once, peak near 650 MiB of RSS, which a container of 2 GiB survives with
-// room to spare. SetAnswerBudget changes it.
+// room to spare. WithAnswerBudget changes it; each Client has its own.
 const DefaultAnswerBudget = 256 << 20
 
 // DefaultMaxLinks is how many links an answer that lists them (split-audio
@@ -54,29 +53,25 @@ func (s *settings) links() int {
 	return DefaultMaxLinks
 }
 
-// SetAnswerBudget sets the process's budget of answer bytes in flight (see
-// DefaultAnswerBudget); n <= 0 restores the default. A call reserves the
-// bytes of its answer before it reads them: one whose Content-Length is
-// more than the budget fails unread, and one without a Content-Length
-// reserves as its bytes come. A call waits while others hold the budget
-// (within its context). An answer already coming is never failed for the
-// budget's sake: when it holds bytes and needs more while every other
-// holder waits too, it alone may overdraw the budget by what it still
-// needs within its own cap (WithMaxResponseBytes, and half the budget for
-// an answer without a Content-Length), while every other call waits until
-// it lets go. The bytes held at once are thus at most the budget plus what
-// one answer may hold, at most the budget again (half of it, twice while
-// joined). Calls in flight keep the budget they reserved from.
-func SetAnswerBudget(n int64) {
-	if n <= 0 {
-		n = DefaultAnswerBudget
+// WithAnswerBudget sets the Client's budget of answer bytes in flight
+// (see DefaultAnswerBudget): what the answers read whole by all its calls
+// at once may hold. A call reserves the bytes of its answer as they come:
+// by its Content-Length before reading it (one that declares more than the
+// budget fails unread), or chunk by chunk when it has none. An answer
+// whose bytes do not fit takes the budget's one overdraft, when no other
+// answer holds it, and is read at once, up to its own cap (its
+// Content-Length, or half the budget without one); only while another
+// answer holds the overdraft does it wait (within its context) for bytes
+// to be given back. The bytes held at once are thus at most the budget
+// plus one answer's overdraft, itself at most the budget. Client only.
+func WithAnswerBudget(n int64) Option {
+	return func(s *settings) error {
+		if n <= 0 {
+			return fmt.Errorf("creative: WithAnswerBudget: want a positive size, got %d", n)
+		}
+		return clientOnly("WithAnswerBudget", s, func() { s.answerBudget = n })
 	}
-	answerBudget.Store(newBudget(n))
 }
-
-var answerBudget atomic.Pointer[budget]
-
-func init() { answerBudget.Store(newBudget(DefaultAnswerBudget)) }
 
 // A budget is a count of bytes that calls take and give back.
 type budget struct {
@@ -87,7 +82,7 @@ type budget struct {
 	holders int   // calls holding bytes
 	stuck   int   // of them, those waiting for more
 	// over is the one holder that may overdraw the budget, until it holds
-	// nothing: it was the last that did not wait when it needed more.
+	// nothing: the first that needed more than the budget had free.
 	over *reservation
 	// waiting are told when bytes are given back. Each waiter makes its
 	// own channel, and only while it waits: a channel made by one
@@ -99,7 +94,7 @@ func newBudget(n int64) *budget { return &budget{size: n} }
 
 // errBudgetSpent fails a take of more bytes than the whole budget, which
 // would wait for ever; readBody refuses such an answer before it takes.
-var errBudgetSpent = errors.New("the answer needs more bytes than the process's whole budget of answer bytes in flight (raise it with SetAnswerBudget)")
+var errBudgetSpent = errors.New("the answer needs more bytes than the Client's whole budget of answer bytes in flight (raise it with WithAnswerBudget)")
 
 // A reservation is one call's part of the budget.
 type reservation struct {
@@ -107,14 +102,21 @@ type reservation struct {
 	held int64
 }
 
-func reserve() *reservation { return &reservation{b: answerBudget.Load()} }
+// reserve starts a call's part of the Client's budget.
+func (c *Client) reserve() *reservation {
+	if c == nil || c.budget == nil {
+		return &reservation{b: newBudget(DefaultAnswerBudget)}
+	}
+	return &reservation{b: c.budget}
+}
 
-// take adds n bytes to the reservation, waiting until they are free or
-// ctx ends. A holder that needs more while every other holder waits takes
-// them past the budget, as the budget's one overdraft (see
-// SetAnswerBudget): waiting, every holder would wait for ever, and failing
-// would drop an answer the service was paid for. Its caller keeps it
-// within its cap.
+// take adds n bytes to the reservation. Bytes that do not fit in the
+// budget are taken past it, as the budget's one overdraft (see
+// WithAnswerBudget), when no other reservation holds it: the answer is
+// arriving, the service was paid for it, and a wait could outlast the
+// call's deadline and drop it. Only while another holds the overdraft does
+// take wait until bytes are given back or ctx ends. Its caller keeps the
+// overdraft within its cap.
 func (r *reservation) take(ctx context.Context, n int64) error {
 	if n <= 0 {
 		return nil
@@ -126,7 +128,7 @@ func (r *reservation) take(ctx context.Context, n int64) error {
 		return errBudgetSpent
 	}
 	for b.used+n > b.size && b.over != r {
-		if r.held > 0 && b.over == nil && b.stuck+1 >= b.holders {
+		if b.over == nil {
 			b.over = r
 			break
 		}

@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,9 +64,12 @@ type Client struct {
 	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
 	urls    map[string]string                          // operation name -> its URL under the base URL
 	limiter RateLimiter                                // nil without WithRateLimiter
-	pause   *pause                                     // the wait a 429 or 503 asked of every call
+	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
+	pauses  *sync.Map                                  // access key -> *pause, for calls with a key of their own (pause.go)
 	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
 	private bool                                       // Downloads may reach private addresses (download.go)
+	origins []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
+	budget  *budget                                    // the answer bytes its calls hold at once (budget.go)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -95,8 +99,7 @@ func New(opts ...Option) (*Client, error) {
 	if err != nil {
 		// A base URL may hold the key: the two variables swapped, or a
 		// key in a query.
-		keys := newRedactor([]string{s.accessKey})
-		return nil, errors.New(keys.redact(err.Error()))
+		return nil, errors.New(newRedactor([]string{s.accessKey}).redact(err.Error()))
 	}
 	if s.accessKey == "" {
 		return nil, fmt.Errorf("creative: no access key: set %s or use WithAccessKey", EnvAccessKey)
@@ -109,17 +112,20 @@ func New(opts ...Option) (*Client, error) {
 		base:   base,
 		prefix: strings.TrimRight(base.String(), "/"),
 		key:    func() []string { return key },
-		own:    sync.OnceValue(func() *redactor { return &redactor{keys: key} }),
+		own:    sync.OnceValue(func() *redactor { return newRedactor(key) }),
 		set:    s,
 		pause:  &pause{},
+		pauses: &sync.Map{},
 		urls:   make(map[string]string, len(ops.All)),
 	}
 	for _, o := range ops.All {
 		c.urls[o.Name] = c.prefix + o.Path()
 	}
 	c.limiter = s.limiter
+	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
-	c.private = s.private || privateHost(base.Hostname())
+	c.origins = s.origins
+	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))
 	c.dl = c.downloadTransport()
 	return c, nil
 }
@@ -162,10 +168,13 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *Client) sameOrigin(u *url.URL) bool {
-	return strings.EqualFold(u.Scheme, c.base.Scheme) &&
-		strings.EqualFold(u.Hostname(), c.base.Hostname()) &&
-		portOf(u) == portOf(c.base)
+func (c *Client) sameOrigin(u *url.URL) bool { return sameOrigin(c.base, u) }
+
+// sameOrigin reports whether a and b have one scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(b.Scheme, a.Scheme) &&
+		strings.EqualFold(b.Hostname(), a.Hostname()) &&
+		portOf(b) == portOf(a)
 }
 
 func portOf(u *url.URL) string {
@@ -211,7 +220,8 @@ type call struct {
 	hc   http.Client // the Client's, sending through tr
 	tr   transport
 
-	trace      httptrace.ClientTrace // tells the transport when a request was written whole
+	trace      httptrace.ClientTrace  // tells the transport when a request was written whole
+	outer      *httptrace.ClientTrace // the caller's hooks that trace composed with (callctx.go)
 	attempts   int
 	started    time.Time
 	last       verdict       // the retry policy's word on the last attempt
@@ -256,7 +266,7 @@ func (c *Client) newCall(r *request, s *settings, key []string) *call {
 	if own := c.key(); len(key) == 1 && key[0] == own[0] {
 		cl.redactor = c.own() // the Client's key alone: nothing to merge
 	} else {
-		cl.redactor = &redactor{keys: newRedactor(key, own).keys}
+		cl.redactor = newRedactor(key, own)
 	}
 	cl.tr = transport{cl: cl, next: c.rt}
 	if r.rawURL != "" {
@@ -285,13 +295,13 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		return nil, &NetworkError{Operation: r.op, Err: err, kind: attemptNotSent}
 	}
 	if len(s.jsonSets) > 0 {
-		if r.body, err = setJSON(r.op, r.body, s.jsonSets); err != nil {
+		if r.body, err = setJSON(r.op, r.body, s.jsonSets, r.check); err != nil {
 			return nil, err
 		}
 	}
 	cl := c.newCall(r, s, key)
-	if r.target != "" && cl.holds(r.target) { // a raw call's path, and a call's own key (raw.go)
-		return nil, &ValidationError{Operation: cl.redact(r.op), Field: "path", Rule: "must not hold the access key"}
+	if err := cl.keyless(r); err != nil {
+		return nil, err
 	}
 	if len(s.traces) > 0 {
 		host, port := c.traceHost(r)
@@ -330,8 +340,13 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 // invoke sends one call of op with body and decodes its envelope's data
 // with data: an upload's endpoint method is its validation plus this line.
 func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
+	return invokeRequest(ctx, c, &request{op: op, body: body}, opts, data)
+}
+
+// invokeRequest is invoke with the request r.
+func invokeRequest[T any](ctx context.Context, c *Client, r *request, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	var v T
-	rs, err := c.do(ctx, &request{op: op, body: body}, opts)
+	rs, err := c.do(ctx, r, opts)
 	if err != nil {
 		return v, err
 	}
@@ -348,14 +363,15 @@ func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, 
 	return v, nil
 }
 
-// invokeJSON is invoke with the request struct req sent as JSON.
+// invokeJSON is invoke with the request struct req sent as JSON; a body
+// WithJSONSet changed passes req's validation again (revalidate).
 func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	body, err := newJSONBody(op, req)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return invoke(ctx, c, op, body, opts, data)
+	return invokeRequest(ctx, c, &request{op: op, body: body, check: revalidate(op, req)}, opts, data)
 }
 
 // inPlace reports whether results of type T are decoded over the body's own

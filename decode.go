@@ -219,7 +219,7 @@ func base64Long(s []byte, where string) (Image, error) {
 	return Image{Data: s[:n:n]}, nil
 }
 
-// dataWriter decodes the writer tool's object, its texts redacted.
+// dataWriter decodes the writer tool's object.
 func dataWriter(d *bodyDecoder) (*WriterResult, error) {
 	if k := d.PeekKind(); k != '{' {
 		return nil, fmt.Errorf("data is %s, want the writer object (language, useCase, word_count, text.choices)", kindName(k))
@@ -246,19 +246,14 @@ func dataWriter(d *bodyDecoder) (*WriterResult, error) {
 	if w.Text == nil || len(w.Text.Choices) == 0 {
 		return nil, errors.New("data has no text.choices")
 	}
-	// The texts reach a caller who prints and saves them: a writer that
-	// echoes the key gives it to no one.
-	redact := func(s string) string { return s }
-	if d.keys != nil {
-		redact = d.keys.redact
-	}
-	res := &WriterResult{Language: redact(w.Language), UseCase: redact(w.UseCase), Choices: make([]WriterChoice, len(w.Text.Choices))}
+	// Every text of the answer passes the redactor, the written texts too.
+	res := &WriterResult{Language: d.keys.redact(w.Language), UseCase: d.keys.redact(w.UseCase), Choices: make([]WriterChoice, len(w.Text.Choices))}
 	total := 0
 	for i, ch := range w.Text.Choices {
 		if ch.Text == nil {
 			return nil, fmt.Errorf("data.text.choices[%d] has no text", i)
 		}
-		res.Choices[i] = WriterChoice{Text: redact(*ch.Text), Index: int(ch.Index), WordCount: int(ch.WordCount)}
+		res.Choices[i] = WriterChoice{Text: d.keys.redact(*ch.Text), Index: int(ch.Index), WordCount: int(ch.WordCount)}
 		total += int(ch.WordCount)
 	}
 	res.WordCount = total
@@ -299,7 +294,7 @@ func (rs *response) audio() (*Audio, error) {
 		return nil, rs.notAudio(ct, head)
 	}
 	return &Audio{
-		ContentType:   ct,
+		ContentType:   string(rs.cl.keep([]byte(ct), maxMessage)), // a header's text, echoes and all
 		ContentLength: rs.ContentLength,
 		body:          &capped{r: io.MultiReader(bytes.NewReader(head), rs.Body), left: rs.cl.s.maxBytes, rs: rs},
 		closer:        rs,

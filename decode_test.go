@@ -20,7 +20,7 @@ func gate[T any](body []byte, data func(*bodyDecoder) (T, error)) (T, error) {
 	rs := &response{
 		Response: &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: &http.Request{}},
-		cl:     &call{op: "test/op", s: &settings{maxBytes: DefaultMaxResponseBytes}, keys: []string{"gate-key-1234"}, redactor: &redactor{keys: newRedactor([]string{"gate-key-1234"}).keys}},
+		cl:     &call{op: "test/op", s: &settings{maxBytes: DefaultMaxResponseBytes}, keys: []string{"gate-key-1234"}, redactor: newRedactor([]string{"gate-key-1234"})},
 		cancel: func() {},
 	}
 	var v T

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,7 @@ func (c *Client) download(ctx context.Context, u URL, opts []Option) (*response,
 	case keys.holds(string(u)) || keys.holds(pu.String()):
 		// The request line would carry the key to the file's host.
 		rule = "must not hold the access key"
-	case !c.private && privateIP(pu.Hostname()):
+	case c.privateURL(pu):
 		rule = "must not point to a loopback, link-local or private address (WithPrivateDownloads allows it)"
 	}
 	if rule != "" {
@@ -86,6 +87,43 @@ func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (int64, 
 		err = fmt.Errorf("creative: %w", err)
 	}
 	return n, err
+}
+
+// privateAllowed reports whether a Download may reach u on a private
+// address: any with WithPrivateDownloads, or when the base URL is on one
+// and WithPrivateOrigin narrows nothing; else only an origin of
+// WithPrivateOrigin.
+func (c *Client) privateAllowed(u *url.URL) bool {
+	return c.private || slices.ContainsFunc(c.origins, func(o *url.URL) bool { return sameOrigin(o, u) })
+}
+
+// privateURL reports whether u, a Download's URL, is refused by its host
+// alone: an IP address on a private network or, when the transport is not
+// one whose connections can be checked (see downloadTransport), the name
+// "localhost" too. Other names are checked where the connection is made.
+func (c *Client) privateURL(u *url.URL) bool {
+	if c.privateAllowed(u) {
+		return false
+	}
+	if _, hooked := c.rt.(*http.Transport); !hooked {
+		return privateHost(u.Hostname())
+	}
+	return privateIP(u.Hostname())
+}
+
+// ownAddr reports whether a, an address a Download connects to, is that of
+// an origin of WithPrivateOrigin: its IP, or a loopback address for
+// "localhost", with its port.
+func (c *Client) ownAddr(a netip.AddrPort) bool {
+	return slices.ContainsFunc(c.origins, func(o *url.URL) bool {
+		if strconv.Itoa(int(a.Port())) != portOf(o) {
+			return false
+		}
+		if ip, err := netip.ParseAddr(o.Hostname()); err == nil {
+			return ip.Unmap() == a.Addr().Unmap()
+		}
+		return strings.EqualFold(o.Hostname(), "localhost") && a.Addr().IsLoopback()
+	})
 }
 
 // privateHost reports whether host, a URL's host name, is "localhost" or
@@ -144,7 +182,7 @@ func (c *Client) downloadTransport() http.RoundTripper {
 		}
 	}
 	guard := func(_, address string, _ syscall.RawConn) error {
-		if ap, err := netip.ParseAddrPort(address); err == nil && privateAddr(ap.Addr()) {
+		if ap, err := netip.ParseAddrPort(address); err == nil && privateAddr(ap.Addr()) && !c.ownAddr(ap) {
 			return &privateAddrError{addr: address}
 		}
 		return nil
@@ -156,7 +194,7 @@ func (c *Client) downloadTransport() http.RoundTripper {
 		if dial == nil {
 			dial = legacy
 		}
-		plain, guarded = dial, checkRemote(dial)
+		plain, guarded = dial, c.checkRemote(dial)
 	}
 	dl.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if _, ok := proxies.Load(addr); ok {
@@ -165,9 +203,9 @@ func (c *Client) downloadTransport() http.RoundTripper {
 		return guarded(ctx, network, addr)
 	}
 	if t.DialTLSContext != nil {
-		dl.DialTLSContext = checkRemote(t.DialTLSContext)
+		dl.DialTLSContext = c.checkRemote(t.DialTLSContext)
 	} else if legacyTLS != nil {
-		dl.DialTLSContext = checkRemote(legacyTLS)
+		dl.DialTLSContext = c.checkRemote(legacyTLS)
 	}
 	return dl
 }
@@ -193,13 +231,13 @@ func legacyDials(t *http.Transport) (dial, dialTLS dialFunc) {
 
 // checkRemote returns dial refusing a connection whose remote address is
 // private, before anything is written to it.
-func checkRemote(dial dialFunc) dialFunc {
+func (c *Client) checkRemote(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil && privateAddr(ap.Addr()) {
+		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil && privateAddr(ap.Addr()) && !c.ownAddr(ap) {
 			_ = conn.Close()
 			return nil, &privateAddrError{addr: conn.RemoteAddr().String()}
 		}

@@ -97,3 +97,49 @@ func TestDownloadRefusesPrivateAddresses(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// WithPrivateOrigin allows Downloads from one private origin (a local
+// fake's own) and from no other private address: a link the fake hands
+// out to a "metadata" service on another port of the same loopback, or to
+// another loopback host, is refused, by its URL or where the connection is
+// made, and gets no request; so is a redirect there. Without it, a base
+// URL on a private address allows them all, as WithPrivateDownloads does.
+func TestAPrivateOriginIsTheOnlyPrivateOneItsClientDownloadsFrom(t *testing.T) {
+	fake := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("RIFF")) })
+	metadata := newTestServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("secret credentials")) })
+	_, fakePort, _ := net.SplitHostPort(fake.Listener.Addr().String())
+	_, metaPort, _ := net.SplitHostPort(metadata.Listener.Addr().String())
+	c := newTestClient(t, fake.URL, WithPrivateOrigin(fake.URL))
+	for _, u := range []string{
+		fake.URL + "/files/a.wav",
+		"http://localhost:" + fakePort + "/files/a.wav", // the fake's port, by another name: checked where it connects
+	} {
+		_, err := c.Download(context.Background(), URL(u), io.Discard)
+		require.NoError(t, err, u)
+	}
+	for _, u := range []string{
+		metadata.URL + "/latest/meta-data/",
+		"http://localhost:" + metaPort + "/latest/meta-data/",
+		"http://127.0.0.2:" + fakePort + "/files/a.wav",
+	} {
+		_, err := c.Download(context.Background(), URL(u), io.Discard)
+		require.Error(t, err, u)
+		assert.Contains(t, err.Error(), "loopback, link-local or private address", u)
+	}
+	assert.Zero(t, metadata.hits.Load(), "no request reached the other loopback origin")
+
+	// A redirect from the fake's origin to the other one is not followed.
+	redirecting := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, metadata.URL+"/latest/meta-data/", http.StatusFound)
+	})
+	_, err := newTestClient(t, redirecting.URL, WithPrivateOrigin(redirecting.URL)).Download(context.Background(), URL(redirecting.URL+"/files/a.wav"), io.Discard)
+	require.Error(t, err)
+	assert.Zero(t, metadata.hits.Load())
+
+	_, err = newTestClient(t, fake.URL).Download(context.Background(), URL(metadata.URL+"/x"), io.Discard)
+	require.NoError(t, err, "without WithPrivateOrigin, a base URL on a private address allows every private address")
+	assert.EqualValues(t, 1, metadata.hits.Load())
+
+	_, err = New(WithBaseURL(fake.URL), WithAccessKey(testKey), WithPrivateOrigin("http://127.0.0.1/some/path"))
+	assert.ErrorContains(t, err, "WithPrivateOrigin: want an http(s) origin")
+}

@@ -3,7 +3,9 @@ package creative
 import (
 	"bufio"
 	"context"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/ids"
 )
 
 // keyIn says where text holds testKey in a form a reader could take back:
@@ -169,4 +173,74 @@ func TestNewQuotesNoKeyAboutTheEnvironment(t *testing.T) {
 	_, err = New()
 	require.Error(t, err)
 	assert.Empty(t, keyIn(err.Error()), err.Error())
+}
+
+// Every text a successful answer fills in a result passes the redactor:
+// a speech answer's Content-Type (Audio.ContentType, and so every verb
+// that prints the *Audio) and the writer's texts, the key echoed in each
+// form the redactor knows.
+func TestTheTextsOfASuccessfulAnswerHoldNoKey(t *testing.T) {
+	forms := map[string]string{
+		"plain":          testKey,
+		"hex":            hex.EncodeToString([]byte(testKey)),
+		"upper-case hex": strings.ToUpper(hex.EncodeToString([]byte(testKey))),
+		"base32":         base32.StdEncoding.EncodeToString([]byte(testKey)),
+		"base32hex":      strings.ToLower(base32.HexEncoding.EncodeToString([]byte(testKey))),
+		"base64":         base64.StdEncoding.EncodeToString([]byte("u:" + testKey)),
+	}
+	for name, echo := range forms {
+		t.Run("speech's Content-Type/"+name, func(t *testing.T) {
+			ts := newTestServer(t, answer(200, "audio/mpeg; echo="+echo, "ID3\x04\x00\x00\x00\x00\x00\x00 mp3 frames")(nil))
+			c := newTestClient(t, ts.URL)
+			a, err := c.TextToSpeech(context.Background(), TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceFemale1})
+			require.NoError(t, err)
+			defer a.Close()
+			for _, text := range []string{a.ContentType, fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a)} {
+				assert.Empty(t, keyIn(text), "%q", text)
+				assert.NotContains(t, strings.ToLower(text), strings.ToLower(echo[:16]))
+			}
+			assert.Contains(t, a.ContentType, "[redacted]")
+			assert.Equal(t, ".mp3", a.Ext())
+		})
+		t.Run("the writer's texts/"+name, func(t *testing.T) {
+			ts := newTestServer(t, answer(200, "application/json", envelopeOf(`{"language":"en `+echo+`","useCase":"`+echo+`","word_count":3,`+
+				`"text":{"choices":[{"text":"Dear `+echo+`, hello","index":0,"word_count":3}]}}`))(nil))
+			c := newTestClient(t, ts.URL)
+			res, err := c.WriterTool(context.Background(), WriterToolRequest{UseCase: "x", Language: "en", Action: "a", Tone: "t", Inputs: []any{"b"}})
+			require.NoError(t, err)
+			assert.Contains(t, res.Choices[0].Text, "Dear ")
+			assert.Contains(t, res.Choices[0].Text, "[redacted]")
+			assert.Empty(t, keyIn(fmt.Sprintf("%+v", *res)))
+		})
+	}
+}
+
+// A raw call's answer and a call's RawAnswer are texts from the network
+// too: the key echoed in them, as it is or in hex, reaches the caller
+// only redacted, in the bytes, in a decoded value and in the kept copy.
+func TestRawAnswersHoldNoKey(t *testing.T) {
+	echo := testKey + " " + strings.ToUpper(hex.EncodeToString([]byte(testKey)))
+	answer := `{"success":true,"message":"ok","data":{"url":"https://f.example/a.wav","note":"` + echo + `"}}`
+	ts := newTestServer(t, replyJSON(200, answer))
+	c := ts.client(t)
+	ctx := context.Background()
+
+	var raw []byte
+	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, &raw))
+	var v struct {
+		Data struct {
+			Note string `json:"note"`
+		} `json:"data"`
+	}
+	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, &v))
+	var kept RawAnswer
+	require.NoError(t, c.Post(ctx, "/x/v2/y", nil, nil, WithRawAnswerInto(&kept)))
+	var keptOfCall RawAnswer
+	musicEcho := newTestServer(t, replyJSON(200, `{"success":true,"message":"`+echo+`","data":"https://f.example/a.wav"}`))
+	_, err := musicEcho.client(t).TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, WithRawAnswerInto(&keptOfCall))
+	require.NoError(t, err)
+	for where, text := range map[string]string{"[]byte": string(raw), "value": v.Data.Note, "RawAnswer of Execute": kept.RawJSON(), "RawAnswer of a call": keptOfCall.RawJSON()} {
+		assert.Empty(t, keyIn(text), "%s: %q", where, text)
+		assert.Contains(t, text, "[redacted]", where)
+	}
 }

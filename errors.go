@@ -19,8 +19,8 @@ var (
 	// ErrRateLimited matches a 429 answer that was still failing when the
 	// retries ran out (or that asked for a longer wait than the client
 	// allows), and a call refused without sending anything because the
-	// Client is paused (a 429 or 503 asked every call to wait) past the
-	// call's deadline.
+	// Client is paused for its access key (a 429 or 503 asked every call
+	// with that key to wait) past the call's deadline.
 	ErrRateLimited = errors.New("creative: rate limited")
 	// ErrServer matches any 5xx answer that was still failing when the retries
 	// ran out.
@@ -108,6 +108,9 @@ type APIError struct {
 // Error reports the operation, the status, the attempts and the message, as
 // in "creative: image/generate-qr: HTTP 502 after 3 attempts: bad gateway".
 func (e *APIError) Error() string {
+	if e == nil {
+		return "creative: <nil *APIError>"
+	}
 	var b strings.Builder
 	b.WriteString("creative: ")
 	b.WriteString(e.Operation)
@@ -132,6 +135,9 @@ func (e *APIError) Error() string {
 
 // Is reports whether target is the sentinel error that fits e.
 func (e *APIError) Is(target error) bool {
+	if e == nil {
+		return false
+	}
 	switch target {
 	case ErrUnauthorized:
 		return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden
@@ -206,6 +212,9 @@ type ValidationError struct {
 // Error reports the operation, field, rule and value, as in
 // "creative: image/text-to-image: numberOfResults must be between 1 and 10, got 11".
 func (e *ValidationError) Error() string {
+	if e == nil {
+		return "creative: <nil *ValidationError>"
+	}
 	var b strings.Builder
 	b.WriteString("creative: ")
 	if e.Operation != "" {
@@ -226,7 +235,12 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidRequest }
 
 // Unwrap returns the cause, or nil.
-func (e *ValidationError) Unwrap() error { return e.Err }
+func (e *ValidationError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // A NetworkError reports a call that got no HTTP answer: the connection was
 // refused, reset or timed out, or the context ended. It unwraps to the
@@ -250,6 +264,9 @@ type NetworkError struct {
 // Error reports the operation, the attempts and the cause, and when the
 // outcome is unknown, that the work may have been done and paid.
 func (e *NetworkError) Error() string {
+	if e == nil {
+		return "creative: <nil *NetworkError>"
+	}
 	note := costNote(e.kind, e.Attempts, e.mayHavePaid, e.resent)
 	if e.Attempts > 1 {
 		return fmt.Sprintf("creative: %s: %d attempts: %v%s", e.Operation, e.Attempts, e.Err, note)
@@ -258,11 +275,16 @@ func (e *NetworkError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *NetworkError) Unwrap() error { return e.Err }
+func (e *NetworkError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Is reports whether target is the sentinel of the failure's kind:
 // ErrNotSent or ErrOutcomeUnknown.
-func (e *NetworkError) Is(target error) bool { return e.kind.is(target) }
+func (e *NetworkError) Is(target error) bool { return e != nil && e.kind.is(target) }
 
 // A misuseError is a call the SDK could not make as it was asked (a nil or
 // zero Client, a nil context, a nil io.Writer): nothing was sent.
@@ -289,3 +311,13 @@ func (c *Client) usable(ctx context.Context, op string) error {
 	}
 	return nil
 }
+
+// boundedError is an error whose text was cut to a message's length
+// (told); it unwraps to its cause.
+type boundedError struct {
+	err  error
+	text string
+}
+
+func (e *boundedError) Error() string { return e.text }
+func (e *boundedError) Unwrap() error { return e.err }

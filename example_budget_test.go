@@ -41,11 +41,18 @@ func ExampleWithMaxLinks() {
 	// 20 stems
 }
 
-// A process that reads very large answers, or many at once, and has the
-// memory for them raises the budget they share, once, before its calls.
-func ExampleSetAnswerBudget() {
-	creative.SetAnswerBudget(1 << 30) // 1 GiB of answers in flight
-	defer creative.SetAnswerBudget(0) // back to DefaultAnswerBudget
+// A Client that reads very large answers, or many at once, and has the
+// memory for them raises the budget its calls share.
+func ExampleWithAnswerBudget() {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey),
+		creative.WithAnswerBudget(1<<30)) // 1 GiB of answers in flight
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	_ = c
 	fmt.Println(creative.DefaultAnswerBudget>>20, "MiB by default")
 	// Output: 256 MiB by default
 }

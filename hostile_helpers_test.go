@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base32"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -264,7 +266,21 @@ func keyForms(k string) []string {
 	if h := html.EscapeString(k); h != k {
 		forms = append(forms, h)
 	}
+	for _, f := range binaryForms(k) {
+		forms = append(forms, f, strings.ToLower(f), strings.ToUpper(f))
+	}
 	return forms
+}
+
+// binaryForms are k in hex and in base32 (both alphabets), each without
+// its last character, which depends on what follows k.
+func binaryForms(k string) []string {
+	var out []string
+	for _, enc := range []string{hex.EncodeToString([]byte(k)), base32.StdEncoding.EncodeToString([]byte(k)), base32.HexEncoding.EncodeToString([]byte(k))} {
+		enc = strings.TrimRight(enc, "=")
+		out = append(out, enc[:len(enc)-1])
+	}
+	return out
 }
 
 func lowercaseEscapes(s string) string {

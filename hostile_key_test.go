@@ -7,6 +7,8 @@ package creative
 import (
 	"bytes"
 	"context"
+	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"html"
 	"io"
@@ -79,6 +81,22 @@ func keyCases() []keyCase {
 			reply(400, "application/json", func(k string) string {
 				return `{"success":false,"message":"key ` + k + ` or ` + strings.ReplaceAll(k, "/", `\/`) + ` is not valid"}`
 			}), musicWith},
+		{"a 400 envelope whose message holds the key in hex, lower and upper case, and in base32 of both alphabets",
+			reply(400, "application/json", func(k string) string {
+				h := hex.EncodeToString([]byte(k))
+				return message("key " + h + " or " + strings.ToUpper(h) + " or " + base32.StdEncoding.EncodeToString([]byte(k)) +
+					" or " + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte("xy"+k))))
+			}, "X-Echo", "KEY"), musicWith},
+		{"a 502 whose headers hold the key in hex and base32",
+			func(k string) http.HandlerFunc {
+				return func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					w.Header().Set("X-Request-Id", strings.ToUpper(hex.EncodeToString([]byte(k))))
+					w.Header().Set("X-Echo", base32.StdEncoding.EncodeToString([]byte(k)))
+					w.Header().Set("Content-Type", "text/plain; k="+base32.HexEncoding.EncodeToString([]byte(k)))
+					w.WriteHeader(502)
+				}
+			}, musicWith},
 		{"a 200 with success false whose message holds the key",
 			reply(200, "application/json", func(k string) string { return message("denied for " + k) }), musicWith},
 		{"a 502 HTML page with the key in its body, Content-Type and headers",

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/textproto"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -21,12 +23,14 @@ type Option func(*settings) error
 // options works on a copy.
 type settings struct {
 	// Client only.
-	baseURL   string
-	hc        *http.Client
-	insecure  bool
-	private   bool // WithPrivateDownloads
-	limiter   RateLimiter
-	clientOpt string // the name of the last client-only option applied
+	baseURL      string
+	hc           *http.Client
+	insecure     bool
+	private      bool       // WithPrivateDownloads
+	origins      []*url.URL // WithPrivateOrigin
+	limiter      RateLimiter
+	answerBudget int64  // WithAnswerBudget (budget.go); 0 is DefaultAnswerBudget
+	clientOpt    string // the name of the last client-only option applied
 
 	// Client and call.
 	accessKey    string
@@ -87,6 +91,12 @@ func WithHTTPClient(hc *http.Client) Option {
 		if hc == nil {
 			return errors.New("creative: WithHTTPClient: nil *http.Client")
 		}
+		if hc.Transport != nil && isNil(hc.Transport) {
+			return fmt.Errorf("creative: WithHTTPClient: the client's Transport is a nil %T (leave it nil for the default)", hc.Transport)
+		}
+		if hc.Jar != nil && isNil(hc.Jar) {
+			return fmt.Errorf("creative: WithHTTPClient: the client's Jar is a nil %T", hc.Jar)
+		}
 		return clientOnly("WithHTTPClient", s, func() { s.hc = hc })
 	}
 }
@@ -112,6 +122,25 @@ func WithPrivateDownloads() Option {
 	return func(s *settings) error { return clientOnly("WithPrivateDownloads", s, func() { s.private = true }) }
 }
 
+// WithPrivateOrigin lets Download and DownloadFile fetch result URLs at
+// origin ("http://127.0.0.1:8080": a scheme, a host and a port) though it
+// is on a loopback, link-local or private address, and at no other such
+// address: a narrow allowance, where WithPrivateDownloads allows every
+// private address and a base URL on one (a local fake of the service)
+// allows them all without it. Given, it replaces that allowance of the
+// base URL: a Client of a local fake that serves its files at its own
+// origin gives that origin, and a link to a metadata service on another
+// port is refused. It may be given more than once. Client only.
+func WithPrivateOrigin(origin string) Option {
+	return func(s *settings) error {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			return fmt.Errorf("creative: WithPrivateOrigin: want an http(s) origin such as http://127.0.0.1:8080, got %q", origin)
+		}
+		return clientOnly("WithPrivateOrigin", s, func() { s.origins = append(s.origins[:len(s.origins):len(s.origins)], u) })
+	}
+}
+
 // A RateLimiter paces the attempts of a Client: Wait blocks until the next
 // attempt may go, or returns an error (the context's, or the limiter's own)
 // and the attempt is not sent. *rate.Limiter of golang.org/x/time/rate is
@@ -128,8 +157,8 @@ type RateLimiter interface {
 // them all to one quota. Client only.
 func WithRateLimiter(l RateLimiter) Option {
 	return func(s *settings) error {
-		if l == nil {
-			return errors.New("creative: WithRateLimiter: the limiter is nil")
+		if l == nil || isNil(l) {
+			return fmt.Errorf("creative: WithRateLimiter: the limiter is nil (%T)", l)
 		}
 		return clientOnly("WithRateLimiter", s, func() { s.limiter = l })
 	}
@@ -218,9 +247,19 @@ func WithRetryMayPayAgain() Option {
 
 // WithLogger makes the Client log each attempt at Debug level (with the
 // answer's request id) and each retry at Info level. Without it nothing is
-// logged. The access key is never logged.
+// logged; a nil logger, or one without a handler, is refused. The access
+// key is never logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(s *settings) error { s.logger = l; return nil }
+	return func(s *settings) error {
+		switch {
+		case l == nil:
+			return errors.New("creative: WithLogger: nil *slog.Logger (leave the option out to log nothing)")
+		case l.Handler() == nil || isNil(l.Handler()):
+			return errors.New("creative: WithLogger: the logger has no handler (make it with slog.New)")
+		}
+		s.logger = l
+		return nil
+	}
 }
 
 // WithUserAgent appends ua to the User-Agent header, after

@@ -10,10 +10,28 @@ import (
 	"time"
 )
 
-// This file is the Client-wide pause: a 429 or 503 with Retry-After asks
-// every call of the Client to wait, not only the one that got it.
+// This file is the pause of an access key: a 429 or 503 with Retry-After
+// asks every call of the Client that sends the same key to the service to
+// wait, not only the one that got it; calls with another key go on.
 
-// pause is the wait a 429 or 503 with Retry-After asks of the whole Client.
+// pauseOf returns the pause of the calls that send keys (the call's key
+// first) to the Client's origin: a 429 or 503 is one account's answer, and
+// another account's calls, made with WithAccessKey on the same Client, go
+// on. The Client's own key has its pause at hand; the pauses of other keys
+// are made when first needed, one for each key the Client is given.
+func (c *Client) pauseOf(keys []string) *pause {
+	if len(keys) == 0 || keys[0] == c.key()[0] {
+		return c.pause
+	}
+	if p, ok := c.pauses.Load(keys[0]); ok {
+		return p.(*pause)
+	}
+	p, _ := c.pauses.LoadOrStore(keys[0], &pause{})
+	return p.(*pause)
+}
+
+// pause is the wait a 429 or 503 with Retry-After asks of the calls of one
+// access key to the service.
 // Until it ends no attempt is sent; when it ends, one attempt goes first and
 // the others wait for its answer, so that a crowd of callers does not hit a
 // rate-limited service all at once again.
@@ -35,7 +53,7 @@ type pausedError struct {
 }
 
 func (e *pausedError) Error() string {
-	return fmt.Sprintf("the service asked every call to wait until %s, after this call's deadline or more than %v away: nothing sent",
+	return fmt.Sprintf("the service asked every call with this access key to wait until %s, after this call's deadline or more than %v away: nothing sent",
 		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MaxRetryAfter)
 }
 

@@ -69,3 +69,48 @@ func TestTheFirstCallAfterAPauseHoldsOthersNoLongerThanThePause(t *testing.T) {
 		assert.Equal(t, 62*time.Second, second, "the first call after the pause, a minute long")
 	})
 }
+
+// The pause belongs to the access key: one account's 429 with a
+// Retry-After of 30 s, on a Client shared by many accounts (WithAccessKey
+// per call), pauses that account's calls and no other's. Requests are
+// counted at the server by the key they carry.
+func TestOneAccountsRateLimitNeverPausesAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const keyA, keyB = "account-a-key-0123456789", "account-b-key-0123456789"
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Access-Key") == keyA {
+				w.Header().Set("Retry-After", "30")
+				replyJSON(http.StatusTooManyRequests, `{"success":false,"message":"slow down"}`)(w, r)
+				return
+			}
+			replyJSON(200, musicOK)(w, r)
+		})
+		c := ss.client(t, WithMaxRetries(0))
+		sentWith := func(key string) (n int) {
+			for i := 1; i <= ss.count(); i++ {
+				if ss.header(i).Get("X-Access-Key") == key {
+					n++
+				}
+			}
+			return n
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		require.ErrorIs(t, music(ctx, c, WithAccessKey(keyA)), ErrRateLimited)
+
+		// Account B, on the same Client, at once: sent and answered.
+		require.NoError(t, music(ctx, c, WithAccessKey(keyB)))
+		require.NoError(t, music(ctx, c), "the Client's own key")
+		assert.Zero(t, time.Since(start), "no call of another key waited")
+		assert.Equal(t, 1, sentWith(keyB))
+		assert.Equal(t, 1, sentWith(testKey))
+
+		// Account A is paused: its next call, whose deadline comes before
+		// the end of the pause, fails at once and sends nothing.
+		err := music(ctx, c, WithAccessKey(keyA))
+		require.ErrorIs(t, err, ErrRateLimited)
+		assert.Equal(t, 1, sentWith(keyA), "nothing sent during A's pause")
+		assert.Zero(t, time.Since(start))
+	})
+}

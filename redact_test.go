@@ -1,9 +1,8 @@
 package creative
 
 import (
+	"bytes"
 	"context"
-	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
@@ -50,39 +49,6 @@ func TestTheRedactorRemovesEveryFormOfAKey(t *testing.T) {
 			got := r.redact(text)
 			assert.Equal(t, "before "+redacted+" after", got)
 		})
-	}
-}
-
-// A server that prints what it was sent as bytes gives the key in hex or
-// base32, whole or inside what it encoded with it: the part of the text
-// that the key's bytes alone make is removed.
-func TestTheRedactorRemovesTheKeyInHexAndBase32(t *testing.T) {
-	const key = "sekretKEY1234abcd"
-	r := newRedactor([]string{key})
-	for name, form := range map[string]string{
-		"hex":             hex.EncodeToString([]byte(key)),
-		"upper-case hex":  strings.ToUpper(hex.EncodeToString([]byte(key))),
-		"base32":          base32.StdEncoding.EncodeToString([]byte(key)),
-		"base32, no pads": base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(key)),
-		"base32 hex":      base32.HexEncoding.EncodeToString([]byte(key)),
-		"lower base32":    strings.ToLower(base32.StdEncoding.EncodeToString([]byte(key))),
-	} {
-		t.Run(name, func(t *testing.T) {
-			got := r.redact("before " + form + " after")
-			assert.NotContains(t, strings.ToLower(got), strings.ToLower(hex.EncodeToString([]byte(key))))
-			assert.True(t, strings.HasPrefix(got, "before "+redacted), got)
-			assert.LessOrEqual(t, len(got), len("before "+redacted+"x==== after"), got, "a last character holds a few bits of the key and the pads")
-		})
-	}
-	for pad := 0; pad < 5; pad++ {
-		for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.HexEncoding} {
-			text := enc.EncodeToString([]byte(strings.Repeat("u", pad) + key + ":x"))
-			got := r.redact(text)
-			require.Contains(t, got, redacted, "%d bytes before the key: %s", pad, text)
-			// What is left is the characters that hold bits of the bytes
-			// around the key: at most 7 before, 5 after, and the pads.
-			assert.LessOrEqual(t, len(got)-len(redacted), 7+5+6, got)
-		}
 	}
 }
 
@@ -167,4 +133,15 @@ func TestConcurrentCallsShareTheRedactorSafely(t *testing.T) {
 		assert.NotContains(t, err.Error(), key)
 		assert.Contains(t, err.Error(), "bad key")
 	}
+}
+
+// lowerHex writes the %XX escapes of s in lower case.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = bytes.ToLower(b[i+1 : i+2])[0], bytes.ToLower(b[i+2 : i+3])[0]
+		}
+	}
+	return string(b)
 }

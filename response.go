@@ -100,6 +100,17 @@ func requestID(h http.Header) string {
 	return ""
 }
 
+// requestIDOf is the request id of h as a call tells it (an error, a
+// trace, a log line): redacted and bounded as the headers of an *APIError
+// are, so a server cannot make it longer than a message.
+func (cl *call) requestIDOf(h http.Header) string {
+	id := requestID(h)
+	if id == "" {
+		return ""
+	}
+	return string(cl.keep([]byte(id), maxMessage))
+}
+
 // apiError starts the *APIError of this answer: status, attempts, headers
 // and request id, redacted.
 func (rs *response) apiError() *APIError {
@@ -156,7 +167,7 @@ func (rs *response) statusError() error {
 // redacted and cut, within the call's context and, when the call has no
 // deadline, errorBodyWait.
 func (rs *response) readErrorBody() []byte {
-	if _, ok := rs.Request.Context().Deadline(); !ok {
+	if _, ok := rs.ctx().Deadline(); !ok {
 		t := time.AfterFunc(errorBodyWait, func() { _ = rs.Body.Close() })
 		defer t.Stop()
 	}
@@ -181,7 +192,7 @@ func (cl *call) describeBody(contentType string, body []byte) string {
 }
 
 // readBody reads a whole success body, within the call's cap on decoded
-// bytes and the process's answer budget (budget.go), which the body holds
+// bytes and the Client's answer budget (budget.go), which the body holds
 // until release is called. Memory follows the bytes that arrived: a body
 // whose Content-Length is known is read into one buffer of that length,
 // made at once up to trustUpTo and past it once a 128th of the body came (a
@@ -193,7 +204,7 @@ func (rs *response) readBody() (body []byte, release func(), err error) {
 	if n > limit {
 		return nil, nil, rs.tooLarge(n)
 	}
-	r := reserve()
+	r := rs.cl.c.reserve()
 	if n > r.b.size {
 		return nil, nil, rs.overBudget(n, r.b.size)
 	}
@@ -301,9 +312,8 @@ const chunkMax = 4 << 20
 // readChunks reads a body of unknown length (chunked, or decompressed by
 // the transport) in pieces, each reserved before it is allocated, then
 // joins them in one buffer of the body's length. Joined, it takes twice its
-// length for a moment: it may hold at most half the budget. It is the one
-// reader that takes more while it holds bytes, so the one that may
-// overdraw the budget (budget.go); its cap bounds the overdraft.
+// length for a moment: it may hold at most half the budget, which bounds
+// its part of the budget's overdraft (budget.go) when it holds it.
 func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 	ctx := rs.ctx()
 	var (
@@ -318,7 +328,7 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 			return nil, rs.readFailed(err)
 		}
 		c := make([]byte, size)
-		m, err := io.ReadFull(rs.Body, c)
+		m, err := fill(rs.Body, c)
 		chunks, total = append(chunks, c[:m]), total+int64(m)
 		r.give(size - int64(m))
 		if total > limit {
@@ -327,7 +337,7 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 		if total > most {
 			return nil, rs.overBudget(-1, r.b.size)
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if err == io.EOF {
 			break
 		}
 		if err != nil {
@@ -349,6 +359,22 @@ func (rs *response) readChunks(r *reservation, limit int64) ([]byte, error) {
 	return body, nil
 }
 
+// fill reads r into p until p is full or a read fails, and returns that
+// failure as it is: io.EOF for a body that ended, and anything else (an
+// io.ErrUnexpectedEOF of a chunked body cut short among them) for one that
+// did not, where io.ReadFull would call both an end.
+func fill(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // ctx is the context of the request the answer is to; a middleware may
 // answer without one.
 func (rs *response) ctx() context.Context {
@@ -359,7 +385,7 @@ func (rs *response) ctx() context.Context {
 }
 
 // overBudget is the error of an answer that declares more bytes than the
-// process's answer budget holds, or (declared -1) of one without a
+// Client's answer budget holds, or (declared -1) of one without a
 // Content-Length that holds more than half of it: read, it would not fit.
 func (rs *response) overBudget(declared, size int64) error {
 	e := rs.apiError()
@@ -368,7 +394,7 @@ func (rs *response) overBudget(declared, size int64) error {
 	if declared < 0 {
 		what = fmt.Sprintf("has no Content-Length and holds more than %d bytes, half the %d bytes", size/2, size)
 	}
-	e.Message = fmt.Sprintf("the answer %s of answers the process holds at once (raise it with SetAnswerBudget)", what)
+	e.Message = fmt.Sprintf("the answer %s of answers the Client holds at once (raise it with WithAnswerBudget)", what)
 	return e
 }
 
@@ -390,7 +416,7 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer: %w", err)
-	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
+	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.told(err),
 		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1, resent: cl.unknowns > 0}
 	if rs.err == nil {
 		rs.err = ne

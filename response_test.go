@@ -32,12 +32,12 @@ func TestAHugeContentLengthIsNotAllocatedBeforeTheBodyComes(t *testing.T) {
 	assert.ErrorContains(t, err, "declares 2000000000 bytes, more than the 268435456 bytes the client reads (raise it with WithMaxResponseBytes)")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
 
-	// Past the process's answer budget, the answer is refused unread too.
+	// Past the Client's answer budget, the answer is refused unread too.
 	runtime.ReadMemStats(&before)
 	_, err = c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, WithMaxResponseBytes(4<<30))
 	runtime.ReadMemStats(&after)
 	assert.ErrorIs(t, err, ErrUnexpectedResponse)
-	assert.ErrorContains(t, err, "declares 2000000000 bytes, more than the 268435456 bytes of answers the process holds at once (raise it with SetAnswerBudget)")
+	assert.ErrorContains(t, err, "declares 2000000000 bytes, more than the 268435456 bytes of answers the Client holds at once (raise it with WithAnswerBudget)")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
 }
 

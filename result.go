@@ -154,6 +154,9 @@ func (a *Audio) Close() error {
 // Ext is the file name extension that fits ContentType, such as ".mp3";
 // ".bin" when the type is not a known audio type.
 func (a *Audio) Ext() string {
+	if a == nil {
+		return ".bin"
+	}
 	mt := strings.ToLower(strings.TrimSpace(a.ContentType))
 	if ext := sniff.Ext(mt); ext != "" && strings.HasPrefix(mt, "audio/") {
 		return ext

@@ -162,11 +162,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Download's own (retry.go), never every call's.
 		return t.send(req)
 	}
-	if err := c.pause.wait(req.Context(), l, t.cl.op); err != nil {
+	p := c.pauseOf(t.cl.keys)
+	if err := p.wait(req.Context(), l, t.cl.op); err != nil {
 		return nil, err
 	}
 	resp, err := t.send(req)
-	c.pause.report(resp, err, l, t.cl.op)
+	p.report(resp, err, l, t.cl.op)
 	return resp, err
 }
 
@@ -176,7 +177,7 @@ func (t *transport) send(req *http.Request) (*http.Response, error) {
 	c, s := t.cl.c, t.cl.s
 	if c.limiter != nil {
 		if err := c.limiter.Wait(req.Context()); err != nil {
-			c.pause.report(nil, err, nil, "") // if this attempt was to go first, let another
+			c.pauseOf(t.cl.keys).report(nil, err, nil, "") // if this attempt was to go first, let another
 			if _, ok := c.limiter.(*rate.Limiter); ok && req.Context().Err() == nil {
 				// The limiter refuses at once a wait its deadline cannot cover.
 				err = fmt.Errorf("the next token comes after the call's deadline: %w", context.DeadlineExceeded)
@@ -203,6 +204,7 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 	if err := t.sendable(req); err != nil {
 		return nil, err
 	}
+	req = t.cl.hooked(req)
 	resp, err := t.roundTrip(req, limit)
 	if err != nil {
 		return nil, err
@@ -336,7 +338,7 @@ func (t *transport) refusal(req *http.Request, via []*http.Request, same bool) s
 		return "since its URL holds the access key"
 	case t.cl.body != nil && !same:
 		return "since a call to the service stays with the base URL's origin"
-	case !t.cl.c.private && privateHost(req.URL.Hostname()):
+	case privateHost(req.URL.Hostname()) && !t.cl.c.privateAllowed(req.URL):
 		return "since it points to a loopback, link-local or private address (WithPrivateDownloads allows it)"
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"slices"
 
 	_ "golang.org/x/image/webp" // registered for Image.Decode
 )
@@ -110,10 +111,10 @@ func FileFromReader(name string, r io.Reader) File {
 	return File{name, &onceSource{r: r}}
 }
 
-// isNil reports whether r is an interface holding a nil pointer, map,
-// slice, function or channel, whose methods would panic.
-func isNil(r io.Reader) bool {
-	switch v := reflect.ValueOf(r); v.Kind() {
+// isNil reports whether v is an interface holding a nil pointer, map,
+// slice, function or channel (a typed nil), whose methods would panic.
+func isNil(v any) bool {
+	switch v := reflect.ValueOf(v); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
 		return v.IsNil()
 	}
@@ -228,18 +229,67 @@ func (*replayError) Error() string {
 	return "the upload's one-shot reader was already read and cannot be sent again"
 }
 
-// awaitUploads waits, within ctx, until the files of an upload call can be
-// checked without blocking: the head of a one-shot reader is read ahead in
-// a goroutine of its own. A context that ends first ends the call, with
-// nothing sent. (Validate, which has no context, waits for the reader.)
+// checkUploads runs check, the checks of a request that uploads files,
+// within ctx: it ends the call, with nothing sent, when ctx ended before
+// it or ends first. The head of a one-shot reader is read ahead in a
+// goroutine of its own (awaitUploads); the checks of an io.ReaderAt, an
+// io.ReadSeeker or a path, which read the file's head, run in a goroutine
+// of their own, so that a reader that blocks holds that goroutine, never
+// the call. (Validate, which has no context, waits for the reader.)
+func checkUploads(ctx context.Context, op string, check func() (checkedFile, error), files ...File) (checkedFile, error) {
+	if err := awaitUploads(ctx, op, files...); err != nil {
+		return checkedFile{}, err
+	}
+	if ctx == nil || !slices.ContainsFunc(files, mayBlock) {
+		return check() // a nil context is the call's to report
+	}
+	type checked struct {
+		f   checkedFile
+		err error
+	}
+	done := make(chan checked, 1)
+	go func() {
+		f, err := check()
+		done <- checked{f, err}
+	}()
+	select {
+	case c := <-done:
+		return c.f, c.err
+	case <-ctx.Done():
+		return checkedFile{}, headNotRead(op, ctx.Err())
+	}
+}
+
+// mayBlock reports whether checking f reads from what may block: a file,
+// or a reader of the caller's.
+func mayBlock(f File) bool {
+	switch f.src.(type) {
+	case *pathSource, *readerAtSource, *seekerSource:
+		return true
+	}
+	return false
+}
+
+// headNotRead is the error of a call that ended, with nothing sent, before
+// the head of its upload was read.
+func headNotRead(op string, err error) error {
+	return &NetworkError{Operation: op, Err: fmt.Errorf("reading the head of the upload to tell its type: %w", err), kind: attemptNotSent}
+}
+
+// awaitUploads waits, within ctx, until the head of each one-shot reader
+// among files was read ahead, in a goroutine of its own; a context that
+// ended before it, or ends first, ends the call, with nothing sent.
 func awaitUploads(ctx context.Context, op string, files ...File) error {
 	if ctx == nil {
 		return nil // the call reports it
 	}
+	if err := ctx.Err(); err != nil {
+		return headNotRead(op, err)
+	}
 	for _, f := range files {
 		if s, ok := f.src.(*onceSource); ok {
 			if err := s.await(ctx); err != nil {
-				return &NetworkError{Operation: op, Err: fmt.Errorf("reading the head of the upload to tell its type: %w", err), kind: attemptNotSent}
+				return headNotRead(op, err)
 			}
 		}
 	}

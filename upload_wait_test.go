@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,4 +71,91 @@ func TestAnUploadBodyThatStallsEndsWithTheContext(t *testing.T) {
 		t.Fatal("the call outlived its deadline by far: a stalled body held it")
 	}
 	<-arrived
+}
+
+// blockingUpload is an upload whose reads block until it is closed, as a
+// slow network file system or a stalled pipe would, and counts them.
+type blockingUpload struct {
+	closed chan struct{}
+	reads  atomic.Int64
+}
+
+func (b *blockingUpload) wait() (int, error) {
+	b.reads.Add(1)
+	<-b.closed
+	return 0, io.ErrClosedPipe
+}
+
+// seek says the upload is 4 KiB long, from offset 0.
+func (b *blockingUpload) seek(whence int) (int64, error) {
+	if whence == io.SeekEnd {
+		return 4096, nil
+	}
+	return 0, nil
+}
+
+type blockingReaderAt struct{ *blockingUpload }
+
+func (b blockingReaderAt) Read([]byte) (int, error)           { return b.wait() }
+func (b blockingReaderAt) ReadAt([]byte, int64) (int, error)  { return b.wait() }
+func (b blockingReaderAt) Seek(_ int64, w int) (int64, error) { return b.seek(w) }
+
+type blockingReadSeeker struct{ *blockingUpload }
+
+func (b blockingReadSeeker) Read([]byte) (int, error)           { return b.wait() }
+func (b blockingReadSeeker) Seek(_ int64, w int) (int64, error) { return b.seek(w) }
+
+type blockingReader struct{ *blockingUpload }
+
+func (b blockingReader) Read([]byte) (int, error) { return b.wait() }
+
+// Every kind of upload (an io.ReaderAt, an io.ReadSeeker, a one-shot
+// reader) whose type check blocks holds the call no longer than its
+// context: a 200 ms deadline ends it at 200 ms on the bubble's clock, not
+// when the reader wakes 3 s later; and a context that ended before the
+// call reads no byte of the upload. Nothing is sent either way.
+func TestEveryUploadsTypeCheckHonoursTheContext(t *testing.T) {
+	kinds := map[string]func(b *blockingUpload) io.Reader{
+		"an io.ReaderAt":    func(b *blockingUpload) io.Reader { return blockingReaderAt{b} },
+		"an io.ReadSeeker":  func(b *blockingUpload) io.Reader { return blockingReadSeeker{b} },
+		"a one-shot reader": func(b *blockingUpload) io.Reader { return blockingReader{b} },
+	}
+	for name, mk := range kinds {
+		t.Run(name+"/blocking during the check", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ts := newMemServer(t, replyJSON(200, musicOK))
+				c := ts.client(t)
+				b := &blockingUpload{closed: make(chan struct{})}
+				time.AfterFunc(3*time.Second, func() { close(b.closed) })
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				_, err := c.EnhanceAudio(ctx, EnhanceAudioRequest{Audio: FileFromReader("talk.wav", mk(b)), TypeID: ids.EnhancePodcast})
+				require.Error(t, err)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				assert.ErrorIs(t, err, ErrNotSent)
+				assert.Equal(t, 200*time.Millisecond, time.Since(start), "it ended with the context")
+				assert.EqualValues(t, 1, b.reads.Load(), "the check began to read")
+				time.Sleep(3 * time.Second) // the reader wakes; nothing is sent after the call
+				synctest.Wait()
+				assert.Zero(t, ts.hits.Load(), "nothing was sent")
+			})
+		})
+		t.Run(name+"/a context that ended before the call", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ts := newMemServer(t, replyJSON(200, musicOK))
+				c := ts.client(t)
+				b := &blockingUpload{closed: make(chan struct{})}
+				defer close(b.closed)
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				_, err := c.EnhanceAudio(ctx, EnhanceAudioRequest{Audio: FileFromReader("talk.wav", mk(b)), TypeID: ids.EnhancePodcast})
+				assert.ErrorIs(t, err, context.Canceled)
+				assert.ErrorIs(t, err, ErrNotSent)
+				synctest.Wait()
+				assert.Zero(t, b.reads.Load(), "no byte of the upload was read")
+				assert.Zero(t, ts.hits.Load(), "nothing was sent")
+			})
+		})
+	}
 }

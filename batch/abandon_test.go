@@ -16,25 +16,25 @@ import (
 	"github.com/creativegen/creative-go/creativetest"
 )
 
-// stuckCreates is a Store whose Creates, once stuck is set, never end
+// stuckRecords is a Ledger whose Records, once stuck is set, never end
 // before their context does: a ledger that stopped answering.
-type stuckCreates struct {
-	batch.Store
+type stuckRecords struct {
+	batch.Ledger
 	stuck atomic.Bool
 }
 
-func (s *stuckCreates) Create(ctx context.Context, key string, data []byte) error {
-	if s.stuck.Load() {
+func (l *stuckRecords) Record(ctx context.Context, a *batch.Entry) error {
+	if l.stuck.Load() {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return s.Store.Create(ctx, key, data)
+	return l.Ledger.Record(ctx, a)
 }
 
 // A run whose context is cancelled (a caller's grace ended) records each
 // call in flight as maybe paid; each of those records has a short bound of
 // its own, so that a ledger that stopped answering holds the run 5 s, not
-// the lease's minute and a half, and the calls come back in the
+// the 10 s a record has otherwise, and the calls come back in the
 // LedgerError as maybe paid.
 func TestACancelledRunRecordsItsCallsInFlightWithinAShortBound(t *testing.T) {
 	for _, stuck := range []bool{false, true} {
@@ -46,8 +46,8 @@ func TestACancelledRunRecordsItsCallsInFlightWithinAShortBound(t *testing.T) {
 				<-r.Context().Done()
 			})
 			f.write(t, imageJobs(2)...)
-			store := &stuckCreates{Store: f.store}
-			r, err := batch.New(f.c, store, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 2})
+			store := &stuckRecords{Ledger: f.ledger}
+			r, err := batch.New(f.c, store, f.store, batch.Options{Base: filepath.Dir(f.jobs), Concurrency: 2})
 			require.NoError(t, err)
 			checked, err := r.Check(context.Background(), batch.File(f.jobs))
 			require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -70,25 +71,24 @@ func (f *fixture) answerRaw(op string, data func() string) {
 	})
 }
 
-// outputs lists the files a run kept, without the ledger and the page.
+// outputs lists the files a run kept, without the page.
 func (f *fixture) keptOutputs(t *testing.T) []string {
 	t.Helper()
 	var keys []string
-	for k, err := range f.store.List(context.Background(), "") {
-		require.NoError(t, err)
-		if !strings.HasPrefix(k, "ledger/") && !strings.HasSuffix(k, ".html") {
+	for _, k := range f.store.Keys() {
+		if !strings.HasSuffix(k, ".html") {
 			keys = append(keys, k)
 		}
 	}
 	return keys
 }
 
-// ledgerSays reports whether a record of the ledger holds s.
+// ledgerSays reports whether the ledger's last attempt of a job holds s.
 func (f *fixture) ledgerSays(t *testing.T, s string) bool {
 	t.Helper()
-	for k, err := range f.store.List(context.Background(), "ledger/") {
+	for e, err := range f.ledger.Jobs(context.Background(), false) {
 		require.NoError(t, err)
-		b, err := f.store.Get(context.Background(), k)
+		b, err := json.Marshal(e)
 		require.NoError(t, err)
 		if strings.Contains(string(b), s) {
 			return true
@@ -254,7 +254,10 @@ func TestARerunAcceptsAKeptAnswerTheCheckNowTakes(t *testing.T) {
 	require.Len(t, rejected, 1)
 	assert.True(t, strings.HasSuffix(rejected[0], ".rejected-2.bin"), rejected[0])
 
-	require.NoError(t, f.store.Put(context.Background(), rejected[0], []byte(png)))
+	w, err := f.store.NewWriter(context.Background(), rejected[0], nil)
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, png)
+	require.NoError(t, w.Close())
 	sum, err = f.run(t, batch.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.Done, "%+v", sum)

@@ -19,7 +19,7 @@ func TestACapOfCallsIsNeverExceededAndASpentBudgetSendsNothing(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, imageJobs(20)...)
 	o := batch.Options{Concurrency: 4, Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxCalls: 5}}
-	r, err := batch.New(f.c, f.store, o)
+	r, err := batch.New(f.c, f.ledger, f.store, o)
 	require.NoError(t, err)
 	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
@@ -27,13 +27,13 @@ func TestACapOfCallsIsNeverExceededAndASpentBudgetSendsNothing(t *testing.T) {
 	assert.Equal(t, 5, sum.Done, "%+v", sum)
 	assert.Equal(t, 15, sum.Refused+sum.NotStarted, "%+v", sum)
 	require.ErrorIs(t, r.Spent(), batch.ErrBudgetSpent)
-	assert.Contains(t, r.Spent().Error(), "5 of 5 calls taken")
-	b, err := batch.ReadBudget(context.Background(), f.store)
+	assert.Contains(t, r.Spent().Error(), "the cap of 5 calls")
+	b, err := batch.ReadBudget(context.Background(), f.ledger)
 	require.NoError(t, err)
 	assert.Equal(t, batch.BudgetStatus{Calls: 5, CallsLimit: 5}, b)
 
 	f.srv.Reset()
-	r, err = batch.New(f.c, f.store, o)
+	r, err = batch.New(f.c, f.ledger, f.store, o)
 	require.NoError(t, err)
 	sum, err = checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestACapOnSpendingPricesEachOperation(t *testing.T) {
 	assert.LessOrEqual(t, spent, 0.5+1e-9)
 	assert.Greater(t, spent, 0.5-0.04)
 	assert.Equal(t, images+speech, sum.Done)
-	b, err := batch.ReadBudget(context.Background(), f.store)
+	b, err := batch.ReadBudget(context.Background(), f.ledger)
 	require.NoError(t, err)
 	assert.InDelta(t, spent, b.Spent, 1e-9)
 	assert.InDelta(t, 0.5, b.SpendLimit, 1e-9)
@@ -79,7 +79,7 @@ func TestACapOnSpendingPricesEachOperation(t *testing.T) {
 	// anything is sent, under a cap on spending.
 	f.srv.Reset()
 	f.write(t, `{"op":"image/text-to-image","prompt":"priced"}`, `{"op":"image/generate-qr","url":"https://e.example","prompt":"qr"}`)
-	r, err := batch.New(f.c, f.store, batch.Options{Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxSpend: 5, Prices: prices}})
+	r, err := batch.New(f.c, f.ledger, f.store, batch.Options{Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxSpend: 5, Prices: prices}})
 	require.NoError(t, err)
 	_, err = r.Check(context.Background(), batch.File(f.jobs))
 	var ce *batch.CheckError
@@ -97,7 +97,7 @@ func TestARefusedAttemptKeepsItsShare(t *testing.T) {
 	f := newFixture(t)
 	f.srv.Fail("image/text-to-image", creativetest.Fault{Times: 2, Status: 429, RetryAfter: "0"})
 	f.write(t, imageJobs(3)...)
-	r, err := batch.New(f.c, f.store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxCalls: 3}})
+	r, err := batch.New(f.c, f.ledger, f.store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), Budget: batch.Budget{MaxCalls: 3}})
 	require.NoError(t, err)
 	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.NoError(t, err)
@@ -114,52 +114,27 @@ func TestABudgetIsChecked(t *testing.T) {
 		{MaxSpend: 1, Prices: map[string]float64{"image/no-such-thing": 1}},
 		{MaxSpend: 1, Prices: map[string]float64{"image/text-to-image": -0.5}},
 	} {
-		_, err := batch.New(nil, nil, batch.Options{Budget: b})
+		_, err := batch.New(nil, nil, nil, batch.Options{Budget: b})
 		assert.Error(t, err, "%+v", b)
 	}
 }
 
-// What was taken of a budget is read from the cap's hint and the few
-// shares taken since, not from a listing of every share; a hint left far
-// behind, or none, still reads the same.
-func TestABudgetIsReadFromItsHint(t *testing.T) {
-	f := newFixture(t)
-	f.write(t, imageJobs(300)...)
-	sum, err := f.run(t, batch.Options{Concurrency: 4, Budget: batch.Budget{MaxCalls: 290}})
-	require.NoError(t, err)
-	require.Equal(t, 290, sum.Done, "%+v", sum)
-	want := batch.BudgetStatus{Calls: 290, CallsLimit: 290}
-	ctx := context.Background()
-	store := &askCounter{Store: f.store, asked: map[string]int{}}
-	b, err := batch.ReadBudget(ctx, store)
-	require.NoError(t, err)
-	assert.Equal(t, want, b)
-	asked := store.take()
-	assert.Equal(t, 1, asked["List"], "only of the cap on spending, which has no hint: %v", asked)
-	assert.LessOrEqual(t, asked["Get"], 2+16, "the hints, and the shares since: %v", asked)
-
+// A price counts in millionths rounded up, never less than it is; "*"
+// prices the operations not named.
+func TestPricesAreRoundedUpAndStarPricesTheRest(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		hint string // "": none
-	}{
-		{"a hint left behind", `{"end":100,"limit":290}`},
-		{"a hint further behind than a walk", `{"end":0,"limit":290}`},
-		{"a hint that does not parse", `{`},
-		{"no hint", ""},
-	} {
-		if tc.hint == "" {
-			require.NoError(t, f.store.Delete(ctx, "ledger/budget/calls.hint.json"))
-		} else {
-			require.NoError(t, f.store.Put(ctx, "ledger/budget/calls.hint.json", []byte(tc.hint)))
-		}
-		b, err := batch.ReadBudget(ctx, f.store)
-		require.NoError(t, err)
-		assert.Equal(t, want, b, tc.name)
+		price float64
+		want  int64
+	}{{0.0000014, 2}, {0.05, 50000}, {0.04, 40000}, {0.000001, 1}, {1e-9, 1}, {0, 0}, {12.3456789, 12345679}} {
+		assert.Equal(t, tc.want, batch.Micros(tc.price), "%v", tc.price)
 	}
-
-	// A run on the spent budget learns so from it, and sends nothing.
-	f.srv.Reset()
-	sum, err = f.run(t, batch.Options{Concurrency: 4, Budget: batch.Budget{MaxCalls: 290}})
+	f := newFixture(t)
+	f.write(t, `{"op":"image/text-to-image","prompt":"a"}`, `{"op":"image/generate-qr","url":"https://e.example","prompt":"qr"}`,
+		`{"op":"image/generate-qr","url":"https://e.example","prompt":"qr2"}`)
+	sum, err := f.run(t, batch.Options{Concurrency: 1, Budget: batch.Budget{MaxSpend: 0.1, Prices: map[string]float64{"image/text-to-image": 0.0000014, "*": 0.05}}})
 	require.NoError(t, err)
-	assert.Zero(t, f.srv.Count("image/text-to-image"), "%+v", sum)
+	assert.Equal(t, 2, sum.Done, "0.000002 + 0.05, and no room for another 0.05: %+v", sum)
+	b, err := batch.ReadBudget(context.Background(), f.ledger)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.050002, b.Spent, 1e-12)
 }

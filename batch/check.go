@@ -30,6 +30,8 @@ type task struct {
 	paths   map[string]string // file fields: the path in the FS
 	content string            // the canonical form the identity hashes, without the occurrence
 	key     string            // the identity: 32 hex digits
+	last    *record           // its last attempt in the ledger, when read
+	live    bool              // last is a claim of a run the engine holds live
 }
 
 // idPattern is what a job's id may be: it names files.

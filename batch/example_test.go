@@ -6,18 +6,19 @@ import (
 	"slices"
 
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
-// A batch from Go values, recorded in a Store (here in memory; a program
-// keeps it in a local folder with package sqlitestore, or in a bucket): the
-// second run finds every job done and pays for none.
+// A batch from Go values, recorded in a Ledger and written to a Store
+// (here both in memory; a program keeps its ledger in SQLite with package
+// sqliteledger or in PostgreSQL, and its outputs in a folder or a bucket):
+// the second run finds every job done and pays for none.
 func Example() {
 	srv := creativetest.NewServer()
 	defer srv.Close()
-	store := storetest.NewMemory()
-	r, err := batch.New(srv.Client(), store, batch.Options{Concurrency: 2})
+	store := ledgertest.NewFiles()
+	r, err := batch.New(srv.Client(), ledgertest.NewMemory(), store, batch.Options{Concurrency: 2})
 	if err != nil {
 		panic(err)
 	}

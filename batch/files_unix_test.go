@@ -29,7 +29,7 @@ func TestFileFieldsThatAreNoRegularFileAreRefusedAtOnce(t *testing.T) {
 		{Op: "image/re-imagine", Fields: map[string]any{"image": "folder.png"}},
 		{Op: "image/re-imagine", Fields: map[string]any{"image": "/dev/null"}},
 	}
-	r, err := batch.New(nil, nil, batch.Options{Base: dir, AllowOutside: true})
+	r, err := batch.New(nil, nil, nil, batch.Options{Base: dir, AllowOutside: true})
 	require.NoError(t, err)
 	checked := make(chan error, 1)
 	go func() {

@@ -68,7 +68,7 @@ func TestTheIndexIsKeptCurrentWhileARunGoes(t *testing.T) {
 		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(20*time.Second))
 		f.write(t, imageJobs(4)...)
 		store := &indexWatch{Store: f.store}
-		r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, IndexEvery: 7 * time.Second, Base: filepath.Dir(f.jobs)})
+		r, err := batch.New(f.c, f.ledger, store, batch.Options{Concurrency: 1, IndexEvery: 7 * time.Second, Base: filepath.Dir(f.jobs)})
 		require.NoError(t, err)
 		start := time.Now()
 		sum, err := checkAndRun(r, batch.File(f.jobs))
@@ -103,7 +103,7 @@ func TestASlowIndexIsWrittenLessOften(t *testing.T) {
 		f := newFixture(t, creativetest.WithInMemoryNetwork(), creativetest.WithLatency(20*time.Second))
 		f.write(t, imageJobs(8)...)
 		store := &slowIndex{indexWatch{Store: f.store}}
-		r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, IndexEvery: 7 * time.Second, Base: filepath.Dir(f.jobs)})
+		r, err := batch.New(f.c, f.ledger, store, batch.Options{Concurrency: 1, IndexEvery: 7 * time.Second, Base: filepath.Dir(f.jobs)})
 		require.NoError(t, err)
 		sum, err := checkAndRun(r, batch.File(f.jobs))
 		require.NoError(t, err)
@@ -123,9 +123,8 @@ func TestTheIndexShowsEveryJobOfTheLedger(t *testing.T) {
 	)
 	_, err := f.run(t, batch.Options{})
 	require.NoError(t, err)
-	require.NoError(t, batch.WriteIndex(context.Background(), f.store))
-	page, err := f.store.Get(context.Background(), batch.IndexFile)
-	require.NoError(t, err)
+	require.NoError(t, batch.WriteIndex(context.Background(), f.ledger, f.store))
+	page := f.store.Bytes(batch.IndexFile)
 	byLine := map[int]card{}
 	for _, c := range cards(t, string(page)) {
 		byLine[c.Line] = c

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -10,111 +11,44 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json"
-
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/opcall"
 )
 
-// The life of one job, in the order it lives it: do reads where the job
-// stands (assess, and beating for a claim of another run) and decides;
-// claim takes its next attempt; the starter lets it begin, and send sends
-// it through the starter's gate, which lets an attempt out only while the
+// The life of one job, in the order it lives it: do decides from its last
+// attempt, read with the others of its lookup; claim takes its next
+// attempt in the ledger; the starter lets it begin, and send sends it
+// through the starter's gate, which lets an attempt out only while the
 // run's lease is proven; then save.go saves its answer and records it.
 
-// do takes one job as far as this run can.
+// do takes one job as far as this run can. A claim the ledger no longer
+// allows (another worker moved the job meanwhile) is decided again from
+// the job's last attempt as the ledger gave it, a few times at most.
 func (ru *run) do(ctx context.Context, t *task) {
 	if ru.st.stopping.Err() != nil || ctx.Err() != nil {
 		return
 	}
 	ru.started.Add(1)
-	last, n, act, err := ru.assess(ctx, t.key)
-	if cancelled(ctx, err) {
-		ru.started.Add(-1)
-		return
-	}
-	if err != nil {
-		ru.failLedger(err, nil)
-		return
-	}
-	switch act {
-	case actCall:
-		ru.send(ctx, t, n+1, maybePaid(last))
-	case actDownload:
-		ru.redownload(ctx, last, n+1)
-	case actCheck:
-		ru.checkDone(ctx, last, n+1)
-	case actLeave:
-		ru.skip(last, func(s *Summary) { s.countLeft(last) })
-	case actElsewhere:
-		ru.elsewhere(last)
-	}
-}
-
-// assess reads the last attempt of the job with key and says what a run
-// does with it, reading a heartbeat only for a claim with no end.
-func (r *Runner) assess(ctx context.Context, key string) (*record, int, action, error) {
-	last, n, err := latest(ctx, r.store, key)
-	if err != nil || last == nil || last.State != Claimed {
-		return last, n, decide(last, &r.o, false), err
-	}
-	live, err := beating(ctx, r.store, last.Run)
-	if err != nil || live {
-		return last, n, decide(last, &r.o, live), err
-	}
-	// The claim's run looked gone: it may have ended the job, then itself,
-	// between the two reads, so the claim is taken over only if it still
-	// stands. When attempt n+1 is made, taking it over finds it taken.
-	again, m, err := latest(ctx, r.store, key)
-	if err == nil && m == n {
-		last = again
-	}
-	return last, n, decide(last, &r.o, false), err
-}
-
-// A modTimer is a Store that tells when an object was last written, by
-// its own clock (an object's modification time): a heartbeat's age is
-// then read against the store's clock rather than the writer's.
-type modTimer interface {
-	ModTime(ctx context.Context, key string) (time.Time, error)
-}
-
-// beating reports whether the run with token still goes. A run whose lock
-// is held on this machine goes, however long ago it beat; one whose lock
-// is free is gone. Else its heartbeat says: missing, unreadable, of a
-// process gone from this system, or older than its lease plus the skew
-// allowance (by the store's clock where the store has one), it is gone.
-// No token (an older ledger's record) is a run that is gone. An error is
-// the Store's.
-func beating(ctx context.Context, s Store, token string) (bool, error) {
-	if !isRunToken(token) {
-		return false, nil
-	}
-	switch probeRun(lockFolder(s), token) {
-	case lockHeld:
-		return true, nil
-	case lockFree:
-		return false, nil
-	}
-	b, err := s.Get(ctx, heartbeatKey(token))
-	if errors.Is(err, ErrNotExist) {
-		return false, nil
-	}
-	var hb heartbeat
-	if err != nil || json.Unmarshal(b, &hb) != nil {
-		return false, err
-	}
-	if hb.System != "" && hb.System == thisSystem() && processGone(hb.PID) {
-		return false, nil // killed, on this system
-	}
-	written := hb.Time
-	if mt, ok := s.(modTimer); ok {
-		if t, err := mt.ModTime(ctx, heartbeatKey(token)); err == nil {
-			written = t
+	last, live := t.last, t.live
+	for range 3 {
+		var again bool
+		switch decide(last, &ru.o, live) {
+		case actCall:
+			last, live, again = ru.send(ctx, t, last)
+		case actDownload:
+			last, live, again = ru.redownload(ctx, last)
+		case actCheck:
+			last, live, again = ru.checkDone(ctx, last)
+		case actLeave:
+			ru.skip(last, func(s *Summary) { s.countLeft(last) })
+		case actElsewhere:
+			ru.elsewhere(last)
+		}
+		if !again {
+			return
 		}
 	}
-	lt := timesOf(hb.lease())
-	return time.Since(written) < lt.length+lt.skew, nil
+	ru.elsewhere(last)
 }
 
 // maxRecheck bounds the jobs in flight elsewhere that a run checks again
@@ -137,33 +71,26 @@ func (ru *run) elsewhere(rec *record) {
 // worker was killed meanwhile) is counted claimed by a worker that is
 // gone, not in flight.
 func (ru *run) recheck(ctx context.Context) {
-	if ctx.Err() != nil {
-		return
-	}
 	ru.mu.Lock()
 	keys := ru.away
 	ru.mu.Unlock()
-	live := map[string]bool{}
-	for _, key := range keys {
-		last, _, err := latest(ctx, ru.store, key)
-		if err != nil || last == nil || last.State != Claimed || last.Run == ru.token {
-			continue
+	for len(keys) > 0 && ctx.Err() == nil {
+		n := min(len(keys), MaxLast)
+		found, err := ru.ledger.Last(ctx, keys[:n])
+		if err != nil {
+			return
 		}
-		goes, seen := live[last.Run]
-		if !seen {
-			if goes, err = beating(ctx, ru.store, last.Run); err != nil {
-				return
+		keys = keys[n:]
+		for _, l := range found {
+			if l.State == Claimed && l.Run != ru.token && !l.Live {
+				ru.count(func(s *Summary) { s.Elsewhere--; s.Claimed++ })
 			}
-			live[last.Run] = goes
-		}
-		if !goes {
-			ru.count(func(s *Summary) { s.Elsewhere--; s.Claimed++ })
 		}
 	}
 }
 
 // cancelled reports whether err is the end of ctx rather than a failure
-// of the Store: the job read or claimed with it was not started.
+// of the ledger: the job read or claimed with it was not started.
 func cancelled(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
@@ -174,29 +101,39 @@ func (ru *run) skip(rec *record, f func(s *Summary)) {
 	ru.event(JobSkipped, rec)
 }
 
-// claim claims rec's attempt while the run's lease is proven, or reports
-// false when another worker has it, the lease is in doubt or the ledger
-// failed.
-func (ru *run) claim(ctx context.Context, rec *record) bool {
+// claim claims rec's attempt while the run's lease is proven. It reports
+// claimed when it did; otherwise the job's last attempt as the ledger now
+// holds it, to decide again, or nothing when the run stops (the lease is
+// in doubt, the budget spent, the ledger failed): the job did not start.
+func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *record, live bool) {
 	if !ru.lease.held() {
 		ru.started.Add(-1)
-		return false
+		return false, nil, false
 	}
-	err := putStage(ctx, ru.store, rec, stageClaim)
-	if errors.Is(err, ErrExist) {
-		ru.elsewhere(rec)
-		return false
+	c := &Claim{Entry: *rec, ResendUnknown: ru.o.ResendUnknown, RepayLost: ru.o.RepayLost}
+	if rec.Kind == kindCall {
+		c.Share = ru.spend.share(rec.Op)
 	}
-	if cancelled(ctx, err) {
-		ru.started.Add(-1)
-		return false
-	}
-	if err != nil {
+	res, err := ru.ledger.Claim(ctx, c)
+	switch {
+	case err == nil && res.Claimed:
+		ru.event(JobStarted, rec)
+		return true, nil, false
+	case err == nil && res.Last != nil:
+		return false, res.Last, res.Live
+	case err == nil:
+		// Refused with no attempt to decide from: the job did not start.
+	case errors.Is(err, ErrBudgetSpent):
+		ru.spend.spent(err)
+		ru.Stop()
+	case errors.Is(err, ErrLeaseLost):
+		ru.lease.lose(fmt.Errorf("%w: %w", errLeaseInDoubt, err))
+		ru.failLedger(ru.lease.why, nil)
+	case !cancelled(ctx, err):
 		ru.failLedger(err, nil)
-		return false
 	}
-	ru.event(JobStarted, rec)
-	return true
+	ru.started.Add(-1)
+	return false, nil, false
 }
 
 // errNotStarted stops the first request of a job once the run is stopping.
@@ -302,20 +239,22 @@ func maybePaid(rec *record) bool {
 	return rec != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload)
 }
 
-// send claims attempt n of t and sends its request; after says that an
-// earlier attempt may have been paid (it is sent again on the caller's
-// say-so, Options.ResendUnknown).
-func (ru *run) send(ctx context.Context, t *task, n int, after bool) {
+// send claims the next attempt of t after last and sends its request; an
+// earlier attempt that may have been paid is sent again on the caller's
+// say-so (Options.ResendUnknown). It returns what claim returns when the
+// ledger did not allow the claim.
+func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	jr, ctx, ok := ru.st.begin(ctx)
 	if !ok {
 		ru.started.Add(-1)
-		return
+		return nil, false, false
 	}
 	defer ru.st.end(jr)
-	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: n, State: Claimed,
+	after := maybePaid(last)
+	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: nextAttempt(last), State: Claimed,
 		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kindCall, Stem: t.stem()}
-	if !ru.claim(ctx, rec) {
-		return
+	if ok, last, live := ru.claim(ctx, rec); !ok {
+		return last, live, last != nil
 	}
 	start := time.Now()
 	req, closeFiles, err := ru.checker.files.request(t)
@@ -323,7 +262,7 @@ func (ru *run) send(ctx context.Context, t *task, n int, after bool) {
 	var resp *http.Response
 	if err == nil {
 		// The budget first: the lease is checked last, right before the send.
-		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(t.op.Name, ru.Stop), ru.st.gate(jr, ru.lease)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
+		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(ru, t.op.Name), ru.st.gate(jr, ru.lease)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
 		res, err = opcall.Call(ctx, ru.c, t.op, req, opts...)
 		closeFiles()
 	}
@@ -348,9 +287,18 @@ func (ru *run) send(ctx context.Context, t *task, n int, after bool) {
 			rec.Error += "; an earlier attempt may have been paid"
 		}
 		ru.finish(ctx, rec, start, nil)
-		return
+		return nil, false, false
 	}
 	ru.save(ctx, rec, res, start)
+	return nil, false, false
+}
+
+// nextAttempt is the number of the attempt after last.
+func nextAttempt(last *record) int {
+	if last == nil {
+		return 1
+	}
+	return last.Attempt + 1
 }
 
 // everyJobAlike says, in a few words, why err is an answer every job of
@@ -377,37 +325,39 @@ func everyJobAlike(err error) string {
 
 // checkDone checks that a done job's files are in place, and downloads
 // them again (free) when some are gone and its answer had links.
-func (ru *run) checkDone(ctx context.Context, last *record, n int) {
+func (ru *run) checkDone(ctx context.Context, last *record) (*record, bool, bool) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
 		if cancelled(ctx, err) {
 			ru.started.Add(-1)
-			return
+			return nil, false, false
 		}
 		if err != nil {
-			ru.failLedger(err, nil)
-			return
+			ru.failLedger(&storeError{err}, nil)
+			return nil, false, false
 		}
 		if !ok && len(last.URLs) > 0 {
-			ru.redownload(ctx, last, n)
-			return
+			return ru.redownload(ctx, last)
 		}
 		if !ok {
 			ru.skip(last, func(s *Summary) { s.Missing++ })
-			return
+			return nil, false, false
 		}
 	}
 	ru.skip(last, func(s *Summary) { s.DoneBefore++ })
+	return nil, false, false
 }
 
-// redownload claims attempt n of an answered job to fetch its files again.
-func (ru *run) redownload(ctx context.Context, last *record, n int) {
+// redownload claims the attempt after last, an answered job's, to fetch
+// its files again.
+func (ru *run) redownload(ctx context.Context, last *record) (*record, bool, bool) {
 	rec := *last
-	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = n, kindDownload, Claimed, ru.o.Worker, ru.token
+	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = last.Attempt+1, kindDownload, Claimed, ru.o.Worker, ru.token
 	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
 	rec.Time = time.Now().UTC()
-	if !ru.claim(ctx, &rec) {
-		return
+	if ok, last, live := ru.claim(ctx, &rec); !ok {
+		return last, live, last != nil
 	}
 	ru.download(ctx, &rec, time.Now())
+	return nil, false, false
 }

@@ -70,15 +70,8 @@ func TestOutputNames(t *testing.T) {
 	}
 }
 
-// The status counts each job once, by its last attempt; an answered job
-// whose links died is answered and lost.
-func TestStatusCountsEachJobByItsLastAttempt(t *testing.T) {
-	st := Status{States: map[State]int{}}
-	for _, r := range []Record{{State: Done}, {State: Done}, {State: Failed}, {State: Answered, Lost: true}, {State: Answered}, {State: Claimed}} {
-		st.add(&record{Record: r})
-	}
-	assert.Equal(t, Status{Jobs: 6, States: map[State]int{Done: 2, Failed: 1, Answered: 2, Claimed: 1}, Lost: 1}, st)
-
+// A summary counts each job left alone by its last attempt.
+func TestASummaryCountsEachJobLeftByItsLastAttempt(t *testing.T) {
 	var sum Summary
 	for _, r := range []Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown}} {
 		sum.countLeft(&record{Record: r})
@@ -178,18 +171,21 @@ func TestJobsSentAlikeAreOneJob(t *testing.T) {
 	assert.NotEqual(t, w.content, e.content)
 }
 
-// The ledger's records keep one flat JSON object, as earlier versions
-// wrote them: a record written before the split reads back whole.
+// An attempt reads as one flat JSON object, as the object ledger of
+// earlier versions wrote its records: those are read so when an earlier
+// ledger is brought to the schema.
 func TestARecordIsOneFlatJSONObject(t *testing.T) {
 	old := `{"job":"3fa9c1e0d2b4a6f8091a2b3c4d5e6f70","line":3,"op":"image/text-to-image","attempt":1,"kind":"call","state":"done","stem":"000003-text-to-image-3fa9c1","files":["000003-text-to-image-3fa9c1.png"],"run":"0123","time":"2026-11-01T10:00:00Z"}`
 	var r record
 	require.NoError(t, json.Unmarshal([]byte(old), &r))
-	assert.Equal(t, "call", r.Kind)
+	assert.Equal(t, KindCall, r.Kind)
 	assert.Equal(t, "000003-text-to-image-3fa9c1", r.Stem)
 	assert.Equal(t, Done, r.State)
 	assert.Equal(t, []string{"000003-text-to-image-3fa9c1.png"}, r.Files)
 	var back map[string]any
-	require.NoError(t, json.Unmarshal(marshal(&r), &back))
+	b, err := json.Marshal(&r)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &back))
 	for _, k := range []string{"job", "kind", "stem", "state", "files", "run", "time"} {
 		assert.Contains(t, back, k, "a top-level member")
 	}

@@ -65,8 +65,8 @@ type Options struct {
 	// Budget caps the calls and the spending of every run on the ledger.
 	Budget
 	// Lease is the length of the run's lease (default DefaultLease, 90 s;
-	// see the package's doc). Every worker sharing a Store reads it from
-	// the run's heartbeat; a shorter one lets tests run in seconds.
+	// see the package's doc), kept in the ledger with the run; a shorter
+	// one lets tests run in seconds.
 	Lease time.Duration
 }
 
@@ -92,9 +92,10 @@ type Event struct {
 }
 
 // A Runner runs batches of jobs with one client, recording them in one
-// Store.
+// Ledger and writing their outputs to one Store.
 type Runner struct {
 	c       *creative.Client
+	ledger  Ledger
 	store   Store
 	o       Options
 	checker *checker
@@ -102,8 +103,10 @@ type Runner struct {
 	spend   *spender // nil: no Budget
 }
 
-// New returns a Runner that calls c and records in store.
-func New(c *creative.Client, store Store, o Options) (*Runner, error) {
+// New returns a Runner that calls c, records in l and writes outputs to
+// out. A Runner without them (nil) can check jobs, and one without c plan
+// them.
+func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 	if o.MaxDownloadBytes <= 0 {
 		o.MaxDownloadBytes = 4 << 30
 	}
@@ -126,11 +129,11 @@ func New(c *creative.Client, store Store, o Options) (*Runner, error) {
 			f.fsys = osFS{}
 		}
 	}
-	sp, err := newSpender(store, o.Budget)
+	sp, err := newSpender(o.Budget)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{c: c, store: viewOf(store, o.IndexEvery > 0), o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
+	return &Runner{c: c, ledger: l, store: out, o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
@@ -283,49 +286,6 @@ func (t *task) stem() string {
 		return t.job.ID + "-" + t.op.Verb()
 	}
 	return fmt.Sprintf("%06d-%s-%s", t.job.Line, t.op.Verb(), t.key[:6])
-}
-
-// A Plan says what a run would do, without sending anything.
-type Plan struct {
-	// Calls counts, per operation, the calls a run would make.
-	Calls map[string]int
-	// Downloads is how many jobs a run would only download (paid for
-	// before).
-	Downloads int
-	// Summary counts the jobs a run would leave as they are.
-	Summary Summary
-}
-
-// Plan reads the ledger for every checked job and says what Run would do;
-// it sends nothing and writes nothing. A Runner without a Store plans as
-// for an empty ledger.
-func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
-	out := &Plan{Calls: map[string]int{}, Summary: Summary{Jobs: c.mine}}
-	for t, err := range r.tasks(c) {
-		if err != nil {
-			return nil, err
-		}
-		var last *record
-		act := decide(nil, &r.o, false)
-		if r.store != nil {
-			if last, _, act, err = r.assess(ctx, t.key); err != nil {
-				return nil, err
-			}
-		}
-		switch act {
-		case actCall:
-			out.Calls[t.op.Name]++
-		case actDownload:
-			out.Downloads++
-		case actCheck:
-			out.Summary.DoneBefore++
-		case actLeave:
-			out.Summary.countLeft(last)
-		case actElsewhere:
-			out.Summary.Elsewhere++
-		}
-	}
-	return out, nil
 }
 
 // Summary counts a run's jobs by how they stand at its end.

@@ -24,17 +24,18 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
-// fixture is a fake service, a folder for the jobs file and one for the
-// results.
+// fixture is a fake service, a folder for the jobs file, a ledger and a
+// store for the results.
 type fixture struct {
-	srv   *creativetest.Server
-	c     *creative.Client
-	jobs  string // the jobs file's path
-	store *storetest.Memory
+	srv    *creativetest.Server
+	c      *creative.Client
+	jobs   string // the jobs file's path
+	ledger *ledgertest.Memory
+	store  *ledgertest.Files
 }
 
 // newFixture makes a fixture whose fake takes opts: with
@@ -43,7 +44,8 @@ func newFixture(t *testing.T, opts ...creativetest.Option) *fixture {
 	t.Helper()
 	srv := creativetest.Start(t, opts...)
 	c := srv.Client(creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
-	return &fixture{srv: srv, c: c, jobs: filepath.Join(t.TempDir(), "jobs.jsonl"), store: storetest.NewMemory()}
+	return &fixture{srv: srv, c: c, jobs: filepath.Join(t.TempDir(), "jobs.jsonl"),
+		ledger: ledgertest.NewMemory(), store: ledgertest.NewFiles()}
 }
 
 func (f *fixture) write(t *testing.T, lines ...string) {
@@ -55,7 +57,7 @@ func (f *fixture) write(t *testing.T, lines ...string) {
 func (f *fixture) run(t *testing.T, o batch.Options) (batch.Summary, error) {
 	t.Helper()
 	o.Base = filepath.Dir(f.jobs)
-	r, err := batch.New(f.c, f.store, o)
+	r, err := batch.New(f.c, f.ledger, f.store, o)
 	require.NoError(t, err)
 	return checkAndRun(r, batch.File(f.jobs))
 }
@@ -106,7 +108,7 @@ func TestAJobNamedWithTheDocsLabelsIsTheSameJobWithTheSpecs(t *testing.T) {
 }
 
 // Two runners at once meet each other's claims in flight; with
-// ResendUnknown, each reads the other's heartbeat and leaves them.
+// ResendUnknown, each finds the other live and leaves them.
 func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {
 	for _, resend := range []bool{false, true} {
 		t.Run(fmt.Sprint("ResendUnknown ", resend), func(t *testing.T) {
@@ -140,32 +142,32 @@ func TestTwoRunnersOnOneFolderPayForEachJobOnce(t *testing.T) {
 	}
 }
 
-// failingStore is a Store whose writes of small objects (Create and Put)
-// fail from the nth on, as a full disk would.
-type failingStore struct {
-	batch.Store
+// failingLedger is a Ledger whose claims and records fail from the nth
+// on, as a full disk would.
+type failingLedger struct {
+	batch.Ledger
 	n, writes atomic.Int32
 }
 
-func (s *failingStore) full(key string) error {
-	if s.writes.Add(1) >= s.n.Load() {
-		return fmt.Errorf("write %s: %w", key, syscall.ENOSPC)
+func (l *failingLedger) full() error {
+	if l.writes.Add(1) >= l.n.Load() {
+		return fmt.Errorf("write: %w", syscall.ENOSPC)
 	}
 	return nil
 }
 
-func (s *failingStore) Create(ctx context.Context, key string, data []byte) error {
-	if err := s.full(key); err != nil {
-		return err
+func (l *failingLedger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
+	if err := l.full(); err != nil {
+		return batch.ClaimResult{}, err
 	}
-	return s.Store.Create(ctx, key, data)
+	return l.Ledger.Claim(ctx, c)
 }
 
-func (s *failingStore) Put(ctx context.Context, key string, data []byte) error {
-	if err := s.full(key); err != nil {
+func (l *failingLedger) Record(ctx context.Context, a *batch.Entry) error {
+	if err := l.full(); err != nil {
 		return err
 	}
-	return s.Store.Put(ctx, key, data)
+	return l.Ledger.Record(ctx, a)
 }
 
 func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T) {
@@ -175,13 +177,13 @@ func TestALedgerThatCannotBeWrittenStopsTheRunAndLosesNoPaidAnswer(t *testing.T)
 		lines = append(lines, fmt.Sprintf(`{"op":"audio/text-to-music","prompt":"tune %d"}`, i))
 	}
 	f.write(t, lines...)
-	store := &failingStore{Store: f.store}
-	// The run's heartbeat is written, the first job is claimed, answered
-	// and ended, the second claimed and paid for; then the disk is full.
-	store.n.Store(6)
+	ledger := &failingLedger{Ledger: f.ledger}
+	// The first job is claimed, answered and ended, the second claimed and
+	// paid for; then the disk is full.
+	ledger.n.Store(5)
 	var mu sync.Mutex
 	ended := map[batch.State]int{}
-	r, err := batch.New(f.c, store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+	r, err := batch.New(f.c, ledger, f.store, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
 		if e.Type == batch.JobEnded {
 			mu.Lock()
 			ended[e.Record.State]++
@@ -246,7 +248,7 @@ func TestJobsFromGoValuesAndFilesFromAnFS(t *testing.T) {
 	fsys := fstest.MapFS{"in/cat.png": {Data: png}}
 	store := f.store
 	var events atomic.Int32
-	r, err := batch.New(f.c, store, batch.Options{FS: fsys, OnEvent: func(e batch.Event) {
+	r, err := batch.New(f.c, f.ledger, store, batch.Options{FS: fsys, OnEvent: func(e batch.Event) {
 		if e.Type == batch.JobEnded {
 			events.Add(1)
 		}
@@ -304,7 +306,7 @@ func (s fullDisk) NewWriter(ctx context.Context, key string, meta map[string]str
 func TestImagesThatCannotBeWrittenStopTheRunAndAreNeverCalledDone(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, imageJobs(10)...)
-	r, err := batch.New(f.c, fullDisk{f.store}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
+	r, err := batch.New(f.c, f.ledger, fullDisk{f.store}, batch.Options{Concurrency: 1, Base: filepath.Dir(f.jobs)})
 	require.NoError(t, err)
 	sum, err := checkAndRun(r, batch.File(f.jobs))
 	require.ErrorIs(t, err, syscall.ENOSPC)
@@ -366,50 +368,6 @@ func TestClassifyReadsTheSDKsErrors(t *testing.T) {
 	}
 }
 
-// countingStore is a Store that counts the small objects put over others
-// under the ledger's attempts.
-type countingStore struct {
-	batch.Store
-	replaced atomic.Int32
-}
-
-func (s *countingStore) Put(ctx context.Context, key string, data []byte) error {
-	if strings.HasPrefix(key, "ledger/") && !strings.HasPrefix(key, "ledger/runs/") {
-		s.replaced.Add(1)
-	}
-	return s.Store.Put(ctx, key, data)
-}
-
-// A record put over another costs a folder store a file removed; removed
-// files slow the creates that follow on some file systems, so a ledger
-// that replaced records grew slower with its own length.
-func TestTheLedgerCreatesEachRecordOnceAndReplacesNone(t *testing.T) {
-	f := newFixture(t)
-	// Images (claim, end) and links (claim, answer, end).
-	f.write(t, append(imageJobs(4), `{"op":"audio/text-to-music","prompt":"a"}`, `{"op":"audio/text-to-music","prompt":"b"}`)...)
-	dir := f.store
-	store := &countingStore{Store: dir}
-	r, err := batch.New(f.c, store, batch.Options{Concurrency: 2, Base: filepath.Dir(f.jobs)})
-	require.NoError(t, err)
-	sum, err := checkAndRun(r, batch.File(f.jobs))
-	require.NoError(t, err)
-	require.Equal(t, 6, sum.Done, "%+v", sum)
-	assert.Zero(t, store.replaced.Load(), "ledger records put over others")
-	var claims, answers, ends int
-	for key, err := range dir.List(context.Background(), "ledger/") {
-		require.NoError(t, err)
-		switch {
-		case strings.HasSuffix(key, ".answered.json"):
-			answers++
-		case strings.HasSuffix(key, ".end.json"):
-			ends++
-		case strings.HasSuffix(key, ".json") && !strings.HasPrefix(key, "ledger/runs/"):
-			claims++
-		}
-	}
-	assert.Equal(t, [3]int{6, 2, 6}, [3]int{claims, answers, ends}, "claims, answers (links only), ends")
-}
-
 // checkAndRun checks the jobs of src, then runs them.
 func checkAndRun(r *batch.Runner, src batch.Source) (batch.Summary, error) {
 	c, err := r.Check(context.Background(), src)
@@ -421,7 +379,7 @@ func checkAndRun(r *batch.Runner, src batch.Source) (batch.Summary, error) {
 
 func TestAMistypedFieldGetsTheNearestNameAndNothingIsSent(t *testing.T) {
 	f := newFixture(t)
-	r, err := batch.New(f.c, f.store, batch.Options{})
+	r, err := batch.New(f.c, nil, nil, batch.Options{})
 	require.NoError(t, err)
 	jobs := []batch.Job{
 		{Op: "image/text-to-image", Fields: map[string]any{"prompt": "p", "colour": "red"}},
@@ -441,31 +399,13 @@ func TestAMistypedFieldGetsTheNearestNameAndNothingIsSent(t *testing.T) {
 	assert.Empty(t, f.srv.Requests())
 }
 
-// ctxStore is a Store that, as a database's or a bucket's does, refuses
-// what is asked of it once the context has ended.
-type ctxStore struct{ batch.Store }
-
-func (s ctxStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return s.Store.Get(ctx, key)
-}
-
-func (s ctxStore) Create(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.Store.Create(ctx, key, data)
-}
-
 // A run whose context has ended says so, not that its ledger failed, and
 // counts every job it did not start as not started.
 func TestACancelledRunIsNoLedgerFailure(t *testing.T) {
 	for range 20 {
 		f := newFixture(t)
 		f.write(t, imageJobs(10)...)
-		r, err := batch.New(f.c, ctxStore{f.store}, batch.Options{Base: filepath.Dir(f.jobs)})
+		r, err := batch.New(f.c, f.ledger, f.store, batch.Options{Base: filepath.Dir(f.jobs)})
 		require.NoError(t, err)
 		c, err := r.Check(context.Background(), batch.File(f.jobs))
 		require.NoError(t, err)
@@ -490,11 +430,7 @@ func TestADownloadOverItsBoundIsNotKeptAndARerunFetchesItFree(t *testing.T) {
 	sum, err := f.run(t, batch.Options{MaxDownloadBytes: 64})
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.Waiting, "answered, its file not kept: %+v", sum)
-	var files int
-	for range f.store.List(context.Background(), "000001") {
-		files++
-	}
-	assert.Zero(t, files, "no partial file")
+	assert.Empty(t, f.store.Keys(), "no partial file")
 
 	sum, err = f.run(t, batch.Options{})
 	require.NoError(t, err)

@@ -119,7 +119,7 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 	}
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
-	if err := ru.record(ctx, rec, stageAnswered); err != nil {
+	if err := ru.record(ctx, rec); err != nil {
 		ru.unrecorded(rec, err)
 		ru.end(rec)
 		return
@@ -404,55 +404,39 @@ func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err err
 	}
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
-	if err := ru.record(ctx, rec, stageEnd); err != nil {
+	if err := ru.record(ctx, rec); err != nil {
 		ru.unrecorded(rec, err)
 	}
 	ru.end(rec)
 }
 
 // errTakenOver refuses a record of this run once another worker took its
-// job over.
-var errTakenOver = errors.New("another worker took the job over after this run's lease was in doubt, and may have paid for it again")
+// job over (the ledger fenced it).
+var errTakenOver = ErrFenced
 
-// record writes stage st of rec's attempt, even when ctx was cancelled
-// (the call ended). While the run's lease is proven it is written where
-// the attempt is, within the time the lease has left and its margin:
-// before any other worker could take the attempt for that of a worker
-// that is gone. Once the lease is in doubt, the attempt's stage cannot be
-// written safely any more: another worker may have taken the job over
-// (attempt n+1) and sent it again. The record is then fenced by the
-// attempt's number: it is written as the claim of attempt n+1, by an
-// exclusive create, so that exactly one of this record and a takeover
-// stands. When the takeover came first, the record is refused
-// (errTakenOver): the job is not shown done twice, and the second payment
-// is not hidden behind a done record; the run's LedgerError hands the
-// answer back.
-func (ru *run) record(ctx context.Context, rec *record, st stage) error {
-	abandoned := ctx.Err() != nil
-	ctx = context.WithoutCancel(ctx)
-	if abandoned {
-		// The run was cancelled (a caller's grace ended): its last records
-		// get a short bound of their own, so that a process told to stop
-		// ends before it is killed. A record not written in time leaves
-		// the job as the ledger had it: claimed (maybe paid) or answered.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, abandonedWrite)
-		defer cancel()
+// recordTimeout bounds each record's write: a record is written even once
+// the run's context ended (the call ended, and may have been paid), within
+// a time of its own.
+const recordTimeout = 10 * time.Second
+
+// record writes rec's answer or end in the ledger, even when ctx was
+// cancelled, within recordTimeout, or abandonedWrite once the run was
+// cancelled (a caller's grace ended: a process told to stop ends before
+// it is killed; a record not written in time leaves the job as the ledger
+// had it, claimed (maybe paid) or answered). The ledger takes it only
+// while the attempt is its job's last and this run is not gone (fencing,
+// checked in the transaction): when another worker took the job over
+// meanwhile, the record is refused (errTakenOver), so the job is not
+// shown done twice and a second payment is not hidden behind a done
+// record; the run's LedgerError hands the answer back.
+func (ru *run) record(ctx context.Context, rec *record) error {
+	bound := recordTimeout
+	if ctx.Err() != nil {
+		bound = abandonedWrite
 	}
-	if ru.lease.held() {
-		wctx, cancel := context.WithTimeout(ctx, ru.lease.left()+ru.lease.margin)
-		err := putStage(wctx, ru.store, rec, st)
-		cancel()
-		if err == nil || ru.lease.held() {
-			return err
-		}
-	}
-	rec.Attempt++
-	err := putStage(ctx, ru.store, rec, stageClaim)
-	if errors.Is(err, ErrExist) {
-		return errTakenOver
-	}
-	return err
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	return ru.ledger.Record(wctx, rec)
 }
 
 // abandonedWrite bounds each record written after the run's context was

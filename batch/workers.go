@@ -38,9 +38,16 @@ func (e *LedgerError) Error() string {
 func (e *LedgerError) Unwrap() error { return e.Err }
 
 // A run is one Run of a Runner.
+//
+// A job lives its stages in this order, each in one place, and a reader
+// follows them file by file: the run's lease (keepBeating, lease.go);
+// then for each job its check, claim and send through the lease's gate
+// (do, claim, send: job.go); then the saving of its answer and its record
+// (save, record: save.go).
 type run struct {
 	*Runner
-	token   string // names the run in its records and its heartbeat
+	token   string // names the run in the ledger
+	session Session
 	lease   *lease
 	mu      sync.Mutex
 	sum     Summary
@@ -58,15 +65,9 @@ type run struct {
 // get alike (the key refused) stops it with that answer. Run returns when
 // every started job has ended, or when ctx is cancelled (which cancels the
 // calls in flight).
-//
-// A job lives its stages in this order, each in one place, and a reader
-// follows them file by file: the run's lease (keepBeating, heartbeat.go);
-// then for each job its check, claim and send through the lease's gate
-// (do, claim, send: job.go); then the saving of its answer and its record
-// (save, record: save.go).
 func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
-	if r.store == nil {
-		return Summary{}, errors.New("batch: a Runner without a Store can check and plan, not run")
+	if r.ledger == nil || r.store == nil {
+		return Summary{}, errors.New("batch: a Runner without a Ledger and a Store can check and plan, not run")
 	}
 	ru := &run{Runner: r, token: newRunToken(), lease: newLease(timesOf(r.o.Lease))}
 	ru.sum.Jobs = c.mine
@@ -76,7 +77,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		return ru.sum, &LedgerError{Err: err}
 	}
 	defer stopBeats() // stopped after the workers: every claim has ended
-	queue := make(chan *task)
+	queue := make(chan *task, r.o.Concurrency)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(queue)
@@ -92,7 +93,6 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
-	r.spend.finish(ctx)
 	ru.recheck(ctx)
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
@@ -124,7 +124,7 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 		if n := ru.ended.Load(); n != written && !time.Now().Before(next) {
 			written = n
 			start := time.Now()
-			_ = WriteIndex(ctx, ru.store)
+			_ = WriteIndex(ctx, ru.ledger, ru.store)
 			next = time.Now().Add(10 * time.Since(start))
 		}
 	})
@@ -132,9 +132,15 @@ func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 
 // feed sends the tasks to the workers until all are sent or the run stops.
 func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
-	for t, err := range ru.tasks(c) {
-		if err != nil {
+	for t, err := range ru.lookup(ctx, c) {
+		if _, ok := errors.AsType[*LineError](err); ok {
 			return fmt.Errorf("batch: the jobs changed while they ran: %w", err)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				ru.failLedger(err, nil)
+			}
+			return nil
 		}
 		select {
 		case queue <- t:

@@ -26,7 +26,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 )
 
 // The batch benchmark runs package batch in a child process (this test
@@ -62,13 +62,19 @@ func batchChild(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	store, err := sqlitestore.Open(out)
+	ledger, err := sqliteledger.Open(out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer ledger.Close()
+	store, err := batch.OpenFolder(out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer store.Close()
-	r, err := batch.New(c, store, batch.Options{Concurrency: batchConcurrency, Base: filepath.Dir(jobs)})
+	r, err := batch.New(c, ledger, store, batch.Options{Concurrency: batchConcurrency, Base: filepath.Dir(jobs)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -329,7 +335,7 @@ func dbSize(b *testing.B, out string) int64 {
 	b.Helper()
 	var n int64
 	for _, suffix := range []string{"", "-wal"} {
-		st, err := os.Stat(filepath.Join(out, sqlitestore.DBFile+suffix))
+		st, err := os.Stat(filepath.Join(out, sqliteledger.File+suffix))
 		if err == nil {
 			n += st.Size()
 		} else if !errors.Is(err, fs.ErrNotExist) {

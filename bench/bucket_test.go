@@ -31,7 +31,8 @@ import (
 // with --out in a real S3-compatible server (versitygw over a local
 // folder) behind a proxy that adds BENCH_BUCKET_MS milliseconds (default
 // 20) to every request, as a cloud bucket a region away would, and counts
-// them; then the same with --out a local folder (the SQLite ledger). For
+// them, the ledger in SQLite in a local folder (--ledger); then the same
+// with --out a local folder. For
 // each of run, rerun (every job done) and batch status it reports the wall
 // time and the bucket's requests a job (the run's output writes counted
 // apart). BENCH_BUCKET_FAST_RUN=1 makes the proxy add nothing during the
@@ -66,13 +67,15 @@ func BenchmarkBatchBucket(b *testing.B) {
 			{"bucket", fmt.Sprintf("s3://creative/run%d?endpoint=%s&use_path_style=true&region=us-east-1", i, proxy.url)},
 			{"local", filepath.Join(dir, "out"+strconv.Itoa(i))},
 		} {
+			// The bucket holds the outputs; the ledger is local (SQLite).
+			ledgerDir := filepath.Join(dir, "ledger-"+ledger.name+strconv.Itoa(i))
 			for _, phase := range []struct {
 				name string
 				args []string
 			}{
-				{"run", []string{"batch", jobs, "--out", ledger.out, "--concurrency", strconv.Itoa(batchConcurrency)}},
-				{"rerun", []string{"batch", jobs, "--out", ledger.out, "--concurrency", strconv.Itoa(batchConcurrency)}},
-				{"status", []string{"batch", "status", "--out", ledger.out}},
+				{"run", []string{"batch", jobs, "--out", ledger.out, "--ledger", ledgerDir, "--concurrency", strconv.Itoa(batchConcurrency)}},
+				{"rerun", []string{"batch", jobs, "--out", ledger.out, "--ledger", ledgerDir, "--concurrency", strconv.Itoa(batchConcurrency)}},
+				{"status", []string{"batch", "status", "--out", ledger.out, "--ledger", ledgerDir}},
 			} {
 				proxy.slow.Store(!(fast && phase.name == "run"))
 				proxy.take()

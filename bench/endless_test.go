@@ -19,7 +19,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 )
 
 // The endless benchmark runs a batch of eight image jobs at concurrency 8
@@ -41,13 +41,19 @@ func endlessChild() int {
 		return 1
 	}
 	dir := os.Getenv("BENCH_ENDLESS_DIR")
-	store, err := sqlitestore.Open(filepath.Join(dir, "out"))
+	ledger, err := sqliteledger.Open(filepath.Join(dir, "out"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer ledger.Close()
+	store, err := batch.OpenFolder(filepath.Join(dir, "out"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer store.Close()
-	r, err := batch.New(c, store, batch.Options{Concurrency: 8, Base: dir})
+	r, err := batch.New(c, ledger, store, batch.Options{Concurrency: 8, Base: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 )
 
 // BenchmarkLocalLedger runs creative batch (the built command) on a jobs
@@ -77,7 +77,7 @@ func BenchmarkLocalLedger(b *testing.B) {
 // system's cache, the others from SQLite's), and checks its answer.
 func byState(b *testing.B, out string, lines int) {
 	b.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(out, sqlitestore.DBFile)) // the driver sqlitestore registers
+	db, err := sql.Open("sqlite", filepath.Join(out, sqliteledger.File)) // the driver sqliteledger registers
 	if err != nil {
 		b.Fatal(err)
 	}

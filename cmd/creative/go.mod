@@ -3,9 +3,9 @@ module github.com/creativegen/creative-go/cmd/creative
 go 1.26.0
 
 require (
-	github.com/aws/smithy-go v1.28.1
 	github.com/creativegen/creative-go v0.0.0
-	github.com/creativegen/creative-go/batch/sqlitestore v0.0.0
+	github.com/creativegen/creative-go/batch/pgledger v0.0.0
+	github.com/creativegen/creative-go/batch/sqliteledger v0.0.0
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/mattn/go-isatty v0.0.24
 	github.com/spf13/cobra v1.10.2
@@ -54,6 +54,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.37.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.42.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.49.0 // indirect
+	github.com/aws/smithy-go v1.28.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
@@ -75,6 +76,10 @@ require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
@@ -116,4 +121,6 @@ require (
 
 replace github.com/creativegen/creative-go => ../..
 
-replace github.com/creativegen/creative-go/batch/sqlitestore => ../../batch/sqlitestore
+replace github.com/creativegen/creative-go/batch/sqliteledger => ../../batch/sqliteledger
+
+replace github.com/creativegen/creative-go/batch/pgledger => ../../batch/pgledger

@@ -42,7 +42,13 @@
 // Links in an answer (a music or video URL) are rewritten, when recording,
 // to https://cassette.invalid/files/ and the SHA-256 of the linked file,
 // which is downloaded then and kept beside the answer; Download and batch
-// replay them offline.
+// replay them offline. The cassette downloads them with the SDK's own
+// Client.Download, made with the base URL and key of the call that got
+// the answer, so that every check of a link the service gave applies: a
+// link that holds the key is not fetched, nor one on a private address
+// other than the service's own origin, nor more than
+// Options.MaxBodyBytes. A link refused or failed stays as it came, its
+// key redacted.
 package cassette
 
 import (
@@ -54,7 +60,7 @@ import (
 	"sync"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/internal/keyredact"
+	"github.com/creativegen/creative-go/internal/redact"
 )
 
 // A Mode says what a Cassette does with a request.
@@ -66,7 +72,9 @@ const (
 	// request that matches no recording fails with a *MissError.
 	Replay Mode = iota
 	// Record sends every request and records every answer, starting the
-	// cassette anew: the recordings it held are forgotten.
+	// cassette anew: the recordings it held are forgotten (when no other
+	// process records into it at the time; beside others, it adds to
+	// theirs).
 	Record
 	// RecordMissing replays what is recorded and sends and records the
 	// requests that match no recording.
@@ -116,8 +124,11 @@ type Options struct {
 	// NoPacing replays a stream as fast as it is read, instead of with
 	// the pauses recorded between its chunks.
 	NoPacing bool
-	// HTTPClient downloads the files answers link to, when recording
-	// (default: a client of its own, with no key).
+	// HTTPClient is the HTTP client (its transport, proxy and TLS
+	// settings) the files answers link to are downloaded through, when
+	// recording; they are downloaded with the SDK's own Download, under
+	// its checks, whatever the client (default: the SDK's pooled
+	// transport).
 	HTTPClient *http.Client
 	// MaxBodyBytes bounds each answer and each linked file recorded
 	// (default 1 GiB).
@@ -142,13 +153,13 @@ type Cassette struct {
 	mode Mode
 	o    Options
 	st   *store
-	dl   *http.Client
 
 	mu      sync.Mutex
 	keys    []string
-	red     keyredact.Redactor
-	used    map[string]int    // recordings of a request replayed or made so far
-	links   map[string]string // rewritten link -> the link it stands for, this run
+	red     *redact.Redactor
+	dls     map[string]*creative.Client // base URL and key -> the Client links are downloaded with
+	used    map[string]int              // recordings of a request replayed or made so far
+	links   map[string]string           // rewritten link -> the link it stands for, this run
 	sent    int
 	replays int
 	closed  bool
@@ -179,15 +190,12 @@ func Open(dir string, mode Mode, o *Options) (*Cassette, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cassette{dir: dir, mode: mode, o: opts, st: st, dl: opts.HTTPClient, used: map[string]int{}, links: map[string]string{}}
-	if c.dl == nil {
-		c.dl = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
+	c := &Cassette{dir: dir, mode: mode, o: opts, st: st, used: map[string]int{}, links: map[string]string{}, dls: map[string]*creative.Client{}}
 	c.keys = append(c.keys, opts.Keys...)
 	if k := os.Getenv(creative.EnvAccessKey); k != "" {
 		c.keys = append(c.keys, k)
 	}
-	c.red = keyredact.New(c.keys)
+	c.red = redact.New(c.keys)
 	return c, nil
 }
 
@@ -275,12 +283,13 @@ func (c *Cassette) Replayed() int {
 	return c.replays
 }
 
-// Close ends the recording: when the cassette recorded, its index is
-// written again in a stable order (by operation and request, identical
-// requests in the order recorded), so that recording the same answers
-// twice gives the same bytes, and bodies no recording names are removed.
-// A cassette that is never closed is still whole, in the order its
-// answers came. Close may be called more than once.
+// Close ends the recording. The index is whole after every answer, in
+// the order the answers came, so nothing is written again and nothing is
+// removed: other processes may be recording into the same cassette
+// (several recorders share it: each appends under a lock of the folder,
+// .cassette.lock, and replays what the others recorded meanwhile). A
+// cassette that is never closed is as whole. Close may be called more
+// than once.
 func (c *Cassette) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -288,6 +297,9 @@ func (c *Cassette) Close() error {
 		return nil
 	}
 	c.closed = true
+	for _, dl := range c.dls {
+		dl.CloseIdleConnections()
+	}
 	return c.st.close()
 }
 

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/internal/keyredact"
+	"github.com/creativegen/creative-go/internal/redact"
 )
 
 // CheckOptions say what else Check looks for.
@@ -84,7 +84,7 @@ func Check(dir string, o *CheckOptions) error {
 	if k := os.Getenv(creative.EnvAccessKey); k != "" {
 		keys = append(keys, k)
 	}
-	red := keyredact.New(keys)
+	red := redact.New(keys)
 	var found []Finding
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -112,7 +112,7 @@ func Check(dir string, o *CheckOptions) error {
 // overlaps the one before past the longest escaped form of a key (two
 // layers of escapes of at most 12 bytes a byte) and by 4 KiB at least; a
 // finding is reported once.
-func checkPath(p string, red keyredact.Redactor, patterns []*regexp.Regexp) ([]Finding, error) {
+func checkPath(p string, red *redact.Redactor, patterns []*regexp.Regexp) ([]Finding, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -133,8 +133,8 @@ func checkPath(p string, red keyredact.Redactor, patterns []*regexp.Regexp) ([]F
 		}
 	}
 	overlap := 4 << 10
-	if len(red.Forms) > 0 {
-		overlap = max(overlap, 2*12*len(red.Forms[0]))
+	if len(red.Forms()) > 0 {
+		overlap = max(overlap, 2*12*len(red.Forms()[0]))
 	}
 	err = windows(f, overlap, func(w []byte, _ bool) bool {
 		for _, g := range checkBinary(p, w, red, patterns) {
@@ -152,7 +152,7 @@ func checkPath(p string, red keyredact.Redactor, patterns []*regexp.Regexp) ([]F
 
 // checkFile looks through one file: a text line by line, anything else
 // for the keys' literal forms and the patterns.
-func checkFile(name string, b []byte, red keyredact.Redactor, patterns []*regexp.Regexp) []Finding {
+func checkFile(name string, b []byte, red *redact.Redactor, patterns []*regexp.Regexp) []Finding {
 	if !isTextFile(b) {
 		return checkBinary(name, b, red, patterns)
 	}
@@ -169,10 +169,10 @@ func checkFile(name string, b []byte, red keyredact.Redactor, patterns []*regexp
 
 // checkBinary looks through a file that is not text for the keys' literal
 // forms and the patterns.
-func checkBinary(name string, b []byte, red keyredact.Redactor, patterns []*regexp.Regexp) []Finding {
+func checkBinary(name string, b []byte, red *redact.Redactor, patterns []*regexp.Regexp) []Finding {
 	var out []Finding
-	folded := keyredact.Fold(nil, b)
-	for _, f := range red.Forms {
+	folded := redact.Fold(nil, b)
+	for _, f := range red.Forms() {
 		if bytes.Contains(folded, []byte(f)) {
 			out = append(out, Finding{File: name, Line: 1, What: "the access key, in a binary body"})
 			break
@@ -187,7 +187,7 @@ func checkBinary(name string, b []byte, red keyredact.Redactor, patterns []*rege
 }
 
 // checkLine says what looks like a key on one line of text.
-func checkLine(line string, red keyredact.Redactor, patterns []*regexp.Regexp) []string {
+func checkLine(line string, red *redact.Redactor, patterns []*regexp.Regexp) []string {
 	var out []string
 	if red.Redact(line) != line {
 		out = append(out, "the access key")
@@ -198,12 +198,12 @@ func checkLine(line string, red keyredact.Redactor, patterns []*regexp.Regexp) [
 		}
 	}
 	for _, m := range secretField.FindAllStringSubmatch(line, -1) {
-		if v := m[2]; v != "" && v != keyredact.Marker {
-			out = append(out, fmt.Sprintf("%q holds a value that is not %s (%s)", m[1], keyredact.Marker, mask(v)))
+		if v := m[2]; v != "" && v != redact.Marker {
+			out = append(out, fmt.Sprintf("%q holds a value that is not %s (%s)", m[1], redact.Marker, mask(v)))
 		}
 	}
 	for _, m := range secretQuery.FindAllStringSubmatch(line, -1) {
-		if v := m[2]; v != keyredact.Marker && v != "%5Bredacted%5D" {
+		if v := m[2]; v != redact.Marker && v != "%5Bredacted%5D" {
 			out = append(out, fmt.Sprintf("the query parameter %s holds a value (%s)", m[1], mask(v)))
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/creativetest/cassette"
 )
@@ -60,7 +60,7 @@ func TestABatchOf20JobsReplaysWithNoRequest(t *testing.T) {
 	}
 	// run runs the jobs with a ledger of its own, as a clean CI run does,
 	// and returns the files it wrote.
-	run := func(t *testing.T, r *batch.Runner, store *storetest.Memory) map[string]string {
+	run := func(t *testing.T, r *batch.Runner, store *ledgertest.Files) map[string]string {
 		t.Helper()
 		checked, err := r.Check(ctx, batch.Values(slices.Values(jobs)))
 		if err != nil {
@@ -71,13 +71,9 @@ func TestABatchOf20JobsReplaysWithNoRequest(t *testing.T) {
 			t.Fatalf("run: %+v, %v", sum, err)
 		}
 		out := map[string]string{}
-		for key, err := range store.List(ctx, "") {
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, key := range store.Keys() {
 			if ext := key[strings.LastIndex(key, ".")+1:]; ext == "png" || ext == "wav" {
-				b, _ := store.Get(ctx, key)
-				out[key] = string(b)
+				out[key] = string(store.Bytes(key))
 			}
 		}
 		return out
@@ -86,8 +82,8 @@ func TestABatchOf20JobsReplaysWithNoRequest(t *testing.T) {
 	srv := creativetest.Start(t)
 	dir := t.TempDir()
 	rec := open(t, dir, cassette.Record, srv)
-	store := storetest.NewMemory()
-	r, err := batch.New(srv.Client(rec.Option()), store, batch.Options{Concurrency: 4})
+	store := ledgertest.NewFiles()
+	r, err := batch.New(srv.Client(rec.Option()), ledgertest.NewMemory(), store, batch.Options{Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +96,8 @@ func TestABatchOf20JobsReplaysWithNoRequest(t *testing.T) {
 
 	var sent atomic.Int64
 	rep := open(t, dir, cassette.Replay, nil)
-	store = storetest.NewMemory()
-	r, err = batch.New(offline(t, rep, &sent), store, batch.Options{Concurrency: 4})
+	store = ledgertest.NewFiles()
+	r, err = batch.New(offline(t, rep, &sent), ledgertest.NewMemory(), store, batch.Options{Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (c *Cassette) imagePart(ctx context.Context, s string) string {
 		sp.t.Remove()
 		return ""
 	}
-	if sp, _, err = c.clean(ctx, sp, ctype, false); err != nil {
+	if sp, _, err = c.clean(ctx, sp, ctype, nil); err != nil {
 		return ""
 	}
 	name, err := sp.keep(sniff.Ext(ctype))

@@ -2,6 +2,8 @@ package cassette_test
 
 import (
 	"context"
+	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
@@ -27,8 +29,10 @@ const plantedKey = "ck_live/Ab+Cd&Ef=Gh~12345"
 // echoes are the forms a server may echo the key in.
 func echoes(k string) []string {
 	j := strconv.Quote(k)
+	h := hex.EncodeToString([]byte(k))
 	return []string{k, url.QueryEscape(k), url.PathEscape(k), html.EscapeString(k), j[1 : len(j)-1],
-		strings.ReplaceAll(k, "&", `\u0026`), strings.ReplaceAll(k, "/", `\/`), strings.ReplaceAll(k, "&", "&amp;")}
+		strings.ReplaceAll(k, "&", `\u0026`), strings.ReplaceAll(k, "/", `\/`), strings.ReplaceAll(k, "&", "&amp;"),
+		h, strings.ToUpper(h), base32.StdEncoding.EncodeToString([]byte(k)), strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(k)))}
 }
 
 func TestTheKeyIsInNoCassetteWhereverItHides(t *testing.T) {
@@ -41,6 +45,8 @@ func TestTheKeyIsInNoCassetteWhereverItHides(t *testing.T) {
 	// its request id.
 	srv.Handle("text/writer-tool", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Echo", plantedKey)
+		w.Header().Set("X-Echo-Hex", strings.ToUpper(hex.EncodeToString([]byte(plantedKey))))
+		w.Header().Set("X-Echo-Base32", base32.StdEncoding.EncodeToString([]byte(plantedKey)))
 		w.Header().Set("X-Request-Id", "req-"+url.QueryEscape(plantedKey))
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"success":true,"message":%q,"data":{"language":"English","useCase":"CoverLetter","word_count":1,"text":{"choices":[{"text":%q,"index":0,"word_count":1}]}}}`, all, all)
@@ -61,7 +67,7 @@ func TestTheKeyIsInNoCassetteWhereverItHides(t *testing.T) {
 	})
 	srv.Handle("audio/text-to-speech", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "audio/mpeg")
-		_, _ = io.WriteString(w, "ID3\x03\x00\x00\x00\x00\x00\x00"+plantedKey+url.QueryEscape(plantedKey)+strings.Repeat("\xff\xfb", 100))
+		_, _ = io.WriteString(w, "ID3\x03\x00\x00\x00\x00\x00\x00"+plantedKey+url.QueryEscape(plantedKey)+hex.EncodeToString([]byte(plantedKey))+base32.StdEncoding.EncodeToString([]byte(plantedKey))+strings.Repeat("\xff\xfb", 100))
 	})
 	dir := t.TempDir()
 	rec := open(t, dir, cassette.Record, srv)
@@ -125,6 +131,11 @@ func TestCheckFailsOnACassetteThatHoldsTheKey(t *testing.T) {
 		{"the key URL-escaped", "cassette.jsonl", fmt.Sprintf(index, url.QueryEscape(plantedKey)), &cassette.CheckOptions{Keys: []string{plantedKey}}},
 		{"the key JSON-escaped", "bodies/a.json", `{"message":"` + strings.ReplaceAll(plantedKey, "&", `\u0026`) + `"}`, &cassette.CheckOptions{Keys: []string{plantedKey}}},
 		{"the key in a binary body", "bodies/a.mp3", "ID3\x00\x00" + plantedKey, &cassette.CheckOptions{Keys: []string{plantedKey}}},
+		{"the key in hex", "cassette.jsonl", fmt.Sprintf(index, hex.EncodeToString([]byte(plantedKey))), &cassette.CheckOptions{Keys: []string{plantedKey}}},
+		{"the key in upper-case hex, in a header", "cassette.jsonl", `{"op":"x","request":{},"status":200,"header":{"X-Echo":["` + strings.ToUpper(hex.EncodeToString([]byte(plantedKey))) + `"]}}` + "\n", &cassette.CheckOptions{Keys: []string{plantedKey}}},
+		{"the key in base32", "bodies/a.json", `{"message":"` + base32.StdEncoding.EncodeToString([]byte(plantedKey)) + `"}`, &cassette.CheckOptions{Keys: []string{plantedKey}}},
+		{"the key in lower-case base32hex, in a binary body", "bodies/a.mp3", "ID3\x00\x00" + strings.ToLower(base32.HexEncoding.EncodeToString([]byte("ab"+plantedKey))), &cassette.CheckOptions{Keys: []string{plantedKey}}},
+		{"the key in hex, in a binary body", "bodies/b.mp3", "ID3\x00\x00" + hex.EncodeToString([]byte(plantedKey)), &cassette.CheckOptions{Keys: []string{plantedKey}}},
 		{"a key header, no key known", "cassette.jsonl", `{"op":"x","request":{},"status":200,"header":{"X-Access-Key":["s3cr3tvalue123"]}}` + "\n", nil},
 		{"an api_key field, no key known", "bodies/a.json", `{"api_key": "abc123def456"}`, nil},
 		{"a token in a link, no key known", "cassette.jsonl", `{"op":"download","request":{"url":"https://files.example.com/a.wav?token=abc123"},"status":200}` + "\n", nil},

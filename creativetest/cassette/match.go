@@ -241,7 +241,7 @@ func (c *Cassette) readPart(p *multipart.Part) (any, error) {
 		return nil, fmt.Errorf("cassette: reading the form: %w", err)
 	}
 	sum := hex.EncodeToString(s.h.Sum(nil))
-	if holdsForm(s, c.redactor().Forms) {
+	if holdsForm(s, c.redactor().Forms()) {
 		// Written over, it would be another file: it is matched by its
 		// hash alone, and not kept.
 		s.t.Remove()

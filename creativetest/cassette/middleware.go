@@ -4,9 +4,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	creative "github.com/creativegen/creative-go"
-	"github.com/creativegen/creative-go/internal/keyredact"
+	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/redact"
 )
 
 // cassetteHost is the host of the links a recording rewrites: a name
@@ -72,6 +74,9 @@ func (c *Cassette) lookup(r *request, u *url.URL) (*entry, int, error) {
 	}
 	recs := c.st.byKey[r.key]
 	n := c.used[r.key]
+	if n >= len(recs) && c.mode == RecordMissing && c.st.refresh() == nil {
+		recs = c.st.byKey[r.key] // another recorder's, made since: replayed, not paid again
+	}
 	switch {
 	case n < len(recs):
 		c.used[r.key]++
@@ -112,7 +117,43 @@ func (c *Cassette) learnKey(k string) {
 		return
 	}
 	c.keys = append(c.keys, k)
-	c.red = keyredact.New(c.keys)
+	c.red = redact.New(c.keys)
+}
+
+// downloader returns the Client the files an answer to req links to are
+// downloaded with: a Client of the SDK, made with req's base URL (its
+// URL without op's path) and access key, whose Download is the one gate
+// to a link the service gave; of the private addresses it reaches the
+// service's own origin alone (creative.WithPrivateOrigin). It has no middleware: what it downloads is
+// recorded by fetch, once. nil when no such Client can be made.
+func (c *Cassette) downloader(req *http.Request, op ops.Op) *creative.Client {
+	base := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: strings.TrimSuffix(req.URL.Path, op.Path())}
+	key := req.Header.Get("X-Access-Key")
+	if key == "" {
+		key = AccessKey()
+	}
+	id := base.String() + " " + key
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if dl, ok := c.dls[id]; ok {
+		return dl
+	}
+	opts := []creative.Option{creative.WithBaseURL(base.String()), creative.WithAccessKey(key), creative.WithMaxResponseBytes(c.o.MaxBodyBytes)}
+	if base.Scheme == "http" {
+		opts = append(opts, creative.WithInsecureHTTP()) // the call itself went there
+	}
+	// The service's own origin, though it be on a private address (a
+	// local fake), and no other private address.
+	opts = append(opts, creative.WithPrivateOrigin(base.Scheme+"://"+base.Host))
+	if c.o.HTTPClient != nil {
+		opts = append(opts, creative.WithHTTPClient(c.o.HTTPClient))
+	}
+	dl, err := creative.New(opts...)
+	if err != nil {
+		return nil
+	}
+	c.dls[id] = dl
+	return dl
 }
 
 // redact removes every key known so far from s.
@@ -123,7 +164,7 @@ func (c *Cassette) redact(s string) string {
 	return red.Redact(s)
 }
 
-func (c *Cassette) redactor() keyredact.Redactor {
+func (c *Cassette) redactor() *redact.Redactor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.red

@@ -17,8 +17,9 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/creativegen/creative-go/internal/keyredact"
+	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/redact"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
 
@@ -95,8 +96,11 @@ func (c *Cassette) record(r *request, resp *http.Response) (*http.Response, erro
 		return nil, fmt.Errorf("cassette: the answer of %s is over %d bytes (Options.MaxBodyBytes)", r.op, c.o.MaxBodyBytes)
 	}
 	op, _ := ops.Lookup(r.op)
-	links := (op.Result == ops.URL || op.Result == ops.URLs) && resp.StatusCode/100 == 2
-	if s, e.Parts, err = c.clean(r.send.Context(), s, resp.Header.Get("Content-Type"), links); err != nil {
+	var dl *creative.Client // the files the answer links to are recorded through its Download
+	if (op.Result == ops.URL || op.Result == ops.URLs) && resp.StatusCode/100 == 2 {
+		dl = c.downloader(r.send, op) // nil when none can be made: the links are kept as they are
+	}
+	if s, e.Parts, err = c.clean(r.send.Context(), s, resp.Header.Get("Content-Type"), dl); err != nil {
 		return nil, err
 	}
 	if e.Body, err = s.keep(extOf(resp.Header.Get("Content-Type"), s.head)); err != nil {
@@ -139,17 +143,17 @@ func (c *Cassette) commit(e *entry) error {
 }
 
 // clean returns the spool s with the keys removed and, for an answer that
-// links to files, each link rewritten to the recording of its download:
-// a new spool when anything changed, s itself otherwise. From a JSON body
-// the base64 images are taken out to files of their own, whose names it
-// returns.
-func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool) (*spool, []string, error) {
+// links to files (dl is not nil), each link rewritten to the recording of
+// its download through dl: a new spool when anything changed, s itself
+// otherwise. From a JSON body the base64 images are taken out to files of
+// their own, whose names it returns.
+func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, dl *creative.Client) (*spool, []string, error) {
 	red := c.redactor()
 	if !isText(ctype) || s.n > maxText {
-		if !holdsForm(s, red.Forms) {
+		if !holdsForm(s, red.Forms()) {
 			return s, nil, nil
 		}
-		out, err := c.scrubbed(s, red.Forms)
+		out, err := c.scrubbed(s, red.Forms())
 		return out, nil, err
 	}
 	b, err := c.st.root.ReadFile(s.t.Name())
@@ -159,8 +163,8 @@ func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, links bool
 	}
 	orig := b
 	var parts []string
-	if links {
-		b = c.rewriteLinks(ctx, b)
+	if dl != nil {
+		b = c.rewriteLinks(ctx, dl, b)
 	}
 	b = []byte(red.Redact(string(b)))
 	if mt, _, _ := mime.ParseMediaType(ctype); strings.HasSuffix(mt, "json") {
@@ -211,7 +215,7 @@ func scrub(dst io.Writer, src io.Reader, forms []string) error {
 	var werr error
 	var folded []byte
 	err := windows(src, overlap, func(w []byte, last bool) bool {
-		folded = keyredact.Fold(folded, w)
+		folded = redact.Fold(folded, w)
 		for _, f := range forms {
 			hide(w, folded, []byte(f))
 		}
@@ -246,7 +250,7 @@ func windows(r io.Reader, overlap int, fn func(w []byte, last bool) bool) error 
 	}
 }
 
-// hide writes x's over each place where folded, b folded (keyredact.Fold),
+// hide writes x's over each place where folded, b folded (redact.Fold),
 // holds form, from the left, in b and in folded alike.
 func hide(b, folded, form []byte) {
 	for i := 0; ; {
@@ -281,7 +285,7 @@ func holdsForm(s *spool, forms []string) bool {
 func holdsAny(r io.Reader, forms []string) (found bool, err error) {
 	var folded []byte
 	err = windows(r, len(forms[0])-1, func(w []byte, _ bool) bool {
-		folded = keyredact.Fold(folded, w)
+		folded = redact.Fold(folded, w)
 		for _, form := range forms {
 			if bytes.Contains(folded, []byte(form)) {
 				found = true
@@ -294,10 +298,10 @@ func holdsAny(r io.Reader, forms []string) (found bool, err error) {
 
 // rewriteLinks rewrites every http(s) link among the values of the JSON
 // answer b to https://cassette.invalid/files/ and the name of the linked
-// file's recording, downloading it now. A link whose download fails is
+// file's recording, downloading it now with dl's Download. A link whose download fails is
 // left as it is (the answer is kept all the same); b is returned as it is
 // when it is no JSON.
-func (c *Cassette) rewriteLinks(ctx context.Context, b []byte) []byte {
+func (c *Cassette) rewriteLinks(ctx context.Context, dl *creative.Client, b []byte) []byte {
 	dec := jsontext.NewDecoder(bytes.NewReader(b))
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out)
@@ -311,7 +315,7 @@ func (c *Cassette) rewriteLinks(ctx context.Context, b []byte) []byte {
 		}
 		if kind, n := dec.StackIndex(dec.StackDepth()); tok.Kind() == '"' && !(kind == '{' && n%2 == 1) {
 			if link := tok.String(); isLink(link) {
-				tok = jsontext.String(c.fetch(ctx, link))
+				tok = jsontext.String(c.fetch(ctx, dl, link))
 			}
 		}
 		if err := enc.WriteToken(tok); err != nil {
@@ -345,29 +349,23 @@ func isLink(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && !strings.ContainsAny(s, " \n")
 }
 
-// fetch downloads the file at link, records it, and returns the link to
-// its recording; link itself when the download failed.
-func (c *Cassette) fetch(ctx context.Context, link string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
-	if err != nil {
-		return link
-	}
-	resp, err := c.dl.Do(req)
-	if err != nil {
-		return link
-	}
-	defer resp.Body.Close()
+// fetch downloads the file at link with dl's Download, the SDK's one way
+// to a link the service gave (its refusal of a URL that holds the key, of
+// a private address, its bound of Options.MaxBodyBytes, its redaction),
+// records it, and returns the link to its recording; link itself when the
+// download was refused or failed.
+func (c *Cassette) fetch(ctx context.Context, dl *creative.Client, link string) string {
 	s, err := c.st.spool()
 	if err != nil {
 		return link
 	}
-	n, err := io.Copy(s, io.LimitReader(resp.Body, c.o.MaxBodyBytes+1))
-	if err != nil || n > c.o.MaxBodyBytes {
+	var resp *http.Response
+	if _, err := dl.Download(ctx, creative.URL(link), s, creative.WithResponseInto(&resp)); err != nil || resp == nil {
 		s.t.Remove()
 		return link
 	}
 	ctype := resp.Header.Get("Content-Type")
-	if s, _, err = c.clean(ctx, s, ctype, false); err != nil {
+	if s, _, err = c.clean(ctx, s, ctype, nil); err != nil {
 		return link
 	}
 	e := &entry{Op: opDownload, Status: resp.StatusCode}
@@ -439,7 +437,7 @@ func (t *tee) Read(p []byte) (int, error) {
 
 // finish keeps the whole stream and its entry.
 func (t *tee) finish() error {
-	s, _, err := t.c.clean(context.Background(), t.s, "audio/mpeg", false)
+	s, _, err := t.c.clean(context.Background(), t.s, "audio/mpeg", nil)
 	if err != nil {
 		return err
 	}

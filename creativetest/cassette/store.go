@@ -3,7 +3,6 @@ package cassette
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,9 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -29,6 +25,12 @@ import (
 const (
 	indexName = "cassette.jsonl"
 	bodiesDir = "bodies"
+	// lockName is the lock of the index: a recorder holds it alone while
+	// it appends a line, and while it opens the cassette.
+	lockName = ".cassette.lock"
+	// recordersName is shared by the recorders of the cassette while they
+	// run: one that finds none beside it may start the cassette anew.
+	recordersName = ".cassette.recorders"
 )
 
 // An entry is one interaction, one line of the index.
@@ -57,17 +59,25 @@ type entry struct {
 }
 
 // A store is a cassette's folder: the index, appended to and flushed
-// once per interaction, and the bodies.
+// once per interaction, and the bodies. Recorders of several processes
+// may share it at once: each appends its lines under the index's lock
+// (lockName), reads the lines of the others as it goes, and deletes
+// nothing another wrote.
 type store struct {
-	root    *os.Root
-	index   *os.File // open for appending when recording
-	entries []*entry
-	byKey   map[string][]*entry
+	root      *os.Root
+	index     *os.File // open for appending when recording
+	lock      *os.File // the index's lock, when recording
+	recorders *os.File // shared while recording
+	loaded    int64    // the bytes of the index read into entries
+	entries   []*entry
+	byKey     map[string][]*entry
 }
 
 // openStore opens the cassette in dir: read for Replay, created when
-// recording, emptied for Record. A last line cut short by a crash is
-// dropped.
+// recording. Record starts it anew (an empty index, no bodies) when no
+// other process records into it; beside others, it joins their
+// recording. A last line cut short by a process that died while writing
+// it is dropped.
 func openStore(dir string, mode Mode) (*store, error) {
 	if mode != Replay {
 		if err := os.MkdirAll(path.Join(dir, bodiesDir), 0o755); err != nil {
@@ -82,36 +92,98 @@ func openStore(dir string, mode Mode) (*store, error) {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
 	st := &store{root: root, byKey: map[string][]*entry{}}
-	good, err := st.load(mode)
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
 	if mode == Replay {
+		if _, err := st.load(mode); err != nil {
+			root.Close()
+			return nil, err
+		}
 		return st, nil
 	}
-	f, err := root.OpenFile(indexName, os.O_RDWR|os.O_CREATE, 0o644)
-	if err == nil && mode == Record {
-		good = 0
+	if err := st.openRecording(mode); err != nil {
+		st.release()
+		return nil, err
+	}
+	return st, nil
+}
+
+// openRecording opens the index for appending, under its lock: emptied
+// (its bodies with it) in Record mode when no other recorder runs, read
+// otherwise; and joins the recorders.
+func (st *store) openRecording(mode Mode) error {
+	var err error
+	if st.lock, err = st.root.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	if st.recorders, err = st.root.OpenFile(recordersName, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	if err := lockExclusive(st.lock); err != nil {
+		return fmt.Errorf("cassette: locking %s: %w", lockName, err)
+	}
+	defer unlock(st.lock)
+	alone, err := tryLockExclusive(st.recorders)
+	if err != nil {
+		return fmt.Errorf("cassette: locking %s: %w", recordersName, err)
+	}
+	if alone {
+		err = unlock(st.recorders) // shared below, like the others'
 	}
 	if err == nil {
-		err = f.Truncate(good)
+		err = lockShared(st.recorders)
 	}
+	if err != nil {
+		return fmt.Errorf("cassette: locking %s: %w", recordersName, err)
+	}
+	if mode == Record && alone {
+		if err := st.startAnew(); err != nil {
+			return err
+		}
+	}
+	good, err := st.load(mode)
+	if err != nil {
+		return err
+	}
+	f, err := st.root.OpenFile(indexName, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err == nil {
-		_, err = f.Seek(good, io.SeekStart)
+		st.index = f
+		err = f.Truncate(good) // a line a dead recorder left cut: no live one writes now
 	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
-		root.Close()
-		return nil, fmt.Errorf("cassette: %w", err)
+		return fmt.Errorf("cassette: %w", err)
 	}
-	if mode == Record {
-		st.entries, st.byKey = nil, map[string][]*entry{}
+	st.loaded = good
+	return atomicfile.SyncDir(st.root, ".")
+}
+
+// startAnew empties the cassette for Record mode, with no other recorder
+// running: the index and the bodies of the recordings it forgets.
+func (st *store) startAnew() error {
+	if err := st.root.Remove(indexName); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cassette: %w", err)
 	}
-	st.index = f
-	return st, atomicfile.SyncDir(root, ".")
+	files, err := fs.ReadDir(st.root.FS(), bodiesDir)
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	for _, f := range files {
+		if !f.IsDir() {
+			_ = st.root.Remove(path.Join(bodiesDir, f.Name()))
+		}
+	}
+	return nil
+}
+
+// release closes what the store holds: its locks end with their files.
+func (st *store) release() {
+	for _, f := range []*os.File{st.index, st.recorders, st.lock} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	st.root.Close()
 }
 
 // load reads the index and returns the length of its whole lines. A
@@ -136,29 +208,55 @@ func (st *store) load(mode Mode) (int64, error) {
 		return 0, fmt.Errorf("cassette: %w", err)
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
-	var good int64
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+	return st.readLines(f, 0)
+}
+
+// readLines adds the entries of the whole lines of r, which starts at
+// offset from of the index, and returns the offset past the last of
+// them: a line without its newline is being written, or was cut short.
+func (st *store) readLines(r io.Reader, from int64) (int64, error) {
+	br := bufio.NewReader(r)
+	good := from
+	for {
+		line, err := br.ReadBytes('\n')
 		if err == io.EOF {
-			return good, nil // a line without its newline was cut short
+			return good, nil
 		}
 		if err != nil {
 			return 0, fmt.Errorf("cassette: %w", err)
 		}
+		at := good
 		good += int64(len(line))
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var e entry
 		if err := json.Unmarshal(line, &e); err != nil {
-			return 0, fmt.Errorf("cassette: %s line %d: %w", indexName, n, err)
+			return 0, fmt.Errorf("cassette: %s at byte %d: %w", indexName, at, err)
 		}
 		if e.key, err = keyOf(e.Op, e.Request); err != nil {
-			return 0, fmt.Errorf("cassette: %s line %d: %w", indexName, n, err)
+			return 0, fmt.Errorf("cassette: %s at byte %d: %w", indexName, at, err)
 		}
 		st.add(&e)
 	}
+}
+
+// refresh reads the lines other recorders appended to the index since it
+// was last read.
+func (st *store) refresh() error {
+	f, err := st.root.Open(indexName)
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(st.loaded, io.SeekStart); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	good, err := st.readLines(f, st.loaded)
+	if err == nil {
+		st.loaded = good
+	}
+	return err
 }
 
 func (st *store) add(e *entry) {
@@ -184,8 +282,10 @@ func marshalEntry(e *entry) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// append writes e to the index and flushes it to disk before returning:
-// the interaction is kept from then on, whatever happens to the process.
+// append writes e to the end of the index, under the index's lock, and
+// flushes it to disk before returning: the interaction is kept from then
+// on, whatever happens to the process. The lines other recorders appended
+// meanwhile are read first, and a line a dead one left cut is dropped.
 func (st *store) append(e *entry, redact func(string) string) error {
 	b, err := marshalEntry(e)
 	if err != nil {
@@ -194,12 +294,23 @@ func (st *store) append(e *entry, redact func(string) string) error {
 	if r := redact(string(b)); r != string(b) {
 		b = []byte(r) // a key in a place no field's redaction reached
 	}
+	if err := lockExclusive(st.lock); err != nil {
+		return fmt.Errorf("cassette: locking %s: %w", lockName, err)
+	}
+	defer unlock(st.lock)
+	if err := st.refresh(); err != nil {
+		return err
+	}
+	if err := st.index.Truncate(st.loaded); err != nil { // only a cut line lies past it
+		return fmt.Errorf("cassette: %w", err)
+	}
 	if _, err := st.index.Write(b); err != nil {
 		return fmt.Errorf("cassette: %w", err)
 	}
 	if err := st.index.Sync(); err != nil {
 		return fmt.Errorf("cassette: %w", err)
 	}
+	st.loaded += int64(len(b))
 	st.add(e)
 	return nil
 }
@@ -250,64 +361,18 @@ func (s *spool) keep(ext string) (string, error) {
 	return name, nil
 }
 
-// uploadHash finds the files a request uploaded, by the hash its fields
-// give them.
-var uploadHash = regexp.MustCompile(`"sha256:([0-9a-f]{64})"`)
-
-// close writes the index again in a stable order and removes the bodies
-// no entry names; for a cassette opened for Replay it only releases it.
+// close ends the store's part in the cassette: the index is whole after
+// every append, so nothing is written again, and nothing is deleted (other
+// recorders may name any body); the locks end with their files.
 func (st *store) close() error {
-	defer st.root.Close()
-	if st.index == nil {
-		return nil
+	var err error
+	if st.index != nil {
+		err = st.index.Close()
+		st.index = nil
 	}
-	if err := st.index.Close(); err != nil {
-		return fmt.Errorf("cassette: %w", err)
-	}
-	sorted := slices.Clone(st.entries)
-	slices.SortStableFunc(sorted, func(a, b *entry) int {
-		return cmp.Or(cmp.Compare(a.Op, b.Op), bytes.Compare(a.Request, b.Request))
-	})
-	var buf bytes.Buffer
-	named := map[string]bool{}
-	uploads := map[string]bool{} // the hashes of the uploaded files requests name
-	for _, e := range sorted {
-		for _, m := range uploadHash.FindAllSubmatch(e.Request, -1) {
-			uploads[string(m[1])] = true
-		}
-		b, err := marshalEntry(e)
-		if err != nil {
-			return fmt.Errorf("cassette: %w", err)
-		}
-		buf.Write(b)
-		named[e.Body] = true
-		for _, p := range e.Parts {
-			named[p] = true
-		}
-	}
-	t, err := atomicfile.CreateTemp(st.root, ".", "index-")
+	st.release()
 	if err != nil {
 		return fmt.Errorf("cassette: %w", err)
-	}
-	defer t.Remove()
-	if _, err := t.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("cassette: %w", err)
-	}
-	if err := t.Flush(); err != nil {
-		return fmt.Errorf("cassette: %w", err)
-	}
-	if err := t.Rename(indexName); err != nil {
-		return fmt.Errorf("cassette: %w", err)
-	}
-	files, err := fs.ReadDir(st.root.FS(), bodiesDir)
-	if err != nil {
-		return fmt.Errorf("cassette: %w", err)
-	}
-	for _, f := range files {
-		name := path.Join(bodiesDir, f.Name())
-		if sum, _, _ := strings.Cut(f.Name(), "."); !named[name] && !uploads[sum] {
-			_ = st.root.Remove(name)
-		}
 	}
 	return nil
 }

@@ -276,7 +276,7 @@ func TestManifestsRun(t *testing.T) {
 					t.Errorf("%s = %q: want a bucket URL", e.Name, e.Value)
 				}
 			}
-			for _, name := range []string{"CREATIVE_ACCESS_KEY", "CREATIVE_BASE_URL", "AWS_SECRET_ACCESS_KEY"} {
+			for _, name := range []string{"CREATIVE_ACCESS_KEY", "CREATIVE_BASE_URL", "CREATIVE_LEDGER", "AWS_SECRET_ACCESS_KEY"} {
 				if !secrets[name] {
 					t.Errorf("%s does not come from a Secret", name)
 				}

@@ -1,18 +1,8 @@
-// Package bucket is the place of record of a batch in object storage: a
-// batch.Store over a gocloud.dev/blob bucket (S3 and any S3-compatible
-// service, Google Cloud Storage, Azure Blob Storage, and an in-memory
-// bucket for tests), so that any number of workers on any number of machines
-// share one ledger and one set of outputs.
-//
-// A claim is an object created only if its key is absent, in one atomic step
-// of the service: S3's If-None-Match: *, GCS's ifGenerationMatch=0, Azure's
-// If-None-Match: *, which gocloud.dev's drivers send for
-// blob.WriterOptions.IfNotExist since gocloud.dev v0.42.0. A store that
-// cannot do that atomically is refused when it is opened, rather than let two
-// workers claim one job and pay for it twice: file:// (gocloud.dev's fileblob
-// checks that the file is absent, then renames over it) is refused, and every
-// bucket is probed once at Open with two conditional creates of one key, so a
-// service that ignores the condition is refused too.
+// Package bucket holds a batch's outputs in object storage: a batch.Store
+// over a gocloud.dev/blob bucket (S3 and any S3-compatible service, Google
+// Cloud Storage, Azure Blob Storage, and an in-memory bucket for tests),
+// which any number of workers on any number of machines write. The bucket
+// holds files only; the workers' ledger is a database (see package batch).
 //
 // This package lives in the command line's module so that gocloud.dev and
 // the cloud SDKs it brings never enter the SDK's go.mod.
@@ -20,9 +10,6 @@ package bucket
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,9 +19,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
-	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	_ "gocloud.dev/blob/gcsblob"   // gs://
@@ -45,14 +30,8 @@ import (
 	"github.com/creativegen/creative-go/batch"
 )
 
-// Schemes are the URL schemes Open accepts: those whose gocloud.dev driver
-// creates an object only if it is absent in one atomic step.
+// Schemes are the URL schemes Open accepts.
 var Schemes = []string{"s3", "gs", "azblob", "mem"}
-
-// ErrNoConditionalCreate is returned by Open for a store that cannot create
-// an object only if it is absent as one atomic step: two workers could both
-// claim one job there, and pay for it twice.
-var ErrNoConditionalCreate = errors.New("bucket: the store cannot create an object only if it is absent, atomically")
 
 // Chunks of a streamed output: each writer holds at most partSize *
 // partConcurrency bytes of an object in memory, whatever its size.
@@ -65,11 +44,6 @@ const (
 // Azure's largest page).
 const listPageSize = 1000
 
-// Conflicts on a conditional create that S3 reports while another create of
-// the same key is in flight (409 ConditionalRequestConflict) are retried
-// this many times; the retry then sees the winner's object.
-const conflictRetries = 6
-
 // A Store is a batch.Store over a bucket. It is safe for concurrent use by
 // goroutines and by processes that open the same bucket and prefix.
 type Store struct {
@@ -78,23 +52,15 @@ type Store struct {
 	pageSize int    // keys asked of the service per page of a listing
 }
 
-var (
-	_ batch.RemoteStore = (*Store)(nil)
-	_ batch.DirLister   = (*Store)(nil)
-)
-
-// Remote reports that each request of the Store is a round trip to the
-// bucket's service.
-func (s *Store) Remote() bool { return true }
+var _ batch.Store = (*Store)(nil)
 
 // Open opens the bucket named by rawURL as a Store: s3://bucket/prefix,
 // gs://bucket/prefix, azblob://container/prefix or mem://, with the query
 // parameters of gocloud.dev's URL openers (region, endpoint,
 // use_path_style, ...). The path after the bucket, if any, is a prefix under
 // which every key of the Store lives. Credentials come from the
-// environment, as each cloud's SDK reads them. Open refuses file:// and any
-// bucket that does not honour a conditional create, with an error matching
-// ErrNoConditionalCreate that says why.
+// environment, as each cloud's SDK reads them. Open refuses file://: a
+// local folder is given as a plain path.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u, prefix, err := parse(rawURL)
 	if err != nil {
@@ -102,7 +68,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	shown := redact(u)
 	if u.Scheme == "file" {
-		return nil, fmt.Errorf("%w: %s: gocloud.dev's fileblob checks that a file is absent and then renames over it, so two workers can both claim one job; give the folder as a plain path instead", ErrNoConditionalCreate, shown)
+		return nil, fmt.Errorf("bucket: %s: give a local folder as a plain path", shown)
 	}
 	if !supported(u.Scheme) {
 		return nil, fmt.Errorf("bucket: %s: unsupported scheme %q (want one of %s)", shown, u.Scheme, strings.Join(Schemes, ", "))
@@ -114,12 +80,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix)
 	}
-	s := &Store{b: b, url: shown, pageSize: listPageSize}
-	if err := s.probe(ctx); err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	return s, nil
+	return &Store{b: b, url: shown, pageSize: listPageSize}, nil
 }
 
 // OpenStore is Open for a caller that wants a batch.Store: on error the
@@ -173,89 +134,14 @@ func redact(u *url.URL) string {
 	return c.String()
 }
 
-// probePrefix holds the objects of Open's probe, which List never shows.
-const probePrefix = ".creative-probe/"
-
-// probe creates one object twice with the condition that it be absent: a
-// store that lets the second create through would let two workers claim one
-// job.
-func (s *Store) probe(ctx context.Context) error {
-	var r [8]byte
-	_, _ = rand.Read(r[:])
-	key := probePrefix + hex.EncodeToString(r[:])
-	if err := s.Create(ctx, key, []byte("1")); err != nil {
-		return fmt.Errorf("bucket: %s: a conditional create failed: %w", s.url, err)
-	}
-	defer func() { _ = s.b.Delete(context.WithoutCancel(ctx), key) }()
-	err := s.Create(ctx, key, []byte("2"))
-	switch {
-	case errors.Is(err, batch.ErrExist):
-		return nil
-	case err == nil:
-		return fmt.Errorf("%w: %s wrote over an object it was told to create only if absent (If-None-Match: *), so two workers could claim one job and pay twice", ErrNoConditionalCreate, s.url)
-	default:
-		return fmt.Errorf("bucket: %s: a conditional create of an existing object: %w", s.url, err)
-	}
-}
-
-// Create writes data to key only if key does not exist, as one conditional
-// request; it returns an error matching batch.ErrExist if it does.
-func (s *Store) Create(ctx context.Context, key string, data []byte) error {
-	if err := batch.CheckKey(key); err != nil {
-		return err
-	}
-	for attempt := 0; ; attempt++ {
-		err := s.write(ctx, key, data, true)
-		if err == nil {
-			return nil
-		}
-		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			return fmt.Errorf("bucket: create %s: %w", key, batch.ErrExist)
-		}
-		if !inFlightConflict(err) || attempt == conflictRetries {
-			return fmt.Errorf("bucket: create %s: %w", key, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bucket: create %s: %w", key, ctx.Err())
-		case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
-		}
-	}
-}
-
-// inFlightConflict reports S3's answer to a conditional create while another
-// create of the same key is in flight: which of them wins is not known yet.
-func inFlightConflict(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ConditionalRequestConflict"
-}
-
-// Put writes data to key, replacing any earlier object in one request.
-func (s *Store) Put(ctx context.Context, key string, data []byte) error {
-	if err := batch.CheckKey(key); err != nil {
-		return err
-	}
-	if err := s.write(ctx, key, data, false); err != nil {
-		return fmt.Errorf("bucket: put %s: %w", key, err)
-	}
-	return nil
-}
-
-func (s *Store) write(ctx context.Context, key string, data []byte, ifNotExist bool) error {
-	return s.b.WriteAll(ctx, key, data, &blob.WriterOptions{
-		ContentType: "application/octet-stream",
-		IfNotExist:  ifNotExist,
-	})
-}
-
-// Get reads key, or returns an error matching batch.ErrNotExist.
+// Get reads key, or returns an error matching fs.ErrNotExist.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := batch.CheckKey(key); err != nil {
 		return nil, err
 	}
 	data, err := s.b.ReadAll(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, fmt.Errorf("bucket: get %s: %w", key, batch.ErrNotExist)
+		return nil, fmt.Errorf("bucket: get %s: %w", key, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bucket: get %s: %w", key, err)
@@ -270,31 +156,6 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 		token := blob.FirstPageToken
 		for len(token) > 0 {
 			page, next, err := s.b.ListPage(ctx, token, s.pageSize, &blob.ListOptions{Prefix: prefix})
-			if err != nil {
-				yield("", fmt.Errorf("bucket: list %s: %w", prefix, err))
-				return
-			}
-			for _, obj := range page {
-				if obj.IsDir || strings.HasPrefix(obj.Key, probePrefix) {
-					continue
-				}
-				if !yield(obj.Key, nil) {
-					return
-				}
-			}
-			token = next
-		}
-	}
-}
-
-// ListDir yields the keys directly under prefix ("" or ending in "/"), in
-// lexical order, asking the service for a page at a time with "/" as the
-// delimiter: the keys in sub-folders are not listed.
-func (s *Store) ListDir(ctx context.Context, prefix string) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		token := blob.FirstPageToken
-		for len(token) > 0 {
-			page, next, err := s.b.ListPage(ctx, token, s.pageSize, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
 			if err != nil {
 				yield("", fmt.Errorf("bucket: list %s: %w", prefix, err))
 				return
@@ -399,7 +260,7 @@ func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, er
 	}
 	attrs, err := s.b.Attributes(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, fmt.Errorf("bucket: metadata %s: %w", key, batch.ErrNotExist)
+		return nil, fmt.Errorf("bucket: metadata %s: %w", key, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bucket: metadata %s: %w", key, err)
@@ -410,23 +271,6 @@ func (s *Store) Metadata(ctx context.Context, key string) (map[string]string, er
 	}
 	meta["content-type"] = attrs.ContentType
 	return meta, nil
-}
-
-// ModTime returns when key's object was last written, by the service's
-// clock: batch reads the age of a run's heartbeat by it, whatever the
-// clock of the worker that wrote it says.
-func (s *Store) ModTime(ctx context.Context, key string) (time.Time, error) {
-	if err := batch.CheckKey(key); err != nil {
-		return time.Time{}, err
-	}
-	attrs, err := s.b.Attributes(ctx, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return time.Time{}, fmt.Errorf("bucket: modification time %s: %w", key, batch.ErrNotExist)
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("bucket: modification time %s: %w", key, err)
-	}
-	return attrs.ModTime, nil
 }
 
 // Exists reports whether key names an object.

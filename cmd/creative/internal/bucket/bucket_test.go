@@ -2,22 +2,20 @@ package bucket
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 )
 
@@ -26,27 +24,20 @@ import (
 func TestS3(t *testing.T) {
 	srv := s3test.Start(t)
 	var n atomic.Int32
-	contract(t, func(t *testing.T) (*Store, string) {
-		u := srv.URL(fmt.Sprintf("run%d/out", n.Add(1)))
-		return open(t, u), u
-	})
+	contract(t, func(t *testing.T) *Store { return open(t, srv.URL(fmt.Sprintf("run%d/out", n.Add(1)))) })
 	t.Run("objects are where the folder says", func(t *testing.T) {
 		s := open(t, srv.URL("plain"))
-		put(t, s, "ledger/a/1.json", "claimed")
-		data, err := os.ReadFile(filepath.Join(srv.Root, "creative", "plain", "ledger", "a", "1.json"))
-		if err != nil || string(data) != "claimed" {
+		put(t, s, "a/1.png", "png")
+		data, err := os.ReadFile(filepath.Join(srv.Root, "creative", "plain", "a", "1.png"))
+		if err != nil || string(data) != "png" {
 			t.Fatalf("the server's folder holds %q, %v; want the object under the URL's prefix", data, err)
 		}
 	})
 }
 
-// TestMem holds the Store to the same contract over mem://, where the
-// workers are goroutines of one process.
+// TestMem holds the Store to the same contract over mem://.
 func TestMem(t *testing.T) {
-	contract(t, func(t *testing.T) (*Store, string) {
-		s := open(t, "mem://")
-		return s, ""
-	})
+	contract(t, func(t *testing.T) *Store { return open(t, "mem://") })
 }
 
 func open(t *testing.T, u string) *Store {
@@ -59,54 +50,39 @@ func open(t *testing.T, u string) *Store {
 	return s
 }
 
-func put(t *testing.T, s batch.Store, key, data string) {
+func put(t *testing.T, s *Store, key, data string) {
 	t.Helper()
-	if err := s.Put(t.Context(), key, []byte(data)); err != nil {
-		t.Fatalf("Put(%s): %v", key, err)
+	w, err := s.NewWriter(t.Context(), key, nil)
+	if err == nil {
+		_, err = io.WriteString(w, data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatalf("writing %s: %v", key, err)
 	}
 }
 
-// contract runs batch/storetest's conformance suite over the stores that
-// open makes (each a fresh, empty place; url is "" when a second Open would
-// not reach the same place), and what a bucket adds to it: several stores
-// racing on one place, listings of several pages, metadata, and nothing
-// left by Open's probe.
-func contract(t *testing.T, open func(*testing.T) (*Store, string)) {
-	storetest.Run(t, func(t *testing.T) batch.Store {
-		s, _ := open(t)
-		return s
-	})
-	t.Run("of 16 concurrent creates from 4 stores on one place exactly one wins", func(t *testing.T) {
-		s, u := open(t)
-		if u == "" {
-			t.Skip("a place that only one store reaches: storetest's race covers it")
-		}
-		stores := []batch.Store{s}
-		for range 3 { // other workers: stores of their own on the same place
-			stores = append(stores, openAgain(t, u))
-		}
-		var wins, exists atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 16 {
-			wg.Go(func() {
-				err := stores[i%len(stores)].Create(t.Context(), "ledger/race", fmt.Appendf(nil, "%d", i))
-				switch {
-				case err == nil:
-					wins.Add(1)
-				case errors.Is(err, batch.ErrExist):
-					exists.Add(1)
-				default:
-					t.Errorf("Create: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		if wins.Load() != 1 || exists.Load() != 15 {
-			t.Fatalf("%d creates won and %d were refused, want 1 and 15", wins.Load(), exists.Load())
-		}
+// read reads key's bytes, or nil.
+func read(s *Store, key string) []byte {
+	b, err := s.b.ReadAll(context.Background(), key)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// contract runs ledgertest's suite of output stores over the stores that
+// open makes (each a fresh, empty place), and what a bucket adds to it:
+// listings of several pages, and metadata.
+func contract(t *testing.T, open func(*testing.T) *Store) {
+	ledgertest.RunStore(t, func(t *testing.T) (batch.Store, func(string) []byte) {
+		s := open(t)
+		return s, func(k string) []byte { return read(s, k) }
 	})
 	t.Run("list is lexical, under the prefix, over several pages", func(t *testing.T) {
-		s, _ := open(t)
+		s := open(t)
 		s.pageSize = 3
 		var want []string
 		for i := range 10 {
@@ -126,14 +102,9 @@ func contract(t *testing.T, open func(*testing.T) (*Store, string)) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("List = %q\nwant %q", got, want)
 		}
-		for k, err := range s.List(t.Context(), "") {
-			if err != nil || strings.HasPrefix(k, probePrefix) {
-				t.Fatalf("List shows %q, %v: Open's probe must leave nothing seen", k, err)
-			}
-		}
 	})
 	t.Run("a writer streams an object with its metadata", func(t *testing.T) {
-		s, _ := open(t)
+		s := open(t)
 		ctx := t.Context()
 		meta := map[string]string{"job": "line-7", "operation": "image/text-to-image", "request-id": "r-1", "content-type": "image/png"}
 		w, err := s.NewWriter(ctx, "0007-image.png", meta)
@@ -146,15 +117,11 @@ func contract(t *testing.T, open func(*testing.T) (*Store, string)) {
 				t.Fatal(err)
 			}
 		}
-		if ok, _ := s.Exists(ctx, "0007-image.png"); ok {
-			t.Fatal("the object is visible before Close")
-		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Get(ctx, "0007-image.png")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("Get: %d bytes, %v; want the %d bytes written", len(got), err, len(want))
+		if got := read(s, "0007-image.png"); !bytes.Equal(got, want) {
+			t.Fatalf("read %d bytes; want the %d bytes written", len(got), len(want))
 		}
 		got2, err := s.Metadata(ctx, "0007-image.png")
 		if err != nil {
@@ -168,51 +135,11 @@ func contract(t *testing.T, open func(*testing.T) (*Store, string)) {
 	})
 }
 
-// openAgain opens a second Store on the place a first one opened, as
-// another worker would.
-func openAgain(t *testing.T, u string) *Store {
-	return open(t, u)
-}
-
-// TestOpenRefusesFileURLs: fileblob checks that a file is absent and then
-// renames over it, so it cannot hold a claim.
+// TestOpenRefusesFileURLs: a local folder is given as a plain path.
 func TestOpenRefusesFileURLs(t *testing.T) {
 	_, err := Open(t.Context(), "file://"+filepath.ToSlash(t.TempDir()))
-	if !errors.Is(err, ErrNoConditionalCreate) || !strings.Contains(err.Error(), "plain path") {
-		t.Fatalf("Open(file://...) = %v, want ErrNoConditionalCreate saying to give a plain path", err)
-	}
-}
-
-// TestOpenRefusesAServiceThatIgnoresTheCondition: an S3 service that
-// answers 200 to a PUT with If-None-Match: * on an existing key would let
-// two workers claim one job; Open finds out and refuses it.
-func TestOpenRefusesAServiceThatIgnoresTheCondition(t *testing.T) {
-	var conditional atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" {
-			conditional.Add(1)
-		}
-		switch r.Method {
-		case http.MethodPut:
-			w.Header().Set("ETag", `"e"`)
-		case http.MethodDelete:
-			w.WriteHeader(http.StatusNoContent)
-		}
-	}))
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "k")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	_, err := Open(t.Context(), "s3://b/p?region=us-east-1&use_path_style=true&endpoint="+srv.URL)
-	if !errors.Is(err, ErrNoConditionalCreate) || !strings.Contains(err.Error(), "If-None-Match") {
-		t.Fatalf("Open = %v, want ErrNoConditionalCreate naming If-None-Match", err)
-	}
-	if conditional.Load() != 2 {
-		t.Fatalf("%d conditional PUTs arrived, want the probe's 2", conditional.Load())
-	}
-	if strings.Contains(err.Error(), "endpoint=") {
-		t.Fatalf("the error shows the URL's query: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "plain path") {
+		t.Fatalf("Open(file://...) = %v, want a refusal saying to give a plain path", err)
 	}
 }
 

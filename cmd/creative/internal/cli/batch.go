@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,6 +40,7 @@ type batchFlags struct {
 	maxSpend      float64
 	prices        []string // OP=PRICE
 	pricesFile    string
+	ledger        string // --ledger, or $CREATIVE_LEDGER
 }
 
 // resultsFile is the log of finished jobs under --out, for people: the
@@ -76,7 +77,9 @@ Paying once
   --out/ledger.db, before its request is sent, so runs sharing --out (at
   once or in turn, on this machine) pay for each job once, and its answer
   is recorded there before anything is downloaded. A folder on a network
-  file system is refused: workers on several machines share a bucket URL.
+  file system is refused: workers on several machines share a PostgreSQL
+  ledger, --ledger postgres://... (or $CREATIVE_LEDGER), and a bucket URL
+  --out holds the outputs only.
 
 Outputs
   Files go under --out, named by the id (or the zero-padded line number)
@@ -95,9 +98,10 @@ Running again
   are gone (free); never pays again for an answered job, nor sends a job
   whose outcome is unknown, unless asked: --resend-unknown sends again the
   unknown ones and those claimed by a worker that is gone (this may pay
-  twice), not those in flight on a worker still running (its heartbeat is
-  under 90s old: the jobs of a killed worker are sent once its heartbeat
-  is older, or at once from its machine); --repay-expired pays again for
+  twice), not those in flight on a worker still running (on this machine
+  the jobs of a killed worker are sent at once; with PostgreSQL once its
+  session's lock is gone and its heartbeat is 120s old by the database's
+  clock); --repay-expired pays again for
   answered jobs whose links have expired.
 
 Rate, shards, Ctrl-C and SIGTERM
@@ -154,6 +158,7 @@ Exit status
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.out, "out", ".", "folder of the outputs, the ledger and results.jsonl")
+	fs.StringVar(&f.ledger, "ledger", "", "the ledger: a postgres:// URL shared by workers on several machines, or a local folder for ledger.db (default: --out, or $"+envLedger+")")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "jobs run at once")
 	fs.Float64Var(&f.rate, "rate", 0, "most requests sent per second over all jobs, retries and downloads included (0: no limit)")
 	fs.StringVar(&f.shard, "shard", "", "run only the jobs whose line number modulo N is I, given as I/N")
@@ -165,7 +170,7 @@ Exit status
 	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
 	fs.IntVar(&f.maxCalls, "max-calls", 0, "most calls that may be paid sent by every run and worker on this ledger together (0: no cap)")
 	fs.Float64Var(&f.maxSpend, "max-spend", 0, "most those calls may cost, priced by --price or --prices (0: no cap)")
-	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable), for --max-spend")
+	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable; *=PRICE prices the others), for --max-spend")
 	fs.StringVar(&f.pricesFile, "prices", "", "a file of prices, one OP=PRICE a line (# starts a comment), for --max-spend")
 	_ = cmd.MarkFlagDirname("out")
 	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
@@ -213,28 +218,40 @@ func (f *batchFlags) check() (shardI, shardN int, err error) {
 // budget reads --max-calls, --max-spend and the prices.
 func (f *batchFlags) budget() (batch.Budget, error) {
 	b := batch.Budget{MaxCalls: f.maxCalls, MaxSpend: f.maxSpend}
-	lines := slices.Clone(f.prices)
+	type priced struct{ line, where string }
+	var lines []priced
+	for _, l := range f.prices {
+		lines = append(lines, priced{l, "--price " + strings.TrimSpace(l)})
+	}
 	if f.pricesFile != "" {
 		data, err := readInput(f.pricesFile, 1<<20)
 		if err != nil {
 			return b, usagef("--prices: %v", err)
 		}
+		n := 0
 		for line := range strings.Lines(string(data)) {
+			n++
 			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
-				lines = append(lines, line)
+				lines = append(lines, priced{line, fmt.Sprintf("%s:%d", f.pricesFile, n)})
 			}
 		}
 	}
+	given := map[string]string{} // where each operation was priced
 	for _, l := range lines {
-		op, price, ok := strings.Cut(l, "=")
+		op, price, ok := strings.Cut(l.line, "=")
 		p, err := strconv.ParseFloat(strings.TrimSpace(price), 64)
 		if !ok || err != nil {
-			return b, usagef("a price must be OP=PRICE, such as image/text-to-image=0.04, got %q", strings.TrimSpace(l))
+			return b, usagef("a price must be OP=PRICE (OP may be * for the operations not priced), such as image/text-to-image=0.04, got %q", strings.TrimSpace(l.line))
 		}
+		op = strings.TrimSpace(op)
+		if first, twice := given[op]; twice {
+			return b, usagef("%s is priced twice, by %s and by %s: give one price", op, first, l.where)
+		}
+		given[op] = l.where
 		if b.Prices == nil {
 			b.Prices = map[string]float64{}
 		}
-		b.Prices[strings.TrimSpace(op)] = p
+		b.Prices[op] = p
 	}
 	if len(b.Prices) > 0 && b.MaxSpend == 0 {
 		return b, usagef("prices are for --max-spend, which is not given")
@@ -286,7 +303,8 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		defer closeJobs.Close()
 		o.FS, jobs = fsys, batch.JSONL(func() (io.ReadCloser, error) { return fsys.Open(name) })
 	}
-	checker, err := batch.New(c, nil, o)
+	f.ledger = cmp.Or(f.ledger, a.getenv(envLedger))
+	checker, err := batch.New(c, nil, nil, o)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -297,15 +315,15 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if f.dryRun {
 		return a.dryRunReport(ctx, checked, f, o)
 	}
-	if err := checkEarlier(a.con, f.out, f.startOver); err != nil {
+	if err := checkEarlier(a.con, f.out, f.ledger, f.startOver); err != nil {
 		return err
 	}
-	store, err := a.buckets.openStore(ctx, f.out)
+	p, err := a.buckets.openPlace(ctx, f.out, f.ledger)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	return a.runChecked(ctx, c, store, checked, f, o)
+	defer p.Close()
+	return a.runChecked(ctx, c, p, checked, f, o)
 }
 
 // checkFailed reports the bad lines of a jobs file.
@@ -341,19 +359,19 @@ func plural(n int, what string) string {
 // dryRunReport prints, per operation, the calls a run would make, then
 // what it would download or leave. It creates nothing.
 func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batchFlags, o batch.Options) error {
-	if err := checkEarlier(io.Discard, f.out, false); err != nil && !f.startOver {
+	if err := checkEarlier(io.Discard, f.out, f.ledger, false); err != nil && !f.startOver {
 		return err
 	}
-	var store batch.Store
-	if hasLedger(f.out) {
-		d, err := a.buckets.openStore(ctx, f.out)
+	var ledger batch.Ledger
+	if hasLedger(f.out, f.ledger) {
+		p, err := a.buckets.openPlace(ctx, f.out, f.ledger)
 		if err != nil {
 			return err
 		}
-		defer d.Close()
-		store = d
+		defer p.Close()
+		ledger = p.ledger
 	}
-	r, err := batch.New(nil, store, o)
+	r, err := batch.New(nil, ledger, nil, o)
 	if err != nil {
 		return err
 	}
@@ -403,8 +421,8 @@ func batchHTTPClient(concurrency int) *http.Client {
 
 // runChecked runs the checked jobs, logging each as it ends, and prints
 // the summary.
-func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.Store, checked *batch.Checked, f *batchFlags, o batch.Options) error {
-	log, err := openLog(ctx, store, f.out)
+func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, checked *batch.Checked, f *batchFlags, o batch.Options) error {
+	log, err := openLog(ctx, p, f.out)
 	if err != nil {
 		return err
 	}
@@ -433,7 +451,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, store batch.St
 		// Downloads too are bounded by --timeout, as a single command's.
 		o.CallOptions = append(o.CallOptions, creative.WithTimeout(a.g.timeout))
 	}
-	r, err := batch.New(c, store, o)
+	r, err := batch.New(c, p.ledger, p.out, o)
 	if err != nil {
 		return err
 	}
@@ -656,13 +674,12 @@ func summaryText(s batch.Summary) string {
 
 // batchStatusCommand reports the ledger of an --out folder.
 func (a *app) batchStatusCommand() *cobra.Command {
-	var out string
+	var out, ledger string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status --out DIR",
 		Short: "Count the jobs of a batch's ledger by state and list the unknown ones",
-		Long: `Read the ledger under --out from a listing of it (a bucket answers a
-thousand keys a request) and print how many jobs are in each state, for
+		Long: `Read the ledger of --out (or --ledger) and print how many jobs are in each state, for
 every run and worker that shared the folder, and what was taken of the
 budget (--max-calls, --max-spend); then list the jobs whose outcome is unknown (sent, with no answer recorded,
 by a worker that is gone: they may have been paid for, and are sent
@@ -680,32 +697,34 @@ sqlite3 shell reads too:
 
   sqlite3 DIR/ledger.db "SELECT state, count(*) FROM jobs GROUP BY state"
 
-Its tables and views, and more queries, are in the README of package
-github.com/creativegen/creative-go/batch/sqlitestore.`,
+Its tables, and more queries, are in docs/fleet.md.`,
 		Args:        noArgs,
 		Annotations: map[string]string{takesBuckets: "out"},
 		RunE: ran(func(cmd *cobra.Command, _ []string) error {
-			if !hasLedger(out) {
+			ledger = cmp.Or(ledger, a.getenv(envLedger))
+			if !hasLedger(out, ledger) {
 				return usagef("batch status: %s holds no ledger", out)
 			}
-			store, err := a.buckets.openStore(cmd.Context(), out)
+			p, err := a.buckets.openPlace(cmd.Context(), out, ledger)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer p.Close()
 			if asJSON {
-				return a.printStatusJSON(cmd.Context(), store)
+				return a.printStatusJSON(cmd.Context(), p.ledger)
 			}
-			return a.printStatus(cmd.Context(), store)
+			return a.printStatus(cmd.Context(), p)
 		}),
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "folder (or bucket URL) of the batch")
+	cmd.Flags().StringVar(&ledger, "ledger", "", "the ledger, when not ledger.db in --out: a postgres:// URL or a local folder (default $"+envLedger+")")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts and every job to review as one JSON object")
 	_ = cmd.MarkFlagDirname("out")
 	return cmd
 }
 
-func (a *app) printStatus(ctx context.Context, store batch.Store) error {
+func (a *app) printStatus(ctx context.Context, p *place) error {
+	store := p.ledger
 	var unknown []batch.Record
 	const maxListed = 100
 	n := 0
@@ -754,7 +773,7 @@ func (a *app) printStatus(ctx context.Context, store batch.Store) error {
 		}
 	}
 	if st.States[batch.Answered] > 0 {
-		return a.printRejected(ctx, store)
+		return a.printRejected(ctx, p.out)
 	}
 	return nil
 }
@@ -763,16 +782,12 @@ func (a *app) printStatus(ctx context.Context, store batch.Store) error {
 // paid for, not what their operation promises.
 func (a *app) printRejected(ctx context.Context, store batch.Store) error {
 	const maxListed = 100
-	list := store.List
-	if dl, ok := store.(batch.DirLister); ok {
-		list = dl.ListDir // the outputs, without the ledger's keys
-	}
 	n := 0
-	for key, err := range list(ctx, "") {
+	for key, err := range store.List(ctx, "") {
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(key, "ledger/") || !strings.Contains(key, batch.Rejected) {
+		if !strings.Contains(key, batch.Rejected) {
 			continue
 		}
 		if n == 0 {
@@ -804,7 +819,7 @@ type reviewJob struct {
 
 // printStatusJSON prints the status as one JSON object, the jobs to review
 // written as they are read: however many there are, none is held.
-func (a *app) printStatusJSON(ctx context.Context, store batch.Store) error {
+func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 	w := bufio.NewWriter(a.stdout)
 	_, _ = io.WriteString(w, `{"review":[`)
 	n := 0

@@ -91,14 +91,13 @@ func (c *s3Counter) url() string {
 	return fmt.Sprintf("s3://creative/%s?endpoint=%s&use_path_style=true&region=us-east-1", strings.Trim(c.prefix, "/")[len("creative/"):], c.front)
 }
 
-// A run of a few hundred jobs over a real S3 server asks it 2 requests a
-// job besides writing the outputs (a claim and an end; the contact sheet
-// reads the records the run made from memory) and a few for the run itself
-// (opening the bucket, the heartbeat, the listings, the log of results,
-// the page), and a rerun of the finished jobs and batch status a listing
-// of the ledger, not a request a job: the server's own count, through a
+// TestABucketHoldsOutputsOnly: a run on a bucket --out writes each output
+// once and reads nothing that grows with the jobs but a check that each
+// done job's file is still there on a rerun; the ledger is elsewhere
+// (--ledger), so batch status asks the bucket nothing but whether an
+// earlier version's ledger is in it: the server's own count, through a
 // front that counts each request.
-func TestABucketLedgerIsReadByListings(t *testing.T) {
+func TestABucketHoldsOutputsOnly(t *testing.T) {
 	const runCosts = 20
 	const jobs = 300
 	srv := s3test.Start(t)
@@ -119,7 +118,7 @@ func TestABucketLedgerIsReadByListings(t *testing.T) {
 	jobsFile := filepath.Join(dir, "jobs.jsonl")
 	require.NoError(t, os.WriteFile(jobsFile, []byte(lines.String()), 0o644))
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey,
-		"CREATIVE_BASE_URL=" + fake.URL}, srv.Env()...)
+		"CREATIVE_BASE_URL=" + fake.URL, "CREATIVE_LEDGER=" + t.TempDir()}, srv.Env()...)
 	run := func(args ...string) string {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
@@ -132,20 +131,20 @@ func TestABucketLedgerIsReadByListings(t *testing.T) {
 	counts, total := counter.take()
 	t.Logf("run: %v: %.2f requests a job besides %d outputs\n%s", counts, float64(total)/jobs, counts["OUTPUT"], out)
 	assert.Equal(t, jobs, counts["OUTPUT"], "one write of each output")
-	assert.LessOrEqual(t, total, 3*jobs, "%v", counts)
-	assert.LessOrEqual(t, counts["GET"]+counts["HEAD"], runCosts, "reads that grow with the jobs: %v", counts)
+	assert.LessOrEqual(t, total-counts["OUTPUT"], runCosts, "requests besides the outputs: %v", counts)
 
 	out = run("batch", jobsFile, "--out", counter.url(), "--concurrency", "16")
 	assert.Contains(t, out, fmt.Sprintf("%d done (%d before this run)", jobs, jobs))
 	counts, total = counter.take()
 	t.Logf("rerun: %v: %.3f requests a job", counts, float64(total)/jobs)
-	assert.LessOrEqual(t, float64(total)/jobs, 0.05, "%v", counts)
+	assert.Zero(t, counts["OUTPUT"], "nothing written again: %v", counts)
+	assert.LessOrEqual(t, float64(total)/jobs, 1.05, "a check of each done job's file: %v", counts)
 
 	out = run("batch", "status", "--out", counter.url())
 	assert.Contains(t, out, fmt.Sprintf("done      %d", jobs))
 	counts, total = counter.take()
-	t.Logf("status: %v: %.3f requests a job", counts, float64(total)/jobs)
-	assert.LessOrEqual(t, float64(total)/jobs, 0.05, "%v", counts)
+	t.Logf("status: %v", counts)
+	assert.LessOrEqual(t, total, 2, "%v", counts)
 
 	var st struct {
 		Jobs   int            `json:"jobs"`
@@ -154,5 +153,5 @@ func TestABucketLedgerIsReadByListings(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(run("batch", "status", "--out", counter.url(), "--json")), &st))
 	assert.Equal(t, jobs, st.States["done"])
 	_, total = counter.take()
-	assert.LessOrEqual(t, float64(total)/jobs, 0.05)
+	assert.LessOrEqual(t, total, 2)
 }

@@ -22,7 +22,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/opcall"
@@ -242,7 +242,7 @@ func runBatch(t *testing.T, srv *creativetest.Server, dir string, op ops.Op, fie
 	require.NoError(t, err)
 	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
 	require.NoError(t, os.WriteFile(jobs, append(b, '\n'), 0o644))
-	r, err := batch.New(srv.Client(), storetest.NewMemory(), batch.Options{Base: dir})
+	r, err := batch.New(srv.Client(), ledgertest.NewMemory(), ledgertest.NewFiles(), batch.Options{Base: dir})
 	require.NoError(t, err)
 	checked, err := r.Check(context.Background(), batch.File(jobs))
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 )
 
 // listFiles lists the regular files under dir, relative to it, with their
@@ -51,7 +51,7 @@ func TestEarlierOutputsWithoutALedgerAreRefused(t *testing.T) {
 			require.Equal(t, 0, code, stderr)
 			require.Equal(t, 3, srv.Count("image/text-to-image"))
 			require.NoError(t, os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644))
-			c.lose(t, filepath.Join(out, sqlitestore.DBFile))
+			c.lose(t, filepath.Join(out, sqliteledger.File))
 			before := listFiles(t, out)
 
 			srv.Reset()

@@ -42,7 +42,10 @@ func TestFleetBudgetIsNeverExceeded(t *testing.T) {
 
 	jobsURL, out := putSpeechJobs(t, srv, "budget", jobs)
 
-	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey}, srv.Env()...)
+	// The workers share a bucket for their outputs, and a ledger on this
+	// machine.
+	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey,
+		"CREATIVE_LEDGER=" + t.TempDir()}, srv.Env()...)
 	start := func(name string) (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(bin, "batch", jobsURL, "--out", out, "--concurrency", strconv.Itoa(concurrency), "--max-calls", strconv.Itoa(budget))
 		cmd.Env = append(baseEnv, "CREATIVE_BASE_URL="+calls.front(t, name))
@@ -150,4 +153,33 @@ func TestBatchMaxSpendPricesFromFlagsAndAFile(t *testing.T) {
 		assert.Equal(t, 2, code, "%v: %s", bad, stderr)
 	}
 	assert.NoDirExists(t, filepath.Join(dir, "bad"))
+
+	// One operation priced twice, on the command line and in a file or
+	// twice in a file, is refused before anything is sent, naming both.
+	twice := filepath.Join(dir, "twice.txt")
+	require.NoError(t, os.WriteFile(twice, []byte("image/text-to-image=0.04\n*=0.02\nimage/text-to-image=0.05\n"), 0o644))
+	srv.Reset()
+	for bad, want := range map[string][]string{
+		"--price image/text-to-image=0.03": {"image/text-to-image is priced twice, by --price image/text-to-image=0.03 and by " + prices + ":2"},
+		"":                                 {"image/text-to-image is priced twice, by " + twice + ":1 and by " + twice + ":3"},
+	} {
+		file := prices
+		if bad == "" {
+			file = twice
+		}
+		args := []string{"batch", jobs, "--out", filepath.Join(dir, "twice"), "--max-spend", "1", "--prices", file}
+		if bad != "" {
+			args = append(args, strings.Fields(bad)...)
+		}
+		code, _, stderr := runCLI(t, env, args...)
+		assert.Equal(t, 2, code, stderr)
+		for _, w := range want {
+			assert.Contains(t, stderr, w)
+		}
+	}
+	assert.Empty(t, srv.Requests(), "nothing sent")
+	// A default price for the operations not named.
+	code, _, stderr = runCLI(t, env, "batch", jobs, "--out", filepath.Join(dir, "star"), "--max-spend", "0.05", "--price", "*=0.01")
+	assert.Equal(t, 1, code, stderr)
+	assert.Equal(t, 5, srv.Count("image/text-to-image")+srv.Count("audio/text-to-speech"), "0.05 at 0.01 a call")
 }

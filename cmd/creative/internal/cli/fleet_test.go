@@ -109,7 +109,10 @@ func TestFleetOfThreeWorkersKilledAndRestarted(t *testing.T) {
 
 	jobsURL, out := putSpeechJobs(t, srv, "fleet", jobs)
 
-	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey}, srv.Env()...)
+	// The workers share a bucket for their outputs, and a ledger on this
+	// machine.
+	baseEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CREATIVE_ACCESS_KEY=" + fake.AccessKey,
+		"CREATIVE_LEDGER=" + t.TempDir()}, srv.Env()...)
 	start := func(name string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(bin, append([]string{"batch", jobsURL, "--out", out, "--concurrency", strconv.Itoa(concurrency)}, args...)...)
 		cmd.Env = append(baseEnv, "CREATIVE_BASE_URL="+calls.front(t, name))
@@ -232,7 +235,11 @@ func putSpeechJobs(t *testing.T, srv *s3test.Server, folder string, n int) (jobs
 	}
 	store, err := bucket.Open(t.Context(), srv.URL(folder))
 	require.NoError(t, err)
-	require.NoError(t, store.Put(t.Context(), "jobs.jsonl", []byte(lines.String())))
+	w, err := store.NewWriter(t.Context(), "jobs.jsonl", nil)
+	require.NoError(t, err)
+	_, err = io.WriteString(w, lines.String())
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
 	require.NoError(t, store.Close())
 	return srv.URL(folder + "/jobs.jsonl"), srv.URL(folder + "/out")
 }

@@ -414,7 +414,7 @@ func TestTheInstalledPairHandsBucketURLsOver(t *testing.T) {
 	jobs := writeJobs(t, 2)
 	run := func(bin string, env ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(bin, "batch", jobs, "--out", "mem://out")
+		cmd := exec.Command(bin, "batch", jobs, "--out", "mem://out", "--ledger", t.TempDir())
 		cmd.Env = append([]string{"HOME=" + t.TempDir(), "CREATIVE_BASE_URL=" + srv.URL, "CREATIVE_ACCESS_KEY=" + srv.AccessKey}, env...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

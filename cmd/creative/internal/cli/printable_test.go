@@ -50,9 +50,9 @@ func TestStatusAndErrorsPrintNoEscapeFromALedgerOrTheService(t *testing.T) {
 	// A run whose worker's name holds escapes, as a hand-edited or hostile
 	// ledger may.
 	c := srv.Client()
-	store, err := testBuckets.openStore(context.Background(), out)
+	store, err := testBuckets.openPlace(context.Background(), out, "")
 	require.NoError(t, err)
-	r, err := batch.New(c, store, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
+	r, err := batch.New(c, store.ledger, store.out, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
 	require.NoError(t, err)
 	checked, err := r.Check(context.Background(), batch.File(jobs))
 	require.NoError(t, err)
@@ -97,9 +97,9 @@ func TestJSONOutputPrintsNoControlFromALedgerOrTheService(t *testing.T) {
 	})
 	out := t.TempDir()
 	jobs := writeJobs(t, 1)
-	store, err := testBuckets.openStore(context.Background(), out)
+	store, err := testBuckets.openPlace(context.Background(), out, "")
 	require.NoError(t, err)
-	r, err := batch.New(srv.Client(), store, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
+	r, err := batch.New(srv.Client(), store.ledger, store.out, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
 	require.NoError(t, err)
 	checked, err := r.Check(context.Background(), batch.File(jobs))
 	require.NoError(t, err)

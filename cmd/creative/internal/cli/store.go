@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,7 +16,7 @@ import (
 	"time"
 
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/outdir"
 )
@@ -52,38 +55,128 @@ func localPath(name string) (string, error) {
 	return filepath.FromSlash(p), nil
 }
 
-// openStore opens the place of record named by --out: a plain path is the
-// local folder store (package sqlitestore); file:///path is the same folder
-// store (its exclusive create works across processes, gocloud.dev's
-// fileblob's does not); any other URL is a bucket, opened by b (nil in
-// creative, which hands such a command over to creative-cloud before it
-// gets here).
-func (b *Buckets) openStore(ctx context.Context, out string) (batch.Store, error) {
+// A place is where a batch keeps its ledger and its outputs.
+type place struct {
+	ledger batch.Ledger
+	out    batch.Store
+	dir    string // the local folder of the outputs; "" for a bucket
+}
+
+// Close closes the ledger and the outputs' store.
+func (p *place) Close() error { return errors.Join(p.ledger.Close(), p.out.Close()) }
+
+// envLedger names the ledger when --ledger is not given.
+const envLedger = "CREATIVE_LEDGER"
+
+// openPostgres opens a postgres:// ledger URL; nil in a build without
+// the PostgreSQL driver.
+var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
+
+// openPlace opens the outputs named by --out and the ledger named by
+// --ledger (or $CREATIVE_LEDGER): by default ledger.db in the folder --out.
+// A plain path or a file:///path --out is a local folder; any other URL a
+// bucket, opened by b (nil in creative, which hands such a command over to
+// creative-cloud before it gets here). A bucket holds outputs only, so
+// that two workers can never keep two ledgers for it: it needs --ledger,
+// a postgres:// URL for workers on several machines (or a local folder,
+// for one machine: every worker writing that bucket must then run on it);
+// and a bucket that holds an earlier version's ledger is refused.
+func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, error) {
+	p := &place{}
 	if !isBucket(out) {
 		path, err := localPath(out)
 		if err != nil {
-			return nil, fmt.Errorf("--out: %w", err)
+			return nil, usagef("--out: %v", err)
 		}
-		return openDir(path)
+		if p.out, err = batch.OpenFolder(path); err != nil {
+			return nil, usagef("--out: %v", err)
+		}
+		p.dir = path
+	} else {
+		if ledger == "" {
+			return nil, usagef("--out %s is a bucket, which holds outputs only: give the ledger the workers share with --ledger postgres://... (or $%s); "+
+				"a local ledger each would let two workers pay for one job twice", redactURL(out), envLedger)
+		}
+		if b == nil {
+			return nil, errNoCloud
+		}
+		s, err := b.Open(ctx, out)
+		if err != nil {
+			return nil, usagef("--out: %v", err)
+		}
+		if err := refuseOldLedger(ctx, s, out); err != nil {
+			s.Close()
+			return nil, err
+		}
+		p.out = s
 	}
-	if b == nil {
-		return nil, errNoCloud
-	}
-	s, err := b.Open(ctx, out)
+	l, err := openLedger(ctx, cmp.Or(ledger, p.dir))
 	if err != nil {
-		return nil, usagef("--out: %v", err)
+		p.out.Close()
+		return nil, err
 	}
-	return s, nil
+	p.ledger = l
+	return p, nil
 }
 
-// openDir opens the local folder store at path. A folder or ledger that
-// cannot be used is a usage error: nothing was sent.
-func openDir(path string) (batch.Store, error) {
-	d, err := sqlitestore.Open(path)
+// openLedger opens the ledger named by name: a postgres:// URL, or a local
+// folder holding ledger.db.
+func openLedger(ctx context.Context, name string) (batch.Ledger, error) {
+	if u, err := url.Parse(name); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if openPostgres == nil {
+			return nil, usagef("--ledger %s: PostgreSQL ledgers are not built into this binary", redactURL(name))
+		}
+		l, err := openPostgres(ctx, name)
+		if err != nil {
+			return nil, usagef("--ledger: %v", err)
+		}
+		return l, nil
+	}
+	path, err := localPath(name)
+	if err == nil && isURL(name) && !strings.HasPrefix(name, "file:") {
+		err = fmt.Errorf("%s: a ledger is a postgres:// URL or a local folder", redactURL(name))
+	}
+	if err != nil {
+		return nil, usagef("--ledger: %v", err)
+	}
+	l, err := sqliteledger.Open(path)
 	if err != nil {
 		return nil, usagef("--out: %v", err)
 	}
-	return d, nil
+	return l, nil
+}
+
+// redactURL is u without its password and query, for messages.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	p.RawQuery = ""
+	if p.User != nil {
+		p.User = url.User(p.User.Username())
+	}
+	return p.String()
+}
+
+// refuseOldLedger refuses a bucket where an earlier version kept its
+// ledger, as objects under ledger/: its jobs are recorded there, and a run
+// with another ledger would pay for them again.
+func refuseOldLedger(ctx context.Context, s batch.Store, out string) error {
+	l, ok := s.(interface {
+		List(ctx context.Context, prefix string) iter.Seq2[string, error]
+	})
+	if !ok {
+		return nil
+	}
+	for _, err := range l.List(ctx, "ledger/") {
+		if err != nil {
+			return usagef("--out: %v", err)
+		}
+		return usagef("--out %s holds the ledger of an earlier version of creative-go (objects under ledger/), which this one does not read: "+
+			"finish its runs with that version, or move those objects out of the bucket and rerun with --ledger (a new ledger pays for its jobs again)", redactURL(out))
+	}
+	return nil
 }
 
 // openJobs opens the folder of a jobs file (a path, a file:// URL, or a
@@ -113,9 +206,10 @@ func (b *Buckets) openJobs(ctx context.Context, name string) (fs.FS, string, io.
 // folder --out; in a bucket, where many workers cannot append to one
 // object, an object of this run's own under results/, which appears when
 // the run ends (the ledger holds every result meanwhile).
-func openLog(ctx context.Context, store batch.Store, out string) (*resultLog, error) {
-	if d, ok := store.(*sqlitestore.Store); ok {
-		log, err := openResultLog(d.Path())
+func openLog(ctx context.Context, p *place, out string) (*resultLog, error) {
+	store := p.out
+	if p.dir != "" {
+		log, err := openResultLog(p.dir)
 		if err != nil {
 			return nil, usagef("--out: %v", err)
 		}
@@ -146,17 +240,19 @@ func safeName(s string) string {
 	}, s)
 }
 
-// hasLedger reports whether --out names a ledger to read: a bucket, or a
-// folder holding the database, or an earlier version's ledger folder that
-// opening imports.
-func hasLedger(out string) bool {
-	if isURL(out) {
+// hasLedger reports whether --out, with ledger (--ledger, or ""), names a
+// ledger to read: one given, a bucket (refused without one), or a folder
+// holding the database.
+func hasLedger(out, ledger string) bool {
+	if ledger != "" || isBucket(out) {
 		return true
 	}
-	if st, err := os.Lstat(filepath.Join(out, sqlitestore.DBFile)); err == nil && !st.Mode().IsRegular() || err == nil && st.Size() > 0 {
-		return true // one that is not a file is refused when opened
+	path, err := localPath(out)
+	if err != nil {
+		return true // refused when opened
 	}
-	return existsDir(filepath.Join(out, "ledger"))
+	st, err := os.Lstat(filepath.Join(path, sqliteledger.File))
+	return err == nil && (!st.Mode().IsRegular() || st.Size() > 0) // one that is not a file is refused when opened
 }
 
 // earlierFolder names the folder under --out that --start-over moves the
@@ -170,12 +266,12 @@ const earlierFolder = "earlier-"
 // earlier outputs. With startOver it moves those files, and nothing else,
 // into a new folder earlier-<time>/ under --out, and says so on w; a new
 // ledger is begun.
-func checkEarlier(w io.Writer, out string, startOver bool) error {
-	if isBucket(out) {
+func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
+	if isBucket(out) || ledger != "" {
 		return nil
 	}
 	path, err := localPath(out)
-	if err != nil || !existsDir(path) || hasLedger(path) {
+	if err != nil || !existsDir(path) || hasLedger(path, "") {
 		return nil
 	}
 	d, err := outdir.Open(path)
@@ -190,22 +286,23 @@ func checkEarlier(w io.Writer, out string, startOver bool) error {
 	if n == 0 {
 		return nil
 	}
-	ledger := "missing"
-	if st, err := d.Lstat(sqlitestore.DBFile); err == nil && st.Size() == 0 {
-		ledger = "empty"
+	state := "missing"
+	if st, err := d.Lstat(sqliteledger.File); err == nil && st.Size() == 0 {
+		state = "empty"
 	}
 	if !startOver {
 		return usagef("batch: %s holds %s of earlier runs (%s) but its ledger, %s, is %s: a run would pay for every job again and write over them; nothing was sent. "+
 			"Give another --out, or --start-over to move those files into a folder %s<time> of their own there and begin a new ledger",
-			path, plural(n, "file"), strings.Join(found, ", "), sqlitestore.DBFile, ledger, earlierFolder)
+			path, plural(n, "file"), strings.Join(found, ", "), sqliteledger.File, state, earlierFolder)
 	}
 	return moveEarlier(w, d)
 }
 
 // earlierFiles lists (the first few) and counts the files at the top of
-// the folder that a run writes: results.jsonl, the page, outputs named
-// <stem>-<operation>..., and the database's files left without it. It
-// reads the folder a page of names at a time.
+// the folder that a run writes: results.jsonl, the page, and outputs named
+// <stem>-<operation>.... The database's side files are not among them: a
+// worker starting beside another finds them while the other makes the
+// ledger. It reads the folder a page of names at a time.
 func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 	f, err := d.Root().Open(".")
 	if err != nil {
@@ -234,7 +331,7 @@ func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 // writes.
 func isRunFile(name string) bool {
 	switch name {
-	case resultsFile, batch.IndexFile, sqlitestore.DBFile + "-wal", sqlitestore.DBFile + "-journal":
+	case resultsFile, batch.IndexFile:
 		return true
 	}
 	if strings.HasPrefix(name, ".") {
@@ -283,7 +380,7 @@ func movePass(d *outdir.Dir, to string) (moved int, err error) {
 		es, rerr := f.ReadDir(256)
 		for _, e := range es {
 			n := e.Name()
-			if !e.Type().IsRegular() || !isRunFile(n) && n != sqlitestore.DBFile && n != sqlitestore.DBFile+"-shm" {
+			if !e.Type().IsRegular() || !isRunFile(n) && !strings.HasPrefix(n, sqliteledger.File) {
 				continue
 			}
 			if ok, _ := d.Check(n); !ok {

@@ -1,14 +1,14 @@
 package cli
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 )
 
@@ -33,34 +33,63 @@ func TestIsURL(t *testing.T) {
 	}
 }
 
-func TestOpenStoreBucketURLs(t *testing.T) {
-	s, err := testBuckets.openStore(t.Context(), "mem://")
+func TestOpenPlace(t *testing.T) {
+	// A bucket holds outputs only: it needs --ledger.
+	_, err := testBuckets.openPlace(t.Context(), "mem://", "")
+	if err == nil || !strings.Contains(err.Error(), "--ledger") {
+		t.Fatalf("openPlace(mem://) = %v, want a refusal naming --ledger", err)
+	}
+	p, err := testBuckets.openPlace(t.Context(), "mem://", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if _, ok := s.(*bucket.Store); !ok {
-		t.Fatalf("openStore(mem://) = %T, want a bucket store", s)
+	if _, ok := p.out.(*bucket.Store); !ok || p.dir != "" {
+		t.Fatalf("openPlace(mem://) = %T, want a bucket store", p.out)
 	}
-	if _, err := testBuckets.openStore(t.Context(), "ftp://host/out"); err == nil {
-		t.Fatal("openStore(ftp://...) = nil error, want the schemes it takes")
+	_ = p.Close()
+	if _, err := testBuckets.openPlace(t.Context(), "ftp://host/out", t.TempDir()); err == nil {
+		t.Fatal("openPlace(ftp://...) = nil error, want the schemes it takes")
 	}
-	// A path and a file:// URL are the local folder store, whose
-	// exclusive create holds across processes.
+	_, err = testBuckets.openPlace(t.Context(), t.TempDir(), "postgres://u:secret@db.example/ledger")
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("openPlace with a postgres:// ledger that cannot be reached = %v, want a refusal without the password", err)
+	}
+	// A path and a file:// URL are the local folder, its ledger beside.
 	dir := t.TempDir()
 	for _, out := range []string{dir, "file://" + filepath.ToSlash(dir)} {
-		s, err := testBuckets.openStore(t.Context(), out)
+		p, err := testBuckets.openPlace(t.Context(), out, "")
 		if err != nil {
-			t.Fatalf("openStore(%s): %v", out, err)
+			t.Fatalf("openPlace(%s): %v", out, err)
 		}
-		if d, ok := s.(*sqlitestore.Store); !ok || d.Path() != dir {
-			t.Errorf("openStore(%s) = %T, want the folder store on %s", out, s, dir)
+		if _, ok := p.out.(*batch.Folder); !ok || p.dir != dir {
+			t.Errorf("openPlace(%s) = %T in %q, want the folder %s", out, p.out, p.dir, dir)
 		}
-		_ = s.Close()
+		_ = p.Close()
+		if _, err := os.Stat(filepath.Join(dir, sqliteledger.File)); err != nil {
+			t.Errorf("no ledger in the folder: %v", err)
+		}
 	}
-	_, err = testBuckets.openStore(t.Context(), "file://otherhost/out")
-	if err == nil || errors.Is(err, bucket.ErrNoConditionalCreate) {
-		t.Fatalf("openStore(file://otherhost/...) = %v, want a refusal of a remote file URL", err)
+	_, err = testBuckets.openPlace(t.Context(), "file://otherhost/out", "")
+	if err == nil {
+		t.Fatal("openPlace(file://otherhost/...) = nil error, want a refusal of a remote file URL")
+	}
+}
+
+// A bucket where an earlier version kept its ledger is refused, saying how
+// to go on.
+func TestABucketWithAnEarlierLedgerIsRefused(t *testing.T) {
+	s, err := bucket.Open(t.Context(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := s.NewWriter(t.Context(), "ledger/3fa/3fa9c1e0d2b4a6f8091a2b3c4d5e6f70.0001.json", nil)
+	_, _ = w.Write([]byte("{}"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = refuseOldLedger(t.Context(), s, "mem://")
+	if err == nil || !strings.Contains(err.Error(), "earlier version") || !strings.Contains(err.Error(), "--ledger") {
+		t.Fatalf("refuseOldLedger = %v, want a refusal saying how to go on", err)
 	}
 }
 

@@ -7,11 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -20,17 +16,14 @@ import (
 // which, drawn from its seed, and the cap's invariants, checked against
 // the calls the service's front counted and the shares in the ledger.
 //
-// What the cap promises (batch/budget.go, batch/shares.go): the shares of
-// a cap are one chain in the ledger for the whole fleet, and each share
-// records the limit of the worker that took it; a worker takes a share
-// only if it ends within its own limit, and sends an attempt that may be
-// paid only with a share of its own. So a worker given a larger cap goes
-// on past the others' (that is how a spent budget is raised), while the
-// workers given the smaller cap stop once the chain, whoever took it,
-// reaches theirs: every share ends within the limit it records, and what
-// the workers of each limit sent that may be paid is covered, attempt by
-// attempt, by shares taken under that limit before the attempt reached
-// the service.
+// What the cap promises (batch/budget.go, Ledger.Claim): what every run
+// took of the cap is one row of the ledger for the whole fleet; a call
+// takes its share in the transaction of its claim, only if what was taken
+// stays within its own worker's limit, and a retry of an attempt that may
+// be paid takes one more. So a worker given a larger cap goes on past the
+// others' (that is how a spent budget is raised), while the workers given
+// the smaller cap stop once the fleet's total reaches theirs: what the
+// workers of each limit sent that may be paid is within that limit.
 
 // cliEnv, set, runs the test binary as the creative command.
 const cliEnv = "FAULTS_CLI"
@@ -130,7 +123,7 @@ type statusBudget struct {
 // budgetStatus runs creative batch status --json on the ledger (the test
 // binary, run as the command) and returns its "budget".
 func (s *schedule) budgetStatus() statusBudget {
-	cmd := exec.Command(os.Args[0], "batch", "status", "--json", "--out", s.out)
+	cmd := exec.Command(os.Args[0], "batch", "status", "--json", "--out", s.out, "--ledger", s.ledger)
 	cmd.Env = append(append(os.Environ(), s.env...), cliEnv+"=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -147,146 +140,72 @@ func (s *schedule) budgetStatus() statusBudget {
 	return statusBudget{read: true, budget: st.Budget}
 }
 
-// A shareOf is a share of the budget as the ledger holds it.
-type shareOf struct {
-	Size, Limit int64
-	Op          string
-	Time        time.Time
-	pos         int64
-}
-
-// shares reads the chain of shares of the cap what, checking that it is
-// one: each share starts where the one before ends, counts a call of its
-// operation under b, and ends within the limit it records, which is one
-// given to a worker.
-func (s *schedule) shares(ctx context.Context, store batch.Store, what string, b batch.Budget, limits map[int64]bool) (chain []shareOf, end int64) {
-	var keys []string
-	for key, err := range store.List(ctx, "ledger/budget/") {
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		if key == "ledger/budget/"+what+".hint.json" {
-			continue
-		}
-		if !capped(b) || !strings.HasPrefix(key, "ledger/budget/"+what+"/") {
-			s.fail("%s is in the ledger, and no worker had that cap", key)
-			continue
-		}
-		pos, err := strconv.ParseInt(strings.TrimSuffix(path.Base(key), ".json"), 10, 64)
-		if err != nil {
-			s.fail("%s is no share", key)
-			continue
-		}
-		data, err := store.Get(ctx, key)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		sh := shareOf{pos: pos}
-		if err := json.Unmarshal(data, &sh); err != nil {
-			s.fail("%s: %v: %s", key, err, data)
-			continue
-		}
-		switch {
-		case pos != end:
-			s.fail("the shares are no chain: %s starts at %d, the one before it ends at %d", key, pos, end)
-		case sh.Size != sizeOf(b, sh.Op):
-			s.fail("%s counts %d for a call of %s, whose share is %d", key, sh.Size, sh.Op, sizeOf(b, sh.Op))
-		case !limits[sh.Limit]:
-			s.fail("%s was taken under the limit %d, which no worker had (%v)", key, sh.Limit, limits)
-		case pos+sh.Size > sh.Limit:
-			s.fail("%s ends at %d, past the limit %d it was taken under", key, pos+sh.Size, sh.Limit)
-		}
-		end = pos + sh.Size
-		chain = append(chain, sh)
-	}
-	return chain, end
-}
-
 // checkBudget checks the cap's invariants: what the front counted as
-// maybe paid from the capped workers (every attempt but those answered
-// 408, 429 or 503) is covered by the shares taken, under each worker's
-// limit, before it arrived; it is within the cap; and batch status's
-// budget is the ledger's chain: taken at least what the front counted,
-// and never above the limit. The rerun and the resend run, which have no
-// cap, take no share, so the ledger read now is the one batch status read
-// when the capped workers had ended.
-func (s *schedule) checkBudget(ctx context.Context, store batch.Store, calls []call) {
+// maybe paid from the capped workers of each limit (every attempt but
+// those answered 408, 429 or 503) is within that limit; what the ledger's
+// budget took covers it all and is within the largest limit; and batch
+// status's budget is the ledger's. The rerun and the resend run, which
+// have no cap, take nothing, so the ledger read now is the one batch
+// status read when the capped workers had ended.
+func (s *schedule) checkBudget(ctx context.Context, l batch.Ledger, calls []call) {
 	fleet := s.cap.fleet
 	what := "calls"
 	if fleet.MaxSpend > 0 {
 		what = "spend"
 	}
-	limits := map[int64]bool{limitOf(fleet): true}
-	if s.cap.who >= 0 && capped(fleet) {
-		limits[limitOf(s.cap.larger)] = true
+	st, err := l.Status(ctx)
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	chain, taken := s.shares(ctx, store, what, fleet, limits)
+	taken, lim := st.Budget.Calls, st.Budget.CallsLimit
+	other := st.Budget.Spent > 0
+	if what == "spend" {
+		taken, lim, other = micro(st.Budget.Spent), micro(st.Budget.SpendLimit), st.Budget.Calls > 0 && st.Budget.CallsLimit > 0
+	}
 	if !capped(fleet) {
 		s.ty.add(s.ty.budget, "no cap", 1)
-		if s.status.read && s.status.budget != nil {
-			s.fail("no worker had a cap, and batch status shows a budget: %+v", *s.status.budget)
+		if taken > 0 || s.status.read && s.status.budget != nil {
+			s.fail("no worker had a cap, and the ledger took %d, batch status shows %+v", taken, s.status.budget)
 		}
 		return
 	}
-	s.ty.add(s.ty.budget, what, 1)
-	if len(limits) > 1 {
+	limits := map[int64]bool{limitOf(fleet): true}
+	if s.cap.who >= 0 {
+		limits[limitOf(s.cap.larger)] = true
 		s.ty.add(s.ty.budget, "a larger cap", 1)
 	}
-
-	// The attempts that may be paid, by the limit of their worker and
-	// their operation, in the order they arrived.
-	type class struct {
-		limit int64
-		op    string
-	}
-	arrived := map[class][]time.Time{}
-	var paid int64
+	s.ty.add(s.ty.budget, what, 1)
+	var paid, top int64
 	byLimit := map[int64]int64{}
 	for _, c := range calls {
 		p := s.proc(c.worker)
 		if p == nil || !capped(p.cfg.Budget) || refused(c.status) {
 			continue
 		}
-		op, l := s.ops[c.prompt], limitOf(p.cfg.Budget)
-		arrived[class{l, op}] = append(arrived[class{l, op}], c.at)
-		paid += sizeOf(fleet, op)
-		byLimit[l] += sizeOf(fleet, op)
+		size := sizeOf(fleet, s.ops[c.prompt])
+		paid += size
+		byLimit[limitOf(p.cfg.Budget)] += size
 	}
-	for cl, ats := range arrived {
-		var took []time.Time
-		for _, sh := range chain {
-			if sh.Limit == cl.limit && sh.Op == cl.op {
-				took = append(took, sh.Time)
-			}
-		}
-		slices.SortFunc(ats, time.Time.Compare)
-		slices.SortFunc(took, time.Time.Compare)
-		n := 0 // the shares taken by the i+1st arrival
-		for i, at := range ats {
-			for n < len(took) && !took[n].After(at) {
-				n++
-			}
-			if n < i+1 {
-				s.fail("%d calls of %s that may be paid, by the workers with the limit %d, reached the service by %v; %d shares of it were taken by then",
-					i+1, cl.op, cl.limit, at.Format("15:04:05.000"), n)
-				break
-			}
-		}
+	for l := range limits {
+		top = max(top, l)
 	}
 	for l, sum := range byLimit {
 		if sum > l {
-			s.fail("the workers with the limit %d sent %d of %s that may be paid", l, sum, what)
+			s.fail("the workers with the limit %d sent %d of %s that may be paid, past it", l, sum, what)
 		}
+	}
+	switch {
+	case paid > taken:
+		s.fail("%d of %s may be paid, counted at the service; the ledger's budget took %d", paid, what, taken)
+	case taken > top:
+		s.fail("the ledger's budget took %d of %s, past the largest limit %d", taken, what, top)
+	case taken > 0 && !limits[lim]:
+		s.fail("the ledger's last share of %s was taken under the limit %d, which no worker had (%v)", what, lim, limits)
+	case other:
+		s.fail("the ledger took of a cap no worker had: %+v", st.Budget)
 	}
 	if len(limits) > 1 && taken > limitOf(fleet) {
 		s.ty.add(s.ty.budget, "the larger cap went past the fleet's", 1)
-	}
-	if paid > taken {
-		s.fail("%d of %s may be paid, counted at the service; the ledger's shares took %d", paid, what, taken)
 	}
 	s.ty.add(s.ty.budget, what+" maybe paid", int(paid))
 	s.ty.add(s.ty.budget, what+" taken", int(taken))
@@ -295,12 +214,11 @@ func (s *schedule) checkBudget(ctx context.Context, store batch.Store, calls []c
 			s.ty.add(s.ty.budget, "workers told the budget is spent", 1)
 		}
 	}
-	s.checkStatus(what, chain, taken, paid)
+	s.checkStatus(what, taken, lim, paid)
 }
 
-// checkStatus checks batch status's budget against the ledger's chain of
-// shares.
-func (s *schedule) checkStatus(what string, chain []shareOf, taken, paid int64) {
+// checkStatus checks batch status's budget against the ledger's.
+func (s *schedule) checkStatus(what string, taken, lim, paid int64) {
 	if !s.status.read {
 		return
 	}
@@ -314,14 +232,14 @@ func (s *schedule) checkStatus(what string, chain []shareOf, taken, paid int64) 
 			s.fail("batch status shows a cap no worker had: %+v", *b)
 		}
 	}
-	if len(chain) == 0 {
+	if taken == 0 {
 		if sl != nil {
-			s.fail("no share was taken, and batch status shows %+v", *sl)
+			s.fail("nothing was taken, and batch status shows %+v", *sl)
 		}
 		return
 	}
 	if sl == nil {
-		s.fail("batch status shows no budget; the ledger holds %d shares of %s", len(chain), what)
+		s.fail("batch status shows no budget; the ledger took %d of %s", taken, what)
 		return
 	}
 	unit := func(v float64) int64 { return micro(v) }
@@ -329,13 +247,10 @@ func (s *schedule) checkStatus(what string, chain []shareOf, taken, paid int64) 
 		unit = func(v float64) int64 { return int64(math.Round(v)) }
 	}
 	spent, limit, left := unit(sl.Spent), unit(sl.Limit), unit(sl.Left)
-	last := chain[len(chain)-1]
 	switch {
-	case spent != taken || limit != last.Limit || left != max(0, limit-spent):
-		s.fail("batch status shows %+v of %s; the ledger's shares took %d, the last under the limit %d", *sl, what, taken, last.Limit)
+	case spent != taken || limit != lim || left != max(0, limit-spent):
+		s.fail("batch status shows %+v of %s; the ledger took %d, the last share under the limit %d", *sl, what, taken, lim)
 	case spent < paid:
 		s.fail("batch status shows %v of %s taken; %d may be paid, counted at the service", sl.Spent, what, paid)
-	case spent > limit:
-		s.fail("batch status shows %v of %s taken, above its limit %v", sl.Spent, what, sl.Limit)
 	}
 }

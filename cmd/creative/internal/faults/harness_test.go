@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,6 @@ import (
 	"time"
 
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
@@ -118,7 +118,7 @@ func (p *proc) hit() time.Time {
 type tally struct {
 	mu         sync.Mutex
 	schedules  int
-	store      map[string]int
+	ledger     map[string]int // faults of the ledger and the outputs
 	service    map[string]int
 	process    map[string]int
 	budget     map[string]int // the caps drawn, and how they ended
@@ -135,21 +135,24 @@ func (ty *tally) add(m map[string]int, k string, n int) {
 
 // A schedule is one draw of faults over one ledger.
 type schedule struct {
-	t      *testing.T
-	seed   uint64
-	rng    *rand.Rand
-	out    string   // folder or bucket URL
-	env    []string // for the workers
-	jobs   string
-	ops    map[string]string // each job's operation, by its prompt
-	cap    fleetCap          // the workers' budget (budget_test.go)
-	status statusBudget      // batch status --json's budget once the capped workers ended
-	fake   *creativetest.Server
-	front  *front
-	url    string
-	ty     *tally
-	procs  []*proc
-	errors []string
+	t            *testing.T
+	seed         uint64
+	rng          *rand.Rand
+	engine       engine
+	out          string                              // the outputs' folder
+	ledger       string                              // the workers' --ledger
+	env          []string                            // for the workers
+	engineStrike func(fault string, d time.Duration) // deals a fault of the engine's (engine.netFaults)
+	jobs         string
+	ops          map[string]string // each job's operation, by its prompt
+	cap          fleetCap          // the workers' budget (budget_test.go)
+	status       statusBudget      // batch status --json's budget once the capped workers ended
+	fake         *creativetest.Server
+	front        *front
+	url          string
+	ty           *tally
+	procs        []*proc
+	errors       []string
 }
 
 func (s *schedule) fail(format string, args ...any) {
@@ -159,7 +162,7 @@ func (s *schedule) fail(format string, args ...any) {
 // start starts the process of worker p.
 func (s *schedule) start(p *proc) *proc {
 	cfg := &p.cfg
-	cfg.Out, cfg.Jobs, cfg.BaseURL, cfg.Key, cfg.Lease = s.out, s.jobs, s.url, creativetest.DefaultAccessKey, lease
+	cfg.Engine, cfg.Out, cfg.Ledger, cfg.Jobs, cfg.BaseURL, cfg.Key, cfg.Lease = s.engine.name, s.out, s.ledger, s.jobs, s.url, creativetest.DefaultAccessKey, lease
 	raw, _ := json.Marshal(cfg)
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(append(os.Environ(), s.env...), workerEnv+"="+string(raw))
@@ -222,7 +225,7 @@ func (s *schedule) wait(p *proc) {
 	}
 	p.rep = &rep
 	for k, n := range rep.Faults {
-		s.ty.add(s.ty.store, k, n)
+		s.ty.add(s.ty.ledger, k, n)
 	}
 }
 
@@ -274,18 +277,16 @@ type blow struct {
 	kind        int
 	at, stopFor time.Duration
 	// taker, when set, is a worker with ResendUnknown started while the
-	// stopped one is stopped and its heartbeat looks stale: it tries to
-	// take over the claims of a worker that lives.
+	// stopped one is stopped past its lease: it tries to take over the
+	// claims of a worker that lives.
 	taker *proc
 }
 
 func (s *schedule) drawStrike(p *proc) blow {
-	b := blow{kind: s.rng.IntN(5), at: 300*time.Millisecond + time.Duration(s.rng.Int64N(int64(1200*time.Millisecond))),
+	b := blow{kind: s.rng.IntN(5), at: 100*time.Millisecond + time.Duration(s.rng.Int64N(int64(900*time.Millisecond))),
 		stopFor: lease + skew + time.Duration(s.rng.Int64N(int64(lease)))}
 	if b.kind == 3 {
-		// On the stopped worker's machine or on another, as it sees locks.
-		b.taker = &proc{cfg: config{Name: p.cfg.Name + "-taker", Seed: s.rng.Uint64(), Resend: true,
-			OtherMachine: p.cfg.OtherMachine, Concurrency: 3}}
+		b.taker = &proc{cfg: config{Name: p.cfg.Name + "-taker", Seed: s.rng.Uint64(), Resend: true, Concurrency: 3}}
 	}
 	return b
 }
@@ -316,8 +317,8 @@ func (s *schedule) strike(p *proc, b blow) {
 				if b.taker == nil {
 					time.Sleep(stopFor)
 				} else {
-					// Once its heartbeat looks stale: its lease and the
-					// allowance past its last beat.
+					// Once its heartbeat is stale by the database's clock:
+					// its lease and a third past its last beat.
 					time.Sleep(lease + skew + lease/6)
 					s.start(b.taker)
 					time.Sleep(max(0, stopFor-lease-skew-lease/6))
@@ -335,7 +336,7 @@ func (s *schedule) strike(p *proc, b blow) {
 // run runs the schedule: its workers under faults, then a rerun and a
 // --resend-unknown run, then checks the invariants.
 func (s *schedule) run() {
-	nJobs := 4 + s.rng.IntN(7)
+	nJobs := 8 + s.rng.IntN(13)
 	var lines strings.Builder
 	s.ops = map[string]string{}
 	for i := range nJobs {
@@ -359,8 +360,8 @@ func (s *schedule) run() {
 	// start late, when others' claims may look gone.
 	var ends sync.WaitGroup
 	for w := range nWorkers {
-		cfg := config{Name: "w" + strconv.Itoa(w+1), Seed: s.rng.Uint64(), StoreFaults: s.rng.IntN(10) < 7,
-			Resend: s.rng.IntN(2) == 0, OtherMachine: s.rng.IntN(2) == 0, Concurrency: 1 + s.rng.IntN(3), Budget: s.cap.of(w)}
+		cfg := config{Name: "w" + strconv.Itoa(w+1), Seed: s.rng.Uint64(), LedgerFaults: s.rng.IntN(10) < 7,
+			Resend: s.rng.IntN(2) == 0, Concurrency: 1 + s.rng.IntN(3), Budget: s.cap.of(w)}
 		var late time.Duration
 		if w > 0 && s.rng.IntN(2) == 0 {
 			late = time.Duration(s.rng.Int64N(int64(2 * lease)))
@@ -385,22 +386,23 @@ func (s *schedule) run() {
 			}
 		})
 	}
+	s.engineFaults(&ends)
 	ends.Wait()
 	s.status = s.budgetStatus()
 	s.countServiceFaults()
 	s.fake.Reset() // the faults not used, with the requests it kept
-	// A worker killed "on another machine" is gone once its heartbeat is
-	// older than the lease and the allowance.
+	// Where the engine judges by heartbeats, a killed worker is gone once
+	// its heartbeat is older than its lease and a third.
 	for _, p := range s.procs {
-		if p.cfg.OtherMachine && (!p.killed.IsZero() || p.overtime) {
+		if !s.engine.exact && (!p.killed.IsZero() || p.overtime) {
 			time.Sleep(lease + skew)
 			break
 		}
 	}
 	for _, name := range []string{"rerun", "resend"} {
 		// A run that could not write its ledger on a loaded machine (its
-		// first heartbeat past its deadline) is started again, twice at
-		// most: the faults are over. These two runs have no cap, so that
+		// session not begun within its deadline) is started again, twice
+		// at most: the faults are over. These two runs have no cap, so that
 		// they end the work whatever the capped workers left (and take no
 		// share: the budget's shares are the capped workers' alone).
 		for try := range 3 {
@@ -413,6 +415,38 @@ func (s *schedule) run() {
 		}
 	}
 	s.check(nJobs)
+}
+
+// engineFaults draws the faults of the engine's network and server (none
+// for an engine without them) and deals them while the workers run.
+func (s *schedule) engineFaults(ends *sync.WaitGroup) {
+	if len(s.engine.netFaults) == 0 {
+		return
+	}
+	type netBlow struct {
+		fault string
+		at, d time.Duration
+	}
+	var blows []netBlow
+	for range s.rng.IntN(4) {
+		blows = append(blows, netBlow{s.engine.netFaults[s.rng.IntN(len(s.engine.netFaults))],
+			100*time.Millisecond + time.Duration(s.rng.Int64N(int64(2*time.Second))), time.Duration(s.rng.Int64N(int64(3 * lease / 2)))})
+	}
+	slices.SortFunc(blows, func(a, b netBlow) int { return int(a.at - b.at) })
+	start := time.Now()
+	ends.Go(func() {
+		for _, b := range blows {
+			time.Sleep(b.at - time.Since(start))
+			s.engineStrike(b.fault, b.d)
+			s.ty.add(s.ty.ledger, b.fault, 1)
+			for _, p := range s.procs {
+				p.mu.Lock()
+				p.lastHit = time.Now()
+				p.mu.Unlock()
+			}
+		}
+		s.engineStrike("", 0) // the faults end: none stays armed
+	})
 }
 
 // gone reports whether the worker named w was really gone at at: killed,
@@ -443,28 +477,17 @@ func (s *schedule) proc(name string) *proc {
 // check checks the invariants against the calls the service answered.
 func (s *schedule) check(nJobs int) {
 	ctx := context.Background()
-	store, err := openStore(ctx, s.out)
+	l, err := s.engine.open(ctx, s.ledger)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	defer store.Close()
-	var recs []batch.Record
-	for key, err := range store.List(ctx, "ledger/") {
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		if strings.HasPrefix(key, "ledger/runs/") || strings.HasPrefix(key, "ledger/budget/") {
-			continue
-		}
-		b, err := store.Get(ctx, key)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		var r batch.Record
-		if json.Unmarshal(b, &r) == nil {
-			recs = append(recs, r)
-		}
+	defer l.Close()
+	recs := attempts(s.t, l)
+	out, err := batch.OpenFolder(s.out)
+	if err != nil {
+		s.t.Fatal(err)
 	}
+	defer out.Close()
 	prompt := func(r batch.Record) string { p, _ := r.Fields["prompt"].(string); return p }
 
 	s.front.mu.Lock()
@@ -500,9 +523,10 @@ func (s *schedule) check(nJobs int) {
 				if !s.gone(before.worker, c.at) {
 					s.fail("%s paid again by %s at %v while %s, which paid it first, still went: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
 				}
-				// On one machine liveness is exact: a process that lives,
-				// stopped or not, lease lapsed or not, is never taken for gone.
-				if b := s.proc(before.worker); b != nil && !b.cfg.OtherMachine && !p.cfg.OtherMachine && !s.ended(b, c.at) {
+				// Where liveness is exact (one machine), a process that
+				// lives, stopped or not, lease lapsed or not, is never
+				// taken for gone.
+				if b := s.proc(before.worker); b != nil && s.engine.exact && !s.ended(b, c.at) {
 					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
 				}
 			}
@@ -535,7 +559,7 @@ func (s *schedule) check(nJobs int) {
 			continue
 		}
 		for _, f := range r.Files {
-			if ok, err := store.Exists(ctx, f); err != nil || !ok {
+			if ok, err := out.Exists(ctx, f); err != nil || !ok {
 				s.fail("%s recorded done by %s without its file %s (%v)", prompt(r), r.Worker, f, err)
 			}
 		}
@@ -545,14 +569,43 @@ func (s *schedule) check(nJobs int) {
 	}
 	// The rerun and the resend run end the work: every job done, or
 	// answered with an answer that could not be kept (handed back).
-	st, err := batch.ReadStatus(ctx, store, nil)
+	st, err := batch.ReadStatus(ctx, l, nil)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	if st.Jobs != nJobs || st.States[batch.Done]+st.Lost != nJobs {
 		s.fail("after the rerun and the resend run: %d jobs, %v, %d lost", st.Jobs, st.States, st.Lost)
 	}
-	s.checkBudget(ctx, store, calls)
+	s.checkBudget(ctx, l, calls)
+}
+
+// attempts reads every attempt of every job from the ledger's tables, as
+// records.
+func attempts(t *testing.T, l engineLedger) []batch.Record {
+	rows, err := l.DB().Query(`SELECT a.job, a.n, a.state, a.lost, a.worker, a.requests, coalesce(a.error, ''), coalesce(a.files, '[]'),
+		coalesce(a.ended, a.claimed), j.fields FROM attempts a JOIN jobs j ON j.job = a.job ORDER BY a.job, a.n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var recs []batch.Record
+	for rows.Next() {
+		var r batch.Record
+		var state, files, fields string
+		var ms int64
+		if err := rows.Scan(&r.Job, &r.Attempt, &state, &r.Lost, &r.Worker, &r.Requests, &r.Error, &files, &ms, &fields); err != nil {
+			t.Fatal(err)
+		}
+		r.State, r.Time = batch.State(state), time.UnixMilli(ms)
+		if json.Unmarshal([]byte(files), &r.Files) != nil || json.Unmarshal([]byte(fields), &r.Fields) != nil {
+			t.Fatalf("attempt %d of %s: files %s, fields %s", r.Attempt, r.Job, files, fields)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 // history says what the service's front saw of job and what the ledger
@@ -574,11 +627,11 @@ func history(job string, recs []batch.Record, calls []call) string {
 	return b.String()
 }
 
-// defaultSchedules is how many schedules TestFaults runs over each store.
+// defaultSchedules is how many schedules TestFaults runs over each engine.
 var defaultSchedules = 25
 
-// TestFaults runs FAULTS_SCHEDULES schedules (default 25) over each store,
-// or the one of FAULTS_SEED.
+// TestFaults runs FAULTS_SCHEDULES schedules (default 25) over each
+// engine, or the one of FAULTS_SEED.
 func TestFaults(t *testing.T) {
 	n := defaultSchedules
 	if v, err := strconv.Atoi(os.Getenv("FAULTS_SCHEDULES")); err == nil {
@@ -593,13 +646,9 @@ func TestFaults(t *testing.T) {
 			seeds = append(seeds, base+uint64(i))
 		}
 	}
-	for _, kind := range []string{"folder", "bucket"} {
-		t.Run(kind, func(t *testing.T) {
-			ty := &tally{store: map[string]int{}, service: map[string]int{}, process: map[string]int{}, budget: map[string]int{}}
-			var s3 *s3test.Server
-			if kind == "bucket" {
-				s3 = s3test.Start(t)
-			}
+	for _, name := range slices.Sorted(maps.Keys(engines)) {
+		t.Run(name, func(t *testing.T) {
+			ty := &tally{ledger: map[string]int{}, service: map[string]int{}, process: map[string]int{}, budget: map[string]int{}}
 			start := time.Now()
 			// The schedules run -test.parallel at a time (GOMAXPROCS): their
 			// workers mostly wait.
@@ -607,26 +656,24 @@ func TestFaults(t *testing.T) {
 				for _, seed := range seeds {
 					t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 						t.Parallel()
-						runSchedule(t, kind, seed, s3, ty)
+						runSchedule(t, engines[name], seed, ty)
 					})
 				}
 			})
-			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); store faults %v; service faults %v; process faults %v; budget %v; %d violations",
-				kind, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.store, ty.service, ty.process, ty.budget, ty.violations)
+			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); ledger and output faults %v; service faults %v; process faults %v; budget %v; %d violations",
+				name, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.ledger, ty.service, ty.process, ty.budget, ty.violations)
 		})
 	}
 }
 
-func runSchedule(t *testing.T, kind string, seed uint64, s3 *s3test.Server, ty *tally) {
+func runSchedule(t *testing.T, e engine, seed uint64, ty *tally) {
 	dir := t.TempDir()
 	fake := creativetest.NewServer(creativetest.WithLatency(time.Duration(20+seed%200) * time.Millisecond))
 	defer fake.Close()
-	s := &schedule{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), jobs: filepath.Join(dir, "jobs.jsonl"), fake: fake, front: &front{}, ty: ty}
+	s := &schedule{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), engine: e, jobs: filepath.Join(dir, "jobs.jsonl"), fake: fake, front: &front{}, ty: ty}
 	s.url = s.front.start(t, fake.URL)
 	s.out = filepath.Join(dir, "out")
-	if s3 != nil {
-		s.out, s.env = s3.URL(fmt.Sprintf("s%d/out", seed)), s3.Env()
-	}
+	s.ledger, s.env, s.engineStrike = e.ledger(t, dir)
 	s.run()
 	ty.mu.Lock()
 	ty.schedules++
@@ -638,6 +685,6 @@ func runSchedule(t *testing.T, kind string, seed uint64, s3 *s3test.Server, ty *
 			fmt.Fprintf(&b, "  %s %+v killed=%v\n    %s\n", p.cfg.Name, p.cfg, !p.killed.IsZero(), strings.ReplaceAll(strings.TrimSpace(p.out.String()), "\n", "\n    "))
 		}
 		t.Errorf("schedule %s seed %d (replay: FAULTS_SEED=%d go test -run TestFaults/%s ./internal/faults/):\n%s\n%s",
-			kind, seed, seed, kind, strings.Join(s.errors, "\n"), b.String())
+			e.name, seed, seed, e.name, strings.Join(s.errors, "\n"), b.String())
 	}
 }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,7 +19,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/sqlitestore"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 	"github.com/creativegen/creative-go/cmd/creative/internal/cli"
 )
@@ -28,16 +27,53 @@ import (
 // workerEnv holds a worker's config: set, the test binary runs as one.
 const workerEnv = "FAULTS_WORKER"
 
+// An engine is the database a schedule's workers keep their ledger in:
+// the harness's one parameter of the ledger.
+type engine struct {
+	name string
+	// ledger makes the ledger of a schedule whose files are in dir, and
+	// returns its --ledger, what the workers' environment needs, and, for
+	// an engine with faults of its own (netFaults), what deals one.
+	ledger func(t *testing.T, dir string) (ledger string, env []string, strike func(fault string, d time.Duration))
+	// netFaults are the faults of the engine's network and server, by
+	// name, that a schedule draws besides the workers' own.
+	netFaults []string
+	// open opens the ledger named ledger, in a worker or for the checks.
+	open func(ctx context.Context, ledger string) (engineLedger, error)
+	// exact says that a live process is never taken for gone, however
+	// long it is stopped (one machine, flock); otherwise a process stopped
+	// past its lease may be.
+	exact bool
+}
+
+// An engineLedger is a Ledger whose tables the checks read.
+type engineLedger interface {
+	batch.Ledger
+	DB() *sql.DB
+}
+
+// engines are the engines the harness runs over, by name.
+var engines = map[string]engine{
+	"sqlite": {
+		name: "sqlite",
+		ledger: func(_ *testing.T, dir string) (string, []string, func(string, time.Duration)) {
+			return filepath.Join(dir, "out"), nil, nil
+		},
+		open:  func(_ context.Context, ledger string) (engineLedger, error) { return sqliteledger.Open(ledger) },
+		exact: true,
+	},
+}
+
 // A config says how one worker process runs.
 type config struct {
 	Name         string
-	Out          string // a folder, or an s3:// URL
+	Engine       string
+	Out, Ledger  string // the outputs' folder and the ledger
 	Jobs         string
 	BaseURL, Key string
 	Seed         uint64
-	StoreFaults  bool // faults strike its store
+	LedgerFaults bool // faults strike its ledger and its outputs
 	Resend       bool // Options.ResendUnknown
-	OtherMachine bool // it sees no run's lock, nor shows its own, as on another machine
 	Lease        time.Duration
 	Concurrency  int
 	Budget       batch.Budget // its cap, if any (see budget_test.go)
@@ -51,8 +87,8 @@ type report struct {
 	Ledger     bool // the run ended with a *batch.LedgerError
 	Unrecorded []batch.Record
 	MaybePaid  []batch.Record
-	Faults     map[string]int // store faults injected, by kind
-	RunEnded   time.Time      // when Run returned, its lock let go
+	Faults     map[string]int // ledger and output faults injected, by kind
+	RunEnded   time.Time      // when Run returned, its session ended
 	Spent      string         // why the run stopped for its budget (Runner.Spent), if it did
 }
 
@@ -76,27 +112,21 @@ func work(raw string) int {
 		return 2
 	}
 	ctx := context.Background()
-	inner, err := openStore(ctx, cfg.Out)
-	for try := 0; err != nil && try < 5; try++ {
-		// versitygw refuses at times the probe objects of workers that
-		// open one bucket at the same moment (409 on a folder it is
-		// making): no fault of the harness's.
-		time.Sleep(100 * time.Millisecond)
-		inner, err = openStore(ctx, cfg.Out)
+	inner, err := engines[cfg.Engine].open(ctx, cfg.Ledger)
+	if err != nil {
+		// A ledger that cannot be opened (its server cut off or
+		// restarting) stops the run before it sends anything.
+		_ = json.NewEncoder(os.Stdout).Encode(report{Name: cfg.Name, Err: err.Error(), Ledger: true, RunEnded: time.Now()})
+		return 0
 	}
+	defer inner.Close()
+	out, err := batch.OpenFolder(cfg.Out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	defer inner.Close()
-	fs := &faultStore{Store: inner, rng: rand.New(rand.NewPCG(cfg.Seed, 7)), on: cfg.StoreFaults, lease: cfg.Lease, faults: map[string]int{}}
-	fs.locks = defaultLocks()
-	if f, ok := inner.(interface{ RunLockFolder() string }); ok {
-		fs.locks = f.RunLockFolder()
-	}
-	if cfg.OtherMachine {
-		fs.locks = ""
-	}
+	defer out.Close()
+	f := &faults{rng: rand.New(rand.NewPCG(cfg.Seed, 7)), on: cfg.LedgerFaults, lease: cfg.Lease, counts: map[string]int{}}
 	c, err := creative.New(creative.WithBaseURL(cfg.BaseURL), creative.WithAccessKey(cfg.Key),
 		creative.WithRetryWait(10*time.Millisecond, 100*time.Millisecond), creative.WithTimeout(30*time.Second))
 	if err != nil {
@@ -107,8 +137,8 @@ func work(raw string) int {
 		req.Header.Set("X-Faults-Worker", cfg.Name)
 		return next(req)
 	})
-	r, err := batch.New(c, fs, batch.Options{Concurrency: cfg.Concurrency, Base: filepath.Dir(cfg.Jobs), ResendUnknown: cfg.Resend,
-		Worker: cfg.Name, Lease: cfg.Lease, CallOptions: []creative.Option{tag}, Budget: cfg.Budget})
+	r, err := batch.New(c, &faultLedger{Ledger: inner, f: f}, &faultStore{Store: out, f: f}, batch.Options{Concurrency: cfg.Concurrency,
+		Base: filepath.Dir(cfg.Jobs), ResendUnknown: cfg.Resend, Worker: cfg.Name, Lease: cfg.Lease, CallOptions: []creative.Option{tag}, Budget: cfg.Budget})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -120,7 +150,7 @@ func work(raw string) int {
 	}
 	go func() { <-term; r.Stop() }()
 	sum, err := r.Run(ctx, checked)
-	rep := report{Name: cfg.Name, Summary: sum, Faults: fs.counts(), RunEnded: time.Now()}
+	rep := report{Name: cfg.Name, Summary: sum, Faults: f.snapshot(), RunEnded: time.Now()}
 	if err != nil {
 		rep.Err = err.Error()
 	}
@@ -134,157 +164,146 @@ func work(raw string) int {
 	return 0
 }
 
-// openStore opens a folder or a bucket.
-func openStore(ctx context.Context, out string) (batch.Store, error) {
-	if filepath.IsAbs(out) {
-		return sqlitestore.Open(out)
-	}
-	return bucket.OpenStore(ctx, out)
-}
-
-// defaultLocks is where batch keeps the runs' locks for a store that has
-// no folder of its own.
-func defaultLocks() string {
-	return filepath.Join(os.TempDir(), "creative-batch-runs-"+strconv.Itoa(os.Getuid()))
-}
-
-// A faultStore strikes some of the operations of its Store, at random
-// from its seed: a hang (past the lease, ignoring the deadline, as a PUT
-// on a stalled connection), a slow write, a failure, a full disk.
-type faultStore struct {
-	batch.Store
+// faults draws, from a worker's seed, the faults that strike its ledger
+// and its outputs, and counts them.
+type faults struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	on     bool
 	lease  time.Duration
-	locks  string
-	faults map[string]int
+	counts map[string]int
 }
 
-// RunLockFolder is where the worker's runs keep their locks, or "" as on
-// another machine.
-func (s *faultStore) RunLockFolder() string { return s.locks }
-
-// ModTime tells the store's clock where the store has one.
-func (s *faultStore) ModTime(ctx context.Context, key string) (time.Time, error) {
-	if mt, ok := s.Store.(interface {
-		ModTime(context.Context, string) (time.Time, error)
-	}); ok {
-		return mt.ModTime(ctx, key)
-	}
-	return time.Time{}, errors.New("faults: no modification times in this store")
+func (f *faults) snapshot() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts
 }
 
-func (s *faultStore) counts() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.faults
+// draw draws the fault of one operation: "" for none, else one of kinds,
+// each with its probability.
+func (f *faults) draw(kinds ...struct {
+	name string
+	p    float64
+}) (string, time.Duration) {
+	if !f.on {
+		return "", 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, d := f.rng.Float64(), time.Duration(f.rng.Int64N(int64(f.lease)))
+	for _, k := range kinds {
+		if p < k.p {
+			f.counts[k.name]++
+			return k.name, d
+		}
+		p -= k.p
+	}
+	return "", d
 }
 
-// strike draws the fault of one write, if any, and suffers it.
-func (s *faultStore) strike(ctx context.Context, key string) error {
-	if !s.on {
-		return nil
-	}
-	s.mu.Lock()
-	p := s.rng.Float64()
-	d := time.Duration(s.rng.Int64N(int64(s.lease)))
-	var kind string
-	switch {
-	case p < 0.01:
-		kind = "hang"
-	case p < 0.04:
-		kind = "slow"
-	case p < 0.05:
-		kind = "fail"
-	case p < 0.055:
-		kind = "full"
-	}
-	if kind != "" {
-		s.faults[kind]++
-	}
-	s.mu.Unlock()
-	switch kind {
-	case "hang":
-		time.Sleep(s.lease + d) // whatever ctx says
-		return fmt.Errorf("faults: %s: hung: %w", key, context.DeadlineExceeded)
-	case "slow":
+type kind = struct {
+	name string
+	p    float64
+}
+
+// A faultLedger strikes the writes of its Ledger: one that fails before
+// it lands, one that lands and whose answer is lost, one that is slow,
+// one that hangs past the lease whatever its deadline, and a kill of the
+// process once a claim took its share of the budget, before its call is
+// sent; and heartbeats that fail or hang.
+type faultLedger struct {
+	batch.Ledger
+	f *faults
+}
+
+var writeFaults = []kind{{"ledger write failed", 0.02}, {"ledger write landed, answer lost", 0.03}, {"ledger write slow", 0.05}, {"ledger write hung", 0.005}}
+
+// write runs op under the fault drawn for it.
+func (l *faultLedger) write(ctx context.Context, op func() error) error {
+	k, d := l.f.draw(writeFaults...)
+	switch k {
+	case "ledger write failed":
+		return fmt.Errorf("faults: %w", syscall.EIO)
+	case "ledger write slow":
 		select {
 		case <-time.After(d / 4):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	case "fail":
-		return fmt.Errorf("faults: %s: %w", key, syscall.EIO)
-	case "full":
-		return fmt.Errorf("faults: %s: %w", key, syscall.ENOSPC)
+	case "ledger write hung":
+		time.Sleep(l.f.lease + d) // whatever ctx says
+		return fmt.Errorf("faults: hung: %w", context.DeadlineExceeded)
 	}
-	return nil
+	err := op()
+	if err == nil && k == "ledger write landed, answer lost" {
+		return fmt.Errorf("faults: written, its answer lost: %w", syscall.EIO)
+	}
+	return err
 }
 
-func (s *faultStore) Create(ctx context.Context, key string, data []byte) error {
-	if err := s.strike(ctx, key); err != nil {
+func (l *faultLedger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
+	var res batch.ClaimResult
+	err := l.write(ctx, func() error {
+		var err error
+		res, err = l.Ledger.Claim(ctx, c)
 		return err
+	})
+	if err == nil && res.Claimed && c.Share.Calls > 0 && (c.Share.MaxCalls > 0 || c.Share.MaxSpend > 0) {
+		if k, _ := l.f.draw(kind{"SIGKILL once a claim took its share", 0.06}); k != "" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
 	}
-	fault := s.shareFault(key)
-	if fault == "late" {
-		time.Sleep(s.lease + s.lease/4) // whatever ctx says
-	}
-	err := s.Store.Create(ctx, key, data)
-	switch {
-	case err != nil || fault == "":
-		return err
-	case fault == "lost":
-		return fmt.Errorf("faults: %s: written, its answer lost: %w", key, syscall.EIO)
-	case fault == "late":
-		return fmt.Errorf("faults: %s: hung, then written: %w", key, context.DeadlineExceeded)
-	}
-	// Killed with the share taken, before the call it is for is sent.
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {}
+	return res, err
 }
 
-// shareFault draws the fault of the create of a share of the budget, if
-// any: "lost", the share is made and its answer lost (a PUT that lands as
-// its connection fails), so its taker is told it failed; "late", the
-// same after a hang past the lease (if no other worker took the share
-// meanwhile); "kill", the process is killed once the share is made.
-func (s *faultStore) shareFault(key string) string {
-	if !s.on || !strings.HasPrefix(key, "ledger/budget/") {
-		return ""
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch p := s.rng.Float64(); {
-	case p < 0.08:
-		s.faults["share made, answer lost"]++
-		return "lost"
-	case p < 0.11:
-		s.faults["share hung, then made"]++
-		return "late"
-	case p < 0.17:
-		return "kill"
-	}
-	return ""
+func (l *faultLedger) Record(ctx context.Context, a *batch.Entry) error {
+	return l.write(ctx, func() error { return l.Ledger.Record(ctx, a) })
 }
 
-func (s *faultStore) Put(ctx context.Context, key string, data []byte) error {
-	if err := s.strike(ctx, key); err != nil {
-		return err
+func (l *faultLedger) Take(ctx context.Context, run string, s batch.Share) error {
+	return l.write(ctx, func() error { return l.Ledger.Take(ctx, run, s) })
+}
+
+func (l *faultLedger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, error) {
+	s, err := l.Ledger.Begin(ctx, run)
+	if err != nil {
+		return nil, err
 	}
-	return s.Store.Put(ctx, key, data)
+	return &faultSession{Session: s, f: l.f}, nil
+}
+
+// A faultSession strikes heartbeats: one fails, one hangs past the lease.
+type faultSession struct {
+	batch.Session
+	f *faults
+}
+
+func (s *faultSession) Beat(ctx context.Context) error {
+	switch k, d := s.f.draw(kind{"heartbeat failed", 0.03}, kind{"heartbeat hung", 0.01}); k {
+	case "heartbeat failed":
+		return fmt.Errorf("faults: %w", syscall.EIO)
+	case "heartbeat hung":
+		time.Sleep(s.f.lease + d) // whatever ctx says
+		return fmt.Errorf("faults: hung: %w", context.DeadlineExceeded)
+	}
+	return s.Session.Beat(ctx)
+}
+
+// A faultStore strikes the outputs: a write that fails, or meets a full
+// disk.
+type faultStore struct {
+	batch.Store
+	f *faults
 }
 
 func (s *faultStore) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
-	if err := s.strike(ctx, key); err != nil {
-		return nil, err
+	switch k, _ := s.f.draw(kind{"output failed", 0.01}, kind{"output on a full disk", 0.005}); k {
+	case "output failed":
+		return nil, fmt.Errorf("faults: %s: %w", key, syscall.EIO)
+	case "output on a full disk":
+		return nil, fmt.Errorf("faults: %s: %w", key, syscall.ENOSPC)
 	}
 	return s.Store.NewWriter(ctx, key, meta)
-}
-
-func (s *faultStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := s.strike(ctx, key); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return nil, err
-	}
-	return s.Store.Get(ctx, key)
 }

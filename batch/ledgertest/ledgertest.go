@@ -1,0 +1,382 @@
+// Package ledgertest checks that a batch.Ledger keeps the pay-once rules:
+// claims made once under concurrency, never over a live or maybe paid
+// attempt without say-so, records fenced once a job is taken over,
+// retries recognised as the run's own, and a budget never passed.
+//
+// A Ledger implementation runs it from its own tests:
+//
+//	func TestMyLedger(t *testing.T) {
+//		ledgertest.Run(t, func(t *testing.T) batch.Ledger { return openMine(t) })
+//	}
+package ledgertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// Run runs the conformance suite. open returns a Ledger on a new, empty
+// database for one subtest; the suite closes it.
+func Run(t *testing.T, open func(t *testing.T) batch.Ledger) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, l batch.Ledger)
+	}{
+		{"a claim makes the job's first attempt, read back live", claimNew},
+		{"a claim live on another run is not made, even with ResendUnknown", claimLive},
+		{"a claim tried again after it landed is the run's own and takes one share", claimRetried},
+		{"an answer then an end are recorded, and a retried record is the run's own", recordStages},
+		{"a claim of an ended run is maybe paid: sent again only with ResendUnknown, fencing the old run", takeOver},
+		{"failed and refused jobs are claimed again; a claim must follow the last attempt", claimAfterEnd},
+		{"an answered job is downloaded, not called; a lost one is called only with RepayLost", answeredJobs},
+		{"a run that ended claims nothing", endedRunClaimsNothing},
+		{"a heartbeat of a run taken over fails with ErrLeaseLost", beatAfterTakeOver},
+		{"of concurrent claims of one job by many runs exactly one is made", claimRace},
+		{"concurrent claims never pass the budget's caps", budgetRace},
+		{"Take takes shares outside claims, against the same caps", take},
+		{"Status, Jobs and Last read every job in few queries", readers},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := open(t)
+			t.Cleanup(func() { _ = l.Close() })
+			tc.fn(t, l)
+		})
+	}
+}
+
+func token() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// jobKey is the key of the job named name.
+func jobKey(name string) string {
+	return fmt.Sprintf("%032x", []byte(name))[:32]
+}
+
+// begin starts a run that ends with the test.
+func begin(t *testing.T, l batch.Ledger) (string, batch.Session) {
+	t.Helper()
+	tok := token()
+	s, err := l.Begin(t.Context(), batch.RunInfo{Token: tok, Worker: "test:" + tok[:4], Lease: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.End(context.Background()) })
+	return tok, s
+}
+
+// claim asks for attempt n of job, a call by run.
+func claim(job string, n int, run string) *batch.Claim {
+	return &batch.Claim{Entry: batch.Entry{Record: batch.Record{Job: job, Line: 7, Op: "image/text-to-image", Attempt: n,
+		Fields: map[string]any{"prompt": "a fox", "n": 2.0}, Worker: "w", Run: run}, Kind: batch.KindCall, Stem: "000007-text-to-image-" + job[:6]}}
+}
+
+func mustClaim(t *testing.T, l batch.Ledger, c *batch.Claim) {
+	t.Helper()
+	res, err := l.Claim(t.Context(), c)
+	require.NoError(t, err)
+	require.True(t, res.Claimed, "claim of %s attempt %d", c.Job, c.Attempt)
+}
+
+func last(t *testing.T, l batch.Ledger, job string) batch.Last {
+	t.Helper()
+	got, err := l.Last(t.Context(), []string{job})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	return got[0]
+}
+
+// end records attempt n of job as ended in state by run.
+func end(job string, n int, run string, state batch.State) *batch.Entry {
+	return &batch.Entry{Record: batch.Record{Job: job, Attempt: n, Run: run, State: state, Requests: 1}, Kind: batch.KindCall}
+}
+
+func claimNew(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	j := jobKey("new")
+	mustClaim(t, l, claim(j, 1, a))
+	got := last(t, l, j)
+	assert.True(t, got.Live)
+	assert.Equal(t, batch.Claimed, got.State)
+	assert.Equal(t, 1, got.Attempt)
+	assert.Equal(t, a, got.Run)
+	assert.Equal(t, batch.KindCall, got.Kind)
+	assert.Equal(t, map[string]any{"prompt": "a fox", "n": 2.0}, got.Fields)
+	assert.Equal(t, "image/text-to-image", got.Op)
+	assert.Equal(t, 7, got.Line)
+	assert.Equal(t, "000007-text-to-image-"+j[:6], got.Stem)
+}
+
+func claimLive(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	b, _ := begin(t, l)
+	j := jobKey("live")
+	mustClaim(t, l, claim(j, 1, a))
+	c := claim(j, 2, b)
+	c.ResendUnknown = true
+	res, err := l.Claim(t.Context(), c)
+	require.NoError(t, err)
+	assert.False(t, res.Claimed)
+	require.NotNil(t, res.Last)
+	assert.True(t, res.Live)
+	assert.Equal(t, a, res.Last.Run)
+	// Nor the first attempt again, by another run.
+	res, err = l.Claim(t.Context(), claim(j, 1, b))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed)
+}
+
+func claimRetried(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	share := batch.Share{Calls: 1, MaxCalls: 2}
+	for i, j := range []string{jobKey("r1"), jobKey("r1"), jobKey("r2")} {
+		c := claim(j, 1, a)
+		c.Share = share
+		res, err := l.Claim(t.Context(), c)
+		require.NoError(t, err, "claim %d", i)
+		assert.True(t, res.Claimed, "claim %d", i)
+	}
+	c := claim(jobKey("r3"), 1, a)
+	c.Share = share
+	_, err := l.Claim(t.Context(), c)
+	require.ErrorIs(t, err, batch.ErrBudgetSpent, "the retry of r1 took no second share")
+	got, err := l.Last(t.Context(), []string{jobKey("r3")})
+	require.NoError(t, err)
+	assert.Empty(t, got, "a claim over the budget makes nothing")
+}
+
+func recordStages(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	j := jobKey("stages")
+	mustClaim(t, l, claim(j, 1, a))
+	ans := end(j, 1, a, batch.Answered)
+	ans.URLs = []string{"https://cdn.example/1.png", "https://cdn.example/2.png"}
+	ans.Text = "hello"
+	require.NoError(t, l.Record(t.Context(), ans))
+	got := last(t, l, j)
+	assert.Equal(t, batch.Answered, got.State)
+	assert.Equal(t, ans.URLs, got.URLs)
+	assert.False(t, got.Live)
+	done := *ans
+	done.State, done.Files, done.RequestID, done.Seconds = batch.Done, []string{"a-1.png", "a-2.png"}, "req-1", 1.5
+	require.NoError(t, l.Record(t.Context(), &done))
+	require.NoError(t, l.Record(t.Context(), &done), "a retried record is the run's own")
+	got = last(t, l, j)
+	assert.Equal(t, batch.Done, got.State)
+	assert.Equal(t, []string{"a-1.png", "a-2.png"}, got.Files)
+	assert.Equal(t, "req-1", got.RequestID)
+	assert.Equal(t, "hello", got.Text)
+	assert.Equal(t, 1.5, got.Seconds)
+	assert.WithinDuration(t, time.Now(), got.Time, time.Hour)
+	// Another run cannot record it.
+	b, _ := begin(t, l)
+	require.ErrorIs(t, l.Record(t.Context(), end(j, 1, b, batch.Failed)), batch.ErrFenced)
+}
+
+func takeOver(t *testing.T, l batch.Ledger) {
+	a, sa := begin(t, l)
+	j := jobKey("takeover")
+	mustClaim(t, l, claim(j, 1, a))
+	require.NoError(t, sa.End(t.Context()))
+	got := last(t, l, j)
+	assert.False(t, got.Live, "a claim of an ended run is not live")
+	b, _ := begin(t, l)
+	res, err := l.Claim(t.Context(), claim(j, 2, b))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed, "maybe paid: not sent again without ResendUnknown")
+	var maybe []string
+	for e, err := range l.Jobs(t.Context(), true) {
+		require.NoError(t, err)
+		maybe = append(maybe, e.Job)
+	}
+	assert.Equal(t, []string{j}, maybe)
+	c := claim(j, 2, b)
+	c.ResendUnknown = true
+	mustClaim(t, l, c)
+	require.ErrorIs(t, l.Record(t.Context(), end(j, 1, a, batch.Done)), batch.ErrFenced)
+	assert.Equal(t, 2, last(t, l, j).Attempt)
+}
+
+func claimAfterEnd(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	j := jobKey("again")
+	mustClaim(t, l, claim(j, 1, a))
+	require.NoError(t, l.Record(t.Context(), end(j, 1, a, batch.Failed)))
+	res, err := l.Claim(t.Context(), claim(j, 3, a))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed, "attempt 3 does not follow attempt 1")
+	assert.Equal(t, 1, res.Last.Attempt)
+	mustClaim(t, l, claim(j, 2, a))
+	require.NoError(t, l.Record(t.Context(), end(j, 2, a, batch.Refused)))
+	mustClaim(t, l, claim(j, 3, a))
+	require.NoError(t, l.Record(t.Context(), end(j, 3, a, batch.Unknown)))
+	res, err = l.Claim(t.Context(), claim(j, 4, a))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed, "unknown: maybe paid")
+}
+
+func answeredJobs(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	j, k := jobKey("waiting"), jobKey("lost")
+	for _, job := range []string{j, k} {
+		mustClaim(t, l, claim(job, 1, a))
+		ans := end(job, 1, a, batch.Answered)
+		ans.URLs = []string{"https://cdn.example/" + job}
+		ans.Lost = job == k
+		require.NoError(t, l.Record(t.Context(), ans))
+	}
+	res, err := l.Claim(t.Context(), claim(j, 2, a))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed, "a call would pay again for an answer to fetch")
+	dl := claim(j, 2, a)
+	dl.Kind, dl.URLs = batch.KindDownload, []string{"https://cdn.example/" + j}
+	mustClaim(t, l, dl)
+	assert.Equal(t, batch.KindDownload, last(t, l, j).Kind)
+	res, err = l.Claim(t.Context(), claim(k, 2, a))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed, "a lost answer is paid again only with RepayLost")
+	c := claim(k, 2, a)
+	c.RepayLost = true
+	mustClaim(t, l, c)
+}
+
+func endedRunClaimsNothing(t *testing.T, l batch.Ledger) {
+	a, sa := begin(t, l)
+	require.NoError(t, sa.End(t.Context()))
+	_, err := l.Claim(t.Context(), claim(jobKey("late"), 1, a))
+	require.ErrorIs(t, err, batch.ErrLeaseLost)
+	got, err := l.Last(t.Context(), []string{jobKey("late")})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func beatAfterTakeOver(t *testing.T, l batch.Ledger) {
+	a, sa := begin(t, l)
+	require.NoError(t, sa.Beat(t.Context()))
+	j := jobKey("beat")
+	mustClaim(t, l, claim(j, 1, a))
+	// The run is ended as a sweep would find it gone; then taken over.
+	require.NoError(t, sa.End(t.Context()))
+	b, _ := begin(t, l)
+	c := claim(j, 2, b)
+	c.ResendUnknown = true
+	mustClaim(t, l, c)
+	require.ErrorIs(t, sa.Beat(t.Context()), batch.ErrLeaseLost)
+}
+
+func claimRace(t *testing.T, l batch.Ledger) {
+	const runs, jobs = 8, 20
+	var won [jobs]atomic.Int32
+	var wg sync.WaitGroup
+	for g := range runs {
+		r, _ := begin(t, l)
+		{
+			wg.Go(func() {
+				for i := range jobs {
+					res, err := l.Claim(context.Background(), claim(jobKey(fmt.Sprint("race", (i+g)%jobs)), 1, r))
+					if assert.NoError(t, err) && res.Claimed {
+						won[(i+g)%jobs].Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i := range won {
+		assert.EqualValues(t, 1, won[i].Load(), "job %d", i)
+	}
+}
+
+func budgetRace(t *testing.T, l batch.Ledger) {
+	var claimed, spent atomic.Int32
+	var wg sync.WaitGroup
+	for r := range 4 {
+		run, _ := begin(t, l)
+		for g := range 3 {
+			wg.Go(func() {
+				for i := range 10 {
+					c := claim(jobKey(fmt.Sprint("b", r, g, i)), 1, run)
+					c.Share = batch.Share{Calls: 1, MaxCalls: 100, Spend: 250_000, MaxSpend: 2_000_000} // 0.25 of 2
+					res, err := l.Claim(context.Background(), c)
+					switch {
+					case errors.Is(err, batch.ErrBudgetSpent):
+						spent.Add(1)
+					case assert.NoError(t, err) && assert.True(t, res.Claimed):
+						claimed.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.EqualValues(t, 8, claimed.Load(), "2 / 0.25 calls")
+	assert.EqualValues(t, 120-8, spent.Load())
+	st, err := l.Status(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, batch.BudgetStatus{Calls: 8, CallsLimit: 100, Spent: 2, SpendLimit: 2}, st.Budget)
+}
+
+func take(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	s := batch.Share{Calls: 1, MaxCalls: 3}
+	require.NoError(t, l.Take(t.Context(), a, s))
+	require.NoError(t, l.Take(t.Context(), a, s))
+	c := claim(jobKey("t"), 1, a)
+	c.Share = s
+	mustClaim(t, l, c)
+	require.ErrorIs(t, l.Take(t.Context(), a, s), batch.ErrBudgetSpent)
+	// A larger cap of another run goes on from what was taken.
+	require.NoError(t, l.Take(t.Context(), a, batch.Share{Calls: 1, MaxCalls: 4}))
+}
+
+func readers(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	states := []batch.State{batch.Done, batch.Failed, batch.Unknown, batch.Answered, batch.Claimed}
+	const n = 1203 // more than two pages
+	var keys []string
+	for i := range n {
+		j := jobKey(fmt.Sprintf("job%05d", i))
+		keys = append(keys, j)
+		mustClaim(t, l, claim(j, 1, a))
+		if st := states[i%len(states)]; st != batch.Claimed {
+			e := end(j, 1, a, st)
+			e.Lost = st == batch.Answered && i%2 == 0
+			require.NoError(t, l.Record(t.Context(), e))
+		}
+	}
+	st, err := l.Status(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, n, st.Jobs)
+	for i, s := range states {
+		assert.Equal(t, (n-i+len(states)-1)/len(states), st.States[s], "%s", s)
+	}
+	assert.Equal(t, st.States[batch.Claimed], st.InFlight, "claims of a live run")
+	assert.Positive(t, st.Lost)
+	var got []string
+	for e, err := range l.Jobs(t.Context(), false) {
+		require.NoError(t, err)
+		got = append(got, e.Job)
+	}
+	slices.Sort(keys)
+	assert.Equal(t, keys, got, "every job, in the order of their keys")
+	some, err := l.Last(t.Context(), append([]string{jobKey("never claimed")}, keys[:batch.MaxLast-1]...))
+	require.NoError(t, err)
+	assert.Len(t, some, batch.MaxLast-1)
+	for _, e := range some {
+		assert.Equal(t, e.State == batch.Claimed, e.Live)
+	}
+}

@@ -1,0 +1,82 @@
+package pgledger
+
+import (
+	"context"
+	"sync"
+)
+
+// A group sends the requests that wait at the same moment as one
+// statement: while every slot has a batch in flight, requests queue, and
+// the next caller to find a slot free sends all that queued (up to max).
+// Over a network of 20 ms a round trip, a run's 64 goroutines then share
+// a handful of round trips instead of taking one each.
+type group[T any] struct {
+	max   int
+	slots chan struct{}
+	send  func(ctx context.Context, batch []T) ([]bool, error)
+
+	mu      sync.Mutex
+	pending []*waiter[T]
+}
+
+// A waiter is one request in a group's queue.
+type waiter[T any] struct {
+	v    T
+	sent bool // in a batch (under the group's mu)
+	ok   bool // taken by the batch's statement
+	done chan struct{}
+}
+
+func newGroup[T any](slots, max int, send func(context.Context, []T) ([]bool, error)) *group[T] {
+	return &group[T]{max: max, slots: make(chan struct{}, slots), send: send}
+}
+
+// do queues v and returns whether the statement of its batch took it.
+// false is no answer: the caller goes the one-at-a-time way, which reads
+// back what a batch whose answer was lost may have written.
+func (g *group[T]) do(ctx context.Context, v T) bool {
+	w := &waiter[T]{v: v, done: make(chan struct{})}
+	g.mu.Lock()
+	g.pending = append(g.pending, w)
+	g.mu.Unlock()
+	for {
+		select {
+		case <-w.done:
+			return w.ok
+		case g.slots <- struct{}{}:
+			g.flush(ctx)
+			<-g.slots
+		}
+		g.mu.Lock()
+		sent := w.sent
+		g.mu.Unlock()
+		if sent {
+			<-w.done // in a batch that another caller sends
+			return w.ok
+		}
+	}
+}
+
+// flush sends what is queued, up to max.
+func (g *group[T]) flush(ctx context.Context) {
+	g.mu.Lock()
+	n := min(len(g.pending), g.max)
+	batch := g.pending[:n:n]
+	g.pending = g.pending[n:]
+	for _, w := range batch {
+		w.sent = true
+	}
+	g.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	vs := make([]T, n)
+	for i, w := range batch {
+		vs[i] = w.v
+	}
+	ok, err := g.send(ctx, vs)
+	for i, w := range batch {
+		w.ok = err == nil && ok[i]
+		close(w.done)
+	}
+}

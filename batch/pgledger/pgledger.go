@@ -1,0 +1,208 @@
+package pgledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/creativegen/creative-go/batch/sqlledger"
+)
+
+// Settings of every connection: what ends a dead worker's session.
+const (
+	// idleInTransaction ends a session that sits in a transaction this
+	// long (a worker stopped or cut off in the middle of one), so that the
+	// rows it locked are free for the others: a ledger's transaction is a
+	// few statements.
+	idleInTransaction = 10 * time.Second
+	// defaultLease sets the sessions' TCP keepalives until a run's lock
+	// learns its run's lease (batch's default lease).
+	defaultLease = 90 * time.Second
+	// conns bounds the pool's connections; a run's lock has one more.
+	conns = 32
+)
+
+// IsURL reports whether s names a PostgreSQL database (postgres:// or
+// postgresql://).
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Open opens the ledger in the PostgreSQL database at dsn (postgres://
+// or postgresql://, as libpq takes them), making its tables in one
+// transaction when the database has none.
+//
+// Each run holds an advisory lock, keyed by its token, on a connection of
+// its own: its loss (the connection cut, the server stopped) is a lapsed
+// lease. Heartbeats and ages are read on the database's clock. Sessions
+// sit idle in a transaction at most 10 s, and the server's TCP keepalives
+// end a silent worker's session, and free its lock, within its lease
+// (never before the worker's own lease has lapsed).
+func Open(ctx context.Context, dsn string) (*Ledger, error) {
+	if !IsURL(dsn) {
+		return nil, fmt.Errorf("pgledger: %q is not a postgres:// URL", redact(dsn))
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgledger: %w", err)
+	}
+	configure(cfg)
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	if err := retryStart(ctx, func() error { return migrate(ctx, db) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("pgledger: %s: %w", redact(dsn), err)
+	}
+	d := dialect(cfg)
+	return newLedger(sqlledger.New(db, d), d), nil
+}
+
+// startWait bounds how long Open waits for a server that is starting or
+// stopping (a restart), or not yet listening.
+const startWait = 10 * time.Second
+
+// retryStart runs fn until it succeeds, fails for another reason than a
+// server in a restart, or startWait passed.
+func retryStart(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(startWait)
+	for {
+		err := fn()
+		var pgErr *pgconn.PgError
+		restarting := errors.As(err, &pgErr) && pgErr.Code == "57P03" || errors.Is(err, syscall.ECONNREFUSED)
+		if !restarting || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// configure sets what every connection of the ledger needs.
+func configure(cfg *pgx.ConnConfig) {
+	p := cfg.RuntimeParams
+	if p["application_name"] == "" {
+		p["application_name"] = "creative batch"
+	}
+	p["idle_in_transaction_session_timeout"] = fmt.Sprint(idleInTransaction.Milliseconds())
+	for _, kv := range strings.Split(keepaliveSQL(defaultLease), "; ") {
+		name, value, _ := strings.Cut(strings.TrimPrefix(kv, "SET "), " = ")
+		p[name] = value
+	}
+	// The worker's own keepalives: a server that went silent is found
+	// gone within about 30 s, and the run's lock with it.
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: net.KeepAliveConfig{
+		Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
+	cfg.DialFunc = d.DialContext
+}
+
+// dialect is PostgreSQL's, with the runs' locks on connections of cfg.
+func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
+	return sqlledger.Dialect{
+		Name:      "postgres",
+		Dollar:    true,
+		Now:       `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint`,
+		ForUpdate: " FOR UPDATE",
+		Stale:     "r.beat < NOW - r.lease_ms * 4 / 3",
+		Lock: func(ctx context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
+			return takeLock(ctx, cfg.Copy(), token)
+		},
+		Probe: probe,
+	}
+}
+
+// probe says whether the run with token is to be taken for live: its lock
+// is held, or its last heartbeat is younger than a third of its lease
+// (the lease's margin, inside which a worker whose lock was lost may not
+// yet have stopped sending).
+func probe(ctx context.Context, db *sql.DB, token string) (bool, error) {
+	key, err := lockKey(token)
+	if err != nil {
+		return false, err
+	}
+	var live bool
+	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE `+keyCond+`)
+		OR EXISTS (SELECT 1 FROM runs r WHERE r.token = $2 AND r.beat >= `+now+` - r.lease_ms / 3)`, key, token).Scan(&live)
+	if err != nil {
+		return false, fmt.Errorf("pgledger: %w", err)
+	}
+	return live, nil
+}
+
+// now is the database's clock in milliseconds since 1970.
+const now = `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint`
+
+// versionTable is where a database keeps its ledger's schema version.
+const versionTable = "ledger_version"
+
+// migrate makes the schema in a database that has no ledger, in one
+// transaction under a lock (workers may open a new database at once), and
+// refuses one of another version.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Any constant key serves: the lock lasts the transaction.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(4851297115213088581)`); err != nil {
+		return err
+	}
+	var have sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::text`, versionTable).Scan(&have); err != nil {
+		return err
+	}
+	if have.Valid {
+		var v int
+		if err := tx.QueryRowContext(ctx, `SELECT version FROM `+versionTable).Scan(&v); err != nil {
+			return fmt.Errorf("reading the ledger's version: %w", err)
+		}
+		if v != sqlledger.Version {
+			return fmt.Errorf("the ledger's schema is version %d; this version of creative-go reads version %d", v, sqlledger.Version)
+		}
+		return nil
+	}
+	var tables int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename IN ('runs', 'jobs', 'attempts', 'budget')`).Scan(&tables); err != nil {
+		return err
+	}
+	if tables > 0 {
+		return errors.New("the database has tables of the ledger's names but is no ledger of creative-go: give a database of its own")
+	}
+	if err := sqlledger.Create(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE `+versionTable+` (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+versionTable+` (version) VALUES ($1)`, sqlledger.Version); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// redact is dsn without its password, for errors.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "the ledger's URL"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,187 @@
+package sqlledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// Claim makes the attempt c asks for, in one transaction: the job's row
+// is made if new, else locked and its last attempt read; the claim is
+// judged (c.Allowed),
+// a claim of a gone run taken over marks that run gone, the budget's
+// share is taken, and the attempt is made only while c.Run is not gone.
+func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
+	var res batch.ClaimResult
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		res = batch.ClaimResult{}
+		// A new job's row is made as claimed by this attempt, its first
+		// (or, for any other attempt, with none, which the rule refuses).
+		first := 0
+		if c.Attempt == 1 {
+			first = 1
+		}
+		made, err := l.exec(ctx, tx, "newJob", c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil), first)
+		if err != nil {
+			return err
+		}
+		var last *batch.Last
+		if made == 0 {
+			if last, err = l.lockJob(ctx, tx, c.Job); err != nil {
+				return err
+			}
+		}
+		if last != nil && last.Attempt == c.Attempt && last.Run == c.Run {
+			res.Claimed = true // an earlier try of this claim landed
+			return nil
+		}
+		if last != nil && last.Live && l.d.Probe != nil {
+			if held, err := l.d.Probe(ctx, l.db, last.Run); err == nil && !held {
+				last.Live = false
+			}
+		}
+		var lastEntry *batch.Entry
+		if last != nil {
+			lastEntry = &last.Entry
+		}
+		if !c.Allowed(lastEntry, last != nil && last.Live) {
+			res.Last, res.Live = lastEntry, last != nil && last.Live
+			return nil
+		}
+		if last != nil && last.State == batch.Claimed {
+			if _, err := l.exec(ctx, tx, "markGone", last.Run); err != nil {
+				return err
+			}
+		}
+		n, err := l.exec(ctx, tx, "claim", c.Job, c.Attempt, string(c.Kind), c.Run, c.Worker,
+			jsonText(c.URLs, c.URLs == nil), c.Run)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return &answer{batch.ErrLeaseLost}
+		}
+		if c.Kind == batch.KindCall {
+			if err := l.spend(ctx, tx, c.Share); err != nil {
+				return err
+			}
+		}
+		if made == 0 || first == 0 {
+			_, err = l.exec(ctx, tx, "claimJob", c.Attempt, nullString(c.ID), c.Line, c.Op, c.Stem,
+				jsonText(c.Fields, c.Fields == nil), c.Job)
+		}
+		if err == nil {
+			res.Claimed = true
+		}
+		return err
+	})
+	if err != nil {
+		return batch.ClaimResult{}, fmt.Errorf("sqlledger: claiming job %s: %w", c.Job, err)
+	}
+	return res, nil
+}
+
+// lockJob locks the row of job where the engine locks rows (Dialect.ForUpdate),
+// and reads its last attempt: nil when it has none.
+func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.Last, error) {
+	if l.d.ForUpdate != "" {
+		var n int
+		if err := l.row(ctx, tx, "lockJob", []any{job}, &n); err != nil || n == 0 {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = nil
+			}
+			return nil, err
+		}
+	}
+	st, err := l.stmt(ctx, tx, "lastOne")
+	if err != nil {
+		return nil, err
+	}
+	var last batch.Last
+	switch err := scanEntry(st.QueryRowContext(ctx, job), &last); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &last, nil
+}
+
+// spend takes share s of the budget in tx, or answers ErrBudgetSpent.
+func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
+	for _, c := range []struct {
+		cap         string
+		amount, max int64
+	}{{"calls", s.Calls, s.MaxCalls}, {"spend", s.Spend, s.MaxSpend}} {
+		if c.max <= 0 || c.amount <= 0 {
+			continue
+		}
+		n, err := l.exec(ctx, tx, "spend", c.amount, c.max, c.cap, c.amount, c.max)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			what := strconv.FormatInt(c.max, 10) + " calls"
+			if c.cap == "spend" {
+				what = strconv.FormatFloat(float64(c.max)/1e6, 'f', -1, 64) + " in prices"
+			}
+			return &answer{fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, what)}
+		}
+	}
+	return nil
+}
+
+// Take takes a share of the budget for a call sent again. A try whose
+// commit landed and whose answer was lost is taken twice: the cap counts
+// more than was sent, never less.
+func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
+	err := l.write(ctx, func(tx *sql.Tx) error { return l.spend(ctx, tx, s) })
+	if err != nil {
+		return fmt.Errorf("sqlledger: %w", err)
+	}
+	return nil
+}
+
+// Record writes the answer or the end of an attempt, fenced: only while
+// the attempt is its job's last and its run is not gone.
+func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if l.d.ForUpdate != "" {
+			if err := l.row(ctx, tx, "lockJob", []any{a.Job}, &n); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		var run, state, errText string
+		var lost, gone int
+		err := l.row(ctx, tx, "ownAttempt", []any{a.Attempt, a.Job}, &run, &state, &lost, &errText, &n, &gone)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) || err == nil && run != a.Run:
+			return &answer{batch.ErrFenced}
+		case err != nil:
+			return err
+		case batch.State(state) == a.State && (lost != 0) == a.Lost && errText == a.Error:
+			return nil // an earlier try of this record landed
+		case n != a.Attempt || gone != 0 || state != string(batch.Claimed) && state != string(batch.Answered):
+			return &answer{batch.ErrFenced}
+		}
+		lostInt := 0
+		if a.Lost {
+			lostInt = 1
+		}
+		if _, err := l.exec(ctx, tx, "record", string(a.State), lostInt, jsonText(a.URLs, a.URLs == nil), nullString(a.Text),
+			jsonText(a.Files, a.Files == nil), nullString(a.Error), a.Requests, nullString(a.RequestID), a.Seconds, a.Job, a.Attempt); err != nil {
+			return err
+		}
+		_, err = l.exec(ctx, tx, "recordJob", string(a.State), lostInt, a.Job)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlledger: recording job %s: %w", a.Job, err)
+	}
+	return nil
+}

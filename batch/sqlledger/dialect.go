@@ -1,0 +1,95 @@
+// Package sqlledger is the batch.Ledger over database/sql, written once
+// for SQLite and PostgreSQL: the few ways they differ are a Dialect, and
+// the drivers are modules of their own (batch/sqlitestore,
+// batch/pgledger), so that this one imports no driver.
+//
+// A driver opens its *sql.DB, brings the database to Schema (Create, in
+// one transaction, with its own record of Version) and returns New(db,
+// dialect). Every write is one transaction that reads back what an earlier
+// try of it wrote, so a try whose commit landed and whose answer was lost
+// is found to be the run's own when tried again.
+package sqlledger
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+)
+
+// A Dialect is what a driver tells the Ledger of its engine.
+type Dialect struct {
+	// Name names the engine in errors: "sqlite", "postgres".
+	Name string
+	// Dollar says that placeholders are $1, $2, ... (PostgreSQL); the
+	// statements are written with ?, as SQLite takes them.
+	Dollar bool
+	// Now is an SQL expression of the database's clock, in milliseconds
+	// since 1970, as a BIGINT: the one clock of heartbeats and records.
+	Now string
+	// ForUpdate ends the SELECT of a job's row that a claim or a record
+	// writes next, to lock it against other transactions: " FOR UPDATE" in
+	// PostgreSQL; "" in SQLite, whose write transactions begin IMMEDIATE
+	// (the driver's DSN says so) and so run one at a time.
+	ForUpdate string
+	// Stale, when not "", is an SQL condition on the runs row r (with Now
+	// in it) under which the engine takes a run whose lock it cannot see
+	// for gone: in PostgreSQL its heartbeat older than its lease and a
+	// third, "r.beat < <Now> - r.lease_ms * 4 / 3". SQLite leaves it ""
+	// and has Probe: a live process's run is never taken for gone, however
+	// long it is suspended.
+	Stale string
+	// Lock takes the session lock of the run with token, held until its
+	// Release (PostgreSQL: pg_try_advisory_lock on a *sql.Conn of its own,
+	// never one the pool hands around; SQLite: a flock in the database's
+	// folder). An error means the run cannot start.
+	Lock func(ctx context.Context, db *sql.DB, token string) (Lock, error)
+	// Probe, when not nil, says whether the lock of the run with token is
+	// held by a live process (true) or free (false): a run whose lock is
+	// free is marked gone, at once. nil leaves liveness to Stale.
+	Probe func(ctx context.Context, db *sql.DB, token string) (held bool, err error)
+	// OneWriter sends the Ledger's write transactions through one group
+	// writer in the process, which commits every write waiting at that
+	// moment in one transaction (SQLite takes one writer at a time, and a
+	// commit costs a sync of its log: see group.go).
+	OneWriter bool
+}
+
+// A Lock is a run's session lock (see Dialect.Lock).
+type Lock interface {
+	// Check reports an error when the lock is no longer held (its
+	// connection died); it is called with each heartbeat.
+	Check(ctx context.Context) error
+	// Lost is closed once the lock is known to be lost.
+	Lost() <-chan struct{}
+	// Release lets the lock go.
+	Release() error
+}
+
+// bind rewrites the ? placeholders of q as the dialect writes them.
+func (d *Dialect) bind(q string) string {
+	q = strings.ReplaceAll(q, "NOW", d.Now)
+	if !d.Dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// gone is the SQL condition, on the runs row r, under which a run is gone.
+func (d *Dialect) gone() string {
+	c := "r.gone <> 0 OR r.ended IS NOT NULL"
+	if d.Stale != "" {
+		c += " OR " + d.Stale
+	}
+	return "(" + c + ")"
+}

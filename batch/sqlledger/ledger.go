@@ -1,0 +1,254 @@
+package sqlledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/creativegen/creative-go/batch"
+)
+
+// A Ledger is a batch.Ledger over a database. It is safe for concurrent
+// use.
+type Ledger struct {
+	db    *sql.DB
+	d     Dialect
+	q     map[string]string
+	sm    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared once, by key of q
+	groupState
+}
+
+var _ batch.Ledger = (*Ledger)(nil)
+
+// New returns the Ledger of db, whose schema is Schema, for the engine d
+// describes. Close closes db.
+func New(db *sql.DB, d Dialect) *Ledger {
+	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{},
+		groupState: groupState{ops: make(chan *op), closed: make(chan struct{})}}
+	for k, q := range queries {
+		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
+	}
+	l.q["lockJob"] += d.ForUpdate
+	return l
+}
+
+// DB returns the database, for drivers and tests.
+func (l *Ledger) DB() *sql.DB { return l.db }
+
+// Close stops the group writer and closes the database.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	l.sm.Lock()
+	for _, st := range l.stmts {
+		_ = st.Close()
+	}
+	l.sm.Unlock()
+	return l.db.Close()
+}
+
+// entryCols are the columns of a job's last attempt, as scan reads them;
+// the statements that read them join jobs j, attempts a and runs r.
+const entryCols = `j.job, j.id, j.line, j.op, j.stem, j.fields, a.n, a.kind, a.run, a.worker, a.state, a.lost,
+	a.urls, a.text, a.files, a.error, a.requests, a.request_id, coalesce(a.ended, a.claimed), a.seconds,
+	CASE WHEN a.state = 'claimed' AND NOT GONE THEN 1 ELSE 0 END`
+
+const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.attempt LEFT JOIN runs r ON r.token = a.run `
+
+// queries are the statements, with ? for placeholders, NOW for the
+// database's clock and GONE for the condition that a run r is gone.
+var queries = map[string]string{
+	"hasRun":     `SELECT count(*) FROM runs WHERE token = ?`,
+	"savepoint":  `SAVEPOINT w`,
+	"release":    `RELEASE w`,
+	"rollbackTo": `ROLLBACK TO w`,
+	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
+	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
+	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
+	"open":       `SELECT token FROM runs WHERE gone = 0 AND ended IS NULL`,
+	"markGone":   `UPDATE runs SET gone = 1 WHERE token = ?`,
+	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed') ON CONFLICT (job) DO NOTHING`,
+	"lockJob":    `SELECT j.attempt FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
+	"lastOne":    `SELECT ` + entryCols + lastJoin + `WHERE j.job = ?`,
+	"ownAttempt": `SELECT a.run, a.state, a.lost, coalesce(a.error, ''), j.attempt, CASE WHEN GONE THEN 1 ELSE 0 END FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = ? LEFT JOIN runs r ON r.token = a.run WHERE j.job = ?`,
+	"claim": `INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
+	SELECT ?, ?, ?, ?, ?, 'claimed', ?, NOW WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = ? AND NOT GONE)`,
+	"claimJob":  `UPDATE jobs SET attempt = ?, state = 'claimed', lost = 0, id = ?, line = ?, op = ?, stem = ?, fields = ? WHERE job = ?`,
+	"spend":     `UPDATE budget SET spent = spent + ?, lim = ? WHERE cap = ? AND spent + ? <= ?`,
+	"budget":    `SELECT cap, spent, lim FROM budget`,
+	"record":    `UPDATE attempts SET state = ?, lost = ?, urls = ?, text = ?, files = ?, error = ?, requests = ?, request_id = ?, ended = NOW, seconds = ? WHERE job = ? AND n = ?`,
+	"recordJob": `UPDATE jobs SET state = ?, lost = ? WHERE job = ?`,
+	"status":    `SELECT state, lost, count(*) FROM jobs WHERE attempt > 0 GROUP BY state, lost`,
+	"inFlight":  `SELECT count(*)` + lastJoin + `WHERE j.state = 'claimed' AND NOT GONE`,
+	"jobs":      `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? ORDER BY j.job LIMIT ?`,
+	"maybePaid": `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? AND (j.state = 'unknown' OR j.state = 'claimed' AND a.kind = 'call' AND GONE) ORDER BY j.job LIMIT ?`,
+	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
+}
+
+// page is how many rows Jobs reads at once.
+const page = 500
+
+// write runs fn in a transaction, trying again, up to tries times, when
+// it failed for a reason that is not its answer (fn reads back what an
+// earlier try wrote: see the package's doc).
+func (l *Ledger) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	const tries = 4
+	var err error
+	for i := range tries {
+		if i > 0 {
+			select {
+			case <-time.After(time.Duration(25<<i) * time.Millisecond):
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			}
+		}
+		if err = l.try(ctx, fn); err == nil || final(ctx, err) {
+			return err
+		}
+	}
+	return err
+}
+
+// final reports whether err is an answer that trying again would not
+// change.
+func final(ctx context.Context, err error) bool {
+	var a *answer
+	return errors.As(err, &a) || ctx.Err() != nil
+}
+
+// An answer is an error that the ledger's rules gave, not the engine.
+type answer struct{ err error }
+
+func (a *answer) Error() string { return a.err.Error() }
+func (a *answer) Unwrap() error { return a.err }
+
+func (l *Ledger) try(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if l.d.OneWriter {
+		return l.group(fn)
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Begin records the run, takes its lock, and marks gone the runs whose
+// locks are free.
+func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, error) {
+	lock, err := l.d.Lock(ctx, l.db, run.Token)
+	if err != nil {
+		return nil, fmt.Errorf("sqlledger: the run's lock: %w", err)
+	}
+	err = l.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := l.row(ctx, tx, "hasRun", []any{run.Token}, &n); err != nil || n > 0 {
+			return err // a retry whose first try landed
+		}
+		_, err := l.exec(ctx, tx, "begin", run.Token, run.Worker, max(run.Lease.Milliseconds(), 1))
+		return err
+	})
+	if err == nil {
+		err = l.sweep(ctx)
+	}
+	if err != nil {
+		_ = lock.Release()
+		return nil, fmt.Errorf("sqlledger: %w", err)
+	}
+	return &session{l: l, token: run.Token, lock: lock}, nil
+}
+
+// sweep marks gone the runs whose locks Probe finds free.
+func (l *Ledger) sweep(ctx context.Context) error {
+	if l.d.Probe == nil {
+		return nil
+	}
+	rows, err := l.db.QueryContext(ctx, l.q["open"])
+	if err != nil {
+		return err
+	}
+	var open []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		open = append(open, t)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, t := range open {
+		if held, err := l.d.Probe(ctx, l.db, t); err != nil || held {
+			continue
+		}
+		if err := l.write(ctx, func(tx *sql.Tx) error { _, err := l.exec(ctx, tx, "markGone", t); return err }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A session is a run's hold on the ledger.
+type session struct {
+	l     *Ledger
+	token string
+	lock  Lock
+	once  sync.Once
+}
+
+func (s *session) Beat(ctx context.Context) error {
+	if err := s.lock.Check(ctx); err != nil {
+		return fmt.Errorf("%w: %w", batch.ErrLeaseLost, err)
+	}
+	return s.l.write(ctx, func(tx *sql.Tx) error {
+		n, err := s.l.exec(ctx, tx, "beat", s.token, s.token)
+		if err == nil && n == 0 {
+			err = &answer{batch.ErrLeaseLost}
+		}
+		return err
+	})
+}
+
+func (s *session) Lost() <-chan struct{} { return s.lock.Lost() }
+
+func (s *session) End(ctx context.Context) error {
+	err := s.l.write(ctx, func(tx *sql.Tx) error { _, err := s.l.exec(ctx, tx, "end", s.token); return err })
+	s.once.Do(func() {
+		if rerr := s.lock.Release(); err == nil {
+			err = rerr
+		}
+	})
+	return err
+}
+
+// jsonText is v as JSON text, or NULL for a nil map or slice.
+func jsonText[T any](v T, isNil bool) any {
+	if isNil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // fields of JSON values, strings
+	}
+	return string(b)
+}
+
+// nullString is s, or NULL for "".
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

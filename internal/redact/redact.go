@@ -1,0 +1,483 @@
+// Package redact removes access keys from text that came from the network,
+// in every form a server may echo them in. It is the one redactor of the
+// module: the SDK runs every string of an answer through it before the
+// string reaches an error, a log line or a caller, and creativetest/cassette
+// runs every byte it writes to disk through it, and looks for its Forms
+// when it checks a cassette.
+//
+// Start with New and Redactor.Redact; Forms lists the literal forms, for
+// bytes that are not text.
+package redact
+
+import (
+	"bytes"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"html"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Marker is what a key is replaced with.
+const Marker = "[redacted]"
+
+// MinKey is the length below which a key is not looked for: a shorter one
+// would match ordinary text by chance.
+const MinKey = 4
+
+// A Redactor removes a set of access keys from text. A nil or zero
+// Redactor removes nothing. It works out the forms of its keys once, when
+// first needed, and is safe for concurrent use.
+type Redactor struct {
+	keys []string
+
+	once     sync.Once
+	forms    []string // what Redact looks for literally, folded; see Forms
+	bforms   [][]byte // the same, as bytes
+	escaped  int      // the longest escaped form of a key redactEscaped reads
+	shortest int      // the shortest key looked for: no shorter text holds one in any form
+}
+
+// New returns the Redactor of the keys of every list, each once, in the
+// order given: a call's keys first, then the Client's.
+func New(keys ...[]string) *Redactor {
+	var all []string
+	for _, ks := range keys {
+		for _, k := range ks {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	return &Redactor{keys: all}
+}
+
+// Keys returns the keys r removes.
+func (r *Redactor) Keys() []string {
+	if r == nil {
+		return nil
+	}
+	return r.keys
+}
+
+// Redact returns s without the keys, in every form r knows (see Forms), and
+// written with HTML, JSON, Go or URL escapes in any mix.
+func (r *Redactor) Redact(s string) string {
+	forms := r.Forms()
+	if len(forms) == 0 || len(s) < r.shortest {
+		return s
+	}
+	if r.holdsForm(s) {
+		folded := foldASCII(s)
+		for _, f := range forms {
+			if strings.Contains(folded, f) {
+				s = replaceFolded(s, folded, f)
+				folded = foldASCII(s)
+			}
+		}
+	}
+	if strings.ContainsAny(s, `&\%`) {
+		s = r.redactEscaped(s)
+	}
+	return s
+}
+
+// holdsForm reports whether s holds one of the forms, in any case. A text
+// of up to 1 KiB (an error message, a header) is folded on the stack:
+// one that holds no key costs no allocation.
+func (r *Redactor) holdsForm(s string) bool {
+	var buf [1 << 10]byte
+	folded := buf[:0]
+	if len(s) > len(buf) {
+		folded = make([]byte, 0, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		folded = append(folded, lowerASCII(s[i]))
+	}
+	for _, f := range r.bforms {
+		if bytes.Contains(folded, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactBytes returns b without the keys, as Redact does: b itself when it
+// holds none, found without copying it (its literal forms are looked for
+// a window at a time), so that a long answer costs no copy; a copy when it
+// holds one, or when it holds escapes (& \ %) and a key may hide in them.
+func (r *Redactor) RedactBytes(b []byte) []byte {
+	forms := r.Forms()
+	if len(forms) == 0 || len(b) < r.shortest {
+		return b
+	}
+	if !r.holdsFormBytes(b) && !bytes.ContainsAny(b, `&\%`) {
+		return b
+	}
+	if s := string(b); r.Redact(s) != s {
+		return []byte(r.Redact(s))
+	}
+	return b
+}
+
+// holdsFormBytes reports whether b holds one of the forms, in any case,
+// folding it a window at a time into a buffer of 64 KiB and the longest
+// form, each window overlapping the one before by that form's length.
+func (r *Redactor) holdsFormBytes(b []byte) bool {
+	const window = 64 << 10
+	overlap := len(r.forms[0]) - 1
+	folded := make([]byte, 0, min(len(b), window+overlap))
+	for start := 0; start < len(b); start += window {
+		w := b[start:min(len(b), start+window+overlap)]
+		folded = Fold(folded, w)
+		for _, f := range r.bforms {
+			if bytes.Contains(folded, f) {
+				return true
+			}
+		}
+		if start+window+overlap >= len(b) {
+			break
+		}
+	}
+	return false
+}
+
+// Holds reports whether s holds one of the keys, in any form Redact
+// removes.
+func (r *Redactor) Holds(s string) bool { return r.Redact(s) != s }
+
+// Forms returns the texts Redact looks for literally, folded to lower case
+// (see Fold) and longest first, so that bytes that are not text can be
+// searched for them: each key as it is and in the forms an echo gives it,
+// escaped for a URL's query or path, quoted in Go or JSON (%q, \/), in a
+// JSON pointer (jsontext names a member by it), in hex (either case, any
+// mix), and in base64 (standard or URL alphabet) and base32 (standard or
+// hex alphabet, padded or not, either case) at any offset in what was
+// encoded, as in Basic auth. Mixed escapes, whose forms are too many to
+// list, are matched by Redact alone. The slice is shared: do not change it.
+func (r *Redactor) Forms() []string {
+	if r == nil {
+		return nil
+	}
+	r.once.Do(r.workOut)
+	return r.forms
+}
+
+// formsOf returns the literal forms of one key, unfolded.
+func formsOf(k string) []string {
+	q, p := url.QueryEscape(k), url.PathEscape(k)
+	out := []string{k, q, p, lowerHex(q), lowerHex(p), strings.ReplaceAll(k, "/", `\/`),
+		strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), strconv.Quote(k)[1 : len(strconv.Quote(k))-1],
+		hex.EncodeToString([]byte(k))}
+	out = append(out, cores(k, 3, 4, base64.RawStdEncoding.EncodeToString, base64.RawURLEncoding.EncodeToString)...)
+	out = append(out, cores(k, 5, 8,
+		base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString,
+		base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString)...)
+	return out
+}
+
+func (r *Redactor) workOut() {
+	var forms []string
+	for _, k := range r.keys {
+		if len(k) < MinKey {
+			continue
+		}
+		for _, f := range formsOf(k) {
+			if f = foldASCII(f); f != "" && !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+		// Two layers of escapes at most, each at most maxEscape bytes.
+		r.escaped = max(r.escaped, len(k)*2*maxEscape)
+		if r.shortest == 0 || len(k) < r.shortest {
+			r.shortest = len(k) // every form is at least as long as its key
+		}
+	}
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	r.forms = forms
+	for _, f := range forms {
+		r.bforms = append(r.bforms, []byte(f))
+	}
+}
+
+// cores are the parts of the encodings of k (by each of encs, whose groups
+// are of in bytes and out characters) that encode k whatever came before
+// it (0 to in-1 bytes past a group) and after it: the characters that
+// depend on k's bytes alone. Padding, which follows the last group, is no
+// part of them, so padded and unpadded texts both hold them. Keys shorter
+// than 8 bytes have none, so that a short core never matches by chance.
+func cores(k string, in, out int, encs ...func([]byte) string) []string {
+	if len(k) < 8 {
+		return nil
+	}
+	var res []string
+	bits := 8 * in / out // bits a character holds
+	for pad := 0; pad < in; pad++ {
+		src := append(make([]byte, pad), k...)
+		skip := (pad*8 + bits - 1) / bits // characters that hold a bit of the bytes before k
+		keep := len(src) * 8 / bits       // characters whose bits are all known
+		for _, enc := range encs {
+			res = append(res, enc(src)[skip:keep])
+		}
+	}
+	return res
+}
+
+// Fold appends b to dst[:0] with ASCII letters in lower case: the Forms
+// are folded so, since a server may echo a key in another case, and bytes
+// are looked through for them once folded alike.
+func Fold(dst, b []byte) []byte {
+	dst = append(dst[:0], b...)
+	for i, c := range dst {
+		dst[i] = lowerASCII(c)
+	}
+	return dst
+}
+
+// foldASCII is s with its ASCII letters in lower case: the same length, so
+// that an offset in one is an offset in the other.
+func foldASCII(s string) string {
+	i := strings.IndexFunc(s, func(c rune) bool { return 'A' <= c && c <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		b[i] = lowerASCII(b[i])
+	}
+	return string(b)
+}
+
+// replaceFolded replaces in s every place where folded, s folded, holds f.
+func replaceFolded(s, folded, f string) string {
+	var b strings.Builder
+	last := 0
+	for {
+		i := strings.Index(folded[last:], f)
+		if i < 0 {
+			break
+		}
+		b.WriteString(s[last : last+i])
+		b.WriteString(Marker)
+		last += i + len(f)
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// maxEscape is the longest escape redactEscaped reads for one byte of a
+// key, an HTML character reference such as "&#x00000027;".
+const maxEscape = 12
+
+// redactEscaped removes the keys written with some or all of their
+// characters escaped, in any mix: HTML character references (&amp; &quot;
+// &#39; &#x27; ...), JSON and Go escapes (\u0026 \" \/ \x41) and URL
+// percent escapes, as an HTML error page, an escaping template or a JSON
+// encoder echoes them. The forms are too many to list in Forms.
+func (r *Redactor) redactEscaped(s string) string {
+	for _, k := range r.keys {
+		if len(k) < MinKey {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c != k[0] && c != '&' && c != '\\' && c != '%' {
+				continue
+			}
+			if n := matchEscaped(s[i:], k); n > 0 {
+				b.WriteString(s[last:i])
+				b.WriteString(Marker)
+				last = i + n
+				i += n - 1
+			}
+		}
+		if last > 0 {
+			b.WriteString(s[last:])
+			s = b.String()
+		}
+	}
+	return s
+}
+
+// matchEscaped returns the length of the prefix of s that reads as key once
+// its escapes are decoded, or 0. Where a character of s both is the key's
+// next byte and starts an escape ("&" of "&amp;"), both readings are tried.
+func matchEscaped(s, key string) int {
+	if key == "" {
+		return 0
+	}
+	p := 0
+	for j := 0; j < len(key); {
+		if p >= len(s) {
+			return 0
+		}
+		for _, e := range escapesAt(s[p:]) {
+			if !strings.HasPrefix(key[j:], e.dec) {
+				continue
+			}
+			if j+len(e.dec) == len(key) {
+				return p + e.n
+			}
+			if m := matchEscaped(s[p+e.n:], key[j+len(e.dec):]); m > 0 {
+				return p + e.n + m
+			}
+		}
+		if s[p] != key[j] {
+			return 0
+		}
+		p, j = p+1, j+1
+	}
+	return p
+}
+
+// An escape is what an escape at the start of a text stands for, and how
+// many bytes of the text it takes.
+type escape struct {
+	dec string
+	n   int
+}
+
+// escapesAt returns the readings of the escape at the start of s: the
+// escape itself and, when what it stands for starts another escape, the two
+// layers together ("\u0026amp;" is a JSON-escaped "&amp;", so "&").
+func escapesAt(s string) []escape {
+	dec, n := unescapeOne(s)
+	if n == 0 {
+		return nil
+	}
+	out := []escape{{dec, n}}
+	if strings.ContainsAny(dec[:1], `&\%`) {
+		t := dec + s[n:min(len(s), n+maxEscape)]
+		if dec2, n2 := unescapeOne(t); n2 > len(dec) {
+			out = append(out, escape{dec2, n + n2 - len(dec)})
+		}
+	}
+	return out
+}
+
+// unescapeOne decodes the escape at the start of s and returns what it
+// stands for and its length, or 0 when s starts with no escape.
+func unescapeOne(s string) (string, int) {
+	switch {
+	case s[0] == '&':
+		end := strings.IndexByte(s[:min(len(s), maxEscape)], ';')
+		if end > 0 {
+			if d := html.UnescapeString(s[:end+1]); d != s[:end+1] && d != "" {
+				return d, end + 1
+			}
+		}
+	case s[0] == '%' && len(s) >= 3:
+		return hexEscape(s, 1, 2)
+	case s[0] == '\\' && len(s) >= 2:
+		switch s[1] {
+		case 'u':
+			return hexEscape(s, 2, 4)
+		case 'x':
+			return hexEscape(s, 2, 2)
+		case '"', '\\', '/', '\'':
+			return s[1:2], 2
+		}
+	}
+	return "", 0
+}
+
+// hexEscape decodes the digits hex digits after the prefix of length skip
+// at the start of s: two make a byte, four a character.
+func hexEscape(s string, skip, digits int) (string, int) {
+	n := skip + digits
+	if len(s) < n {
+		return "", 0
+	}
+	v, err := strconv.ParseUint(s[skip:n], 16, 4*digits)
+	switch {
+	case err != nil:
+		return "", 0
+	case digits == 2:
+		return string([]byte{byte(v)}), n
+	}
+	return string(rune(v)), n
+}
+
+// lowerHex writes the %XX escapes of s in lower case.
+func lowerHex(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerASCII(b[i+1]), lowerASCII(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// KeyLen is the length of the longest text Redact removes: a cut made this
+// far past a limit cannot split a key that Redact would have found.
+func (r *Redactor) KeyLen() int {
+	f := r.Forms() // works out escaped too, once
+	if len(f) == 0 {
+		return 0
+	}
+	return max(r.escaped, len(f[0]))
+}
+
+// Keep returns at most n bytes of s, redacted first (so a key that
+// straddles the cut is gone too), cut on a rune boundary.
+func (r *Redactor) Keep(s []byte, n int) []byte {
+	window := s[:min(len(s), n+r.KeyLen())]
+	out := []byte(r.Redact(string(window)))
+	if len(out) <= n {
+		return out
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut]
+}
+
+// A redactedError is an error whose text held a key: it says the text
+// redacted and unwraps to its cause, redacted the same way.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// Err returns err without the keys, in its own text and in the text of
+// every error it wraps, which a caller reaches with errors.As or Unwrap: a
+// *url.Error (whose URL may be a redirect's or a download's) keeps its
+// type with its URL redacted, any other error whose text holds a key
+// becomes one that says its text redacted. Errors below the last one that
+// holds a key are kept as they are, so errors.Is still finds
+// context.DeadlineExceeded, ECONNREFUSED or io.ErrUnexpectedEOF.
+func (r *Redactor) Err(err error) error {
+	holds := false
+	for e := err; e != nil && !holds; e = errors.Unwrap(e) {
+		holds = r.Holds(e.Error())
+	}
+	if !holds {
+		return err
+	}
+	if ue, ok := err.(*url.Error); ok {
+		return &url.Error{Op: ue.Op, URL: r.Redact(ue.URL), Err: r.Err(ue.Err)}
+	}
+	return &redactedError{err: r.Err(errors.Unwrap(err)), text: r.Redact(err.Error())}
+}

@@ -1,0 +1,148 @@
+package redact
+
+import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+const key = "ck_Live/4f9+a&b=Z~q"
+
+// mixCase writes every other letter of s in upper case.
+func mixCase(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if i%2 == 0 && 'a' <= b[i] && b[i] <= 'z' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// encodings are the binary-to-text forms a server may echo a key in, each
+// given what it encodes (the key, with bytes before and after it).
+var encodings = map[string]func([]byte) string{
+	"hex":                   hex.EncodeToString,
+	"HEX":                   func(b []byte) string { return strings.ToUpper(hex.EncodeToString(b)) },
+	"hex, mixed case":       func(b []byte) string { return mixCase(hex.EncodeToString(b)) },
+	"base64":                base64.StdEncoding.EncodeToString,
+	"base64, unpadded":      base64.RawStdEncoding.EncodeToString,
+	"base64url":             base64.URLEncoding.EncodeToString,
+	"base32":                base32.StdEncoding.EncodeToString,
+	"base32, unpadded":      base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString,
+	"base32, lower case":    func(b []byte) string { return strings.ToLower(base32.StdEncoding.EncodeToString(b)) },
+	"base32, mixed case":    func(b []byte) string { return mixCase(strings.ToLower(base32.StdEncoding.EncodeToString(b))) },
+	"base32hex":             base32.HexEncoding.EncodeToString,
+	"base32hex, unpadded":   base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString,
+	"base32hex, lower case": func(b []byte) string { return strings.ToLower(base32.HexEncoding.EncodeToString(b)) },
+	"base32hex, unpadded, lc": func(b []byte) string {
+		return strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+	},
+}
+
+// Every encoding, with the key at every offset in what was encoded (up to
+// a group of the widest, base32's five bytes) and text after it: Redact
+// takes the key's part out, Forms lists it, and nothing of the encoded key
+// is left that would decode back to it.
+func TestEveryEncodingOfTheKeyAtEveryOffsetIsRemoved(t *testing.T) {
+	r := New([]string{key})
+	for name, enc := range encodings {
+		for before := 0; before < 5; before++ {
+			for _, after := range []string{"", "x", "user:pass@"} {
+				t.Run(fmt.Sprintf("%s/%d before/%q after", name, before, after), func(t *testing.T) {
+					src := []byte(strings.Repeat("u", before) + key + after)
+					encoded := enc(src)
+					text := "echo: " + encoded + " end"
+					got := r.Redact(text)
+					if !strings.Contains(got, Marker) {
+						t.Fatalf("Redact(%q) = %q: the encoded key is still there", text, got)
+					}
+					if !r.Holds(text) {
+						t.Fatal("Holds is false")
+					}
+					folded := string(Fold(nil, []byte(encoded)))
+					found := false
+					for _, f := range r.Forms() {
+						found = found || strings.Contains(folded, f)
+					}
+					if !found {
+						t.Fatalf("no form of Forms is in %q", encoded)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The escaped and quoted forms known before, still removed.
+func TestTheEscapedFormsAreRemoved(t *testing.T) {
+	r := New([]string{key})
+	for name, form := range map[string]string{
+		"plain": key, "query": url.QueryEscape(key), "path": url.PathEscape(key),
+		"JSON \\/": strings.ReplaceAll(key, "/", `\/`), "JSON \\u": strings.ReplaceAll(key, "&", `\u0026`),
+		"HTML": strings.ReplaceAll(key, "&", "&amp;"), "upper case": strings.ToUpper(key),
+		"JSON pointer": strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1"),
+	} {
+		if got := r.Redact("a " + form + " b"); got != "a "+Marker+" b" {
+			t.Errorf("%s: Redact = %q", name, got)
+		}
+	}
+}
+
+// Text that holds no key comes back as it is, the same string: hex, base32
+// and base64 of other bytes included.
+func TestOtherTextIsLeftAlone(t *testing.T) {
+	r := New([]string{key}, []string{"second-key-0123456789"})
+	for _, text := range []string{
+		"", "plain message", hex.EncodeToString([]byte("another secret value")),
+		base32.StdEncoding.EncodeToString([]byte("another secret value")),
+		base64.StdEncoding.EncodeToString([]byte("another secret value")), "100% &amp; \\u0026",
+	} {
+		if got := r.Redact(text); got != text {
+			t.Errorf("Redact(%q) = %q", text, got)
+		}
+	}
+	var none *Redactor
+	if none.Redact("x"+key) != "x"+key || len(none.Forms()) != 0 {
+		t.Error("a nil Redactor removed something")
+	}
+	if short := New([]string{"abc"}); short.Redact("abc 616263") != "abc 616263" {
+		t.Error("a key under MinKey bytes was looked for")
+	}
+}
+
+// The cost of the redaction of an error message that holds no key, as
+// every error and log line pays it.
+func BenchmarkRedactNoKey(b *testing.B) {
+	r := New([]string{"ck_live_0123456789abcdef0123456789abcdef"})
+	msg := `creative: image/text-to-image: HTTP 400 (request id 6f1c2a9e-77b1-4c55-9d3e-0a1b2c3d4e5f): styleId: "anime" is not a known style`
+	r.Redact(msg)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Redact(msg)
+	}
+}
+
+// RedactBytes gives back the same bytes when they hold no key, whatever
+// their length, and finds a key across any window's edge in a long body,
+// in any form.
+func TestRedactBytesFindsTheKeyAnywhereAndCopiesNothingWithout(t *testing.T) {
+	r := New([]string{key})
+	long := []byte(strings.Repeat("a", 300<<10))
+	if got := r.RedactBytes(long); &got[0] != &long[0] {
+		t.Error("a body without a key was copied")
+	}
+	for _, at := range []int{0, 64<<10 - 5, 128 << 10, len(long) - 40} {
+		for name, form := range map[string]string{"plain": key, "hex": strings.ToUpper(hex.EncodeToString([]byte(key))), "escaped": url.QueryEscape(key)} {
+			b := []byte(string(long[:at]) + form + string(long[at:]))
+			got := string(r.RedactBytes(b))
+			if !strings.Contains(got, Marker) || strings.Contains(got, form) {
+				t.Errorf("%s at %d: not redacted", name, at)
+			}
+		}
+	}
+}
