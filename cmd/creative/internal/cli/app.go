@@ -788,7 +788,7 @@ func (a *app) relaySignals(from <-chan os.Signal, to chan<- os.Signal, exit func
 // afterGrace is how long after the grace a command told to stop may take
 // to record what it abandoned before the process ends regardless: within
 // the grace and 2 s of the signal.
-const afterGrace = 1500 * time.Millisecond
+const afterGrace = time.Second
 
 // maybePaidWhere says where a command ended early left what may have been
 // paid.
