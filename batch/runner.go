@@ -137,7 +137,9 @@ func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
-// a rate limit, a pause) end without sending it, and Run returns once the
+// a rate limit, a pause) end without sending it, those waiting before a
+// retry (their last attempt was not sent, or refused: a 429, a 503) end at
+// once as that attempt did, not sent or refused, and Run returns once the
 // calls in flight have ended and been recorded. It returns how many calls
 // are in flight. A stopped Runner starts no job again.
 func (r *Runner) Stop() int { return r.st.stop() }
