@@ -119,8 +119,10 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 	case err == nil && res.Claimed:
 		ru.event(JobStarted, rec)
 		return true, nil, false
-	case err == nil:
+	case err == nil && res.Last != nil:
 		return false, res.Last, res.Live
+	case err == nil:
+		// Refused with no attempt to decide from: the job did not start.
 	case errors.Is(err, ErrBudgetSpent):
 		ru.spend.spent(err)
 		ru.Stop()

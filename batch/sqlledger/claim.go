@@ -11,16 +11,29 @@ import (
 )
 
 // Claim makes the attempt c asks for, in one transaction: the job's row
-// is made if new, locked, its last attempt read and judged (c.Allowed),
+// is made if new, else locked and its last attempt read; the claim is
+// judged (c.Allowed),
 // a claim of a gone run taken over marks that run gone, the budget's
 // share is taken, and the attempt is made only while c.Run is not gone.
 func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
 	var res batch.ClaimResult
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		res = batch.ClaimResult{}
-		last, err := l.lockJob(ctx, tx, &c.Entry)
+		// A new job's row is made as claimed by this attempt, its first
+		// (or, for any other attempt, with none, which the rule refuses).
+		first := 0
+		if c.Attempt == 1 {
+			first = 1
+		}
+		made, err := l.exec(ctx, tx, "newJob", c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil), first)
 		if err != nil {
 			return err
+		}
+		var last *batch.Last
+		if made == 0 {
+			if last, err = l.lockJob(ctx, tx, c.Job); err != nil {
+				return err
+			}
 		}
 		if last != nil && last.Attempt == c.Attempt && last.Run == c.Run {
 			res.Claimed = true // an earlier try of this claim landed
@@ -57,8 +70,10 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 				return err
 			}
 		}
-		_, err = l.exec(ctx, tx, "claimJob", c.Attempt, nullString(c.ID), c.Line, c.Op, c.Stem,
-			jsonText(c.Fields, c.Fields == nil), c.Job)
+		if made == 0 || first == 0 {
+			_, err = l.exec(ctx, tx, "claimJob", c.Attempt, nullString(c.ID), c.Line, c.Op, c.Stem,
+				jsonText(c.Fields, c.Fields == nil), c.Job)
+		}
 		if err == nil {
 			res.Claimed = true
 		}
@@ -70,22 +85,27 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 	return res, nil
 }
 
-// lockJob makes the job's row when it is new, locks it, and reads its last
-// attempt: nil when it has none.
-func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, e *batch.Entry) (*batch.Last, error) {
-	if _, err := l.exec(ctx, tx, "newJob", e.Job, nullString(e.ID), e.Line, e.Op, e.Stem, jsonText(e.Fields, e.Fields == nil)); err != nil {
-		return nil, err
-	}
-	var n int
-	if err := l.row(ctx, tx, "lockJob", []any{e.Job}, &n); err != nil || n == 0 {
-		return nil, err
+// lockJob locks the row of job where the engine locks rows (Dialect.ForUpdate),
+// and reads its last attempt: nil when it has none.
+func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.Last, error) {
+	if l.d.ForUpdate != "" {
+		var n int
+		if err := l.row(ctx, tx, "lockJob", []any{job}, &n); err != nil || n == 0 {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = nil
+			}
+			return nil, err
+		}
 	}
 	st, err := l.stmt(ctx, tx, "lastOne")
 	if err != nil {
 		return nil, err
 	}
 	var last batch.Last
-	if err := scanEntry(st.QueryRowContext(ctx, e.Job), &last); err != nil {
+	switch err := scanEntry(st.QueryRowContext(ctx, job), &last); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
 		return nil, err
 	}
 	return &last, nil
@@ -131,8 +151,10 @@ func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
 func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := l.row(ctx, tx, "lockJob", []any{a.Job}, &n); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
+		if l.d.ForUpdate != "" {
+			if err := l.row(ctx, tx, "lockJob", []any{a.Job}, &n); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
 		}
 		var run, state, errText string
 		var lost, gone int

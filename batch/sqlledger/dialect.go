@@ -48,9 +48,10 @@ type Dialect struct {
 	// held by a live process (true) or free (false): a run whose lock is
 	// free is marked gone, at once. nil leaves liveness to Stale.
 	Probe func(ctx context.Context, db *sql.DB, token string) (held bool, err error)
-	// OneWriter serialises the Ledger's write transactions within the
-	// process (SQLite takes one writer at a time: waiting on a mutex is
-	// cheaper than on its busy timeout).
+	// OneWriter sends the Ledger's write transactions through one group
+	// writer in the process, which commits every write waiting at that
+	// moment in one transaction (SQLite takes one writer at a time, and a
+	// commit costs a sync of its log: see group.go).
 	OneWriter bool
 }
 

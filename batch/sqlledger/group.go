@@ -119,14 +119,14 @@ func (l *Ledger) commitGroup(batch []*op) {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err == nil {
 		for i, o := range batch {
-			if _, err = tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			if _, err = l.exec(ctx, tx, "savepoint"); err != nil {
 				break
 			}
 			if errs[i] = o.fn(tx); errs[i] != nil {
-				_, err = tx.ExecContext(ctx, "ROLLBACK TO w")
+				_, err = l.exec(ctx, tx, "rollbackTo")
 			}
 			if err == nil {
-				_, err = tx.ExecContext(ctx, "RELEASE w")
+				_, err = l.exec(ctx, tx, "release")
 			}
 			if err != nil {
 				break

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -66,12 +65,15 @@ const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.atte
 // database's clock and GONE for the condition that a run r is gone.
 var queries = map[string]string{
 	"hasRun":     `SELECT count(*) FROM runs WHERE token = ?`,
+	"savepoint":  `SAVEPOINT w`,
+	"release":    `RELEASE w`,
+	"rollbackTo": `ROLLBACK TO w`,
 	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
 	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
 	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
 	"open":       `SELECT token FROM runs WHERE gone = 0 AND ended IS NULL`,
 	"markGone":   `UPDATE runs SET gone = 1 WHERE token = ?`,
-	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, 0, 'claimed') ON CONFLICT (job) DO NOTHING`,
+	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed') ON CONFLICT (job) DO NOTHING`,
 	"lockJob":    `SELECT j.attempt FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
 	"lastOne":    `SELECT ` + entryCols + lastJoin + `WHERE j.job = ?`,
 	"ownAttempt": `SELECT a.run, a.state, a.lost, coalesce(a.error, ''), j.attempt, CASE WHEN GONE THEN 1 ELSE 0 END FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = ? LEFT JOIN runs r ON r.token = a.run WHERE j.job = ?`,
@@ -249,151 +251,4 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
-}
-
-// Status counts the jobs by state.
-func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
-	st := batch.Status{States: map[batch.State]int{}}
-	if err := l.sweep(ctx); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	rows, err := l.db.QueryContext(ctx, l.q["status"])
-	if err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var lost, n int
-		if err := rows.Scan(&state, &lost, &n); err != nil {
-			return st, fmt.Errorf("sqlledger: %w", err)
-		}
-		st.Jobs += n
-		st.States[batch.State(state)] += n
-		if lost != 0 {
-			st.Lost += n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	if err := l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	brows, err := l.db.QueryContext(ctx, l.q["budget"])
-	if err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	defer brows.Close()
-	for brows.Next() {
-		var c string
-		var spent, lim int64
-		if err := brows.Scan(&c, &spent, &lim); err != nil {
-			return st, fmt.Errorf("sqlledger: %w", err)
-		}
-		if c == "calls" {
-			st.Budget.Calls, st.Budget.CallsLimit = spent, lim
-		} else {
-			st.Budget.Spent, st.Budget.SpendLimit = float64(spent)/1e6, float64(lim)/1e6
-		}
-	}
-	if err := brows.Err(); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	return st, nil
-}
-
-// Jobs yields every job's last attempt, a page at a time.
-func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
-	q := l.q["jobs"]
-	if maybePaid {
-		q = l.q["maybePaid"]
-	}
-	return func(yield func(*batch.Entry, error) bool) {
-		after := ""
-		for {
-			var got []batch.Last
-			err := l.query(ctx, &got, q, after, page)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for i := range got {
-				if !yield(&got[i].Entry, nil) {
-					return
-				}
-			}
-			if len(got) < page {
-				return
-			}
-			after = got[len(got)-1].Job
-		}
-	}
-}
-
-// Last returns the last attempts of jobs, in one query.
-func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) {
-	if len(jobs) > batch.MaxLast {
-		return nil, fmt.Errorf("sqlledger: %d jobs asked at once, more than %d", len(jobs), batch.MaxLast)
-	}
-	if len(jobs) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(jobs))
-	for i, j := range jobs {
-		args[i] = j
-	}
-	q := l.d.bind(strings.ReplaceAll(queries["last"], "GONE", l.d.gone()) + strings.Repeat("?, ", len(jobs)-1) + "?)")
-	var got []batch.Last
-	if err := l.query(ctx, &got, q, args...); err != nil {
-		return nil, err
-	}
-	return got, nil
-}
-
-// query reads the entries q selects into got.
-func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ...any) error {
-	rows, err := l.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("sqlledger: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var e batch.Last
-		if err := scanEntry(rows, &e); err != nil {
-			return fmt.Errorf("sqlledger: %w", err)
-		}
-		*got = append(*got, e)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlledger: %w", err)
-	}
-	return nil
-}
-
-// scanEntry reads the entryCols of a row into e.
-func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var id, fields, urls, text, files, errText, reqID sql.NullString
-	var ms int64
-	var secs sql.NullFloat64
-	var lost, live int
-	dst := append(extra, &e.Job, &id, &e.Line, &e.Op, &e.Stem, &fields, &e.Attempt, &e.Kind, &e.Run, &e.Worker,
-		&e.State, &lost, &urls, &text, &files, &errText, &e.Requests, &reqID, &ms, &secs, &live)
-	if err := row.Scan(dst...); err != nil {
-		return err
-	}
-	e.ID, e.Text, e.Error, e.RequestID = id.String, text.String, errText.String, reqID.String
-	e.Lost, e.Live, e.Seconds = lost != 0, live != 0, secs.Float64
-	e.Time = time.UnixMilli(ms).UTC()
-	for _, f := range []struct {
-		s   sql.NullString
-		dst any
-	}{{fields, &e.Fields}, {urls, &e.URLs}, {files, &e.Files}} {
-		if f.s.Valid {
-			if err := json.Unmarshal([]byte(f.s.String), f.dst); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
