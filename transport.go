@@ -204,6 +204,7 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 	if err := t.sendable(req); err != nil {
 		return nil, err
 	}
+	req = t.cl.hooked(req)
 	resp, err := t.roundTrip(req, limit)
 	if err != nil {
 		return nil, err
