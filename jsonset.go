@@ -268,10 +268,15 @@ func WithRawAnswerInto(dst *RawAnswer) Option {
 
 // JSON returns the answer's JSON, as RawAnswer says; nil when no answer
 // was kept.
-func (a *RawAnswer) JSON() jsontext.Value { return a.json }
+func (a *RawAnswer) JSON() jsontext.Value {
+	if a == nil {
+		return nil
+	}
+	return a.json
+}
 
 // RawJSON returns the answer's JSON as text, as openai-go's results do.
-func (a *RawAnswer) RawJSON() string { return string(a.json) }
+func (a *RawAnswer) RawJSON() string { return string(a.JSON()) }
 
 // Get returns the value at a dotted path of the answer ("data.credits",
 // "requestInfo.region"), as WithJSONSet names fields, and whether there is
@@ -281,7 +286,7 @@ func (a *RawAnswer) Get(path string) (jsontext.Value, bool) {
 	if err != nil {
 		return nil, false
 	}
-	v := a.json
+	v := a.JSON()
 	for _, n := range names {
 		m := members(v)
 		var ok bool
@@ -303,6 +308,9 @@ func (a *RawAnswer) ExtraFields() map[string]jsontext.Value {
 			out = map[string]jsontext.Value{}
 		}
 		out[k] = v
+	}
+	if a == nil {
+		return nil
 	}
 	for k, v := range members(a.json) {
 		switch k {

@@ -346,6 +346,11 @@ func (rs *response) readRaw(res any) error {
 		return err
 	}
 	defer release()
+	if rs.endedByClose() && jsonCut(body) {
+		// As decodeEnvelope: JSON the closing connection cut short is an
+		// answer cut short, not an answer.
+		return rs.readFailed(fmt.Errorf("the connection closed before the end of the answer's JSON: %w", io.ErrUnexpectedEOF))
+	}
 	body = rs.cl.redactBytes(body) // the answer's text reaches the caller only through the redactor
 	if rs.cl.s.rawInto != nil {
 		rs.keepRaw(body, false)

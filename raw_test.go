@@ -291,6 +291,22 @@ func TestExecuteCutAnswerIsOutcomeUnknown(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 }
 
+// An answer with neither a length nor chunks ends where its connection
+// closes: JSON cut short there is an answer cut short, whatever res is.
+func TestExecuteJSONCutByTheClosingConnectionIsOutcomeUnknown(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hijack(w, r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"success\":true,\"data\":{\"a\":", nil)
+	})
+	c := ts.client(t)
+	for _, res := range []any{nil, new([]byte), new(map[string]any)} {
+		before := ts.hits.Load()
+		err := c.Post(context.Background(), "/x/v2/y", []byte(`{}`), res)
+		require.ErrorIs(t, err, ErrOutcomeUnknown, "%T", res)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "%T", res)
+		require.Equal(t, before+1, ts.hits.Load(), "a cut answer was sent again")
+	}
+}
+
 func TestExecuteRetriesOnlyWhatWasNotDone(t *testing.T) {
 	t.Run("refused is retried with the same bytes", func(t *testing.T) {
 		var s seen

@@ -21,7 +21,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 	creativeotel "github.com/creativegen/creative-go/otel"
 )
@@ -185,7 +185,7 @@ func TestBatchProgress(t *testing.T) {
 	defer bm.Close()
 	c := srv.Client(tel.ClientOption())
 	defer c.CloseIdleConnections()
-	r, err := batch.New(c, storetest.NewMemory(), batch.Options{Concurrency: 1, OnEvent: bm.OnEvent, Budget: budget})
+	r, err := batch.New(c, ledgertest.NewMemory(), ledgertest.NewFiles(), batch.Options{Concurrency: 1, OnEvent: bm.OnEvent, Budget: budget})
 	require.NoError(t, err)
 	jobs := batch.Values(slices.Values([]batch.Job{
 		{Op: "image/generate-qr", ID: "qr", Fields: map[string]any{"url": "https://example.com", "prompt": "flowers"}},
