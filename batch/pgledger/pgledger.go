@@ -124,9 +124,8 @@ func configure(cfg *pgx.ConnConfig) {
 		p["application_name"] = "creative batch"
 	}
 	p["idle_in_transaction_session_timeout"] = fmt.Sprint(idleInTransaction.Milliseconds())
-	for _, kv := range strings.Split(keepaliveSQL(defaultLease), "; ") {
-		name, value, _ := strings.Cut(strings.TrimPrefix(kv, "SET "), " = ")
-		p[name] = value
+	for _, kv := range keepalives(defaultLease) {
+		p[kv[0]] = kv[1]
 	}
 	// The worker's own keepalives: a server that went silent is found
 	// gone within about 30 s, and the run's lock with it.

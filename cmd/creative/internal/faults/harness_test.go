@@ -167,7 +167,9 @@ func (s *schedule) start(p *proc) *proc {
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(append(os.Environ(), s.env...), workerEnv+"="+string(raw))
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.mu.Lock() // the engine's faults mark every process hit
 	p.lastHit = time.Now()
+	p.mu.Unlock()
 	if err := p.cmd.Start(); err != nil {
 		s.t.Errorf("seed %d: %s: %v", s.seed, cfg.Name, err)
 	}
