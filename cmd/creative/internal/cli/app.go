@@ -20,6 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/fake"
 	"github.com/creativegen/creative-go/internal/ops"
@@ -78,27 +80,6 @@ type globals struct {
 	grace   time.Duration // --grace
 }
 
-// usageError is a mistake in the command line, reported with exit status 2.
-type usageError struct{ msg string }
-
-// Error returns the message.
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
-
-// ranError marks an error returned by a command's own code, as opposed to
-// one cobra found in the command line (always a usage error).
-type ranError struct{ err error }
-
-// Error returns the wrapped error's message.
-func (e *ranError) Error() string { return e.err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e *ranError) Unwrap() error { return e.err }
-
-// interrupted reports a run ended by Ctrl-C or SIGTERM.
-var errInterrupted = errors.New("interrupted")
-
 func (a *app) run(args []string) int {
 	a.con = &console{w: a.stderr}
 	if err := a.checkCaller(); err != nil {
@@ -122,34 +103,34 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 	if code, ok := handedOver(err); ok {
 		return code
 	}
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, cmdutil.ErrInterrupted) {
 		if ie, ok := errors.AsType[*interruptedError](err); ok {
 			for _, line := range ie.lines() {
-				fmt.Fprintln(a.con, printable(line))
+				fmt.Fprintln(a.con, cmdutil.Printable(line))
 			}
 		}
 		fmt.Fprintln(a.con, "creative: interrupted")
 		return exitInterrupt
 	}
-	var ran *ranError
+	var ran *cmdutil.RanError
 	if !errors.As(err, &ran) {
 		// cobra found it: an unknown command or flag, a missing flag.
 		msg := err.Error()
 		if cmd != nil {
 			msg += " (see " + cmd.CommandPath() + " --help)"
 		}
-		fmt.Fprintln(a.con, "creative: "+oneLine(msg))
+		fmt.Fprintln(a.con, "creative: "+cmdutil.OneLine(msg))
 		return exitUsage
 	}
-	msg := oneLine(err.Error())
+	msg := cmdutil.OneLine(err.Error())
 	if !strings.HasPrefix(msg, "creative: ") {
 		msg = "creative: " + msg
 	}
-	fmt.Fprintln(a.con, printable(msg))
+	fmt.Fprintln(a.con, cmdutil.Printable(msg))
 	if errors.Is(err, creative.ErrOutcomeUnknown) {
 		fmt.Fprintln(a.con, "creative: the service may have done this work and charged for it; it was not repeated: check before running it again")
 	}
-	var usage *usageError
+	var usage *cmdutil.UsageError
 	var invalid *creative.ValidationError
 	if errors.As(err, &usage) || errors.As(err, &invalid) {
 		return exitUsage
@@ -183,13 +164,13 @@ type interruptedError struct {
 
 func (e *interruptedError) Error() string {
 	if e.err == nil {
-		return errInterrupted.Error()
+		return cmdutil.ErrInterrupted.Error()
 	}
-	return errInterrupted.Error() + ": " + e.err.Error()
+	return cmdutil.ErrInterrupted.Error() + ": " + e.err.Error()
 }
 
 // Is makes the error match errInterrupted.
-func (e *interruptedError) Is(target error) bool { return target == errInterrupted }
+func (e *interruptedError) Is(target error) bool { return target == cmdutil.ErrInterrupted }
 
 // Unwrap returns what the command met.
 func (e *interruptedError) Unwrap() error { return e.err }
@@ -199,7 +180,7 @@ func (e *interruptedError) Unwrap() error { return e.err }
 func (e *interruptedError) lines() []string {
 	var out []string
 	if e.err != nil && !errors.Is(e.err, context.Canceled) || kept(e.err) {
-		msg := oneLine(e.err.Error())
+		msg := cmdutil.OneLine(e.err.Error())
 		if !strings.HasPrefix(msg, "creative: ") {
 			msg = "creative: " + msg
 		}
@@ -212,19 +193,6 @@ func (e *interruptedError) lines() []string {
 		out = append(out, "creative: the call was answered (request id "+e.cutAnswer+") and paid for; its answer was still streaming when it was abandoned, and is not saved")
 	}
 	return out
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// ran wraps a command's own code so that its errors are told apart from
-// cobra's.
-func ran(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := fn(cmd, args); err != nil {
-			return &ranError{err}
-		}
-		return nil
-	}
 }
 
 // commands builds the command tree: the areas and their operations from
@@ -260,7 +228,7 @@ for standard input), a signal ends it at once (130).`,
 		SilenceUsage:  true,
 		Args:          subcommandArgs,
 		RunE:          needSubcommand,
-		PersistentPreRunE: ran(func(cmd *cobra.Command, args []string) error {
+		PersistentPreRunE: cmdutil.Ran(func(cmd *cobra.Command, args []string) error {
 			// First: creative-cloud checks and prints everything again.
 			if err := a.handOverBuckets(cmd, args); err != nil {
 				return err
@@ -313,7 +281,7 @@ for standard input), a signal ends it at once (130).`,
 		Long:  "Print the version of the command and the revision it was built from, for a bug report (as creative --version does).",
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), cmd.Root().Version) },
 	}
-	more := []*cobra.Command{a.batchCommand(), a.fetchCommand(), a.idsCommand(), version}
+	more := []*cobra.Command{batchcmd.New(a.batchEnv, a.batchFieldsCommand()), a.fetchCommand(), a.idsCommand(), version}
 	for _, c := range more {
 		c.GroupID = "more"
 	}
@@ -477,7 +445,7 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 	if s := nearestCommands(cmd, args[0]); len(s) > 0 {
-		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(s), " or "))
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(cmdutil.QuoteAll(s), " or "))
 	}
 	return errors.New(msg)
 }
@@ -550,22 +518,6 @@ func nearestCommands(cmd *cobra.Command, word string) []string {
 	return out
 }
 
-// noArgs refuses words after an operation.
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("unexpected %q after %q: values are given with flags", args[0], cmd.CommandPath())
-	}
-	return nil
-}
-
-func quoteAll(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[i] = fmt.Sprintf("%q", v)
-	}
-	return out
-}
-
 // needSubcommand is what creative and an area do alone: show their help
 // on stderr and fail, since there is nothing to run.
 func needSubcommand(cmd *cobra.Command, _ []string) error {
@@ -606,16 +558,16 @@ func shareBoolFlags(root *cobra.Command) {
 // the flag, before anything else happens.
 func (a *app) checkGlobals() error {
 	if a.g.retries < 0 {
-		return usagef("--retries must be 0 or more, got %d", a.g.retries)
+		return cmdutil.Usagef("--retries must be 0 or more, got %d", a.g.retries)
 	}
 	if a.g.grace < 0 {
-		return usagef("--grace must be 0 (abandon at once) or more, got %v", a.g.grace)
+		return cmdutil.Usagef("--grace must be 0 (abandon at once) or more, got %v", a.g.grace)
 	}
 	if a.g.timeout < 0 {
-		return usagef("--timeout must be 0 (no bound) or more, got %v", a.g.timeout)
+		return cmdutil.Usagef("--timeout must be 0 (no bound) or more, got %v", a.g.timeout)
 	}
 	if a.g.fake && a.g.baseURL != "" {
-		return usagef("--fake and --base-url cannot go together: --fake runs against the built-in fake service, --base-url names a real one")
+		return cmdutil.Usagef("--fake and --base-url cannot go together: --fake runs against the built-in fake service, --base-url names a real one")
 	}
 	if a.g.baseURL == "" {
 		a.g.baseURL = a.getenv(creative.EnvBaseURL)
@@ -633,7 +585,7 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 	opts = append(opts, extra...)
 	cas, err := a.openCassette()
 	if err != nil {
-		return nil, nil, &usageError{err.Error()}
+		return nil, nil, &cmdutil.UsageError{Msg: err.Error()}
 	}
 	if cas != nil {
 		opts = append(opts, cas.Option())
@@ -654,26 +606,26 @@ func (a *app) newClient(extra ...creative.Option) (c *creative.Client, close fun
 		c, err := creative.New(append([]creative.Option{creative.WithBaseURL(srv.URL), creative.WithAccessKey(srv.AccessKey), banner}, opts...)...)
 		if err != nil {
 			srv.Close()
-			return nil, nil, &usageError{err.Error()}
+			return nil, nil, &cmdutil.UsageError{Msg: err.Error()}
 		}
 		return c, func() { c.CloseIdleConnections(); srv.Close() }, nil
 	}
 	key := replayKey(cas, a.getenv(creative.EnvAccessKey))
 	if a.g.baseURL == "" && key == "" {
-		return nil, nil, usagef("no base URL and no access key: set %s (or give --base-url) and %s, or try --fake", creative.EnvBaseURL, creative.EnvAccessKey)
+		return nil, nil, cmdutil.Usagef("no base URL and no access key: set %s (or give --base-url) and %s, or try --fake", creative.EnvBaseURL, creative.EnvAccessKey)
 	}
 	if a.g.baseURL == "" {
-		return nil, nil, usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL)
+		return nil, nil, cmdutil.Usagef("no base URL: set %s or give --base-url (or try --fake)", creative.EnvBaseURL)
 	}
 	if u, err := url.Parse(a.g.baseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, nil, usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
+		return nil, nil, cmdutil.Usagef("the base URL %q (from --base-url or %s) is not an http(s) URL with a host", a.g.baseURL, creative.EnvBaseURL)
 	}
 	if key == "" {
-		return nil, nil, usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
+		return nil, nil, cmdutil.Usagef("no access key: set %s (or try --fake)", creative.EnvAccessKey)
 	}
 	c, err = creative.New(append([]creative.Option{creative.WithBaseURL(a.g.baseURL), creative.WithAccessKey(key)}, opts...)...)
 	if err != nil {
-		return nil, nil, &usageError{err.Error()}
+		return nil, nil, &cmdutil.UsageError{Msg: err.Error()}
 	}
 	return c, c.CloseIdleConnections, nil
 }
@@ -776,11 +728,11 @@ func (a *app) idsCommand() *cobra.Command {
 		Long:      "List the ids of one kind (" + strings.Join(ids.Kinds(), ", ") + ") or of all kinds, as: kind, id, label, and where the service's public docs label an id otherwise, their label. Id flags take the id or either label.",
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: ids.Kinds(),
-		RunE: ran(func(cmd *cobra.Command, args []string) error {
+		RunE: cmdutil.Ran(func(cmd *cobra.Command, args []string) error {
 			kinds := ids.Kinds()
 			if len(args) > 0 {
 				if _, err := ids.Entries(args[0]); err != nil {
-					return &usageError{err.Error()}
+					return &cmdutil.UsageError{Msg: err.Error()}
 				}
 				kinds = args[:1]
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/internal/ops"
 )
@@ -42,7 +43,7 @@ func writeJobs(t *testing.T, n int) string {
 // readResults reads results.jsonl under dir.
 func readResults(t *testing.T, dir string) []batch.Record {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, resultsFile))
+	data, err := os.ReadFile(filepath.Join(dir, batchcmd.ResultsFile))
 	require.NoError(t, err)
 	var out []batch.Record
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -127,7 +128,7 @@ func TestBatchRunsEveryKindOfJobAndRecordsIt(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 
 	code, stdout, stderr := runCLI(t, env, "batch", path, "--out", out)
-	require.Equal(t, 0, code, stderr+readFile(t, filepath.Join(out, resultsFile)))
+	require.Equal(t, 0, code, stderr+readFile(t, filepath.Join(out, batchcmd.ResultsFile)))
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "creative: batch: 6 done in ")
 	recs := readResults(t, out)

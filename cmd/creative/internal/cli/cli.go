@@ -6,30 +6,17 @@
 package cli
 
 import (
-	"context"
-	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/mattn/go-isatty"
-
-	"github.com/creativegen/creative-go/batch"
 )
 
 // Buckets opens the bucket URLs (s3://, gs://, azblob://, mem://) that
-// batch takes as its jobs file and its --out. A plain path or a file:// URL
-// never comes here: it is opened on this machine.
-type Buckets struct {
-	// Open opens the bucket named by --out as the store of a batch. On
-	// error the store is a nil interface.
-	Open func(ctx context.Context, url string) (batch.Store, error)
-	// OpenFS opens the folder of the jobs file named by url, read-only,
-	// and returns the jobs file's name in it and what to close when
-	// reading is done. Reads use ctx.
-	OpenFS func(ctx context.Context, url string) (fs.FS, string, io.Closer, error)
-}
+// batch takes as its jobs file and its --out.
+type Buckets = batchcmd.Buckets
 
 // Main runs the command line with the process's arguments, streams and
 // environment, and returns the exit status for os.Exit. buckets opens

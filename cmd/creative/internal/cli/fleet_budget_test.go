@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -183,3 +184,7 @@ func TestBatchMaxSpendPricesFromFlagsAndAFile(t *testing.T) {
 	assert.Equal(t, 1, code, stderr)
 	assert.Equal(t, 5, srv.Count("image/text-to-image")+srv.Count("audio/text-to-speech"), "0.05 at 0.01 a call")
 }
+
+// amount is an amount of money as batch status shows it: rounded to a
+// millionth, with no trailing zeros.
+func amount(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }

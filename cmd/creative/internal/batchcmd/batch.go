@@ -1,4 +1,4 @@
-package cli
+package batchcmd
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
@@ -43,9 +44,9 @@ type batchFlags struct {
 	ledger        string // --ledger, or $CREATIVE_LEDGER
 }
 
-// resultsFile is the log of finished jobs under --out, for people: the
+// ResultsFile is the log of finished jobs under --out, for people: the
 // ledger, --out/ledger.db, is the record the runs read.
-const resultsFile = "results.jsonl"
+const ResultsFile = "results.jsonl"
 
 func (a *app) batchCommand() *cobra.Command {
 	f := &batchFlags{}
@@ -151,8 +152,8 @@ Exit status
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return []cobra.Completion{"jsonl", "json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
-		Annotations: map[string]string{takesBuckets: "jobs,out"},
-		RunE: ran(func(cmd *cobra.Command, args []string) error {
+		Annotations: map[string]string{cmdutil.TakesBuckets: "jobs,out"},
+		RunE: cmdutil.Ran(func(cmd *cobra.Command, args []string) error {
 			return a.runBatch(cmd.Context(), args[0], f)
 		}),
 	}
@@ -173,7 +174,7 @@ Exit status
 	fs.StringArrayVar(&f.prices, "price", nil, "the price of one call of an operation, as OP=PRICE (repeatable; *=PRICE prices the others), for --max-spend")
 	fs.StringVar(&f.pricesFile, "prices", "", "a file of prices, one OP=PRICE a line (# starts a comment), for --max-spend")
 	_ = cmd.MarkFlagDirname("out")
-	cmd.AddCommand(a.batchStatusCommand(), a.batchFieldsCommand())
+	cmd.AddCommand(a.batchStatusCommand())
 	// Usage and flags first, the rest after them.
 	cmd.SetHelpTemplate(proseAfterUsage)
 	return cmd
@@ -196,7 +197,7 @@ func parseShard(s string) (i, n int, err error) {
 	i, err1 := strconv.Atoi(strings.TrimSpace(is))
 	n, err2 := strconv.Atoi(strings.TrimSpace(ns))
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, usagef("--shard must be I/N with 0 <= I < N, such as 0/4, got %q", s)
+		return 0, 0, cmdutil.Usagef("--shard must be I/N with 0 <= I < N, such as 0/4, got %q", s)
 	}
 	return i, n, nil
 }
@@ -204,13 +205,13 @@ func parseShard(s string) (i, n int, err error) {
 // checkFlags finds the usage errors of the flags.
 func (f *batchFlags) check() (shardI, shardN int, err error) {
 	if f.concurrency < 1 {
-		return 0, 0, usagef("--concurrency must be 1 or more, got %d", f.concurrency)
+		return 0, 0, cmdutil.Usagef("--concurrency must be 1 or more, got %d", f.concurrency)
 	}
 	if !(f.rate >= 0) || math.IsInf(f.rate, 1) {
-		return 0, 0, usagef("--rate must be 0 (no limit) or a positive number, got %v", f.rate)
+		return 0, 0, cmdutil.Usagef("--rate must be 0 (no limit) or a positive number, got %v", f.rate)
 	}
 	if f.maxCalls < 0 || !(f.maxSpend >= 0) || math.IsInf(f.maxSpend, 1) {
-		return 0, 0, usagef("--max-calls and --max-spend must be 0 (no cap) or above")
+		return 0, 0, cmdutil.Usagef("--max-calls and --max-spend must be 0 (no cap) or above")
 	}
 	return parseShard(f.shard)
 }
@@ -224,9 +225,9 @@ func (f *batchFlags) budget() (batch.Budget, error) {
 		lines = append(lines, priced{l, "--price " + strings.TrimSpace(l)})
 	}
 	if f.pricesFile != "" {
-		data, err := readInput(f.pricesFile, 1<<20)
+		data, err := cmdutil.ReadInput(f.pricesFile, 1<<20)
 		if err != nil {
-			return b, usagef("--prices: %v", err)
+			return b, cmdutil.Usagef("--prices: %v", err)
 		}
 		n := 0
 		for line := range strings.Lines(string(data)) {
@@ -241,11 +242,11 @@ func (f *batchFlags) budget() (batch.Budget, error) {
 		op, price, ok := strings.Cut(l.line, "=")
 		p, err := strconv.ParseFloat(strings.TrimSpace(price), 64)
 		if !ok || err != nil {
-			return b, usagef("a price must be OP=PRICE (OP may be * for the operations not priced), such as image/text-to-image=0.04, got %q", strings.TrimSpace(l.line))
+			return b, cmdutil.Usagef("a price must be OP=PRICE (OP may be * for the operations not priced), such as image/text-to-image=0.04, got %q", strings.TrimSpace(l.line))
 		}
 		op = strings.TrimSpace(op)
 		if first, twice := given[op]; twice {
-			return b, usagef("%s is priced twice, by %s and by %s: give one price", op, first, l.where)
+			return b, cmdutil.Usagef("%s is priced twice, by %s and by %s: give one price", op, first, l.where)
 		}
 		given[op] = l.where
 		if b.Prices == nil {
@@ -254,15 +255,16 @@ func (f *batchFlags) budget() (batch.Budget, error) {
 		b.Prices[op] = p
 	}
 	if len(b.Prices) > 0 && b.MaxSpend == 0 {
-		return b, usagef("prices are for --max-spend, which is not given")
+		return b, cmdutil.Usagef("prices are for --max-spend, which is not given")
 	}
 	if b.MaxSpend > 0 && len(b.Prices) == 0 {
-		return b, usagef("--max-spend needs the price of each operation the jobs call: --price OP=PRICE or --prices FILE")
+		return b, cmdutil.Usagef("--max-spend needs the price of each operation the jobs call: --price OP=PRICE or --prices FILE")
 	}
 	return b, nil
 }
 
 func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
+	a.load()
 	ignoreSIGPIPE(a)
 	shardI, shardN, err := f.check()
 	if err != nil {
@@ -288,7 +290,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
 		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
-	jobs, doneJobs, err := a.openJobs(path)
+	jobs, doneJobs, err := cmdutil.OpenJobs(a.stdin, path)
 	if err != nil {
 		return err
 	}
@@ -298,7 +300,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		// through a file:// URL.
 		fsys, name, closeJobs, err := a.buckets.openJobs(ctx, path)
 		if err != nil {
-			return usagef("%v", err)
+			return cmdutil.Usagef("%v", err)
 		}
 		defer closeJobs.Close()
 		o.FS, jobs = fsys, batch.JSONL(func() (io.ReadCloser, error) { return fsys.Open(name) })
@@ -306,7 +308,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	f.ledger = cmp.Or(f.ledger, a.getenv(envLedger))
 	checker, err := batch.New(c, nil, nil, o)
 	if err != nil {
-		return usagef("%v", err)
+		return cmdutil.Usagef("%v", err)
 	}
 	checked, err := checker.Check(ctx, jobs)
 	if err != nil {
@@ -330,7 +332,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 func (a *app) checkFailed(path string, err error) error {
 	var ce *batch.CheckError
 	if !errors.As(err, &ce) {
-		return usagef("batch: %v", strings.TrimPrefix(err.Error(), "batch: "))
+		return cmdutil.Usagef("batch: %v", strings.TrimPrefix(err.Error(), "batch: "))
 	}
 	for _, le := range ce.Lines {
 		where := fmt.Sprintf("%s:%d: ", path, le.Line)
@@ -340,12 +342,12 @@ func (a *app) checkFailed(path string, err error) error {
 		if le.Field != "" {
 			where += le.Field + ": "
 		}
-		fmt.Fprintln(a.con, "creative: "+where+oneLine(le.Err.Error()))
+		fmt.Fprintln(a.con, "creative: "+where+cmdutil.OneLine(le.Err.Error()))
 	}
 	if more := ce.Count - len(ce.Lines); more > 0 {
 		fmt.Fprintf(a.con, "creative: ... and %d more\n", more)
 	}
-	return usagef("batch: %s in %s; nothing was sent", plural(ce.Count, "bad line"), path)
+	return cmdutil.Usagef("batch: %s in %s; nothing was sent", plural(ce.Count, "bad line"), path)
 }
 
 // plural says "1 bad line" or "2 bad lines".
@@ -463,7 +465,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	sum, err := r.Run(ctx, checked)
 	stopWatching()
 	d.stop()
-	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", printable(summaryText(sum)), time.Since(start).Seconds(), printable(log.path))
+	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", cmdutil.Printable(summaryText(sum)), time.Since(start).Seconds(), cmdutil.Printable(log.path))
 	if spent := r.Spent(); spent != nil {
 		fmt.Fprintf(a.con, "creative: %v: no more jobs were claimed (batch status shows the budget)\n", spent)
 	}
@@ -604,7 +606,7 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 		return err
 	}
 	if interrupted {
-		return errInterrupted
+		return cmdutil.ErrInterrupted
 	}
 	// A job another worker is running is that worker's to report.
 	if notDone := sum.Jobs - sum.Done - sum.DoneBefore - sum.Elsewhere; notDone > 0 {
@@ -692,12 +694,13 @@ sqlite3 shell reads too:
   sqlite3 DIR/ledger.db "SELECT state, count(*) FROM jobs GROUP BY state"
 
 Its tables, and more queries, are in docs/fleet.md.`,
-		Args:        noArgs,
-		Annotations: map[string]string{takesBuckets: "out"},
-		RunE: ran(func(cmd *cobra.Command, _ []string) error {
+		Args:        cmdutil.NoArgs,
+		Annotations: map[string]string{cmdutil.TakesBuckets: "out"},
+		RunE: cmdutil.Ran(func(cmd *cobra.Command, _ []string) error {
+			a.load()
 			ledger = cmp.Or(ledger, a.getenv(envLedger))
 			if !hasLedger(out, ledger) {
-				return usagef("batch status: %s holds no ledger", out)
+				return cmdutil.Usagef("batch status: %s holds no ledger", out)
 			}
 			p, err := a.buckets.openPlace(cmd.Context(), out, ledger)
 			if err != nil {
@@ -760,7 +763,7 @@ func (a *app) printStatus(ctx context.Context, p *place) error {
 			if r.ID != "" {
 				name = "id " + r.ID
 			}
-			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.Job), printable(name), printable(r.Op), printable(string(r.State)), printable(r.Worker), r.Time.Format(time.RFC3339))
+			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", cmdutil.Printable(r.Job), cmdutil.Printable(name), cmdutil.Printable(r.Op), cmdutil.Printable(string(r.State)), cmdutil.Printable(r.Worker), r.Time.Format(time.RFC3339))
 		}
 		if n > len(unknown) {
 			fmt.Fprintf(a.stdout, "... and %d more\n", n-len(unknown))
@@ -788,7 +791,7 @@ func (a *app) printRejected(ctx context.Context, store batch.Store) error {
 			fmt.Fprintln(a.stdout, "\nanswers kept as rejected (paid for, not what their operation promises; a rerun checks them again without paying):")
 		}
 		if n++; n <= maxListed {
-			fmt.Fprintln(a.stdout, printable(key))
+			fmt.Fprintln(a.stdout, cmdutil.Printable(key))
 		}
 	}
 	if n > maxListed {

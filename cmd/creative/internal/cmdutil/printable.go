@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"fmt"
@@ -6,14 +6,14 @@ import (
 	"unicode/utf8"
 )
 
-// printable is the one way a field from a ledger or the service (an
+// Printable is the one way a field from a ledger or the service (an
 // error, a message, a request id, a link, an id, a file name) reaches the
 // terminal: its control characters (C0 but tab, DEL, C1), the Unicode
 // marks and overrides that reorder text (bidi), and bytes that are not
 // UTF-8 are written as escapes (\x1b, \u009b, \u202e), so that no answer
 // can move the cursor, clear the screen, set a window's title or make a
 // line read other than it is. Text without them is returned as it is.
-func printable(s string) string {
+func Printable(s string) string {
 	i := strings.IndexFunc(s, unsafeRune)
 	if i < 0 && utf8.ValidString(s) {
 		return s
@@ -37,7 +37,7 @@ func printable(s string) string {
 	return b.String()
 }
 
-// unsafeRune reports whether r is escaped by printable.
+// unsafeRune reports whether r is escaped by Printable.
 func unsafeRune(r rune) bool {
 	switch {
 	case r == '\t':
@@ -50,13 +50,13 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// printableLines is printable for text of several lines: each line is
+// PrintableLines is Printable for text of several lines: each line is
 // escaped, the line ends kept.
-func printableLines(s string) string {
+func PrintableLines(s string) string {
 	lines := strings.SplitAfter(s, "\n")
 	for i, l := range lines {
 		body, nl := strings.CutSuffix(l, "\n")
-		lines[i] = printable(body)
+		lines[i] = Printable(body)
 		if nl {
 			lines[i] += "\n"
 		}

@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ const stdinName = "-"
 // readInput reads the whole input file at path, at most limit bytes,
 // through the inputs' gate (outdir.OpenInput): a FIFO, a device or a
 // socket is refused at once.
-func readInput(path string, limit int64) ([]byte, error) {
+func ReadInput(path string, limit int64) ([]byte, error) {
 	f, err := outdir.OpenInput(path)
 	if err != nil {
 		return nil, err
@@ -29,25 +29,25 @@ func readInput(path string, limit int64) ([]byte, error) {
 	return b, err
 }
 
-// openJobs is the jobs file at path as batch reads it, once for its check
+// OpenJobs is the jobs file at path as batch reads it, once for its check
 // and again for the run: opened each time through the inputs' gate, so
 // that a FIFO, a device or a socket is refused before anything waits on
 // it. Standard input ("-") is read once, as the stream it is, into a
 // temporary file that done removes; a signal ends the process while it
 // waits for input (nothing has been sent).
-func (a *app) openJobs(path string) (src batch.Source, done func(), err error) {
+func OpenJobs(stdin io.Reader, path string) (src batch.Source, done func(), err error) {
 	if path != stdinName {
 		return batch.JSONL(func() (io.ReadCloser, error) { return outdir.OpenInput(path) }), func() {}, nil
 	}
-	if a.stdin == nil {
-		return nil, nil, usagef("batch: no standard input to read the jobs from")
+	if stdin == nil {
+		return nil, nil, Usagef("batch: no standard input to read the jobs from")
 	}
 	f, err := os.CreateTemp("", "creative-jobs-*.jsonl")
 	if err != nil {
 		return nil, nil, fmt.Errorf("batch: keeping the jobs from standard input: %w", err)
 	}
 	done = func() { f.Close(); os.Remove(f.Name()) }
-	if _, err := io.Copy(f, a.stdin); err != nil {
+	if _, err := io.Copy(f, stdin); err != nil {
 		done()
 		return nil, nil, fmt.Errorf("batch: reading the jobs from standard input: %w", err)
 	}
