@@ -247,7 +247,7 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 		why := strings.TrimPrefix(err.Error(), "creative: ")
 		rec.State, rec.Error = Answered, "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): "+why
 		if ae, ok := errors.AsType[*creative.APIError](err); ok && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusGone || ae.StatusCode == http.StatusForbidden) {
-			rec.Lost, rec.Error = true, "the answer's link no longer works (--repay-expired pays for the job again): "+why
+			rec.Lost, rec.Error = true, "the answer's link no longer works (Options.RepayLost pays for the job again): "+why
 		}
 	}
 	ru.finish(ctx, rec, start, err)

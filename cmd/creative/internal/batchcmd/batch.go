@@ -141,7 +141,7 @@ Exit status
 		},
 		Annotations: map[string]string{cmdutil.TakesBuckets: "jobs,out"},
 		RunE: cmdutil.Ran(func(cmd *cobra.Command, args []string) error {
-			return a.runBatch(cmd.Context(), args[0], f)
+			return spoken(a.runBatch(cmd.Context(), args[0], f))
 		}),
 	}
 	fs := cmd.Flags()

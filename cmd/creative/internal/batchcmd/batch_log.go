@@ -52,7 +52,9 @@ func openResultLog(dir string) (*resultLog, error) {
 }
 
 func (r *resultLog) write(rec *batch.Record) {
-	b, err := json.Marshal(rec)
+	logged := *rec
+	logged.Error = inFlags(logged.Error)
+	b, err := json.Marshal(&logged)
 	if err != nil {
 		return
 	}

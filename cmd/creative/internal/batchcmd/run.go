@@ -102,7 +102,7 @@ func (a *app) checkFailed(path string, err error) error {
 		if le.Field != "" {
 			where += le.Field + ": "
 		}
-		fmt.Fprintln(a.con, "creative: "+where+cmdutil.OneLine(le.Err.Error()))
+		fmt.Fprintln(a.con, "creative: "+where+cmdutil.OneLine(inFlags(le.Err.Error())))
 	}
 	if more := ce.Count - len(ce.Lines); more > 0 {
 		fmt.Fprintf(a.con, "creative: ... and %d more\n", more)
@@ -423,7 +423,7 @@ func summaryText(s batch.Summary) string {
 	add(s.Elsewhere, "in flight on another worker that is still running")
 	add(s.NotStarted, "not started")
 	if s.Stopped != "" {
-		parts = append(parts, "stopped: "+s.Stopped)
+		parts = append(parts, "stopped: "+inFlags(s.Stopped))
 	}
 	return strings.Join(parts, ", ")
 }

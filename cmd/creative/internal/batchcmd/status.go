@@ -54,7 +54,7 @@ Its tables, and more queries, are in docs/fleet.md.`,
 			}
 			p, err := a.buckets.openPlace(cmd.Context(), out, ledger)
 			if err != nil {
-				return err
+				return spoken(err)
 			}
 			defer p.Close()
 			if asJSON {
@@ -175,7 +175,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 			_ = w.WriteByte(',')
 		}
 		n++
-		b, _ := json.Marshal(reviewJob{r.Job, r.Line, r.ID, r.Op, string(r.State), r.Worker, r.Time, r.RequestID, r.Error})
+		b, _ := json.Marshal(reviewJob{r.Job, r.Line, r.ID, r.Op, string(r.State), r.Worker, r.Time, r.RequestID, inFlags(r.Error)})
 		_, _ = w.Write(b)
 	})
 	if err != nil {

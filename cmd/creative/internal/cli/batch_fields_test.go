@@ -79,3 +79,15 @@ func TestBatchFieldsOfOneOperation(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Equal(t, "creative: batch fields: no operation \"text-to-imag\"; did you mean \"image/text-to-image\"?\n", stderr)
 }
+
+// An operation no name is near: the library says what an operation is,
+// and the command line where to find them.
+func TestBatchPointsAnUnknownOperationAtTheHelp(t *testing.T) {
+	srv, env := fakeEnv(t)
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"op":"qqqqqqqq/zzzzzzzzzz","prompt":"p"}`+"\n"), 0o644))
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", t.TempDir())
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, `op: unknown operation "qqqqqqqq/zzzzzzzzzz" (creative --help lists the operations)`)
+	assert.Empty(t, srv.Requests())
+}

@@ -87,6 +87,8 @@ func TestBatchDownloadsAgainWithoutPayingAgainAndRepaysOnRequest(t *testing.T) {
 	assert.True(t, recs[0].Lost)
 	assert.Equal(t, []string{srv.URL + "/files/gone.wav"}, recs[0].URLs)
 	assert.Contains(t, recs[0].Error, "HTTP 404")
+	assert.Contains(t, recs[0].Error, "(--repay-expired pays for the job again)", "the log names the flag that helps")
+	assert.NotContains(t, recs[0].Error, "Options.", "in the command line's words")
 	assert.Equal(t, int32(1), calls.Load(), "the paid call was made once")
 
 	code, stdout, _ := runCLI(t, env, "batch", path, "--out", out, "--dry-run")
