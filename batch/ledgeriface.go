@@ -10,7 +10,7 @@ import (
 // A Ledger is the place of record of a batch's jobs: a database engine
 // whose transactions keep the pay-once rules for every worker that shares
 // it. Package batch/sqlledger implements it once over database/sql, for
-// SQLite (batch/sqlitestore, one machine) and PostgreSQL (batch/pgledger,
+// SQLite (batch/sqliteledger, one machine) and PostgreSQL (batch/pgledger,
 // a fleet); package batch/ledgertest judges any implementation.
 //
 // A run opens a Session (Begin) before it claims anything and ends it when

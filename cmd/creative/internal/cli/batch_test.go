@@ -440,7 +440,7 @@ func TestBatchChecksAThousandLinesAndSendsNothing(t *testing.T) {
 
 // A ledger that cannot be opened stops the run before any job, with exit
 // status 2 since nothing was sent: the run that fails while it goes is in
-// package sqlitestore's tests.
+// package sqliteledger's tests.
 func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
 	srv, env := fakeEnv(t)
 	path := writeJobs(t, 8)

@@ -1,8 +1,11 @@
-// Package cli is the command line of creative: the command tree, batch and
-// its stores, output and progress. Two programs run it: creative, which
-// links no cloud SDK so that commands that touch no bucket start fast, and
+// Package cli is the command line of creative. Start with Main (cli.go),
+// then the command tree (root.go): the 16 operation commands, made from
+// the table in internal/ops (commands.go, params.go) and writing their
+// answers through output.go; fetch, ids and version; and batch, from
+// package batchcmd. Two programs run it: creative, which links no cloud
+// SDK so that commands that touch no bucket start fast, and
 // creative-cloud, which opens bucket URLs and which creative hands a
-// command that names one over to.
+// command that names one over to (handoff.go).
 package cli
 
 import (
