@@ -32,8 +32,8 @@ type Options struct {
 	AllowOutside bool
 	// ResendUnknown sends again the jobs whose outcome is unknown, which
 	// may pay twice: those that ended unknown, and those claimed by a
-	// worker that is gone, not those in flight on a live one (see the
-	// package's doc).
+	// worker that is gone, not those in flight on a live one (see
+	// Lease).
 	ResendUnknown bool
 	// RepayLost sends again the answered jobs whose answer can no longer
 	// be fetched (a link that expired): this pays for them again.
@@ -64,9 +64,17 @@ type Options struct {
 	OnEvent func(Event)
 	// Budget caps the calls and the spending of every run on the ledger.
 	Budget
-	// Lease is the length of the run's lease (default DefaultLease, 90 s;
-	// see the package's doc), kept in the ledger with the run; a shorter
-	// one lets tests run in seconds.
+	// Lease is the length of the run's lease (default DefaultLease, 90 s),
+	// kept in the ledger with the run; a shorter one lets tests run in
+	// seconds. The run renews its session's heartbeat every sixth of it,
+	// and claims and sends only while the last renewal that completed
+	// began less than two thirds of it ago; once in doubt the lease is
+	// never proven again, and the run stops. Other workers take a run for
+	// gone only when the engine says so (its lock free, or its heartbeat
+	// stale by the database's clock); taking one of its jobs over fences
+	// it, so that its late records are refused and their answers handed
+	// back (LedgerError). A run whose context ends records each call in
+	// flight as maybe paid and each answer as waiting for its download.
 	Lease time.Duration
 }
 
