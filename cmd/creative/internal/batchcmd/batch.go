@@ -88,8 +88,8 @@ Running again
   unknown ones and those claimed by a worker that is gone (this may pay
   twice), not those in flight on a worker still running (on this machine
   the jobs of a killed worker are sent at once; with PostgreSQL once its
-  session's lock is gone and its heartbeat is 120s old by the database's
-  clock); --repay-expired pays again for
+  session's lock is gone and its heartbeat is 30s old, or its heartbeat
+  120s old, by the database's clock); --repay-expired pays again for
   answered jobs whose links have expired.
 
 Rate, shards, Ctrl-C and SIGTERM
