@@ -227,7 +227,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	d.stop()
 	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", cmdutil.Printable(summaryText(sum)), time.Since(start).Seconds(), cmdutil.Printable(log.path))
 	if spent := r.Spent(); spent != nil {
-		fmt.Fprintf(a.con, "creative: %v: no more jobs were claimed (batch status shows the budget)\n", spent)
+		fmt.Fprintln(a.con, "creative: batch: "+capSpent(context.WithoutCancel(ctx), p.ledger, f, spent)+"; no more jobs were claimed")
 	}
 	if n := w.rejected.Load(); n > 0 {
 		fmt.Fprintf(a.con, "creative: batch: %s not what their operation promises, kept as *%s.* files beside the outputs (batch status lists them; a rerun checks them again without paying)\n", plural(int(n), "answer"), batch.Rejected)
@@ -426,4 +426,19 @@ func summaryText(s batch.Summary) string {
 		parts = append(parts, "stopped: "+inFlags(s.Stopped))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// capSpent says which cap of the budget stopped a run, and that it counts
+// every run on the ledger: a rerun with the same cap sends nothing more.
+func capSpent(ctx context.Context, l batch.Ledger, f *batchFlags, spent error) string {
+	b, err := batch.ReadBudget(ctx, l)
+	switch {
+	case err != nil:
+		return inFlags(spent.Error())
+	case f.maxCalls > 0 && b.Calls >= int64(f.maxCalls):
+		return fmt.Sprintf("the cap of %s is spent (it counts every run on this ledger: raise --max-calls or use a new ledger)", plural(f.maxCalls, "call"))
+	case f.maxSpend > 0:
+		return fmt.Sprintf("the cap of %s to spend is spent (%s taken; it counts every run on this ledger: raise --max-spend or use a new ledger)", amount(f.maxSpend), amount(b.Spent))
+	}
+	return inFlags(spent.Error())
 }

@@ -112,3 +112,24 @@ func TestBatchDownloadsAgainWithoutPayingAgainAndRepaysOnRequest(t *testing.T) {
 	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "downloading again paid for nothing")
 	noTempFiles(t, out)
 }
+
+// --max-calls counts every run on the ledger: a rerun with the same cap
+// sends nothing, and says that the cap is spent and what to do, rather
+// than that a rerun sends the jobs again.
+func TestBatchARerunWithASpentCapSaysSo(t *testing.T) {
+	srv, env := fakeEnv(t)
+	path, out := writeJobs(t, 6), t.TempDir()
+	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--max-calls", "2", "--concurrency", "1")
+	require.Equal(t, 1, code, stderr)
+	sent := len(srv.Requests())
+	require.Positive(t, sent)
+
+	code, _, stderr = runCLI(t, env, "batch", path, "--out", out, "--max-calls", "2", "--concurrency", "1")
+	assert.Equal(t, 1, code, stderr)
+	assert.Equal(t, sent, len(srv.Requests()), "the rerun sent nothing")
+	assert.Contains(t, stderr, "creative: batch: the cap of 2 calls is spent (it counts every run on this ledger: raise --max-calls or use a new ledger)")
+
+	code, stdout, _ := runCLI(t, env, "batch", "--help")
+	require.Equal(t, 0, code)
+	assert.Contains(t, strings.Join(strings.Fields(stdout), " "), "counted over every run and worker on this ledger, earlier runs included")
+}
