@@ -164,8 +164,10 @@ func (c *Claim) Allowed(last *Entry, live bool) bool {
 		// free.
 		return c.Kind == KindDownload
 	case actCheck:
-		// A done job's files that are gone are fetched again, free.
-		return c.Kind == KindDownload && len(last.URLs) > 0
+		// A done job's files that are gone are fetched again, free; when
+		// its answer had no links, only paid for again, on the caller's
+		// say-so.
+		return c.Kind == KindDownload && len(last.URLs) > 0 || c.Kind == KindCall && c.RepayLost && len(last.URLs) == 0
 	}
 	return false
 }

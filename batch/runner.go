@@ -35,8 +35,11 @@ type Options struct {
 	// worker that is gone, not those in flight on a live one (see
 	// Lease).
 	ResendUnknown bool
-	// RepayLost sends again the answered jobs whose answer can no longer
-	// be fetched (a link that expired): this pays for them again.
+	// RepayLost sends again the jobs whose answer can no longer be
+	// fetched: answered ones whose links expired or were served by a
+	// service on this machine that is gone (a fake's), and done ones whose
+	// files are gone when their bytes came in the answer, which is kept
+	// nowhere else. This pays for them again.
 	RepayLost bool
 	// Shard and Shards, when Shards is above 1, run only the jobs whose
 	// line modulo Shards is Shard, so that several workers can split the
@@ -307,7 +310,7 @@ type Summary struct {
 	Claimed    int // claimed and not ended by a worker that is gone (maybe paid): sent again only with Options.ResendUnknown
 	Waiting    int // answered, files not all downloaded: a rerun downloads them
 	Lost       int // answered, answer no longer fetchable: sent again only with Options.RepayLost
-	Missing    int // done, but files gone with nothing to fetch them from
+	Missing    int // done, but files gone with nothing to fetch them from: sent again only with Options.RepayLost
 	Elsewhere  int // claimed at this moment by another worker, whose run's heartbeat is fresh: that worker's to end
 	NotStarted int // not started: the run was stopped
 	Requests   int // requests sent, retries and downloads included

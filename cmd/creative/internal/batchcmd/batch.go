@@ -83,14 +83,18 @@ Outputs
 Running again
   A rerun sends failed, refused and never-started jobs; downloads again
   what was answered and not downloaded, and what is done but whose files
-  are gone (free); never pays again for an answered job, nor sends a job
-  whose outcome is unknown, unless asked: --resend-unknown sends again the
-  unknown ones and those claimed by a worker that is gone (this may pay
-  twice), not those in flight on a worker still running (on this machine
-  the jobs of a killed worker are sent at once; with PostgreSQL once its
-  session's lock is gone and its heartbeat is 30s old, or its heartbeat
-  120s old, by the database's clock); --repay-expired pays again for
-  answered jobs whose links have expired.
+  are gone when its answer linked to them (free); never pays again for an
+  answered or done job, nor sends a job whose outcome is unknown, unless
+  asked: --resend-unknown sends again the unknown ones and those claimed
+  by a worker that is gone (this may pay twice), not those in flight on a
+  worker still running (on this machine the jobs of a killed worker are
+  sent at once; with PostgreSQL once its session's lock is gone and its
+  heartbeat is 30s old, or its heartbeat 120s old, by the database's
+  clock); --repay-expired pays again for the jobs whose answer can no
+  longer be fetched: answered ones whose links expired (or were a fake's
+  that is gone), and done ones whose files are gone when their bytes came
+  in the answer (an image as base64, speech), which is kept nowhere else.
+  With --fake, where paying costs nothing, a rerun does that unasked.
 
 Rate, shards, Ctrl-C and SIGTERM
   --rate bounds the requests sent per second over all workers, retries and
@@ -152,7 +156,7 @@ Exit status
 	fs.StringVar(&f.shard, "shard", "", "run only the jobs whose line number modulo N is I, given as I/N")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check every line, and print per operation the calls a run would make and the jobs it would download or leave; send nothing, write nothing")
 	fs.BoolVar(&f.resendUnknown, "resend-unknown", false, "send again the jobs whose outcome is unknown, and those claimed by a worker that is gone, not those in flight on a running worker (they may have been paid: this may pay twice)")
-	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for answered jobs whose links expired before they were downloaded")
+	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for the jobs whose answer can no longer be fetched: links that expired (or a fake's that is gone), files gone whose bytes came in the answer (with --fake, always: it is free)")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
 	fs.Int64Var(&f.maxFile, "max-download-bytes", 4<<30, "most bytes of each file an answer links to: a run writes at most this per link, --max-links links per job")
 	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")

@@ -34,6 +34,9 @@ type Env struct {
 	// Timeout bounds each call (0: none); Grace is how long what is in
 	// flight may go on after the first signal.
 	Timeout, Grace time.Duration
+	// Fake says that the calls go to the built-in fake service, where
+	// paying again costs nothing.
+	Fake bool
 	// Buckets opens bucket URLs; nil: none can be opened.
 	Buckets *Buckets
 	// AtLineStart ends the progress line, if one is shown, before a
@@ -63,7 +66,10 @@ type app struct {
 	getenv       func(string) string
 	signals      <-chan os.Signal
 	sending      *atomic.Bool
-	g            struct{ timeout, grace time.Duration }
+	g            struct {
+		timeout, grace time.Duration
+		fake           bool
+	}
 	buckets      *Buckets
 	atLineStart  func()
 	startDisplay func() *display
@@ -81,7 +87,7 @@ func (a *app) load() {
 	e := a.env()
 	a.stdout, a.con, a.guardConsole, a.stdin = e.Stdout, e.Console, e.GuardConsole, e.Stdin
 	a.getenv, a.signals, a.sending = e.Getenv, e.Signals, e.Sending
-	a.g.timeout, a.g.grace = e.Timeout, e.Grace
+	a.g.timeout, a.g.grace, a.g.fake = e.Timeout, e.Grace, e.Fake
 	a.buckets, a.atLineStart, a.newClient = e.Buckets, e.AtLineStart, e.NewClient
 	a.startDisplay = func() *display {
 		counter, stop := e.StartDisplay()

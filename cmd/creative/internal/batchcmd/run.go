@@ -17,6 +17,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/page"
 	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/ops"
 )
@@ -49,7 +50,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		return err
 	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired || a.g.fake, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
 	jobs, doneJobs, err := cmdutil.OpenJobs(a.stdin, path)
 	if err != nil {
 		return err
@@ -203,6 +204,9 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 			log.write(&e.Record)
 			w.ended(&e.Record)
 		}
+		if a.g.fake && e.Record.State == batch.Answered && e.Record.Lost && fakesLinks(e.Record.URLs) {
+			w.fakeLost.Add(1)
+		}
 		ended.Add(1)
 		if bar != nil {
 			bar.Increment()
@@ -225,7 +229,7 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	sum, err := r.Run(ctx, checked)
 	stopWatching()
 	d.stop()
-	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", cmdutil.Printable(summaryText(sum)), time.Since(start).Seconds(), cmdutil.Printable(log.path))
+	fmt.Fprintf(a.con, "creative: batch: %s in %.1fs; results in %s\n", cmdutil.Printable(summaryText(sum, int(w.fakeLost.Load()))), time.Since(start).Seconds(), cmdutil.Printable(log.path))
 	if spent := r.Spent(); spent != nil {
 		fmt.Fprintln(a.con, "creative: batch: "+capSpent(context.WithoutCancel(ctx), p.ledger, f, spent)+"; no more jobs were claimed")
 	}
@@ -264,6 +268,7 @@ type batchWatch struct {
 	calls       atomic.Int64
 	downloads   atomic.Int64
 	rejected    atomic.Int64
+	fakeLost    atomic.Int64 // on the fake: answered, links served by a fake that is gone
 }
 
 // ended counts a job that ended: after what was in flight was cut off, a
@@ -369,8 +374,16 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 		return cmdutil.ErrInterrupted
 	}
 	// A job another worker is running is that worker's to report.
-	if notDone := sum.Jobs - sum.Done - sum.DoneBefore - sum.Elsewhere; notDone > 0 {
+	// A job done whose files are gone is done in the ledger, and its
+	// files are not where they were promised.
+	notDone := sum.Jobs - sum.Done - sum.DoneBefore - sum.Missing - sum.Elsewhere
+	switch {
+	case notDone > 0 && sum.Missing > 0:
+		return fmt.Errorf("batch: %d of %s not done, and %d done whose files are gone", notDone, plural(sum.Jobs, "job"), sum.Missing)
+	case notDone > 0:
 		return fmt.Errorf("batch: %d of %s not done", notDone, plural(sum.Jobs, "job"))
+	case sum.Missing > 0:
+		return fmt.Errorf("batch: %s done whose files are gone", plural(sum.Missing, "job"))
 	}
 	return nil
 }
@@ -402,30 +415,45 @@ func paidAnswer(rec batch.Record) string {
 }
 
 // summaryText words a run's summary: what each kind of job is, and what a
-// rerun does with it.
-func summaryText(s batch.Summary) string {
-	parts := []string{strconv.Itoa(s.Done+s.DoneBefore) + " done"}
-	if s.DoneBefore > 0 {
-		parts[0] += fmt.Sprintf(" (%d before this run)", s.DoneBefore)
+// rerun does with it. Its done are the ledger's, as batch status counts
+// them: those whose files are gone too. fakeLost of the lost were
+// answered by a fake service that is gone.
+func summaryText(s batch.Summary, fakeLost int) string {
+	parts := []string{strconv.Itoa(s.Done+s.DoneBefore+s.Missing) + " done"}
+	if before := s.DoneBefore + s.Missing; before > 0 {
+		parts[0] += fmt.Sprintf(" (%d before this run)", before)
 	}
 	add := func(n int, text string) {
 		if n > 0 {
 			parts = append(parts, strconv.Itoa(n)+" "+text)
 		}
 	}
+	add(s.Missing, "of them whose files are gone: their bytes came in the answer, which is kept nowhere else (--repay-expired pays for them again)")
 	add(s.Failed, "failed (the service said no: see results.jsonl; a rerun sends them again, and an unchanged line fails the same way unless its cause changed)")
 	add(s.Refused, "refused or not sent (a rerun sends them again)")
 	add(s.Unknown, "unknown (may have been paid: --resend-unknown to send again)")
 	add(s.Claimed, "claimed and not ended by a worker that is gone (may have been paid; batch status lists them, --resend-unknown sends them again)")
 	add(s.Waiting, "waiting for a download (a rerun downloads them without paying again)")
-	add(s.Lost, "answered whose links expired (--repay-expired to pay for them again)")
-	add(s.Missing, "done whose files are gone and cannot be fetched again")
+	fakeLost = min(fakeLost, s.Lost)
+	add(s.Lost-fakeLost, "answered whose links expired (--repay-expired to pay for them again)")
+	add(fakeLost, "answered by a fake service that is gone: their links were that fake's and died with it (a rerun with --fake pays the fake again, which is free)")
 	add(s.Elsewhere, "in flight on another worker that is still running")
 	add(s.NotStarted, "not started")
 	if s.Stopped != "" {
 		parts = append(parts, "stopped: "+inFlags(s.Stopped))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// fakesLinks reports whether urls are links a fake service on this
+// machine served: they die with it.
+func fakesLinks(urls []string) bool {
+	for _, u := range urls {
+		if !page.OnThisMachine(u) {
+			return false
+		}
+	}
+	return len(urls) > 0
 }
 
 // capSpent says which cap of the budget stopped a run, and that it counts

@@ -94,7 +94,7 @@ func (a *app) printStatus(ctx context.Context, p *place) error {
 		fmt.Fprintf(a.stdout, "(%d claimed in flight on a worker still running)\n", st.InFlight)
 	}
 	if st.Lost > 0 {
-		fmt.Fprintf(a.stdout, "(%d answered whose links expired: --repay-expired pays for them again)\n", st.Lost)
+		fmt.Fprintf(a.stdout, "(%d answered whose links no longer work, expired or served by a fake service that is gone: --repay-expired pays for them again, and a rerun with --fake pays the fake, which is free)\n", st.Lost)
 	}
 	b, err := batch.ReadBudget(ctx, store)
 	if err != nil {

@@ -434,6 +434,7 @@ func (a *app) batchEnv() batchcmd.Env {
 		Sending:     &a.sending,
 		Timeout:     a.g.timeout,
 		Grace:       a.g.grace,
+		Fake:        a.g.fake,
 		Buckets:     a.buckets,
 		AtLineStart: a.atLineStart,
 		StartDisplay: func() (func(int64, func() string) *mpb.Bar, func()) {
