@@ -6,6 +6,7 @@
 package batchcmd
 
 import (
+	"context"
 	"io"
 	"os"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type Env struct {
 	// StartDisplay starts the progress display (or none): counter adds a
 	// bar counting to total, stop ends it.
 	StartDisplay func() (counter func(total int64, text func() string) *mpb.Bar, stop func())
+	// StopBy bounds ctx to end before the process is ended after a
+	// signal, leaving time to report.
+	StopBy func(ctx context.Context) (context.Context, context.CancelFunc)
 	// NewClient is the client of the global flags and extra.
 	NewClient func(extra ...creative.Option) (c *creative.Client, close func(), err error)
 }
@@ -74,6 +78,7 @@ type app struct {
 	atLineStart  func()
 	startDisplay func() *display
 	newClient    func(extra ...creative.Option) (*creative.Client, func(), error)
+	stopBy       func(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // display is the progress display of a run.
@@ -88,7 +93,7 @@ func (a *app) load() {
 	a.stdout, a.con, a.guardConsole, a.stdin = e.Stdout, e.Console, e.GuardConsole, e.Stdin
 	a.getenv, a.signals, a.sending = e.Getenv, e.Signals, e.Sending
 	a.g.timeout, a.g.grace, a.g.fake = e.Timeout, e.Grace, e.Fake
-	a.buckets, a.atLineStart, a.newClient = e.Buckets, e.AtLineStart, e.NewClient
+	a.buckets, a.atLineStart, a.newClient, a.stopBy = e.Buckets, e.AtLineStart, e.NewClient, e.StopBy
 	a.startDisplay = func() *display {
 		counter, stop := e.StartDisplay()
 		return &display{counter: counter, stop: stop}

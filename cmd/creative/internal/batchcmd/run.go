@@ -243,9 +243,11 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	if w.interrupted.Load() {
 		// A process told to stop ends before it is killed: the page of a
 		// large ledger waits for the next run.
-		var cancel context.CancelFunc
+		var cancel, stop context.CancelFunc
 		ictx, cancel = context.WithTimeout(ictx, indexAfterSignal)
 		defer cancel()
+		ictx, stop = a.stopBy(ictx)
+		defer stop()
 	}
 	if ierr := r.WriteIndex(ictx); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
@@ -328,8 +330,12 @@ func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc, w *b
 		w.interrupted.Store(true)
 		inFlight := r.Stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
-			plural(inFlight, "call"), a.g.grace, them(inFlight))
+		what := plural(inFlight, "call") + " in flight"
+		if inFlight == 0 {
+			what, inFlight = "the downloads of answered jobs", 2 // a rerun's, say: they are not counted as calls
+		}
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
+			what, a.g.grace, them(inFlight))
 		timer := time.NewTimer(a.g.grace)
 		defer timer.Stop()
 		select {

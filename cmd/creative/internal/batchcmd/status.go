@@ -176,7 +176,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 		}
 		n++
 		b, _ := json.Marshal(reviewJob{r.Job, r.Line, r.ID, r.Op, string(r.State), r.Worker, r.Time, r.RequestID, inFlags(r.Error)})
-		_, _ = w.Write(b)
+		_, _ = w.Write(cmdutil.PrintableJSON(b))
 	})
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 		Lost     int                 `json:"lost"`
 		Budget   *budgetJSON         `json:"budget,omitempty"`
 	}{st.Jobs, st.States, st.InFlight, st.Lost, budgetOf(b)})
-	_, _ = fmt.Fprintf(w, "],%s\n", rest[1:])
+	_, _ = fmt.Fprintf(w, "],%s\n", cmdutil.PrintableJSON(rest[1:]))
 	return w.Flush()
 }
 

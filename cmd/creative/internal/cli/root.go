@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -411,11 +412,17 @@ func (a *app) idsCommand() *cobra.Command {
 	}
 }
 
-// jsonOut prints v as indented JSON.
+// jsonOut prints v as indented JSON, with what would drive a terminal
+// escaped (cmdutil.PrintableJSON).
 func jsonOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(cmdutil.PrintableJSON(b.Bytes()))
+	return err
 }
 
 // batchEnv is what creative batch takes from this run of the command line.
@@ -442,5 +449,6 @@ func (a *app) batchEnv() batchcmd.Env {
 			return d.counter, d.stop
 		},
 		NewClient: a.newClient,
+		StopBy:    a.stopBy,
 	}
 }
