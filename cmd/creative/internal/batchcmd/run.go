@@ -50,7 +50,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		return err
 	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired || a.g.fake, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired || a.g.fake, Shard: shardI, Shards: shardN, MaxDownloadBytes: a.g.maxDownload, Budget: budget}
 	jobs, doneJobs, err := cmdutil.OpenJobs(a.stdin, path)
 	if err != nil {
 		return err
