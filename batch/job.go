@@ -38,7 +38,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 		case actDownload:
 			last, live, again = ru.redownload(ctx, last)
 		case actCheck:
-			last, live, again = ru.checkDone(ctx, last)
+			last, live, again = ru.checkDone(ctx, t, last)
 		case actLeave:
 			ru.skip(last, func(s *Summary) { s.countLeft(last) })
 		case actElsewhere:
@@ -324,8 +324,11 @@ func everyJobAlike(err error) string {
 }
 
 // checkDone checks that a done job's files are in place, and downloads
-// them again (free) when some are gone and its answer had links.
-func (ru *run) checkDone(ctx context.Context, last *record) (*record, bool, bool) {
+// them again (free) when some are gone and its answer had links. When its
+// answer had none (its bytes came in the answer, which is kept nowhere
+// else), only paying again writes them: on the caller's say-so
+// (Options.RepayLost).
+func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
 		if cancelled(ctx, err) {
@@ -338,6 +341,9 @@ func (ru *run) checkDone(ctx context.Context, last *record) (*record, bool, bool
 		}
 		if !ok && len(last.URLs) > 0 {
 			return ru.redownload(ctx, last)
+		}
+		if !ok && ru.o.RepayLost {
+			return ru.send(ctx, t, last)
 		}
 		if !ok {
 			ru.skip(last, func(s *Summary) { s.Missing++ })

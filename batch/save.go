@@ -11,9 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/batch/page"
 	"github.com/creativegen/creative-go/internal/answer"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
@@ -247,7 +249,9 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 		why := strings.TrimPrefix(err.Error(), "creative: ")
 		rec.State, rec.Error = Answered, "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): "+why
 		if ae, ok := errors.AsType[*creative.APIError](err); ok && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusGone || ae.StatusCode == http.StatusForbidden) {
-			rec.Lost, rec.Error = true, "the answer's link no longer works (--repay-expired pays for the job again): "+why
+			rec.Lost, rec.Error = true, "the answer's link no longer works (Options.RepayLost pays for the job again): "+why
+		} else if servedByAGoneFake(rec.URLs, err) {
+			rec.Lost, rec.Error = true, "the answer's links were served by a fake service on this machine, which is gone and its links with it (Options.RepayLost pays for the job again): "+why
 		}
 	}
 	ru.finish(ctx, rec, start, err)
@@ -484,4 +488,20 @@ func (ru *run) unrecorded(rec *record, err error) {
 	}
 	rec.State, rec.Lost = state, false
 	rec.Error = "not recorded in the ledger (" + err.Error() + "): see the run's error for the answer"
+}
+
+// servedByAGoneFake reports whether err, a download's, says that the
+// service on this machine that served the links (a fake's: no real
+// service links to this machine) is no longer there: its connection was
+// refused. Its links died with it, as an expired link does.
+func servedByAGoneFake(urls []string, err error) bool {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	for _, u := range urls {
+		if !page.OnThisMachine(u) {
+			return false
+		}
+	}
+	return len(urls) > 0
 }

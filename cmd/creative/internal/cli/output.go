@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/answer"
 	"github.com/creativegen/creative-go/internal/outdir"
 	"github.com/creativegen/creative-go/internal/sniff"
@@ -361,11 +362,11 @@ func readHead(d *outdir.Dir, name string) ([]byte, error) {
 func openOut(dir string) (*outdir.Dir, error) {
 	d, err := outdir.Create(dir)
 	if err != nil {
-		return nil, usagef("--out: %v", err)
+		return nil, cmdutil.Usagef("--out: %v", err)
 	}
 	if err := d.ProveWritable(); err != nil {
 		d.Close()
-		return nil, usagef("--out: %v", err)
+		return nil, cmdutil.Usagef("--out: %v", err)
 	}
 	return d, nil
 }
