@@ -146,13 +146,15 @@ var errLeaseInDoubt = errors.New("the run's lease is in doubt")
 // A starter decides, under one lock, whether a job may send its first
 // request. A job may wait in the client (for a rate limit, or a pause a 429
 // asked for) after a worker took it; once the run is stopping, such a job
-// is cancelled without sending anything, while jobs that sent are let
-// finish: they may be paid for.
+// is cancelled without sending anything, as is a job waiting before a
+// retry (its last attempt was not sent or refused: nothing of it is in
+// flight), while jobs with an attempt in flight are let finish: they may
+// be paid for.
 type starter struct {
 	mu       sync.Mutex
 	stopping context.Context // done once stop is called
 	stopAll  context.CancelFunc
-	inFlight int // jobs that sent and have not ended
+	inFlight int // jobs with an attempt out and not ended
 }
 
 // A jobRun is one job between a worker taking it and its end.
@@ -160,6 +162,7 @@ type jobRun struct {
 	cancel   context.CancelFunc
 	keep     func() bool // keeps stop from cancelling the job once it sent
 	sent     bool        // its first request went out; guarded by starter.mu
+	waiting  func() bool // while it waits before a retry: keeps stop from cancelling it again; guarded by starter.mu
 	requests atomic.Int32
 }
 
@@ -192,7 +195,7 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 		case !l.held():
 			refused = errLeaseInDoubt
 			r.cancel()
-		case !r.sent && s.stopping.Err() != nil:
+		case (!r.sent || r.waiting != nil) && s.stopping.Err() != nil:
 			refused = errNotStarted
 		}
 		if refused != nil {
@@ -207,10 +210,35 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 			r.keep()
 			s.inFlight++
 		}
+		if r.waiting != nil {
+			r.waiting()
+			r.waiting = nil
+			s.inFlight++
+		}
 		s.mu.Unlock()
 		r.requests.Add(1)
 		return next(req)
 	}
+}
+
+// retryWait is the call trace of the job r that tells the starter when
+// the job waits before a retry: from the end of an attempt the retry
+// policy sends again (it was not sent, or refused) to the next attempt's
+// send (its gate), nothing of the job is in flight, so a stop cancels it
+// at once, as it does a job that has not sent. The job then ends as its
+// last attempt did, not sent or refused, and a rerun sends it.
+func (s *starter) retryWait(r *jobRun) *creative.CallTrace {
+	return &creative.CallTrace{AttemptDone: func(_ context.Context, a creative.AttemptInfo) {
+		if !a.Retry || a.Verdict != creative.VerdictNotSent && a.Verdict != creative.VerdictRefused {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.sent && r.waiting == nil {
+			r.waiting = context.AfterFunc(s.stopping, r.cancel)
+			s.inFlight--
+		}
+	}}
 }
 
 // end ends the job r.
@@ -219,7 +247,10 @@ func (s *starter) end(r *jobRun) {
 	defer s.mu.Unlock()
 	r.cancel()
 	r.keep()
-	if r.sent {
+	switch {
+	case r.waiting != nil:
+		r.waiting()
+	case r.sent:
 		s.inFlight--
 	}
 }
@@ -262,7 +293,8 @@ func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, 
 	var resp *http.Response
 	if err == nil {
 		// The budget first: the lease is checked last, right before the send.
-		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(ru, t.op.Name), ru.st.gate(jr, ru.lease)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
+		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(ru, t.op.Name), ru.st.gate(jr, ru.lease)),
+			creative.WithCallTrace(ru.st.retryWait(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
 		res, err = opcall.Call(ctx, ru.c, t.op, req, opts...)
 		closeFiles()
 	}

@@ -54,7 +54,7 @@ type Options struct {
 	// WithTimeout.
 	CallOptions []creative.Option
 	// MaxDownloadBytes bounds each file a job's answer links to (default
-	// 4 GiB): a larger one, or a link that streams without end, leaves
+	// DefaultMaxDownloadBytes, 4 GiB): a larger one, or a link that streams without end, leaves
 	// its job answered and nothing of the file, and a rerun with a higher
 	// bound downloads it without paying again.
 	MaxDownloadBytes int64
@@ -80,6 +80,10 @@ type Options struct {
 	// flight as maybe paid and each answer as waiting for its download.
 	Lease time.Duration
 }
+
+// DefaultMaxDownloadBytes is the bound of each file an answer links to
+// when Options.MaxDownloadBytes gives none: 4 GiB.
+const DefaultMaxDownloadBytes = 4 << 30
 
 // An EventType says what happened to a job.
 type EventType int
@@ -119,7 +123,7 @@ type Runner struct {
 // them.
 func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 	if o.MaxDownloadBytes <= 0 {
-		o.MaxDownloadBytes = 4 << 30
+		o.MaxDownloadBytes = DefaultMaxDownloadBytes
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
@@ -148,7 +152,9 @@ func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
-// a rate limit, a pause) end without sending it, and Run returns once the
+// a rate limit, a pause) end without sending it, those waiting before a
+// retry (their last attempt was not sent, or refused: a 429, a 503) end at
+// once as that attempt did, not sent or refused, and Run returns once the
 // calls in flight have ended and been recorded. It returns how many calls
 // are in flight. A stopped Runner starts no job again.
 func (r *Runner) Stop() int { return r.st.stop() }

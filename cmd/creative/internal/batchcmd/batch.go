@@ -22,7 +22,6 @@ type batchFlags struct {
 	resendUnknown bool
 	repayExpired  bool
 	allowOutside  bool
-	maxFile       int64 // --max-download-bytes
 	startOver     bool
 	maxCalls      int
 	maxSpend      float64
@@ -158,7 +157,6 @@ Exit status
 	fs.BoolVar(&f.resendUnknown, "resend-unknown", false, "send again the jobs whose outcome is unknown, and those claimed by a worker that is gone, not those in flight on a running worker (they may have been paid: this may pay twice)")
 	fs.BoolVar(&f.repayExpired, "repay-expired", false, "pay again for the jobs whose answer can no longer be fetched: links that expired (or a fake's that is gone), files gone whose bytes came in the answer (with --fake, always: it is free)")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, "let file fields name files outside the jobs file's folder")
-	fs.Int64Var(&f.maxFile, "max-download-bytes", 4<<30, "most bytes of each file an answer links to: a run writes at most this per link, --max-links links per job")
 	fs.BoolVar(&f.startOver, "start-over", false, "when --out holds files of earlier runs and no ledger (ledger.db missing or empty), move those files into a folder earlier-<time>/ there and begin a new ledger, paying for every job again")
 	fs.IntVar(&f.maxCalls, "max-calls", 0, "most calls that may be paid, counted over every run and worker on this ledger, earlier runs included: a rerun with the same cap sends nothing once it is spent (0: no cap)")
 	fs.Float64Var(&f.maxSpend, "max-spend", 0, "most those calls may cost, priced by --price or --prices, counted over every run on this ledger as --max-calls is (0: no cap)")

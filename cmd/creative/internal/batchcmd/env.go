@@ -35,6 +35,9 @@ type Env struct {
 	// Timeout bounds each call (0: none); Grace is how long what is in
 	// flight may go on after the first signal.
 	Timeout, Grace time.Duration
+	// MaxDownload bounds each file an answer links to
+	// (--max-download-bytes, a flag of every command).
+	MaxDownload int64
 	// Fake says that the calls go to the built-in fake service, where
 	// paying again costs nothing.
 	Fake bool
@@ -73,6 +76,7 @@ type app struct {
 	g            struct {
 		timeout, grace time.Duration
 		fake           bool
+		maxDownload    int64
 	}
 	buckets      *Buckets
 	atLineStart  func()
@@ -92,7 +96,7 @@ func (a *app) load() {
 	e := a.env()
 	a.stdout, a.con, a.guardConsole, a.stdin = e.Stdout, e.Console, e.GuardConsole, e.Stdin
 	a.getenv, a.signals, a.sending = e.Getenv, e.Signals, e.Sending
-	a.g.timeout, a.g.grace, a.g.fake = e.Timeout, e.Grace, e.Fake
+	a.g.timeout, a.g.grace, a.g.fake, a.g.maxDownload = e.Timeout, e.Grace, e.Fake, e.MaxDownload
 	a.buckets, a.atLineStart, a.newClient, a.stopBy = e.Buckets, e.AtLineStart, e.NewClient, e.StopBy
 	a.startDisplay = func() *display {
 		counter, stop := e.StartDisplay()

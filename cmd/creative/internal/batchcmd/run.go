@@ -50,7 +50,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 		return err
 	}
 	o := batch.Options{Concurrency: f.concurrency, Base: filepath.Dir(path), AllowOutside: f.allowOutside,
-		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired || a.g.fake, Shard: shardI, Shards: shardN, MaxDownloadBytes: f.maxFile, Budget: budget}
+		ResendUnknown: f.resendUnknown, RepayLost: f.repayExpired || a.g.fake, Shard: shardI, Shards: shardN, MaxDownloadBytes: a.g.maxDownload, Budget: budget}
 	jobs, doneJobs, err := cmdutil.OpenJobs(a.stdin, path)
 	if err != nil {
 		return err
@@ -371,13 +371,18 @@ func batchExit(a *app, sum batch.Summary, err error, interrupted bool) error {
 		for _, rec := range le.MaybePaid {
 			fmt.Fprintf(a.con, "creative: batch: sent, maybe paid, and not recorded as such: line %d %s%s\n", rec.Line, rec.Op, requestID(rec))
 		}
-		return err
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
+	failed := err != nil && (le != nil || !errors.Is(err, context.Canceled))
 	if interrupted {
+		// The status is the interruption's, whatever the run met during
+		// the grace (a ledger that failed), which is said first.
+		if failed {
+			fmt.Fprintln(a.con, cmdutil.Printable("creative: "+strings.TrimPrefix(cmdutil.OneLine(err.Error()), "creative: ")))
+		}
 		return cmdutil.ErrInterrupted
+	}
+	if failed {
+		return err
 	}
 	// A job another worker is running is that worker's to report.
 	// A job done whose files are gone is done in the ledger, and its

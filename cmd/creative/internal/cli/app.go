@@ -72,8 +72,11 @@ type globals struct {
 	timeout time.Duration
 	retries int
 	verbose bool
-	links   int           // --max-links
-	grace   time.Duration // --grace
+	links   int // --max-links
+	// maxDownload bounds each file an answer links to
+	// (--max-download-bytes).
+	maxDownload int64
+	grace       time.Duration // --grace
 }
 
 func (a *app) run(args []string) int {
@@ -205,6 +208,9 @@ func (a *app) checkGlobals() error {
 	if a.g.grace < 0 {
 		return cmdutil.Usagef("--grace must be 0 (abandon at once) or more, got %v", a.g.grace)
 	}
+	if a.g.maxDownload <= 0 {
+		return cmdutil.Usagef("--max-download-bytes must be above 0, got %d", a.g.maxDownload)
+	}
 	if a.g.timeout < 0 {
 		return cmdutil.Usagef("--timeout must be 0 (no bound) or more, got %v", a.g.timeout)
 	}
@@ -215,6 +221,12 @@ func (a *app) checkGlobals() error {
 		a.g.baseURL = a.getenv(creative.EnvBaseURL)
 	}
 	return nil
+}
+
+// downloadOpts are opts, a call's options, for the downloads of its
+// answer's links: each bounded to --max-download-bytes.
+func (a *app) downloadOpts(opts []creative.Option) []creative.Option {
+	return append(opts[:len(opts):len(opts)], creative.WithMaxResponseBytes(a.g.maxDownload))
 }
 
 // newClient returns the client the run's calls go through: the built-in

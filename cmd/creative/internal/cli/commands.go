@@ -416,9 +416,9 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 		}
 	}
 	if out.dir == stdoutName {
-		return writeOne(ctx, stdout, c, res, status, opts)
+		return writeOne(ctx, stdout, c, res, status, a.downloadOpts(opts))
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, cmdutil.Printable(path)) }, service: a.serviceOrigin()}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: a.downloadOpts(opts), saved: func(path string) { fmt.Fprintln(stdout, cmdutil.Printable(path)) }, service: a.serviceOrigin()}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }

@@ -261,7 +261,7 @@ func (a *app) runFetch(ctx context.Context, arg, op, out string) error {
 		us[i] = creative.URL(l)
 	}
 	status.requestID.Store(&rec.RequestID)
-	s := &saver{op: rec.Op, dir: d, c: c, status: status, opts: status.track(a.logHandler()), saved: func(p string) { fmt.Fprintln(a.stdout, cmdutil.Printable(p)) }}
+	s := &saver{op: rec.Op, dir: d, c: c, status: status, opts: a.downloadOpts(status.track(a.logHandler())), saved: func(p string) { fmt.Fprintln(a.stdout, cmdutil.Printable(p)) }}
 	var saved saved
 	err = s.fetchAll(ctx, rec.Stem, us, &saved)
 	if err == nil && linkPath != "" {

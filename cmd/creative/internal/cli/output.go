@@ -31,8 +31,8 @@ type saver struct {
 	dir    *outdir.Dir
 	c      *creative.Client
 	status *callStatus // the call's; may be nil
-	// opts are the call's options, given to each download too: they keep
-	// status current.
+	// opts are the options of each download: the call's, which keep
+	// status current, and its bound (app.downloadOpts).
 	opts []creative.Option
 	// saved is told each file's path as soon as it is in place.
 	saved func(path string)

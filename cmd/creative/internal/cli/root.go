@@ -15,6 +15,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/ids"
@@ -82,6 +83,7 @@ for standard input), a signal ends it at once (130).`,
 	pf.IntVar(&a.g.retries, "retries", creative.DefaultMaxRetries, "retries of a failed attempt (0: none)")
 	pf.BoolVarP(&a.g.verbose, "verbose", "v", false, "log attempts and retries on stderr (the key is never logged)")
 	pf.IntVar(&a.g.links, "max-links", creative.DefaultMaxLinks, "most links an answer may list (split-audio's stems), each a download")
+	pf.Int64Var(&a.g.maxDownload, "max-download-bytes", batch.DefaultMaxDownloadBytes, "most bytes of each file an answer links to: a larger one is not written and its paid link is kept (a single command's in its .link.json file, exit status 3; a batch's in its ledger), for creative fetch or a rerun with a higher bound, which pays nothing again")
 	pf.DurationVar(&a.g.grace, "grace", defaultGrace, "after the first Ctrl-C or SIGTERM, how long calls and downloads in flight may go on before they are abandoned (a call then may have been paid); a second signal ends at once")
 
 	areas := map[string]*cobra.Command{}
@@ -440,6 +442,7 @@ func (a *app) batchEnv() batchcmd.Env {
 		Signals:     a.signals,
 		Sending:     &a.sending,
 		Timeout:     a.g.timeout,
+		MaxDownload: a.g.maxDownload,
 		Grace:       a.g.grace,
 		Fake:        a.g.fake,
 		Buckets:     a.buckets,
