@@ -345,10 +345,17 @@ func take(t *testing.T, l batch.Ledger) {
 	require.NoError(t, l.Take(t.Context(), a, batch.Share{Calls: 1, MaxCalls: 4}))
 }
 
+// pageRows is the page a ledger with SetPage (package sqlledger) is given
+// in readers, so that its Jobs crosses pages.
+const pageRows = 500
+
 func readers(t *testing.T, l batch.Ledger) {
 	a, _ := begin(t, l)
 	states := []batch.State{batch.Done, batch.Failed, batch.Unknown, batch.Answered, batch.Claimed}
-	const n = 1203 // more than two pages
+	const n = 1203 // more than two pages of pageRows
+	if p, ok := l.(interface{ SetPage(int) }); ok {
+		p.SetPage(pageRows)
+	}
 	var keys []string
 	for i := range n {
 		j := jobKey(fmt.Sprintf("job%05d", i))

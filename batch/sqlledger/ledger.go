@@ -19,6 +19,7 @@ import (
 type Ledger struct {
 	db    *sql.DB
 	d     Dialect
+	page  int // rows a query of Jobs reads
 	q     map[string]string
 	sm    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared once, by key of q
@@ -36,7 +37,18 @@ func New(db *sql.DB, d Dialect) *Ledger {
 		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
 	}
 	l.q["lockJob"] += d.ForUpdate
+	l.SetPage(d.Page)
 	return l
+}
+
+// SetPage sets how many rows Jobs reads in one query (0: the default); a
+// test sets a small page to cross pages with few jobs. Call it before the
+// Ledger is used.
+func (l *Ledger) SetPage(n int) {
+	if n <= 0 {
+		n = defaultPage
+	}
+	l.page = n
 }
 
 // DB returns the database, for drivers and tests.
@@ -91,8 +103,9 @@ var queries = map[string]string{
 	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
 }
 
-// page is how many rows Jobs reads at once.
-const page = 500
+// defaultPage is how many rows Jobs reads at once when the Dialect does
+// not say.
+const defaultPage = 500
 
 // write runs fn in a transaction, trying again, up to tries times, when
 // it failed for a reason that is not its answer (fn reads back what an
