@@ -41,13 +41,13 @@ func (bd *bodyDecoder) skim(body []byte) []byte {
 			break
 		}
 		start := i + q + 1
-		end := closingQuote(body, start)
+		end, escaped := closingQuote(body, start)
 		if end < 0 {
 			break
 		}
 		i = end + 1
 		if end-start < skimMin || bytes.HasPrefix(body[start:], []byte("data:")) ||
-			bytes.IndexByte(body[start:end], '\\') >= 0 || isName(body[end+1:]) {
+			escaped || isName(body[end+1:]) {
 			continue
 		}
 		if bytes.Contains(body[last:start], []byte(placeholder)) {
@@ -77,24 +77,35 @@ func isName(rest []byte) bool {
 	return len(rest) > 0 && rest[0] == ':'
 }
 
+// scanWindow is how much of a string closingQuote looks through at a time:
+// its search for a backslash reads again what its search for the quote
+// just read, while it is still in the cache.
+const scanWindow = 16 << 10
+
 // closingQuote returns the index of the quote that closes the string whose
-// text starts at start, or -1.
-func closingQuote(body []byte, start int) int {
-	for k := start; ; {
-		q := bytes.IndexByte(body[k:], '"')
+// text starts at start, or -1, and whether the text holds a backslash.
+func closingQuote(body []byte, start int) (int, bool) {
+	escaped := false
+	for k := start; k < len(body); {
+		w := body[k:min(k+scanWindow, len(body))]
+		q := bytes.IndexByte(w, '"')
 		if q < 0 {
-			return -1
+			escaped = escaped || bytes.IndexByte(w, '\\') >= 0
+			k += len(w)
+			continue
 		}
+		escaped = escaped || bytes.IndexByte(w[:q], '\\') >= 0
 		q += k
 		slashes := 0
-		for j := q - 1; j >= start && body[j] == '\\'; j-- {
+		for j := q - 1; escaped && j >= start && body[j] == '\\'; j-- {
 			slashes++
 		}
 		if slashes%2 == 0 {
-			return q
+			return q, escaped
 		}
 		k = q + 1
 	}
+	return -1, escaped
 }
 
 // longString reports whether raw, a value the walk read, is a placeholder,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,6 +19,13 @@ func TestLongImageStringsAreReadAsTheWholeWalkWouldReadThem(t *testing.T) {
 	enc := base64.StdEncoding.EncodeToString(img)
 	raw := base64.RawStdEncoding.EncodeToString(img[:len(img)-1])
 	long := strings.Repeat("ab", skimMin)
+	// One character escaped in a window of closingQuote's that ends before
+	// the string does.
+	big := bytes.Repeat(img, 3)
+	bigEnc := base64.StdEncoding.EncodeToString(big)
+	late := scanWindow + 1
+	lateEscape := bigEnc[:late] + fmt.Sprintf(`\u%04x`, bigEnc[late]) + bigEnc[late+1:]
+	wide := strings.Repeat("ab", scanWindow) // past a window
 	for _, tc := range []struct {
 		name, body string
 		want       [][]byte // nil: an error
@@ -25,6 +33,8 @@ func TestLongImageStringsAreReadAsTheWholeWalkWouldReadThem(t *testing.T) {
 		{"an object with base64", `{"success":true,"data":{"base64":"` + enc + `"}}`, [][]byte{img}},
 		{"two of them, and a long unrelated member", `{"x":"` + long + `","success":true,"data":[{"base64":"` + enc + `"},{"base64":"` + raw + `"}]}`, [][]byte{img, img[:len(img)-1]}},
 		{"slashes escaped, as PHP writes them", `{"success":true,"data":"` + strings.ReplaceAll(enc, "/", `\/`) + `"}`, [][]byte{img}},
+		{"one character escaped, past the first window", `{"success":true,"data":"` + lateEscape + `"}`, [][]byte{big}},
+		{"a quote and a backslash escaped past the first window", `{"x":"` + wide + `\"\\","success":true,"data":"` + enc + `"}`, [][]byte{img}},
 		{"a data URL", `{"success":true,"data":"data:image/png;base64,` + enc + `"}`, [][]byte{img}},
 		{"a long member name", `{"` + long + `":1,"success":true,"data":"` + enc + `"}`, [][]byte{img}},
 		{"a short string that looks like a placeholder", `{"p":"` + placeholder + `0","success":true,"data":"` + enc + `"}`, [][]byte{img}},
