@@ -1,7 +1,9 @@
 package creative
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creativegen/creative-go/ids"
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -256,4 +259,47 @@ const musicOK = `{"success":true,"message":"ok","data":"http://127.0.0.1/a.wav"}
 func music(ctx context.Context, c *Client, opts ...Option) error {
 	_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"}, opts...)
 	return err
+}
+
+// An answer read to its end leaves its connection to the next call: calls
+// made one after another, whatever they met, use one connection between
+// them. A body closed before its end would cost a connection a call.
+func TestCallsOneAfterAnotherKeepOneConnection(t *testing.T) {
+	img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xfe, 'x', 0}, 300<<10)) // past the probed size
+	answers := map[string]http.HandlerFunc{
+		"a success": replyJSON(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/m.wav"}`),
+		"a refusal": replyJSON(400, `{"success":false,"message":"no"}`),
+		"a failure that is not JSON": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(422)
+			_, _ = w.Write([]byte("nope"))
+		},
+		"a success without Content-Length": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"success":true,"message":"ok",`))
+			w.(http.Flusher).Flush()
+			_, _ = w.Write([]byte(`"data":"http://127.0.0.1/m.wav"}`))
+		},
+		"images": replyJSON(200, `{"success":true,"message":"ok","data":[{"base64":"`+img+`"}]}`),
+	}
+	for name, h := range answers {
+		t.Run(name, func(t *testing.T) {
+			ts := newTestServer(t, h)
+			c := newTestClient(t, ts.URL, WithMaxRetries(0))
+			for range 5 {
+				if name == "images" {
+					ims, err := c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p", NumberOfResults: 1, StyleID: ids.StyleAnime})
+					require.NoError(t, err)
+					require.Len(t, ims, 1)
+					continue
+				}
+				_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+				if strings.HasPrefix(name, "a success") {
+					require.NoError(t, err)
+				} else {
+					require.Error(t, err)
+				}
+			}
+			assert.Equal(t, int64(1), ts.conns.Load(), "5 calls, one connection")
+		})
+	}
 }
