@@ -29,8 +29,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	switch {
-	case app != 0 && app != applicationID:
-		return errNotLedger
+	case app != 0 && app != applicationID, v == sqlledger.Version && app != applicationID:
+		return errNotLedger // a ledger of this schema has the application id
 	case v == sqlledger.Version:
 		return nil
 	case v > sqlledger.Version:
