@@ -33,6 +33,11 @@ func TestAFolderWithItsOwnLedgerIsRefusedAnotherLedger(t *testing.T) {
 		assert.Contains(t, stderr, "--ledger", args)
 		assert.Contains(t, stderr, filepath.Join(out, "ledger.db"), args)
 	}
+	// A --ledger naming the folder's ledger.db rather than its folder is
+	// told so.
+	code, _, stderr = runCLI(t, env, "batch", jobs, "--out", out, "--ledger", filepath.Join(out, "ledger.db"))
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "--ledger names a folder")
 	env["CREATIVE_LEDGER"] = other
 	code, _, stderr = runCLI(t, env, "batch", jobs, "--out", out)
 	assert.Equal(t, exitUsage, code, stderr)

@@ -142,8 +142,12 @@ func refuseOtherLedger(dir, ledger string) error {
 			return nil
 		}
 	}
-	return usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not: a run would pay for every one of them again; "+
-		"run without --ledger (and without $%s), or give another --out", dir, filepath.Join(dir, sqliteledger.File), shown, envLedger)
+	hint := ""
+	if filepath.Base(path) == sqliteledger.File {
+		hint = " (--ledger names a folder, the one that holds " + sqliteledger.File + ")"
+	}
+	return usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not%s: a run would pay for every one of them again; "+
+		"run without --ledger (and without $%s), or give another --out", dir, filepath.Join(dir, sqliteledger.File), shown, hint, envLedger)
 }
 
 // openLedger opens the ledger named by name: a postgres:// URL, or a local
