@@ -60,13 +60,67 @@ func (c *callCtx) Value(key any) any {
 
 // withTrace returns ctx with the call's httptrace hooks and the call. When
 // ctx holds hooks of its own (the caller traces its requests), they are
-// composed with the call's as httptrace.WithClientTrace does.
+// composed with the call's as httptrace.WithClientTrace does; the hooks of
+// another call (this one is made inside that one's middleware) are that
+// call's alone, and are not: its requests are not this call's.
 func (cl *call) withTrace(ctx context.Context) context.Context {
-	if httptraceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
-		ctx = httptrace.WithClientTrace(ctx, &cl.trace)
+	cl.outer = outerTrace(ctx)
+	if httptraceKey == nil || cl.outer != nil {
+		ctx = httptrace.WithClientTrace(traceOnly(ctx, cl.outer), &cl.trace)
 	}
 	cl.ctx = callCtx{Context: ctx, cl: cl}
 	return &cl.ctx
+}
+
+// hooked returns req with a context that holds the call's httptrace hooks.
+// A middleware or an AttemptStart hook may give a request a context that
+// is not derived from the call's (context.Background(), a context kept
+// from another call): without the hooks, a request the service read whole
+// and never answered would pass for one not sent, and be sent again.
+func (cl *call) hooked(req *http.Request) *http.Request {
+	ctx := req.Context()
+	if callOf(ctx) == cl {
+		return req
+	}
+	hooks := &httptrace.ClientTrace{WroteRequest: cl.tr.wroteRequest, WroteHeaders: cl.tr.wroteHeaders}
+	ctx = httptrace.WithClientTrace(traceOnly(ctx, outerTrace(ctx)), hooks)
+	return req.WithContext(context.WithValue(ctx, callKey{}, cl))
+}
+
+// outerTrace returns the httptrace hooks of ctx that are not a call's own:
+// those of ctx, or, when they are the hooks of the call ctx holds, those
+// that call composed its own with.
+func outerTrace(ctx context.Context) *httptrace.ClientTrace {
+	t := httptrace.ContextClientTrace(ctx)
+	if p := callOf(ctx); p != nil && t == &p.trace {
+		return p.outer
+	}
+	return t
+}
+
+// traceOnly returns ctx whose httptrace hooks are t, for
+// httptrace.WithClientTrace to compose with.
+func traceOnly(ctx context.Context, t *httptrace.ClientTrace) context.Context {
+	if httptraceKey == nil || httptrace.ContextClientTrace(ctx) == t {
+		return ctx
+	}
+	return &withHooks{Context: ctx, t: t}
+}
+
+// withHooks is a context whose httptrace hooks are t.
+type withHooks struct {
+	context.Context
+	t *httptrace.ClientTrace
+}
+
+func (c *withHooks) Value(key any) any {
+	if key == httptraceKey {
+		if c.t == nil {
+			return nil
+		}
+		return c.t
+	}
+	return c.Context.Value(key)
 }
 
 // callOf returns the call whose context ctx is, or derives from.

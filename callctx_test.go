@@ -2,8 +2,11 @@ package creative
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -43,4 +46,84 @@ func TestAMiddlewaresContextKeepsTheCall(t *testing.T) {
 	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, ts.hits.Load())
+}
+
+// A middleware or an AttemptStart hook that gives the attempt a context not
+// derived from the call's must not make a request the service read whole
+// pass for one not sent: it is not sent again, and its outcome is unknown.
+func TestAContextNotTheCallsStillTellsWhatWasSent(t *testing.T) {
+	var kept atomic.Pointer[context.Context]
+	keep := func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+		ctx := req.Context()
+		kept.Store(&ctx)
+		return next(req)
+	}
+	replace := func(ctx func(req *http.Request) context.Context) Option {
+		return WithMiddleware(func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+			return next(req.WithContext(ctx(req)))
+		})
+	}
+	var ownWrote atomic.Int32
+	own := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { ownWrote.Add(1) },
+	})
+	for _, tc := range []struct {
+		name string
+		opt  Option
+	}{
+		{"a middleware's context.Background()", replace(func(*http.Request) context.Context { return context.Background() })},
+		{"a middleware's context with its own httptrace hooks", replace(func(*http.Request) context.Context { return own })},
+		{"a middleware's context kept from an earlier call", replace(func(*http.Request) context.Context { return *kept.Load() })},
+		{"an AttemptStart's context.Background()", WithCallTrace(&CallTrace{
+			AttemptStart: func(context.Context, AttemptInfo) context.Context { return context.Background() },
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var whole atomic.Int32
+			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/earlier" {
+					_, _ = w.Write([]byte(`{}`))
+					return
+				}
+				_, _ = io.Copy(io.Discard, r.Body)
+				whole.Add(1)
+				hangUp(w, true)
+			})
+			require.NoError(t, ts.client(t, WithMiddleware(keep)).Post(context.Background(), "earlier", nil, nil))
+			ownWrote.Store(0)
+			c := ts.client(t, tc.opt)
+			_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+			require.ErrorIs(t, err, ErrOutcomeUnknown)
+			require.EqualValues(t, 1, whole.Load(), "the request arrived whole once and was not sent again")
+			if strings.Contains(tc.name, "httptrace") {
+				require.EqualValues(t, 1, ownWrote.Load(), "the middleware's own hooks ran too")
+			}
+		})
+	}
+}
+
+// A call made inside another call's middleware, with the request's context,
+// is its own: its request, written whole, says nothing of the outer call's,
+// which the middleware then refused to send. The caller's own hooks see
+// both.
+func TestACallInsideAnothersMiddlewareIsItsOwn(t *testing.T) {
+	inner := newTestServer(t, replyJSON(200, `{}`))
+	b := inner.client(t)
+	outer := newTestServer(t, replyJSON(200, `{}`))
+	a := outer.client(t, WithMiddleware(func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+		if err := b.Post(req.Context(), "inner", map[string]int{"n": 1}, nil); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("refused by the middleware")
+	}))
+	var wrote atomic.Int32
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) },
+	})
+	err := a.Post(ctx, "outer", map[string]int{"n": 2}, nil)
+	require.ErrorIs(t, err, ErrNotSent)
+	require.NotErrorIs(t, err, ErrOutcomeUnknown)
+	require.EqualValues(t, 1, inner.hits.Load())
+	require.EqualValues(t, 0, outer.hits.Load())
+	require.EqualValues(t, 1, wrote.Load(), "the caller's hooks saw the inner request")
 }

@@ -65,7 +65,7 @@ type Client struct {
 	urls    map[string]string                          // operation name -> its URL under the base URL
 	limiter RateLimiter                                // nil without WithRateLimiter
 	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
-	pauses  *sync.Map                                  // access key -> *pause, for calls with a key of their own (pause.go)
+	pauses  *sync.Map                                  // access key -> *pause, while one is asked of calls with a key of their own (pause.go)
 	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
 	private bool                                       // Downloads may reach private addresses (download.go)
 	origins []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
@@ -220,7 +220,8 @@ type call struct {
 	hc   http.Client // the Client's, sending through tr
 	tr   transport
 
-	trace      httptrace.ClientTrace // tells the transport when a request was written whole
+	trace      httptrace.ClientTrace  // tells the transport when a request was written whole
+	outer      *httptrace.ClientTrace // the caller's hooks that trace composed with (callctx.go)
 	attempts   int
 	started    time.Time
 	last       verdict       // the retry policy's word on the last attempt
@@ -294,13 +295,13 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 		return nil, &NetworkError{Operation: r.op, Err: err, kind: attemptNotSent}
 	}
 	if len(s.jsonSets) > 0 {
-		if r.body, err = setJSON(r.op, r.body, s.jsonSets); err != nil {
+		if r.body, err = setJSON(r.op, r.body, s.jsonSets, r.check); err != nil {
 			return nil, err
 		}
 	}
 	cl := c.newCall(r, s, key)
-	if r.target != "" && cl.holds(r.target) { // a raw call's path, and a call's own key (raw.go)
-		return nil, &ValidationError{Operation: cl.redact(r.op), Field: "path", Rule: "must not hold the access key"}
+	if err := cl.keyless(r); err != nil {
+		return nil, err
 	}
 	if len(s.traces) > 0 {
 		host, port := c.traceHost(r)
@@ -339,8 +340,13 @@ func (c *Client) do(ctx context.Context, r *request, opts []Option) (*response, 
 // invoke sends one call of op with body and decodes its envelope's data
 // with data: an upload's endpoint method is its validation plus this line.
 func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
+	return invokeRequest(ctx, c, &request{op: op, body: body}, opts, data)
+}
+
+// invokeRequest is invoke with the request r.
+func invokeRequest[T any](ctx context.Context, c *Client, r *request, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	var v T
-	rs, err := c.do(ctx, &request{op: op, body: body}, opts)
+	rs, err := c.do(ctx, r, opts)
 	if err != nil {
 		return v, err
 	}
@@ -357,14 +363,15 @@ func invoke[T any](ctx context.Context, c *Client, op string, body requestBody, 
 	return v, nil
 }
 
-// invokeJSON is invoke with the request struct req sent as JSON.
+// invokeJSON is invoke with the request struct req sent as JSON; a body
+// WithJSONSet changed passes req's validation again (revalidate).
 func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts []Option, data func(*bodyDecoder) (T, error)) (T, error) {
 	body, err := newJSONBody(op, req)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return invoke(ctx, c, op, body, opts, data)
+	return invokeRequest(ctx, c, &request{op: op, body: body, check: revalidate(op, req)}, opts, data)
 }
 
 // inPlace reports whether results of type T are decoded over the body's own

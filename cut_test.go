@@ -74,3 +74,47 @@ func TestACut200IsAnUnknownOutcome(t *testing.T) {
 		}
 	}
 }
+
+// A JSON answer whose body ends where the connection closes (HTTP/1
+// without a Content-Length or chunks) and stops inside its JSON was cut
+// short: an unknown outcome, sent once, as a cut chunked answer is, never
+// "not valid JSON". Whole, the same answer is read as usual.
+func TestAJSONAnswerEndedByTheConnectionMidwayIsAnUnknownOutcome(t *testing.T) {
+	png := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 600)...))
+	kinds := []struct {
+		name string
+		body string
+		call func(ctx context.Context, c *Client) error
+	}{
+		{"a JSON envelope (a URL)", musicOK, func(ctx context.Context, c *Client) error { return music(ctx, c) }},
+		{"base64 images", `{"success":true,"message":"ok","data":[{"base64":"` + png + `"}]}`,
+			func(ctx context.Context, c *Client) error {
+				_, err := c.TextToImage(ctx, TextToImageRequest{Prompt: "p"})
+				return err
+			}},
+	}
+	for _, k := range kinds {
+		for _, keep := range []int{1, len(k.body) / 2, len(k.body) - 1, len(k.body)} {
+			t.Run(fmt.Sprintf("%s/%d of %d bytes", k.name, keep, len(k.body)), func(t *testing.T) {
+				srv := newRawServer(t, func(conn net.Conn, _ <-chan struct{}) {
+					if readRequest(bufio.NewReader(conn)) != nil {
+						return
+					}
+					_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"+k.body[:keep])
+					_ = conn.Close()
+				})
+				c := newTestClient(t, "http://"+srv.addr())
+				err := k.call(context.Background(), c)
+				assert.EqualValues(t, 1, srv.conns.Load(), "sent once")
+				if keep == len(k.body) {
+					require.NoError(t, err)
+					return
+				}
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrOutcomeUnknown)
+				assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+				assert.NotContains(t, err.Error(), "not valid JSON")
+			})
+		}
+	}
+}

@@ -252,6 +252,11 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 		return err
 	}
 	defer release()
+	if rs.endedByClose() && jsonCut(body) {
+		// The connection ended the answer before its JSON did: cut short,
+		// as a chunked answer whose last chunk never came.
+		return rs.readFailed(fmt.Errorf("the connection closed before the end of the answer's JSON: %w", io.ErrUnexpectedEOF))
+	}
 	if rs.cl.s.rawInto != nil {
 		rs.keepRaw(body, inPlace)
 	}
@@ -280,4 +285,18 @@ func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error
 		return rs.unexpected(head, ee.msg+": "+rs.cl.describeBody(rs.Header.Get("Content-Type"), head))
 	}
 	return rs.unexpected(head, err.Error())
+}
+
+// endedByClose reports whether the answer's body ends where the connection
+// closed (HTTP/1 without a Content-Length or chunks): a body cut short
+// there reads as a whole one, and only what it holds tells them apart.
+func (rs *response) endedByClose() bool {
+	return rs.ProtoMajor == 1 && rs.ContentLength < 0 && len(rs.TransferEncoding) == 0 && !rs.Uncompressed
+}
+
+// jsonCut reports whether body is the start of a JSON value that ends
+// before its end.
+func jsonCut(body []byte) bool {
+	err := jsontext.NewDecoder(bytes.NewReader(body)).SkipValue()
+	return errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -311,3 +311,13 @@ func (c *Client) usable(ctx context.Context, op string) error {
 	}
 	return nil
 }
+
+// boundedError is an error whose text was cut to a message's length
+// (told); it unwraps to its cause.
+type boundedError struct {
+	err  error
+	text string
+}
+
+func (e *boundedError) Error() string { return e.text }
+func (e *boundedError) Unwrap() error { return e.err }

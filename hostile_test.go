@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -764,5 +765,47 @@ func (o outcome) check(t *testing.T, err error, hits int64) {
 	}
 	if o.extra != nil {
 		o.extra(t, err)
+	}
+}
+
+// net/http quotes a malformed status line, header line or Content-Length
+// whole in its error, up to the headers' 1 MiB: the call's error, its log
+// line and its trace tell it redacted and bounded, and the error keeps
+// its kind.
+func TestMalformedAnswerErrorsAreBounded(t *testing.T) {
+	long := testKey + strings.Repeat("x", 500<<10)
+	for _, tc := range []struct {
+		name, raw string
+		is        error
+	}{
+		{"a status line's reason", "HTTP/1.1 200 " + long + "\r\n\r\n", ErrUnexpectedResponse},
+		{"no status line", long + "\r\n\r\n", ErrOutcomeUnknown},
+		{"a header line", "HTTP/1.1 200 OK\r\n" + long + "\r\n\r\n", ErrOutcomeUnknown},
+		{"a Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 1" + strings.Repeat("9", 500<<10) + testKey + "\r\n\r\n", ErrOutcomeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRawServer(t, func(conn net.Conn, done <-chan struct{}) {
+				if readRequest(bufio.NewReader(conn)) == nil {
+					_, _ = io.WriteString(conn, tc.raw)
+				}
+			})
+			var told []string
+			logs := &logCapture{}
+			c := newTestClient(t, "http://"+srv.addr(), WithLogger(slog.New(logs)), WithCallTrace(&CallTrace{
+				AttemptDone: func(_ context.Context, a AttemptInfo) {
+					if a.Err != nil {
+						told = append(told, a.Err.Error())
+					}
+				},
+			}))
+			_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+			require.ErrorIs(t, err, tc.is)
+			require.LessOrEqual(t, len(err.Error()), 2<<10, "%.300s", err)
+			require.Empty(t, leak(err.Error(), testKey))
+			for _, text := range append(told, logs.lines...) {
+				require.LessOrEqual(t, len(text), 2<<10, "%.300s", text)
+				require.Empty(t, leak(text, testKey))
+			}
+		})
 	}
 }

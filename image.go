@@ -49,6 +49,29 @@ type textToImageWire struct {
 	LightingID      string `json:"lightingId,omitempty"`
 }
 
+// results is how many images the wire asks for (revalidate).
+func (w textToImageWire) results() int {
+	return ops.OrDefault(ops.TextToImage, "numberOfResults", w.NumberOfResults)
+}
+
+// results is how many logos r asks for (revalidate).
+func (r GenerateLogoRequest) results() int {
+	return ops.OrDefault(ops.GenerateLogo, "numberOfResults", r.NumberOfResults)
+}
+
+// Validate is the validation of the request the wire holds, for a body
+// WithJSONSet changed (revalidate).
+func (w textToImageWire) Validate() error {
+	err := TextToImageRequest{Prompt: w.Prompt, NumberOfResults: w.NumberOfResults, ImageSizeID: ids.ImageSizeID(w.ImageSizeID),
+		StyleID: ids.StyleID(w.StyleID), CameraID: ids.CameraID(w.CameraID), ColorID: ids.ColorID(w.ColorID), LightingID: ids.LightingID(w.LightingID)}.Validate()
+	if err != nil {
+		return err
+	}
+	v := checker{op: ops.TextToImage}
+	v.id("dimensionsId", w.DimensionsID, false)
+	return v.err()
+}
+
 // Validate reports the first problem that would make the call fail
 // before anything is sent: the *ValidationError the call would return.
 func (r TextToImageRequest) Validate() error {

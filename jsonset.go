@@ -3,10 +3,13 @@ package creative
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/creativegen/creative-go/internal/ops"
@@ -27,14 +30,19 @@ type jsonSet struct {
 // already and creating the objects on the way: for a field the service
 // takes that the request type does not have yet. path is dotted, as in
 // openai-go: "a.b.c" is the field c of the object b of the object a; a
-// name that holds a dot writes it as `\.`. Arrays are not indexed.
+// name that holds a dot writes it as `\.`. Arrays are not indexed. A path
+// has at most 64 names, each of them UTF-8; anything else is refused.
 //
 // It applies to every operation sent as JSON and to Execute's body (nil,
 // []byte or a value; not an io.Reader). An upload (multipart/form-data) or
 // a Download has no JSON body: the call fails with a *ValidationError
 // naming the option and the operation, before anything is sent. Several
-// WithJSONSet apply in their order. The body is checked no further: a
-// field set this way is the caller's word.
+// WithJSONSet apply in their order. An operation's body, once set, must
+// still pass its request type's validation (Validate): a set may replace
+// a typed field, never with a value that validation refuses, nor of
+// another type, and the call fails with a *ValidationError before
+// anything is sent. A field the type does not have, and Execute's body,
+// are the caller's word.
 func WithJSONSet(path string, value any) Option {
 	return func(s *settings) error {
 		names, err := splitPath(path)
@@ -70,17 +78,31 @@ func splitPath(path string) ([]string, error) {
 		}
 	}
 	names = append(names, cur.String())
+	if len(names) > maxPathNames {
+		return nil, fmt.Errorf("the path has %d names, more than the %d a request's JSON nests", len(names), maxPathNames)
+	}
 	for _, n := range names {
-		if n == "" {
+		switch {
+		case n == "":
 			return nil, fmt.Errorf("the path %q has an empty name", path)
+		case !utf8.ValidString(n):
+			// JSON would write it with U+FFFD in place of its bad bytes:
+			// another name, which the object may hold already.
+			return nil, fmt.Errorf("the path %q has a name that is not UTF-8", path)
 		}
 	}
 	return names, nil
 }
 
+// maxPathNames bounds the names of a path: far more than any request's
+// fields nest, far fewer than the depth a JSON decoder refuses (Go's
+// encoding/json: 10000).
+const maxPathNames = 64
+
 // setJSON applies sets to the JSON body of op, or refuses them when the
-// body is not JSON the SDK holds.
-func setJSON(op string, body requestBody, sets []jsonSet) (requestBody, error) {
+// body is not JSON the SDK holds or, with check, when the body they make
+// fails the request type's validation.
+func setJSON(op string, body requestBody, sets []jsonSet, check func([]byte) error) (requestBody, error) {
 	jb, ok := body.(*jsonBody)
 	if !ok {
 		what := "sends multipart/form-data (an upload), not JSON"
@@ -102,7 +124,43 @@ func setJSON(op string, body requestBody, sets []jsonSet) (requestBody, error) {
 			return nil, &ValidationError{Operation: op, Field: "WithJSONSet", Rule: fmt.Sprintf("cannot set %s: %v; nothing was sent", strings.Join(set.path, "."), err)}
 		}
 	}
+	if check != nil {
+		if err := check(data); err != nil {
+			return nil, err
+		}
+	}
 	return &jsonBody{data: data}, nil
+}
+
+// revalidate returns the check of a body of R that WithJSONSet changed:
+// decoded back into R (its names matched as they are spelt, as the
+// service matches them), it must hold values of the types R's fields have
+// and pass R's own validation, so that a set never sends a request the
+// typed fields' validation would have refused: one that cannot succeed.
+// Nor may it change how many results req asks for, which the answer is
+// checked against: an answer of more would be paid for and refused.
+func revalidate[R any](op string, req R) func([]byte) error {
+	return func(data []byte) error {
+		var v R
+		if err := jsonv2.Unmarshal(data, &v); err != nil {
+			return &ValidationError{Operation: op, Field: "WithJSONSet", Rule: "sets a field of the request to a value its type cannot hold; nothing was sent", Err: err}
+		}
+		if n, ok := any(req).(interface{ results() int }); ok && any(v).(interface{ results() int }).results() != n.results() {
+			return &ValidationError{Operation: op, Field: "WithJSONSet", Rule: "changes how many results the call asks for, which its answer is checked against: set the request's own field; nothing was sent"}
+		}
+		val, ok := any(v).(interface{ Validate() error })
+		if !ok {
+			return nil
+		}
+		err := val.Validate()
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			e := *ve
+			e.Rule += " (in the body WithJSONSet made; nothing was sent)"
+			return &e
+		}
+		return err
+	}
 }
 
 // setPath returns the JSON object obj with the member at path set to val;
@@ -185,7 +243,9 @@ func describeJSON(v []byte) string {
 // whole: each base64 string of 4 KiB or more, which the SDK decodes in
 // place into the Image, is replaced by the string "[N bytes of base64,
 // decoded into the result]". So a 10 MiB answer costs a few hundred bytes
-// more, not 10 MiB. A speech answer (audio, not JSON) fills nothing.
+// more, not 10 MiB. A speech answer (audio, not JSON) fills nothing. An
+// echo of the access key, in any form errors redact, is "[redacted]"
+// there too.
 type RawAnswer struct {
 	json  jsontext.Value
 	known []string // the data's members the operation's result reads
@@ -208,10 +268,15 @@ func WithRawAnswerInto(dst *RawAnswer) Option {
 
 // JSON returns the answer's JSON, as RawAnswer says; nil when no answer
 // was kept.
-func (a *RawAnswer) JSON() jsontext.Value { return a.json }
+func (a *RawAnswer) JSON() jsontext.Value {
+	if a == nil {
+		return nil
+	}
+	return a.json
+}
 
 // RawJSON returns the answer's JSON as text, as openai-go's results do.
-func (a *RawAnswer) RawJSON() string { return string(a.json) }
+func (a *RawAnswer) RawJSON() string { return string(a.JSON()) }
 
 // Get returns the value at a dotted path of the answer ("data.credits",
 // "requestInfo.region"), as WithJSONSet names fields, and whether there is
@@ -221,7 +286,7 @@ func (a *RawAnswer) Get(path string) (jsontext.Value, bool) {
 	if err != nil {
 		return nil, false
 	}
-	v := a.json
+	v := a.JSON()
 	for _, n := range names {
 		m := members(v)
 		var ok bool
@@ -243,6 +308,9 @@ func (a *RawAnswer) ExtraFields() map[string]jsontext.Value {
 			out = map[string]jsontext.Value{}
 		}
 		out[k] = v
+	}
+	if a == nil {
+		return nil
 	}
 	for k, v := range members(a.json) {
 		switch k {

@@ -1,14 +1,19 @@
 package creative
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,7 +26,7 @@ import (
 // for), returns or fails, and never panics: (*Audio)(nil).Ext() among
 // them.
 func TestEveryMethodOfANilReceiverIsSafe(t *testing.T) {
-	for _, v := range []any{(*Client)(nil), (*Audio)(nil), (*APIError)(nil), (*NetworkError)(nil), (*ValidationError)(nil), (*WriterResult)(nil)} {
+	for _, v := range []any{(*Client)(nil), (*Audio)(nil), (*APIError)(nil), (*NetworkError)(nil), (*ValidationError)(nil), (*WriterResult)(nil), (*RawAnswer)(nil)} {
 		rv := reflect.ValueOf(v)
 		for i := range rv.NumMethod() {
 			m := rv.Type().Method(i)
@@ -115,3 +120,44 @@ func TestAMiddlewareAnsweringWithoutARequestIsNoPanic(t *testing.T) {
 	}
 	assert.Zero(t, ts.hits.Load())
 }
+
+// A middleware that returns a response and an error fails the call with
+// its error; the response is closed, not left to net/http, which ignores
+// it without closing it (its connection leaks) and writes a line on the
+// standard logger.
+func TestAMiddlewareReturningAResponseAndAnErrorLeaksNothing(t *testing.T) {
+	ts := newTestServer(t, replyJSON(200, musicOK))
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	for name, after := range map[string]bool{"its own answer": false, "after next": true} {
+		t.Run(name, func(t *testing.T) {
+			var closed atomic.Int64
+			mw := func(r *http.Request, next MiddlewareNext) (*http.Response, error) {
+				resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(musicOK)), Request: r}
+				if after {
+					var err error
+					if resp, err = next(r); err != nil {
+						return nil, err
+					}
+				}
+				resp.Body = closeCounter{resp.Body, &closed}
+				return resp, errors.New("middleware: refused")
+			}
+			c := newTestClient(t, ts.URL, WithMaxRetries(2), WithMiddleware(mw))
+			err := music(context.Background(), c)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "middleware: refused")
+			assert.EqualValues(t, 1, closed.Load(), "the response is closed once")
+		})
+	}
+	assert.EqualValues(t, 1, ts.hits.Load(), "the one request a middleware sent, not sent again")
+	assert.Empty(t, logged.String(), "nothing on the standard logger")
+}
+
+type closeCounter struct {
+	io.Reader
+	n *atomic.Int64
+}
+
+func (c closeCounter) Close() error { c.n.Add(1); return nil }

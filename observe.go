@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync/atomic"
 )
@@ -68,7 +69,7 @@ type CallTrace struct {
 	// CallStart runs once as the call enters the pipeline, before its
 	// first attempt. The context it returns (nil keeps ctx) is the call's
 	// from then on: each attempt's request carries a context derived from
-	// it, and the other hooks get it.
+	// it, and the other hooks of this CallTrace get it.
 	CallStart func(ctx context.Context, c CallInfo) context.Context
 	// AttemptStart runs as each attempt starts, before it waits for the
 	// Client's pause and rate limiter. The context it returns (nil keeps
@@ -104,8 +105,8 @@ type CallInfo struct {
 	// StatusCode is the last answer's status, 0 when none came (in
 	// CallDone).
 	StatusCode int
-	// RequestID is the last answer's request id, redacted, when it had one
-	// (in CallDone).
+	// RequestID is the last answer's request id, when it had one (in
+	// CallDone): redacted and bounded, as the *APIError's.
 	RequestID string
 }
 
@@ -117,7 +118,10 @@ type AttemptInfo struct {
 	Attempt int
 	// Verdict is the retry policy's word on the attempt (in AttemptDone).
 	Verdict Verdict
-	// Retry says another attempt follows (in AttemptDone).
+	// Retry says the retry policy sends the request again, after a
+	// backoff (in AttemptDone). A call whose context ends during that
+	// backoff makes no further attempt: CallInfo.Attempts counts those
+	// made.
 	Retry bool
 	// Reason says why the attempt is retried or, for a failure, why not
 	// (in AttemptDone), such as "refused (HTTP 503)" or "outcome unknown:
@@ -125,7 +129,8 @@ type AttemptInfo struct {
 	Reason string
 	// StatusCode is the answer's status, 0 when none came (in AttemptDone).
 	StatusCode int
-	// RequestID is the answer's request id, redacted (in AttemptDone).
+	// RequestID is the answer's request id, redacted and bounded, as the
+	// *APIError's (in AttemptDone).
 	RequestID string
 	// Err is the attempt's failure when no answer came, or the call's when
 	// the answer kept failed as it was read (in AttemptDone).
@@ -134,22 +139,25 @@ type AttemptInfo struct {
 
 // WithCallTrace makes calls run the hooks of t (see CallTrace). Given to
 // New, every call runs them; given to a call, that call runs them after
-// the Client's. The module github.com/creativegen/creative-go/otel makes
+// the Client's. A CallTrace given twice (to New and to a call) runs once.
+// Each CallTrace's hooks get the contexts its own hooks returned. The module github.com/creativegen/creative-go/otel makes
 // OpenTelemetry spans and metrics with it.
 func WithCallTrace(t *CallTrace) Option {
 	return func(s *settings) error {
 		if t == nil {
 			return errors.New("creative: WithCallTrace: nil *CallTrace")
 		}
-		s.traces = append(s.traces[:len(s.traces):len(s.traces)], t)
+		if !slices.Contains(s.traces, t) {
+			s.traces = append(s.traces[:len(s.traces):len(s.traces)], t)
+		}
 		return nil
 	}
 }
 
 // callTrace is what a traced call keeps of its trace.
 type callTrace struct {
-	ctx     context.Context // the call's, as CallStart left it
-	actx    context.Context // the attempt's, as AttemptStart left it
+	ctxs    []context.Context // the call's, as each CallTrace's CallStart left it
+	actxs   []context.Context // the attempt's, as each AttemptStart left it
 	info    CallInfo
 	pending *AttemptInfo // the kept answer's attempt, told at the end
 	ended   atomic.Bool
@@ -157,15 +165,17 @@ type callTrace struct {
 
 // traceStart runs CallStart and returns the call's context.
 func (cl *call) traceStart(ctx context.Context, host string, port int) context.Context {
-	ct := &callTrace{info: CallInfo{Operation: cl.op, Host: host, Port: port}}
-	for _, t := range cl.s.traces {
+	n := len(cl.s.traces)
+	ctxs := make([]context.Context, 2*n)
+	ct := &callTrace{info: CallInfo{Operation: cl.op, Host: host, Port: port}, ctxs: ctxs[:n], actxs: ctxs[n:]}
+	for i, t := range cl.s.traces {
 		if t.CallStart != nil {
 			if c := t.CallStart(ctx, ct.info); c != nil {
 				ctx = c
 			}
 		}
+		ct.ctxs[i], ct.actxs[i] = ctx, ctx
 	}
-	ct.ctx, ct.actx = ctx, ctx
 	cl.ct = ct
 	return ctx
 }
@@ -176,14 +186,14 @@ func (cl *call) traceAttempt(req *http.Request) *http.Request {
 	ct := cl.ct
 	ctx := req.Context()
 	a := AttemptInfo{Operation: cl.op, Attempt: cl.attempts}
-	for _, t := range cl.s.traces {
+	for i, t := range cl.s.traces {
 		if t.AttemptStart != nil {
 			if c := t.AttemptStart(ctx, a); c != nil {
 				ctx = c
 			}
 		}
+		ct.actxs[i] = ctx
 	}
-	ct.actx = ctx
 	if ctx == req.Context() {
 		return req
 	}
@@ -207,14 +217,14 @@ func (cl *call) traceVerdict(resp *http.Response, err error, v verdict, retried 
 	}
 	if resp != nil {
 		a.StatusCode = resp.StatusCode
-		a.RequestID = cl.redact(requestID(resp.Header))
+		a.RequestID = cl.requestIDOf(resp.Header)
 		if retried {
 			a.Reason += " (HTTP " + strconv.Itoa(resp.StatusCode) + ")"
 		}
 		cl.ct.info.StatusCode, cl.ct.info.RequestID = a.StatusCode, a.RequestID
 	}
 	if err != nil {
-		a.Err = cl.redactErr(err)
+		a.Err = cl.told(err)
 	}
 	if resp != nil && !retried {
 		cl.ct.pending = &a
@@ -224,9 +234,9 @@ func (cl *call) traceVerdict(resp *http.Response, err error, v verdict, retried 
 }
 
 func (cl *call) traceAttemptDone(a AttemptInfo) {
-	for _, t := range cl.s.traces {
+	for i, t := range cl.s.traces {
 		if t.AttemptDone != nil {
-			t.AttemptDone(cl.ct.actx, a)
+			t.AttemptDone(cl.ct.actxs[i], a)
 		}
 	}
 }
@@ -248,9 +258,9 @@ func (cl *call) traceEnd(err error) {
 		cl.traceAttemptDone(*a)
 	}
 	ct.info.Attempts, ct.info.Verdict = cl.attempts, VerdictOf(err)
-	for _, t := range cl.s.traces {
+	for i, t := range cl.s.traces {
 		if t.CallDone != nil {
-			t.CallDone(ct.ctx, ct.info, err)
+			t.CallDone(ct.ctxs[i], ct.info, err)
 		}
 	}
 }

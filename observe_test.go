@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -124,4 +125,98 @@ func TestCallTraceEndsASpeechStreamAtItsClose(t *testing.T) {
 	require.Len(t, l.lines, 4)
 	require.Contains(t, l.lines[2], "done attempt 1: answered retry=false status=200")
 	require.Equal(t, "end call: answered attempts=1 status=200 err=false", l.lines[3])
+}
+
+// A request id is text from the network: the trace and the log get it
+// redacted and bounded as the *APIError does, however long the server
+// makes it.
+func TestCallTraceRequestIDIsBounded(t *testing.T) {
+	huge := "id-" + testKey + strings.Repeat("r", 300<<10)
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Request-Id", huge)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	note := func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, id)
+	}
+	logs := &logCapture{}
+	c := ts.client(t, WithLogger(slog.New(logs)), WithCallTrace(&CallTrace{
+		AttemptDone: func(_ context.Context, a AttemptInfo) { note(a.RequestID) },
+		CallDone:    func(_ context.Context, c CallInfo, _ error) { note(c.RequestID) },
+	}))
+	err := c.Post(context.Background(), "/x/v2/new", nil, nil)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	require.Len(t, ids, 4, "three attempts and the call")
+	for _, id := range ids {
+		require.LessOrEqual(t, len(id), maxMessage)
+		require.Equal(t, ae.RequestID, id, "the trace tells the id the error holds")
+		require.Empty(t, leak(id, testKey))
+	}
+	for _, line := range logs.lines {
+		require.Less(t, len(line), 4<<10)
+		require.Empty(t, leak(line, testKey))
+	}
+}
+
+// Two CallTraces (a Client's telemetry and a call's own) each get back the
+// contexts their own hooks made, so that each ends what it started; one
+// given both to New and to the call runs once.
+// Two CallTraces (a Client's telemetry and a call's own) each get back the
+// contexts their own hooks made, so that each ends what it started; one
+// given both to New and to the call runs once.
+func TestCallTracesEachGetTheirOwnContexts(t *testing.T) {
+	n := 0
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if n++; n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"success":true,"data":"https://f.example/a.wav"}`))
+	})
+	type mark struct{} // one key for both, as OpenTelemetry keeps its span
+	var (
+		mu    sync.Mutex
+		wrong []string
+		runs  = map[string]int{}
+	)
+	traced := func(name string) *CallTrace {
+		check := func(ctx context.Context, hook, want string) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[name+" "+hook]++
+			if got, _ := ctx.Value(mark{}).(string); got != name+" "+want {
+				wrong = append(wrong, fmt.Sprintf("%s %s got the context of %q, want %q", name, hook, got, name+" "+want))
+			}
+		}
+		return &CallTrace{
+			CallStart: func(ctx context.Context, _ CallInfo) context.Context {
+				return context.WithValue(ctx, mark{}, name+" call")
+			},
+			AttemptStart: func(ctx context.Context, a AttemptInfo) context.Context {
+				return context.WithValue(ctx, mark{}, name+fmt.Sprint(" attempt ", a.Attempt))
+			},
+			AttemptDone: func(ctx context.Context, a AttemptInfo) {
+				check(ctx, "AttemptDone", fmt.Sprint("attempt ", a.Attempt))
+			},
+			CallDone: func(ctx context.Context, _ CallInfo, _ error) { check(ctx, "CallDone", "call") },
+		}
+	}
+	clients, calls := traced("client"), traced("call")
+	c := ts.client(t, WithCallTrace(clients))
+	_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"}, WithCallTrace(calls), WithCallTrace(clients))
+	require.NoError(t, err)
+	require.Empty(t, wrong)
+	for _, name := range []string{"client", "call"} {
+		require.Equal(t, 2, runs[name+" AttemptDone"], "%s: one AttemptDone an attempt", name)
+		require.Equal(t, 1, runs[name+" CallDone"], "%s: one CallDone a call", name)
+	}
 }

@@ -17,8 +17,9 @@ import (
 // pauseOf returns the pause of the calls that send keys (the call's key
 // first) to the Client's origin: a 429 or 503 is one account's answer, and
 // another account's calls, made with WithAccessKey on the same Client, go
-// on. The Client's own key has its pause at hand; the pauses of other keys
-// are made when first needed, one for each key the Client is given.
+// on. The Client's own key has its pause at hand; another key has one only
+// while the service asks its calls to wait (nil otherwise: a Client given
+// a new key for each call, one per customer, holds no pause for each).
 func (c *Client) pauseOf(keys []string) *pause {
 	if len(keys) == 0 || keys[0] == c.key()[0] {
 		return c.pause
@@ -26,8 +27,28 @@ func (c *Client) pauseOf(keys []string) *pause {
 	if p, ok := c.pauses.Load(keys[0]); ok {
 		return p.(*pause)
 	}
-	p, _ := c.pauses.LoadOrStore(keys[0], &pause{})
-	return p.(*pause)
+	return nil
+}
+
+// reportPause reports an attempt's answer (resp, err) to the pause of keys
+// it waited on, p (nil when there was none): an answer that asks for a
+// pause extends the pause the key has now, made when it has none, which
+// forgets itself once it ends.
+func (c *Client) reportPause(keys []string, p *pause, resp *http.Response, err error, l *slog.Logger, op string) {
+	if _, asks := retryAfter(resp, time.Now()); asks && p != c.pause {
+		q := c.pauseOf(keys)
+		if q == nil {
+			made := &pause{}
+			made.forget = func() { c.pauses.CompareAndDelete(keys[0], made) }
+			v, _ := c.pauses.LoadOrStore(keys[0], made)
+			q = v.(*pause)
+		}
+		if q != p && p != nil {
+			p.report(nil, err, nil, "") // the attempt that went first is back
+		}
+		p = q
+	}
+	p.report(resp, err, l, op)
 }
 
 // pause is the wait a 429 or 503 with Retry-After asks of the calls of one
@@ -43,6 +64,7 @@ type pause struct {
 	status int           // the status that asked for the pause
 	probe  bool          // the first attempt after the pause is out
 	change chan struct{} // closed when until or probe changes
+	forget func()        // drops the pause of another key than the Client's once it ends
 }
 
 // A pausedError is returned, without sending anything, by a call whose
@@ -85,7 +107,7 @@ func (p *pause) signal() {
 // *pausedError at once when the pause ends after ctx's deadline, or more than
 // MaxRetryAfter from now. A call that begins to wait is logged with l.
 func (p *pause) wait(ctx context.Context, l *slog.Logger, op string) error {
-	if !p.on.Load() {
+	if !p.active() {
 		return nil
 	}
 	logged := false
@@ -133,6 +155,10 @@ func (p *pause) wait(ctx context.Context, l *slog.Logger, op string) error {
 	}
 }
 
+// active reports whether p is a pause in force; a key without a pause (nil)
+// has none.
+func (p *pause) active() bool { return p != nil && p.on.Load() }
+
 // sleep waits for d (when positive), change or the end of ctx.
 func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 	var tick <-chan time.Time
@@ -155,6 +181,9 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 // Client); either way, or after a failed attempt, the next attempt may go
 // first.
 func (p *pause) report(resp *http.Response, err error, l *slog.Logger, op string) {
+	if p == nil {
+		return
+	}
 	now := time.Now()
 	d, asks := retryAfter(resp, now)
 	if !asks && !p.on.Load() {
@@ -173,6 +202,9 @@ func (p *pause) report(resp *http.Response, err error, l *slog.Logger, op string
 	case err == nil && !now.Before(p.until):
 		p.until = time.Time{}
 		p.on.Store(false)
+		if p.forget != nil {
+			p.forget() // a call that still holds it finds it ended
+		}
 	}
 	p.probe = false
 	p.signal()

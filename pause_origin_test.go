@@ -2,8 +2,10 @@ package creative
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -112,5 +114,47 @@ func TestOneAccountsRateLimitNeverPausesAnother(t *testing.T) {
 		require.ErrorIs(t, err, ErrRateLimited)
 		assert.Equal(t, 1, sentWith(keyA), "nothing sent during A's pause")
 		assert.Zero(t, time.Since(start))
+	})
+}
+
+// A Client given another key for each call (one per customer) keeps a
+// pause for a key only while the service asks its calls to wait: memory
+// follows the pauses in force, never the keys ever used. The pause works
+// as before while it lasts, and is forgotten once a call after it is
+// answered.
+func TestThePausesOfOtherKeysLastOnlyWhileTheyAreAskedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const paused = "account-paused-0123456789"
+		var asked atomic.Bool
+		ss := newMemStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Access-Key") == paused && asked.CompareAndSwap(false, true) {
+				w.Header().Set("Retry-After", "2")
+				replyJSON(http.StatusTooManyRequests, `{"success":false,"message":"slow down"}`)(w, r)
+				return
+			}
+			replyJSON(200, musicOK)(w, r)
+		})
+		c := ss.client(t, WithMaxRetries(0))
+		held := func() (n int) {
+			c.pauses.Range(func(any, any) bool { n++; return true })
+			return n
+		}
+		ctx := context.Background()
+		for i := range 1000 {
+			require.NoError(t, music(ctx, c, WithAccessKey(fmt.Sprintf("customer-%04d-key-0123456789", i))))
+		}
+		assert.Zero(t, held(), "no pause kept for keys never asked to wait")
+
+		require.ErrorIs(t, music(ctx, c, WithAccessKey(paused)), ErrRateLimited)
+		assert.Equal(t, 1, held(), "the pause asked for")
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		require.ErrorIs(t, music(short, c, WithAccessKey(paused)), ErrRateLimited, "within the pause, a call that cannot wait for it")
+		assert.Equal(t, 1001, ss.count(), "nothing sent during the pause")
+
+		start := time.Now()
+		require.NoError(t, music(ctx, c, WithAccessKey(paused)), "a call that can wait")
+		assert.Equal(t, 2*time.Second, time.Since(start), "it waited for the pause")
+		assert.Zero(t, held(), "the pause is forgotten once over")
 	})
 }

@@ -61,7 +61,7 @@ func (c *Client) Execute(ctx context.Context, method, path string, params any, r
 	if err := c.usable(ctx, "Execute"); err != nil {
 		return err
 	}
-	op := method + " " + c.own().redact(path) // errors name the call by it
+	op := c.own().redact(method + " " + path) // errors name the call by it
 	target, err := c.rawTarget(op, method, path)
 	if err != nil {
 		return err
@@ -70,12 +70,8 @@ func (c *Client) Execute(ctx context.Context, method, path string, params any, r
 	if err != nil {
 		return err
 	}
-	switch res.(type) {
-	case nil, *[]byte, **http.Response:
-	default:
-		if !isPointer(res) {
-			return &ValidationError{Operation: op, Field: "res", Rule: "must be nil, *[]byte, **http.Response or a pointer to a value to decode the answer into", Value: fmt.Sprintf("%T", res)}
-		}
+	if res != nil && !isPointer(res) { // a nil *[]byte or **http.Response too: the answer would have nowhere to go
+		return &ValidationError{Operation: op, Field: "res", Rule: "must be nil, *[]byte, **http.Response or a pointer to a value to decode the answer into, and not a nil pointer", Value: fmt.Sprintf("%T", res)}
 	}
 	rs, err := c.do(ctx, &request{op: op, method: method, target: target, body: body}, opts)
 	if err != nil {
@@ -107,8 +103,12 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 	refuse := func(rule string) error {
 		return &ValidationError{Operation: op, Field: "path", Rule: rule}
 	}
+	own := c.own()
 	if !validHeaderName(method) {
 		return "", &ValidationError{Operation: op, Field: "method", Rule: "must be an HTTP method such as POST"}
+	}
+	if own.holds(method) {
+		return "", &ValidationError{Operation: op, Field: "method", Rule: "must not hold the access key"}
 	}
 	rel, why := relativePath(path)
 	if why != "" {
@@ -119,10 +119,25 @@ func (c *Client) rawTarget(op, method, path string) (string, error) {
 	if err != nil || !c.sameOrigin(u) || !strings.HasPrefix(u.Path, strings.TrimRight(c.base.Path, "/")+"/") {
 		return "", refuse("must stay under the base URL")
 	}
-	if own := c.own(); own.holds(target) {
+	if own.holds(target) {
 		return "", refuse("must not hold the access key")
 	}
 	return target, nil
+}
+
+// keyless refuses a raw call whose method or path holds one of the call's
+// keys, its own (WithAccessKey given to the call) among them, before
+// anything is sent.
+func (cl *call) keyless(r *request) error {
+	switch {
+	case r.target == "":
+		return nil
+	case cl.holds(r.method):
+		return &ValidationError{Operation: cl.redact(r.op), Field: "method", Rule: "must not hold the access key"}
+	case cl.holds(r.target):
+		return &ValidationError{Operation: cl.redact(r.op), Field: "path", Rule: "must not hold the access key"}
+	}
+	return nil
 }
 
 // relativePath parses path as a relative reference that stays below
@@ -142,12 +157,56 @@ func relativePath(path string) (*url.URL, string) {
 	case rel.Fragment != "" || strings.Contains(path, "#"):
 		return nil, "must not carry a fragment"
 	}
+	for i := 0; i < len(rel.Path); i++ { // the path decoded: "%5C", "%00"
+		if rel.Path[i] < ' ' || rel.Path[i] == 0x7f || rel.Path[i] == '\\' {
+			return nil, "must not hold a control character or a backslash, also percent-encoded"
+		}
+	}
 	for _, seg := range strings.Split(rel.Path, "/") {
-		if seg == "." || seg == ".." {
+		if dotSegment(seg) {
 			return nil, `must not hold "." or ".." segments, which would leave the base URL's path`
 		}
 	}
 	return rel, ""
+}
+
+// dotSegment reports whether a server may read seg, a segment of a
+// decoded path, as "." or "..": a segment of dots alone, or one that is
+// once percent-decoded again (a server that decodes twice, "%252e%252e",
+// "..%252f.."), each part cut before a ";" (Tomcat's "..;"), its spaces
+// dropped, and its dots of other scripts ("．", "․", "‥") folded into ".",
+// as Unicode normalization does.
+func dotSegment(seg string) bool {
+	for i := 0; i < 3; i++ {
+		u, err := url.PathUnescape(seg)
+		if err != nil || u == seg {
+			break
+		}
+		seg = u
+	}
+	for _, part := range strings.FieldsFunc(seg, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if dotsOnly(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// dotsOnly reports whether part, before any ";", is dots and spaces, with
+// at least one dot.
+func dotsOnly(part string) bool {
+	part, _, _ = strings.Cut(part, ";")
+	dots := 0
+	for _, r := range part {
+		switch r {
+		case '.', '\uff0e', '\u2024', '\u2025', '\ufe52', '\u3002', '\uff61':
+			dots++
+		case ' ':
+		default:
+			return false
+		}
+	}
+	return dots > 0
 }
 
 // isPointer reports whether v is a non-nil pointer.
@@ -287,6 +346,11 @@ func (rs *response) readRaw(res any) error {
 		return err
 	}
 	defer release()
+	if rs.endedByClose() && jsonCut(body) {
+		// As decodeEnvelope: JSON the closing connection cut short is an
+		// answer cut short, not an answer.
+		return rs.readFailed(fmt.Errorf("the connection closed before the end of the answer's JSON: %w", io.ErrUnexpectedEOF))
+	}
 	body = rs.cl.redactBytes(body) // the answer's text reaches the caller only through the redactor
 	if rs.cl.s.rawInto != nil {
 		rs.keepRaw(body, false)

@@ -117,8 +117,10 @@ func TestExecuteKeepsTheBaseURLsPath(t *testing.T) {
 	c := newTestClient(t, ts.URL+"/gw/creative/")
 	require.NoError(t, c.Post(context.Background(), "audio/v9/hum", map[string]string{"a": "b"}, nil))
 	require.NoError(t, c.Get(context.Background(), "/audio/v9/hum", nil))
+	require.NoError(t, c.Get(context.Background(), "audio/v9.1/..hum.json;v=2", nil), "dots within a name are a name")
 	reqs := s.all()
-	require.Len(t, reqs, 2)
+	require.Len(t, reqs, 3)
+	require.Equal(t, "/gw/creative/audio/v9.1/..hum.json;v=2", reqs[2].path)
 	require.Equal(t, "/gw/creative/audio/v9/hum", reqs[0].path)
 	require.Equal(t, `{"a":"b"}`, string(reqs[0].body))
 	require.Equal(t, "GET", reqs[1].method)
@@ -146,6 +148,15 @@ func TestExecuteRefusesPathsOffTheBaseURL(t *testing.T) {
 		"a/\x00b",
 		"a/" + testKey,
 		"a?k=" + testKey,
+		"a/%5C..%5Cx",         // a backslash, percent-encoded
+		"a/b%00c",             // a NUL, percent-encoded
+		"a/%252e%252e/x",      // dots encoded twice, for a server that decodes twice
+		"a/..%252f..%252fx",   // a slash encoded twice
+		"a;b/..;/..;/x",       // Tomcat's path parameters
+		"\uff0e\uff0e/x",      // fullwidth dots, which NFKC folds into "."
+		"a/\u2025/x",          // the two dot leader, ".." once normalized
+		"a/.%20/x",            // a dot and a space, which Windows drops
+		"a/%2e%2e%3bjsession", // "..;" percent-encoded
 	} {
 		for _, method := range []string{"POST", "GET"} {
 			err := c.Execute(context.Background(), method, path, []byte(`{}`), nil)
@@ -158,6 +169,14 @@ func TestExecuteRefusesPathsOffTheBaseURL(t *testing.T) {
 	require.Error(t, c.Execute(context.Background(), "PO ST", "/x", nil, nil))
 	const callKey = "ck-1234567890-CALLKEY"
 	err := c.Execute(context.Background(), "POST", "a/"+callKey, nil, nil, WithAccessKey(callKey))
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.NotContains(t, err.Error(), callKey)
+	// A key given as the method (the arguments swapped) is a token HTTP
+	// would carry as it is, and errors name the call by it.
+	err = c.Execute(context.Background(), testKey, "a", nil, nil)
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.Empty(t, leak(err.Error(), testKey))
+	err = c.Execute(context.Background(), callKey, "a", nil, nil, WithAccessKey(callKey))
 	require.ErrorIs(t, err, ErrInvalidRequest)
 	require.NotContains(t, err.Error(), callKey)
 	require.Empty(t, other.all(), "a request reached another host")
@@ -272,6 +291,22 @@ func TestExecuteCutAnswerIsOutcomeUnknown(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 }
 
+// An answer with neither a length nor chunks ends where its connection
+// closes: JSON cut short there is an answer cut short, whatever res is.
+func TestExecuteJSONCutByTheClosingConnectionIsOutcomeUnknown(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hijack(w, r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"success\":true,\"data\":{\"a\":", nil)
+	})
+	c := ts.client(t)
+	for _, res := range []any{nil, new([]byte), new(map[string]any)} {
+		before := ts.hits.Load()
+		err := c.Post(context.Background(), "/x/v2/y", []byte(`{}`), res)
+		require.ErrorIs(t, err, ErrOutcomeUnknown, "%T", res)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "%T", res)
+		require.Equal(t, before+1, ts.hits.Load(), "a cut answer was sent again")
+	}
+}
+
 func TestExecuteRetriesOnlyWhatWasNotDone(t *testing.T) {
 	t.Run("refused is retried with the same bytes", func(t *testing.T) {
 		var s seen
@@ -343,4 +378,19 @@ func TestExecuteRunsThePipelinesOptions(t *testing.T) {
 	require.NotNil(t, resp)
 	require.Equal(t, "req-9", resp.Header.Get("X-Request-Id"))
 	require.Empty(t, resp.Request.Header.Get(headerAccessKey))
+}
+
+// A res that is a nil pointer, of the kinds Execute fills itself too, is
+// refused before anything is sent: the paid answer would have nowhere to
+// go.
+func TestExecuteRefusesANilRes(t *testing.T) {
+	ts := newTestServer(t, replyJSON(200, `{"success":true,"data":1}`))
+	c := ts.client(t)
+	for _, res := range []any{(*[]byte)(nil), (**http.Response)(nil), (*map[string]any)(nil), map[string]any{}, 3} {
+		err := c.Post(context.Background(), "/x/v2/y", nil, res)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, "%T", res)
+		require.Equal(t, "res", ve.Field)
+	}
+	require.Zero(t, ts.hits.Load(), "a call whose answer had nowhere to go was sent")
 }

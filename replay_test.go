@@ -29,7 +29,7 @@ import (
 
 // h2Act is what the server does with a request that arrived whole.
 type h2Act struct {
-	kind string // "answer", "reset", "goaway" (then close), "goaway-below" (then wait for the client to leave), "answer-goaway", "drop"
+	kind string // "answer", "reset", "headers-reset", "goaway" (then close), "goaway-below" (then wait for the client to leave), "answer-goaway", "drop"
 	code uint32 // the reset's or GOAWAY's code
 }
 
@@ -69,7 +69,7 @@ func (s *replayServer) arrived() h2Act {
 	defer s.mu.Unlock()
 	a := s.act(s.whole)
 	s.whole++
-	if !(a.kind == "reset" && a.code == h2RefusedStream) && a.kind != "goaway-below" {
+	if !(a.kind == "reset" && a.code == h2RefusedStream) && a.kind != "goaway-below" { // an answer begun was processed
 		s.processed++
 	}
 	return a
@@ -168,6 +168,15 @@ func (s *replayServer) h2Act(conn net.Conn, stream uint32, a h2Act, done <-chan 
 			return h2Frame(conn, h2GoAwayFrame, 0, 0, h2GoAwayPayload(stream, h2NoError)) == nil
 		}
 		return true
+	case "headers-reset": // the answer's headers and part of its body, then the stream reset
+		hdrs := append([]byte{0x88, 0x5f, byte(len("application/json"))}, "application/json"...)
+		if h2Frame(conn, h2Headers, h2EndHeaders, stream, hdrs) != nil ||
+			h2Frame(conn, h2Data, 0, stream, []byte(musicOK[:len(musicOK)/2])) != nil {
+			return false
+		}
+		code := make([]byte, 4)
+		binary.BigEndian.PutUint32(code, a.code)
+		return h2Frame(conn, h2RST, 0, stream, code) == nil
 	case "reset":
 		code := make([]byte, 4)
 		binary.BigEndian.PutUint32(code, a.code)
@@ -292,6 +301,8 @@ func TestNetHTTPNeverReplaysACall(t *testing.T) {
 		{name: "RST_STREAM CANCEL after the whole request", act: forever(h2Reset(h2Cancel)), want: unknown, whole: 1, processed: 1},
 		{name: "RST_STREAM REFUSED_STREAM once, then an answer", act: after(h2Reset(h2RefusedStream)), want: ok, whole: 2, processed: 1},
 		{name: "RST_STREAM REFUSED_STREAM every time", act: forever(h2Reset(h2RefusedStream)), want: notSent, whole: 3, processed: 0},
+		{name: "the answer's headers, then RST_STREAM REFUSED_STREAM", act: forever(h2Act{kind: "headers-reset", code: h2RefusedStream}), want: unknown, whole: 1, processed: 1},
+		{name: "the answer's headers, then RST_STREAM CANCEL", act: forever(h2Act{kind: "headers-reset", code: h2Cancel}), want: unknown, whole: 1, processed: 1},
 		{name: "GOAWAY after the request, naming it processed, then closed", act: forever(h2GoAway), want: unknown, whole: 1, processed: 1},
 		{name: "GOAWAY below the request (not processed), then an answer on a new connection", act: after(h2GoAwayBelow), want: ok, whole: 2, processed: 1},
 		{name: "GOAWAY with an error code below the first stream of a new connection", act: func(n int) h2Act {

@@ -21,12 +21,13 @@ var jsonValue = []string{"application/json"}
 
 // request is one call as the pipeline sees it.
 type request struct {
-	op     string      // "image/text-to-image"; the path is /image/v1/text-to-image
-	rawURL string      // set for Download: an absolute URL, sent without the key
-	body   requestBody // nil for a request without a body (Download)
-	accept string      // "" is application/json
-	method string      // a raw call's method (raw.go); "" is POST
-	target string      // a raw call's URL under the base URL, sent with the key
+	op     string             // "image/text-to-image"; the path is /image/v1/text-to-image
+	rawURL string             // set for Download: an absolute URL, sent without the key
+	body   requestBody        // nil for a request without a body (Download)
+	accept string             // "" is application/json
+	method string             // a raw call's method (raw.go); "" is POST
+	target string             // a raw call's URL under the base URL, sent with the key
+	check  func([]byte) error // the request type's validation, run again on a body WithJSONSet changed (jsonset.go)
 }
 
 // A requestBody is what one call sends, on every attempt.

@@ -100,6 +100,17 @@ func requestID(h http.Header) string {
 	return ""
 }
 
+// requestIDOf is the request id of h as a call tells it (an error, a
+// trace, a log line): redacted and bounded as the headers of an *APIError
+// are, so a server cannot make it longer than a message.
+func (cl *call) requestIDOf(h http.Header) string {
+	id := requestID(h)
+	if id == "" {
+		return ""
+	}
+	return string(cl.keep([]byte(id), maxMessage))
+}
+
 // apiError starts the *APIError of this answer: status, attempts, headers
 // and request id, redacted.
 func (rs *response) apiError() *APIError {
@@ -405,7 +416,7 @@ func (rs *response) tooLarge(declared int64) error {
 func (rs *response) readFailed(err error) error {
 	cl := rs.cl
 	err = fmt.Errorf("reading the answer: %w", err)
-	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err),
+	ne := &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.told(err),
 		kind: cl.costOf(attemptUnknown), mayHavePaid: cl.unknowns + 1, resent: cl.unknowns > 0}
 	if rs.err == nil {
 		rs.err = ne

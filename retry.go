@@ -258,11 +258,11 @@ func (cl *call) logAttempt(ctx context.Context, resp *http.Response, err error, 
 		slog.Duration("duration", time.Since(cl.started))}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode), slog.Int64("bytes", resp.ContentLength))
-		if id := requestID(resp.Header); id != "" {
-			attrs = append(attrs, slog.String("request_id", cl.redact(id)))
+		if id := cl.requestIDOf(resp.Header); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
 		}
 	} else if err != nil {
-		attrs = append(attrs, slog.String("error", cl.redact(err.Error())))
+		attrs = append(attrs, slog.String("error", cl.told(err).Error()))
 	}
 	l.LogAttrs(ctx, slog.LevelDebug, "creative: attempt", attrs...)
 }
@@ -385,7 +385,23 @@ func (cl *call) failure(ctx context.Context, err error) error {
 	if kind == attemptAnswered { // no attempt was judged: none was sent
 		kind = attemptNotSent
 	}
-	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.redactErr(err), kind: cl.costOf(kind), mayHavePaid: cl.unknowns, resent: cl.unknowns > 0 && cl.last.kind != attemptUnknown}
+	return &NetworkError{Operation: cl.op, Attempts: cl.attempts, Err: cl.told(err), kind: cl.costOf(kind), mayHavePaid: cl.unknowns, resent: cl.unknowns > 0 && cl.last.kind != attemptUnknown}
+}
+
+// told is a failure of the network as a call tells it, in its error, a
+// log line or a trace: redacted and, past a message's length, cut as a
+// message from the service is. net/http quotes a malformed status line,
+// header line or Content-Length whole, up to the headers' 1 MiB. The
+// cause stays, for errors.Is and errors.As.
+func (cl *call) told(err error) error {
+	err = cl.redactErr(err)
+	if err == nil {
+		return nil
+	}
+	if text := err.Error(); len(text) > maxMessage {
+		return &boundedError{err: err, text: cl.message(text)}
+	}
+	return err
 }
 
 // costOf is the kind the call's error reports when its last attempt was of

@@ -2,7 +2,9 @@ package creative_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -55,4 +57,32 @@ func TestTheWriterKeepsWhatTheSpecShowsOfARicherAnswer(t *testing.T) {
 		},
 	}, res)
 	assert.Equal(t, "CoverLetter", sent["useCase"], "the request reached the handler")
+}
+
+// A writer that echoes the access key in what it writes, or in the
+// language it names, gives it to a caller who prints and saves the text:
+// the key is redacted there too, in any form the redactor knows.
+func TestTheWriterTextNeverHoldsTheAccessKey(t *testing.T) {
+	srv := creativetest.NewServer()
+	t.Cleanup(srv.Close)
+	key := srv.AccessKey
+	srv.Handle(creativetest.OpWriterTool, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		data, _ := json.Marshal(map[string]any{
+			"language": "English " + key, "useCase": "CoverLetter/" + hex.EncodeToString([]byte(key)), "word_count": 4,
+			"text": map[string]any{"choices": []map[string]any{{"text": "Dear team, my key is " + key + ".", "index": 0, "word_count": 4}}},
+		})
+		_, _ = io.WriteString(w, `{"success":true,"message":"ok","data":`+string(data)+`}`)
+	})
+
+	res, err := srv.Client().CoverLetter(context.Background(), creative.CoverLetterRequest{
+		JobRole: "Backend engineer", JobSkills: "Go, SQL", Language: "English", Tone: "formal",
+	})
+	require.NoError(t, err)
+	got := fmt.Sprintf("%+v", res)
+	assert.NotContains(t, got, key)
+	assert.NotContains(t, got, hex.EncodeToString([]byte(key)))
+	assert.Equal(t, "Dear team, my key is [redacted].", res.Choices[0].Text)
+	assert.Equal(t, "English [redacted]", res.Language)
 }

@@ -167,7 +167,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := t.send(req)
-	p.report(resp, err, l, t.cl.op)
+	c.reportPause(t.cl.keys, p, resp, err, l, t.cl.op)
 	return resp, err
 }
 
@@ -193,7 +193,16 @@ func (t *transport) send(req *http.Request) (*http.Response, error) {
 		m, inner := s.middleware[i], next
 		next = func(r *http.Request) (*http.Response, error) { return m(r, inner) }
 	}
-	return next(req)
+	resp, err := next(req)
+	if resp != nil && err != nil {
+		// net/http ignores such a response (and says so on the standard
+		// logger) without closing it: its connection would leak.
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		resp = nil
+	}
+	return resp, err
 }
 
 // network sends one request; limit, when positive, bounds the wait for the
@@ -204,6 +213,7 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 	if err := t.sendable(req); err != nil {
 		return nil, err
 	}
+	req = t.cl.hooked(req)
 	resp, err := t.roundTrip(req, limit)
 	if err != nil {
 		return nil, err

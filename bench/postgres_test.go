@@ -21,13 +21,14 @@ import (
 // BenchmarkPostgresLedger runs creative batch (the built command) on a
 // jobs file of BENCH_PG_LINES image jobs (default 1,000; the results give
 // 100,000) at --concurrency 64 with --ledger a PostgreSQL database reached
-// through a proxy that adds 20 ms to every round trip, against an instant
-// service; then a rerun of the finished jobs (counted at the service: none
-// sent) and creative batch status. It reports the wall time of each phase
+// through a proxy that adds 20 ms to every round trip (BENCH_PG_DELAY_MS
+// sets another), against an instant service; then a rerun of the finished
+// jobs (counted at the service: none sent) and creative batch status. It reports the wall time of each phase
 // and the ledger's round trips a job, counted at the proxy.
 func BenchmarkPostgresLedger(b *testing.B) {
 	lines := envInt("BENCH_PG_LINES", 1000)
-	const concurrency, delay = 64, 20 * time.Millisecond
+	const concurrency = 64
+	delay := time.Duration(envInt("BENCH_PG_DELAY_MS", 20)) * time.Millisecond
 	dir := b.TempDir()
 	bin := buildCreative(b, dir)
 	jobs := filepath.Join(dir, "jobs.jsonl")

@@ -21,7 +21,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -43,7 +45,7 @@ const ScopeName = "github.com/creativegen/creative-go/otel"
 // Attributes of the package's own, beside the conventions'.
 const (
 	// AttrOperation is the service's operation ("image/text-to-image"),
-	// or a raw call's method and path.
+	// or a raw call's method and path, without its query.
 	AttrOperation = attribute.Key("creative.operation")
 	// AttrVerdict is what an attempt or a call may have cost: answered,
 	// not_sent, refused or unknown (creative.Verdict).
@@ -58,7 +60,7 @@ const (
 	// like), redacted.
 	AttrRequestID = attribute.Key("creative.request_id")
 	// AttrPaid says whether a cost was surely paid ("yes", an answer) or
-	// maybe ("maybe", an outcome unknown).
+	// maybe ("maybe", an outcome unknown or a 2xx answer that failed).
 	AttrPaid = attribute.Key("creative.paid")
 )
 
@@ -90,7 +92,7 @@ type config struct {
 // provider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) error {
-		if tp == nil {
+		if isNil(tp) {
 			return errors.New("creativeotel: WithTracerProvider: nil provider")
 		}
 		c.tp = tp
@@ -102,12 +104,22 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // provider.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
-		if mp == nil {
+		if isNil(mp) {
 			return errors.New("creativeotel: WithMeterProvider: nil provider")
 		}
 		c.mp = mp
 		return nil
 	}
+}
+
+// isNil reports whether v is nil, or a nil pointer in an interface (a
+// *sdktrace.TracerProvider not made yet), whose methods would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // WithPrices counts what calls cost (MetricCost): the price of one call of
@@ -180,12 +192,18 @@ func New(opts ...Option) (*Telemetry, error) {
 }
 
 // CallTrace returns the hooks that make the spans and metrics, for
-// creative.WithCallTrace.
-func (t *Telemetry) CallTrace() *creative.CallTrace { return t.trace }
+// creative.WithCallTrace; nil for a nil Telemetry.
+func (t *Telemetry) CallTrace() *creative.CallTrace {
+	if t == nil {
+		return nil
+	}
+	return t.trace
+}
 
 // ClientOption returns the option that gives every call of a Client (in
-// creative.New), or one call, its spans and metrics.
-func (t *Telemetry) ClientOption() creative.Option { return creative.WithCallTrace(t.trace) }
+// creative.New), or one call, its spans and metrics. For a nil Telemetry
+// (one whose New failed) the option fails the Client or the call.
+func (t *Telemetry) ClientOption() creative.Option { return creative.WithCallTrace(t.CallTrace()) }
 
 // callState is what a call's span keeps between its hooks, in its context.
 type callState struct {
@@ -198,9 +216,13 @@ type stateKey struct{}
 
 func (t *Telemetry) callStart(ctx context.Context, c creative.CallInfo) context.Context {
 	name, output := OperationName(c.Operation)
+	op := c.Operation
+	if name == "creative.raw" {
+		op = rawOperation(op)
+	}
 	st := &callState{start: time.Now(), operation: name}
 	st.attrs = []attribute.KeyValue{
-		AttrOperation.String(c.Operation),
+		AttrOperation.String(op),
 		semconv.ServerAddress(c.Host),
 		semconv.ServerPort(c.Port),
 	}
@@ -211,8 +233,20 @@ func (t *Telemetry) callStart(ctx context.Context, c creative.CallInfo) context.
 	if output != "" {
 		attrs = append(attrs, semconv.GenAIOutputTypeKey.String(output))
 	}
-	ctx, _ = t.tracer.Start(ctx, name+" "+c.Operation, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, _ = t.tracer.Start(ctx, name+" "+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, stateKey{}, st)
+}
+
+// rawOperation is how a raw call is named in spans and metrics: its
+// method and path, the path with its leading slash and without its query.
+// A query's values (ids, tokens) would make a series of each call, and
+// may be the caller's secrets.
+func rawOperation(op string) string {
+	op, _, _ = strings.Cut(op, "?")
+	if method, path, ok := strings.Cut(op, " "); ok && !strings.HasPrefix(path, "/") {
+		op = method + " /" + path
+	}
+	return op
 }
 
 func (t *Telemetry) attemptStart(ctx context.Context, a creative.AttemptInfo) context.Context {
@@ -244,18 +278,21 @@ func (t *Telemetry) attemptDone(ctx context.Context, a creative.AttemptInfo) {
 }
 
 // addCost counts the price of an attempt that was paid (a success) or may
-// have been (an outcome unknown).
+// have been: an outcome unknown, or a 2xx answer that failed (not what the
+// operation promises, or an envelope that says the service failed), which
+// the batch runner too counts as maybe paid (batch.Classify: Unknown).
 func (t *Telemetry) addCost(ctx context.Context, a creative.AttemptInfo) {
 	price, ok := t.prices[a.Operation]
 	if !ok {
 		return
 	}
+	answered := a.Verdict == creative.VerdictAnswered && a.StatusCode >= 200 && a.StatusCode <= 299
 	paid := ""
 	switch {
-	case a.Verdict == creative.VerdictUnknown:
-		paid = "maybe"
-	case a.Verdict == creative.VerdictAnswered && a.StatusCode >= 200 && a.StatusCode <= 299 && a.Err == nil:
+	case answered && a.Err == nil:
 		paid = "yes"
+	case answered, a.Verdict == creative.VerdictUnknown:
+		paid = "maybe"
 	default:
 		return
 	}

@@ -3,6 +3,7 @@ package creativeotel_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 	creativeotel "github.com/creativegen/creative-go/otel"
 )
@@ -184,7 +185,7 @@ func TestBatchProgress(t *testing.T) {
 	defer bm.Close()
 	c := srv.Client(tel.ClientOption())
 	defer c.CloseIdleConnections()
-	r, err := batch.New(c, storetest.NewMemory(), batch.Options{Concurrency: 1, OnEvent: bm.OnEvent, Budget: budget})
+	r, err := batch.New(c, ledgertest.NewMemory(), ledgertest.NewFiles(), batch.Options{Concurrency: 1, OnEvent: bm.OnEvent, Budget: budget})
 	require.NoError(t, err)
 	jobs := batch.Values(slices.Values([]batch.Job{
 		{Op: "image/generate-qr", ID: "qr", Fields: map[string]any{"url": "https://example.com", "prompt": "flowers"}},
@@ -232,4 +233,112 @@ func TestPropagationSendsEachAttemptsSpan(t *testing.T) {
 			require.Equal(t, "00-"+attempt.TraceID().String()+"-"+attempt.SpanID().String()+"-01", r.Header.Get("Traceparent"), "attempt %d", i+1)
 		}
 	})
+}
+
+// A raw call is named in spans and metrics by its method and path: the
+// query's values (ids, tokens) make no series of their own and stay out.
+func TestRawCallNamedWithoutItsQuery(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	tel, sr, reader := telemetry(t)
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey("k-raw-1"), tel.ClientOption())
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	for _, path := range []string{"jobs/v2/status?id=1&token=s3cret", "/jobs/v2/status?id=2", "jobs/v2/status"} {
+		require.NoError(t, c.Get(context.Background(), path, nil))
+	}
+	for _, s := range sr.Ended() {
+		if s.Name() == "attempt" {
+			continue
+		}
+		require.Equal(t, "creative.raw GET /jobs/v2/status", s.Name())
+		set := attribute.NewSet(s.Attributes()...)
+		v, _ := set.Value(creativeotel.AttrOperation)
+		require.Equal(t, "GET /jobs/v2/status", v.AsString())
+	}
+	calls := collect(t, reader)[creativeotel.MetricCalls].(metricdata.Sum[int64])
+	require.Len(t, calls.DataPoints, 1, "one series for the three calls")
+	require.EqualValues(t, 3, calls.DataPoints[0].Value)
+}
+
+// Telemetry given to the Client and again to a call counts the call once,
+// and two Telemetries (two exporters) each end every span they started.
+func TestTelemetryTwiceEndsEverySpan(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n++; n%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	tel, sr, reader := telemetry(t)
+	other, otherSpans, _ := telemetry(t)
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey("k-twice-1"), tel.ClientOption(),
+		creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	require.NoError(t, c.Post(context.Background(), "x/v2/y", nil, nil, tel.ClientOption()))
+	require.NoError(t, c.Post(context.Background(), "x/v2/y", nil, nil, other.ClientOption()))
+	for _, rec := range []*tracetest.SpanRecorder{sr, otherSpans} {
+		require.Len(t, rec.Ended(), len(rec.Started()), "a span was left open")
+	}
+	require.Len(t, sr.Ended(), 6, "a call span and two attempts, for each call")
+	require.Len(t, otherSpans.Ended(), 3)
+	calls := collect(t, reader)[creativeotel.MetricCalls].(metricdata.Sum[int64])
+	require.EqualValues(t, 2, calls.DataPoints[0].Value)
+}
+
+// A 2xx answer the SDK refuses (not the image it promises, past the size
+// cap, an envelope that says the service failed) may have been paid, as
+// the batch runner classifies it (Unknown): its cost counts as maybe
+// paid, never as nothing.
+func TestCostCountsAPaidAnswerTheSDKRefuses(t *testing.T) {
+	answers := map[string]string{
+		"/image/v1/generate-qr":   `{"success":true,"data":"not an image"}`,
+		"/image/v1/up-scale":      `{"success":true,"data":{"base64":"` + strings.Repeat("A", 4<<10) + `"}}`,
+		"/image/v1/text-to-image": `{"success":false,"message":"no credits"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(answers[r.URL.Path]))
+	}))
+	defer srv.Close()
+	tel, _, reader := telemetry(t, creativeotel.WithPrices(map[string]float64{
+		"image/generate-qr": 0.5, "image/up-scale": 0.25, "image/text-to-image": 8,
+	}))
+	c, err := creative.New(creative.WithBaseURL(srv.URL), creative.WithAccessKey("k-cost-1"), tel.ClientOption())
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	ctx := context.Background()
+	_, err = c.GenerateQR(ctx, creative.GenerateQRRequest{URL: "https://example.com", Prompt: "p"})
+	require.ErrorIs(t, err, creative.ErrUnexpectedResponse)
+	_, err = c.UpScale(ctx, creative.UpScaleRequest{URL: "https://i.example/a.png"}, creative.WithMaxResponseBytes(1<<10))
+	require.ErrorIs(t, err, creative.ErrUnexpectedResponse)
+	_, err = c.TextToImage(ctx, creative.TextToImageRequest{Prompt: "p"})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, creative.ErrUnexpectedResponse)
+	cost := collect(t, reader)[creativeotel.MetricCost]
+	require.InDelta(t, 8.75, value[float64](t, cost, creativeotel.AttrPaid.String("maybe")), 1e-9)
+	for _, p := range cost.(metricdata.Sum[float64]).DataPoints {
+		v, _ := p.Attributes.Value(creativeotel.AttrPaid)
+		require.Equal(t, "maybe", v.AsString(), "a refused answer counted as surely paid")
+	}
+}
+
+// A provider variable not set yet (a nil pointer in the interface) and a
+// Telemetry whose New failed are errors, never a panic.
+func TestNilProvidersAndTelemetryAreErrors(t *testing.T) {
+	var tp *sdktrace.TracerProvider
+	_, err := creativeotel.New(creativeotel.WithTracerProvider(tp))
+	require.ErrorContains(t, err, "nil provider")
+	var mp *sdkmetric.MeterProvider
+	_, err = creativeotel.New(creativeotel.WithMeterProvider(mp))
+	require.ErrorContains(t, err, "nil provider")
+	var tel *creativeotel.Telemetry
+	require.Nil(t, tel.CallTrace())
+	_, err = creative.New(creative.WithBaseURL("http://127.0.0.1:1"), creative.WithAccessKey("k-nil-1"), tel.ClientOption())
+	require.Error(t, err)
 }

@@ -14,7 +14,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/batch"
-	"github.com/creativegen/creative-go/batch/storetest"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 	creativeotel "github.com/creativegen/creative-go/otel"
 )
@@ -74,7 +74,7 @@ func Example_batch() {
 	srv.Fail("audio/text-to-music", creativetest.Fault{Status: http.StatusBadGateway})
 	c := srv.Client(tel.ClientOption(), creative.WithRetryWait(time.Millisecond, 2*time.Millisecond))
 	defer c.CloseIdleConnections()
-	r, err := batch.New(c, storetest.NewMemory(), batch.Options{Concurrency: 1, OnEvent: progress.OnEvent, Budget: budget})
+	r, err := batch.New(c, ledgertest.NewMemory(), ledgertest.NewFiles(), batch.Options{Concurrency: 1, OnEvent: progress.OnEvent, Budget: budget})
 	if err != nil {
 		panic(err)
 	}

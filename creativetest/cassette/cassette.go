@@ -35,9 +35,10 @@
 // The access key never reaches a cassette: every text written (the
 // index, JSON and text bodies, headers, URLs) passes the SDK's own
 // redactor, which finds the key as it is and in every escaped form a
-// server may echo it in, and binary bodies are searched for the key's
-// literal forms; an uploaded file that holds one is matched by its hash
-// and not kept. Check finds what looks like a key in a cassette, for CI.
+// server may echo it in; binary and long bodies are written over, a
+// window at a time and at the same length, wherever the redactor finds
+// the key in them (in any of those forms); an uploaded file that holds
+// one is matched by its hash and not kept. Check finds what looks like a key in a cassette, for CI.
 //
 // Links in an answer (a music or video URL) are rewritten, when recording,
 // to https://cassette.invalid/files/ and the SHA-256 of the linked file,
@@ -258,11 +259,30 @@ func AccessKey() string {
 }
 
 // Mode returns the mode the cassette runs in, the environment's word
-// taken into account.
-func (c *Cassette) Mode() Mode { return c.mode }
+// taken into account (Replay for a nil Cassette).
+func (c *Cassette) Mode() Mode {
+	if c == nil {
+		return Replay
+	}
+	return c.mode
+}
 
-// Dir returns the cassette's folder.
-func (c *Cassette) Dir() string { return c.dir }
+// Dir returns the cassette's folder ("" for a nil Cassette).
+func (c *Cassette) Dir() string {
+	if c == nil {
+		return ""
+	}
+	return c.dir
+}
+
+// errNotOpened fails what a nil or zero Cassette is asked to do: FromEnv
+// returns nil when CREATIVE_CASSETTE is unset, and only Open and Start
+// make a Cassette that can record or replay.
+var errNotOpened = errors.New("cassette: a nil or zero Cassette: open one with Open, Start or FromEnv (which returns nil when CREATIVE_CASSETTE is unset)")
+
+// opened reports whether c was made by Open: a nil or zero Cassette has
+// no folder to record into or replay from.
+func (c *Cassette) opened() bool { return c != nil && c.st != nil }
 
 // Option returns the client option that sends every attempt of every call
 // and download of a Client through the cassette. Give it to creative.New
@@ -271,6 +291,9 @@ func (c *Cassette) Option() creative.Option { return creative.WithMiddleware(c.m
 
 // Sent returns how many requests the cassette let through to the network.
 func (c *Cassette) Sent() int {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sent
@@ -278,6 +301,9 @@ func (c *Cassette) Sent() int {
 
 // Replayed returns how many answers the cassette replayed.
 func (c *Cassette) Replayed() int {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.replays
@@ -289,8 +315,12 @@ func (c *Cassette) Replayed() int {
 // (several recorders share it: each appends under a lock of the folder,
 // .cassette.lock, and replays what the others recorded meanwhile). A
 // cassette that is never closed is as whole. Close may be called more
-// than once.
+// than once, and on a nil Cassette (FromEnv's when no cassette is asked
+// for), which holds nothing.
 func (c *Cassette) Close() error {
+	if !c.opened() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -317,6 +347,9 @@ const ReplayBaseURL = "https://" + cassetteHost
 // ones get stand-ins (ReplayBaseURL, AccessKey), so CI needs neither.
 // opts come after and override.
 func (c *Cassette) Client(opts ...creative.Option) (*creative.Client, error) {
+	if !c.opened() {
+		return nil, errNotOpened
+	}
 	var all []creative.Option
 	if c.mode == Replay {
 		if os.Getenv(creative.EnvBaseURL) == "" {

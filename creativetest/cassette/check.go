@@ -43,6 +43,9 @@ type CheckError struct {
 
 // Error lists the findings, at most 20 of them.
 func (e *CheckError) Error() string {
+	if e == nil {
+		return "cassette: <nil *CheckError>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cassette: %d finding(s) that look like an access key", len(e.Findings))
 	for i, f := range e.Findings {
@@ -106,12 +109,11 @@ func Check(dir string, o *CheckOptions) error {
 // checkPath looks through the file at p: one of up to maxText bytes
 // whole, as checkFile does; a longer one a window at a time, in flat
 // memory (a cassette may hold videos), as checkFile would look through
-// it: every window for the keys' literal forms and the patterns, and one
-// that holds no NUL as a line of text too, so that a key in any escaped
-// form in a long text is found, whatever the recording missed. A window
-// overlaps the one before past the longest escaped form of a key (two
-// layers of escapes of at most 12 bytes a byte) and by 4 KiB at least; a
-// finding is reported once.
+// it: a window that holds a NUL as binary bytes, any other as a line of
+// text, so that a key in any form the redactor knows is found, whatever
+// the recording missed. A window overlaps the one before past the
+// longest escaped form of a key (two layers of escapes of at most 12 bytes
+// a byte) and by 4 KiB at least; a finding is reported once.
 func checkPath(p string, red *redact.Redactor, patterns []*regexp.Regexp) ([]Finding, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -137,13 +139,14 @@ func checkPath(p string, red *redact.Redactor, patterns []*regexp.Regexp) ([]Fin
 		overlap = max(overlap, 2*12*len(red.Forms()[0]))
 	}
 	err = windows(f, overlap, func(w []byte, _ bool) bool {
-		for _, g := range checkBinary(p, w, red, patterns) {
-			add(g.What)
-		}
-		if bytes.IndexByte(w, 0) < 0 {
-			for _, what := range checkLine(string(w), red, patterns) {
-				add(what)
+		if bytes.IndexByte(w, 0) >= 0 {
+			for _, g := range checkBinary(p, w, red, patterns) {
+				add(g.What)
 			}
+			return true
+		}
+		for _, what := range checkLine(string(w), red, patterns) {
+			add(what)
 		}
 		return true
 	})
@@ -157,26 +160,32 @@ func checkFile(name string, b []byte, red *redact.Redactor, patterns []*regexp.R
 		return checkBinary(name, b, red, patterns)
 	}
 	var out []Finding
+	keyed := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), len(b)+1)
 	for n := 1; sc.Scan(); n++ {
 		for _, what := range checkLine(sc.Text(), red, patterns) {
+			keyed = keyed || what == keyFinding
 			out = append(out, Finding{File: name, Line: n, What: what})
 		}
+	}
+	if !keyed && red.Hide(bytes.Clone(b)) {
+		// Wrapped over lines, as MIME writes base64: on none of them whole.
+		out = append(out, Finding{File: name, Line: 1, What: keyFinding + ", wrapped over lines"})
 	}
 	return out
 }
 
-// checkBinary looks through a file that is not text for the keys' literal
-// forms and the patterns.
+// keyFinding is what a line that holds a key is found to hold.
+const keyFinding = "the access key"
+
+// checkBinary looks through a file that is not text for the keys, in
+// every form the redactor knows (as a recording writes over them), and
+// the patterns.
 func checkBinary(name string, b []byte, red *redact.Redactor, patterns []*regexp.Regexp) []Finding {
 	var out []Finding
-	folded := redact.Fold(nil, b)
-	for _, f := range red.Forms() {
-		if bytes.Contains(folded, []byte(f)) {
-			out = append(out, Finding{File: name, Line: 1, What: "the access key, in a binary body"})
-			break
-		}
+	if red.Hide(bytes.Clone(b)) {
+		out = append(out, Finding{File: name, Line: 1, What: "the access key, in a binary body"})
 	}
 	for _, re := range patterns {
 		if re.Match(b) {
@@ -190,7 +199,7 @@ func checkBinary(name string, b []byte, red *redact.Redactor, patterns []*regexp
 func checkLine(line string, red *redact.Redactor, patterns []*regexp.Regexp) []string {
 	var out []string
 	if red.Redact(line) != line {
-		out = append(out, "the access key")
+		out = append(out, keyFinding)
 	}
 	for _, re := range patterns {
 		if re.MatchString(line) {

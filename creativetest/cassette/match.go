@@ -241,7 +241,7 @@ func (c *Cassette) readPart(p *multipart.Part) (any, error) {
 		return nil, fmt.Errorf("cassette: reading the form: %w", err)
 	}
 	sum := hex.EncodeToString(s.h.Sum(nil))
-	if holdsForm(s, c.redactor().Forms()) {
+	if holdsForm(s, c.redactor()) {
 		// Written over, it would be another file: it is matched by its
 		// hash alone, and not kept.
 		s.t.Remove()
@@ -276,6 +276,9 @@ type MissError struct {
 // Error says what was sent, what was recorded nearest, and how to record
 // it.
 func (e *MissError) Error() string {
+	if e == nil {
+		return "cassette: <nil *MissError>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cassette: no recording of %s %s", e.Operation, e.Request)
 	switch {

@@ -19,6 +19,9 @@ const cassetteHost = "cassette.invalid"
 // replays the attempt's recording or, when the mode allows, sends it and
 // records the answer before the caller gets it.
 func (c *Cassette) middleware(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
+	if !c.opened() {
+		return nil, errNotOpened
+	}
 	c.learnKey(req.Header.Get("X-Access-Key"))
 	r, err := c.read(req)
 	if err != nil {

@@ -27,8 +27,9 @@ import (
 // come closer together are one chunk, as they would be to a listener.
 const chunkGap = 10 * time.Millisecond
 
-// maxText bounds a text body redacted in memory; a longer one is searched
-// for the key's literal forms only, as a binary body is.
+// maxText bounds a text body redacted in memory; a longer one is written
+// over a window at a time, as a binary body is, with the key in every form
+// the redactor knows (redact.Redactor.Hide).
 const maxText = 64 << 20
 
 // volatile are the answer's headers a cassette leaves out: they change
@@ -150,10 +151,10 @@ func (c *Cassette) commit(e *entry) error {
 func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, dl *creative.Client) (*spool, []string, error) {
 	red := c.redactor()
 	if !isText(ctype) || s.n > maxText {
-		if !holdsForm(s, red.Forms()) {
+		if !holdsForm(s, red) {
 			return s, nil, nil
 		}
-		out, err := c.scrubbed(s, red.Forms())
+		out, err := c.scrubbed(s, red)
 		return out, nil, err
 	}
 	b, err := c.st.root.ReadFile(s.t.Name())
@@ -185,10 +186,11 @@ func (c *Cassette) clean(ctx context.Context, s *spool, ctype string, dl *creati
 	return out, parts, nil
 }
 
-// scrubbed returns a new spool of the bytes of s with each of forms
-// written over, streamed a window at a time (see scrub): a body that is
-// not text may be as long as Options.MaxBodyBytes. s is removed.
-func (c *Cassette) scrubbed(s *spool, forms []string) (*spool, error) {
+// scrubbed returns a new spool of the bytes of s with every key red
+// removes written over, streamed a window at a time (see scrub): a body
+// that is not text, or a long text, may be as long as
+// Options.MaxBodyBytes. s is removed.
+func (c *Cassette) scrubbed(s *spool, red *redact.Redactor) (*spool, error) {
 	defer s.t.Remove()
 	f, err := c.st.root.Open(s.t.Name())
 	if err != nil {
@@ -199,26 +201,23 @@ func (c *Cassette) scrubbed(s *spool, forms []string) (*spool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := scrub(out, f, forms); err != nil {
+	if err := scrub(out, f, red); err != nil {
 		out.t.Remove()
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
 	return out, nil
 }
 
-// scrub copies src to dst with every one of forms (longest first) written
-// over with as many x's, a window at a time (see windows), so that a form
-// across two windows is whole in the second. Lengths do not change, so a
-// stream's chunks still add up.
-func scrub(dst io.Writer, src io.Reader, forms []string) error {
-	overlap := len(forms[0]) - 1
+// scrub copies src to dst with every key red removes (in a literal form,
+// wrapped over lines or escaped: redact.Redactor.Hide) written over with
+// as many x's, a window at a time (see windows), so that a key across two
+// windows is whole in the second. Lengths do not change, so a stream's
+// chunks still add up.
+func scrub(dst io.Writer, src io.Reader, red *redact.Redactor) error {
+	overlap := red.KeyLen()
 	var werr error
-	var folded []byte
 	err := windows(src, overlap, func(w []byte, last bool) bool {
-		folded = redact.Fold(folded, w)
-		for _, f := range forms {
-			hide(w, folded, []byte(f))
-		}
+		red.Hide(w)
 		if !last {
 			w = w[:len(w)-overlap] // the rest starts the next window
 		}
@@ -250,25 +249,10 @@ func windows(r io.Reader, overlap int, fn func(w []byte, last bool) bool) error 
 	}
 }
 
-// hide writes x's over each place where folded, b folded (redact.Fold),
-// holds form, from the left, in b and in folded alike.
-func hide(b, folded, form []byte) {
-	for i := 0; ; {
-		j := bytes.Index(folded[i:], form)
-		if j < 0 {
-			return
-		}
-		for k := range form {
-			b[i+j+k], folded[i+j+k] = 'x', 'x'
-		}
-		i += j + len(form)
-	}
-}
-
-// holdsForm reports whether the spooled bytes hold one of forms, reading
-// the file a window at a time.
-func holdsForm(s *spool, forms []string) bool {
-	if len(forms) == 0 {
+// holdsForm reports whether the spooled bytes hold a key red removes,
+// reading the file a window at a time.
+func holdsForm(s *spool, red *redact.Redactor) bool {
+	if len(red.Forms()) == 0 {
 		return false
 	}
 	f, err := s.t.Seek(0, io.SeekStart)
@@ -276,21 +260,17 @@ func holdsForm(s *spool, forms []string) bool {
 		return true // unknown: look at the whole
 	}
 	defer s.t.Seek(0, io.SeekEnd)
-	found, err := holdsAny(s.t, forms)
+	found, err := holdsAny(s.t, red)
 	return found || err != nil // unknown: look at the whole
 }
 
-// holdsAny reports whether r holds one of forms (longest first), reading
-// it a window at a time.
-func holdsAny(r io.Reader, forms []string) (found bool, err error) {
-	var folded []byte
-	err = windows(r, len(forms[0])-1, func(w []byte, _ bool) bool {
-		folded = redact.Fold(folded, w)
-		for _, form := range forms {
-			if bytes.Contains(folded, []byte(form)) {
-				found = true
-			}
-		}
+// holdsAny reports whether r holds a key red removes, reading it a
+// window at a time.
+func holdsAny(r io.Reader, red *redact.Redactor) (found bool, err error) {
+	var scratch []byte
+	err = windows(r, red.KeyLen(), func(w []byte, _ bool) bool {
+		scratch = append(scratch[:0], w...)
+		found = red.Hide(scratch)
 		return !found
 	})
 	return found, err
@@ -350,11 +330,18 @@ func isLink(s string) bool {
 }
 
 // fetch downloads the file at link with dl's Download, the SDK's one way
-// to a link the service gave (its refusal of a URL that holds the key, of
+// to a link the service gave (its refusal of a URL that holds the key, any
+// key the cassette keeps out, of
 // a private address, its bound of Options.MaxBodyBytes, its redaction),
 // records it, and returns the link to its recording; link itself when the
 // download was refused or failed.
 func (c *Cassette) fetch(ctx context.Context, dl *creative.Client, link string) string {
+	if c.redactor().Holds(link) {
+		// Download refuses the request's key; the cassette keeps others
+		// out too (Options.Keys, CREATIVE_ACCESS_KEY), which dl does not
+		// know: the request line would carry them to the file's host.
+		return link
+	}
 	s, err := c.st.spool()
 	if err != nil {
 		return link

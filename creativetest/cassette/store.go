@@ -31,6 +31,10 @@ const (
 	// recordersName is shared by the recorders of the cassette while they
 	// run: one that finds none beside it may start the cassette anew.
 	recordersName = ".cassette.recorders"
+	// readersName is shared by the replays of the cassette while they
+	// run: a recorder that starts it anew deletes the old bodies only when
+	// it holds it alone, since a replay reads them as it goes.
+	readersName = ".cassette.readers"
 )
 
 // An entry is one interaction, one line of the index.
@@ -68,6 +72,7 @@ type store struct {
 	index     *os.File // open for appending when recording
 	lock      *os.File // the index's lock, when recording
 	recorders *os.File // shared while recording
+	readers   *os.File // shared while replaying
 	loaded    int64    // the bytes of the index read into entries
 	entries   []*entry
 	byKey     map[string][]*entry
@@ -93,8 +98,9 @@ func openStore(dir string, mode Mode) (*store, error) {
 	}
 	st := &store{root: root, byKey: map[string][]*entry{}}
 	if mode == Replay {
+		st.shareReaders()
 		if _, err := st.load(mode); err != nil {
-			root.Close()
+			st.release()
 			return nil, err
 		}
 		return st, nil
@@ -158,11 +164,43 @@ func (st *store) openRecording(mode Mode) error {
 	return atomicfile.SyncDir(st.root, ".")
 }
 
+// shareReaders takes the readers' lock beside the other replays, so that
+// no recorder deletes a body under them (startAnew), waiting while one
+// does. A folder where the lock cannot be made (read only) has no
+// recorder either: the replay goes on without it.
+func (st *store) shareReaders() {
+	f, err := st.root.OpenFile(readersName, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		if f, err = st.root.Open(readersName); err != nil {
+			return
+		}
+	}
+	if lockShared(f) != nil {
+		_ = f.Close()
+		return
+	}
+	st.readers = f
+}
+
 // startAnew empties the cassette for Record mode, with no other recorder
-// running: the index and the bodies of the recordings it forgets.
+// running: the index and, when no replay reads them, the bodies of the
+// recordings it forgets. Bodies a replay may still read are left (a later
+// Record removes them); the replay replays what it loaded.
 func (st *store) startAnew() error {
+	readers, err := st.root.OpenFile(readersName, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	defer readers.Close() // its lock with it
+	alone, err := tryLockExclusive(readers)
+	if err != nil {
+		return fmt.Errorf("cassette: locking %s: %w", readersName, err)
+	}
 	if err := st.root.Remove(indexName); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cassette: %w", err)
+	}
+	if !alone {
+		return nil
 	}
 	files, err := fs.ReadDir(st.root.FS(), bodiesDir)
 	if err != nil {
@@ -178,7 +216,7 @@ func (st *store) startAnew() error {
 
 // release closes what the store holds: its locks end with their files.
 func (st *store) release() {
-	for _, f := range []*os.File{st.index, st.recorders, st.lock} {
+	for _, f := range []*os.File{st.index, st.recorders, st.readers, st.lock} {
 		if f != nil {
 			_ = f.Close()
 		}

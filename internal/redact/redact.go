@@ -5,8 +5,8 @@
 // runs every byte it writes to disk through it, and looks for its Forms
 // when it checks a cassette.
 //
-// Start with New and Redactor.Redact; Forms lists the literal forms, for
-// bytes that are not text.
+// Start with New and Redactor.Redact; Redactor.Hide writes over the keys
+// in bytes that must keep their length, and Forms lists the literal forms.
 package redact
 
 import (
@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -41,6 +42,7 @@ type Redactor struct {
 	forms    []string // what Redact looks for literally, folded; see Forms
 	bforms   [][]byte // the same, as bytes
 	escaped  int      // the longest escaped form of a key redactEscaped reads
+	eq       bool     // a form holds "=", which joinLines may take out
 	shortest int      // the shortest key looked for: no shorter text holds one in any form
 }
 
@@ -73,7 +75,20 @@ func (r *Redactor) Redact(s string) string {
 	if len(forms) == 0 || len(s) < r.shortest {
 		return s
 	}
-	if r.holdsForm(s) {
+	// A text with line breaks is looked through with its lines joined:
+	// what holds a form then holds it as it is too, or across a line
+	// break, unless a form holds a "=" (see joinLines), when both are
+	// looked through.
+	lines := strings.ContainsAny(s, "\r\n")
+	var plain, joined bool
+	if lines && !r.eq {
+		joined = r.holdsJoined(s)
+		plain = joined
+	} else {
+		plain = r.holdsForm(s)
+		joined = lines && r.holdsJoined(s)
+	}
+	if plain {
 		folded := foldASCII(s)
 		for _, f := range forms {
 			if strings.Contains(folded, f) {
@@ -81,6 +96,9 @@ func (r *Redactor) Redact(s string) string {
 				folded = foldASCII(s)
 			}
 		}
+	}
+	if joined {
+		s = r.redactJoined(s)
 	}
 	if strings.ContainsAny(s, `&\%`) {
 		s = r.redactEscaped(s)
@@ -100,12 +118,90 @@ func (r *Redactor) holdsForm(s string) bool {
 	for i := 0; i < len(s); i++ {
 		folded = append(folded, lowerASCII(s[i]))
 	}
+	return r.holdsFolded(folded)
+}
+
+// holdsFolded reports whether folded, folded text, holds one of the forms.
+func (r *Redactor) holdsFolded(folded []byte) bool {
 	for _, f := range r.bforms {
 		if bytes.Contains(folded, f) {
 			return true
 		}
 	}
 	return false
+}
+
+// holdsJoined reports whether s, its lines joined (see joinLines), holds
+// one of the forms, in any case: a text of up to 1 KiB is joined on the
+// stack.
+func (r *Redactor) holdsJoined(s string) bool {
+	var buf [1 << 10]byte
+	joined := buf[:0]
+	if len(s) > len(buf) {
+		joined = make([]byte, 0, len(s))
+	}
+	joined, _ = joinLines(joined, s, nil)
+	return r.holdsFolded(joined)
+}
+
+// joinLines appends s to dst folded (see Fold) and with its lines joined:
+// without its CR and LF bytes, and without the "=" that ends a line of
+// quoted-printable text (a soft line break), so that a form a MIME or PEM
+// encoder wrapped over lines (base64 at 76 or 64 characters a line, hex,
+// base32) or a quoted-printable one split is whole again. When at is not
+// nil, the offset in s of each byte kept is appended to it.
+func joinLines[T string | []byte](dst []byte, s T, at []int) ([]byte, []int) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\r' || c == '\n' || (c == '=' && i+1 < len(s) && (s[i+1] == '\r' || s[i+1] == '\n')) {
+			continue
+		}
+		dst = append(dst, lowerASCII(c))
+		if at != nil {
+			at = append(at, i)
+		}
+	}
+	return dst, at
+}
+
+// redactJoined replaces each form that the lines of s hold once joined
+// (see joinLines), with the line breaks inside it, by the Marker.
+func (r *Redactor) redactJoined(s string) string {
+	joined, at := joinLines(make([]byte, 0, len(s)), s, make([]int, 0, len(s)))
+	var spans [][2]int // in s, in order, not overlapping
+	for _, f := range r.bforms {
+		for i := 0; ; {
+			j := bytes.Index(joined[i:], f)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(f)
+			spans = append(spans, [2]int{at[start], at[end-1] + 1})
+			for k := start; k < end; k++ {
+				joined[k] = 0 // found once, by the longest form
+			}
+			i = end
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		if sp[0] < last {
+			sp[0] = last
+		}
+		if sp[1] <= sp[0] {
+			continue
+		}
+		b.WriteString(s[last:sp[0]])
+		b.WriteString(Marker)
+		last = sp[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // RedactBytes returns b without the keys, as Redact does: b itself when it
@@ -131,13 +227,20 @@ func (r *Redactor) RedactBytes(b []byte) []byte {
 // form, each window overlapping the one before by that form's length.
 func (r *Redactor) holdsFormBytes(b []byte) bool {
 	const window = 64 << 10
-	overlap := len(r.forms[0]) - 1
+	// A form wrapped over lines (see joinLines) spans at most three times
+	// its length: a line break after each of its bytes.
+	overlap := 3*len(r.forms[0]) - 1
 	folded := make([]byte, 0, min(len(b), window+overlap))
 	for start := 0; start < len(b); start += window {
 		w := b[start:min(len(b), start+window+overlap)]
-		folded = Fold(folded, w)
-		for _, f := range r.bforms {
-			if bytes.Contains(folded, f) {
+		lines := bytes.ContainsAny(w, "\r\n")
+		if !lines || r.eq {
+			if folded = Fold(folded, w); r.holdsFolded(folded) {
+				return true
+			}
+		}
+		if lines {
+			if folded, _ = joinLines(folded[:0], w, nil); r.holdsFolded(folded) {
 				return true
 			}
 		}
@@ -146,6 +249,77 @@ func (r *Redactor) holdsFormBytes(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// Hide writes 'x' over every byte of b that is part of a key Redact would
+// remove (in a literal form, across line breaks, or escaped), keeping b's
+// length, and reports whether it wrote any: for bytes that must keep their
+// length, such as a long body written over a window at a time, whose
+// windows overlap by KeyLen. The line breaks inside a wrapped form are
+// kept.
+func (r *Redactor) Hide(b []byte) bool {
+	if len(r.Forms()) == 0 || len(b) < r.shortest {
+		return false
+	}
+	folded := Fold(make([]byte, 0, len(b)), b)
+	hid := r.hideForms(b, folded, nil)
+	if bytes.ContainsAny(b, "\r\n") {
+		joined, at := joinLines(folded[:0], b, make([]int, 0, len(b)))
+		hid = r.hideForms(b, joined, at) || hid
+	}
+	if bytes.ContainsAny(b, `&\%`) {
+		hid = r.hideEscaped(b) || hid
+	}
+	return hid
+}
+
+// hideForms writes 'x' over each form that folded (b folded, or its lines
+// joined, when at gives the offset in b of each of its bytes) holds, in b
+// and in folded alike, and reports whether it found one.
+func (r *Redactor) hideForms(b, folded []byte, at []int) bool {
+	hid := false
+	for _, f := range r.bforms {
+		for i := 0; ; {
+			j := bytes.Index(folded[i:], f)
+			if j < 0 {
+				break
+			}
+			for k := i + j; k < i+j+len(f); k++ {
+				if at != nil {
+					b[at[k]] = 'x'
+				} else {
+					b[k] = 'x'
+				}
+				folded[k] = 'x'
+			}
+			hid, i = true, i+j+len(f)
+		}
+	}
+	return hid
+}
+
+// hideEscaped writes 'x' over each key b holds escaped (see
+// redactEscaped), and reports whether it found one.
+func (r *Redactor) hideEscaped(b []byte) bool {
+	hid := false
+	s := string(b)
+	for _, k := range r.keys {
+		if len(k) < MinKey {
+			continue
+		}
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c != k[0] && c != '&' && c != '\\' && c != '%' {
+				continue
+			}
+			if n := matchEscaped(s[i:], k); n > 0 {
+				for j := i; j < i+n; j++ {
+					b[j] = 'x'
+				}
+				hid, i = true, i+n-1
+			}
+		}
+	}
+	return hid
 }
 
 // Holds reports whether s holds one of the keys, in any form Redact
@@ -159,8 +333,10 @@ func (r *Redactor) Holds(s string) bool { return r.Redact(s) != s }
 // JSON pointer (jsontext names a member by it), in hex (either case, any
 // mix), and in base64 (standard or URL alphabet) and base32 (standard or
 // hex alphabet, padded or not, either case) at any offset in what was
-// encoded, as in Basic auth. Mixed escapes, whose forms are too many to
-// list, are matched by Redact alone. The slice is shared: do not change it.
+// encoded, as in Basic auth, and in UTF-16 (either byte order). Mixed
+// escapes, whose forms are too many to list, and forms wrapped over lines
+// are matched by Redact and Hide alone. The slice is shared: do not
+// change it.
 func (r *Redactor) Forms() []string {
 	if r == nil {
 		return nil
@@ -175,11 +351,24 @@ func formsOf(k string) []string {
 	out := []string{k, q, p, lowerHex(q), lowerHex(p), strings.ReplaceAll(k, "/", `\/`),
 		strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), strconv.Quote(k)[1 : len(strconv.Quote(k))-1],
 		hex.EncodeToString([]byte(k))}
+	out = append(out, utf16Forms(k)...)
 	out = append(out, cores(k, 3, 4, base64.RawStdEncoding.EncodeToString, base64.RawURLEncoding.EncodeToString)...)
 	out = append(out, cores(k, 5, 8,
 		base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString,
 		base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString)...)
 	return out
+}
+
+// utf16Forms are k in UTF-16, little- and big-endian, as a body whose
+// text is UTF-16 (an error page of some servers) holds it. Each is of even
+// length, so the Marker (also even) keeps the text's code units aligned.
+func utf16Forms(k string) []string {
+	var le, be []byte
+	for _, u := range utf16.Encode([]rune(k)) {
+		le = append(le, byte(u), byte(u>>8))
+		be = append(be, byte(u>>8), byte(u))
+	}
+	return []string{string(le), string(be)}
 }
 
 func (r *Redactor) workOut() {
@@ -202,6 +391,7 @@ func (r *Redactor) workOut() {
 	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
 	r.forms = forms
 	for _, f := range forms {
+		r.eq = r.eq || strings.Contains(f, "=")
 		r.bforms = append(r.bforms, []byte(f))
 	}
 }
@@ -374,7 +564,7 @@ func unescapeOne(s string) (string, int) {
 			}
 		}
 	case s[0] == '%' && len(s) >= 3:
-		return hexEscape(s, 1, 2)
+		return percentEscape(s)
 	case s[0] == '\\' && len(s) >= 2:
 		switch s[1] {
 		case 'u':
@@ -386,6 +576,16 @@ func unescapeOne(s string) (string, int) {
 		}
 	}
 	return "", 0
+}
+
+// percentEscape decodes the percent escape at the start of s: %XX, or
+// %uXXXX (a UTF-16 unit, as JavaScript's escape() and some servers write
+// it).
+func percentEscape(s string) (string, int) {
+	if s[1] == 'u' || s[1] == 'U' {
+		return hexEscape(s, 2, 4)
+	}
+	return hexEscape(s, 1, 2)
 }
 
 // hexEscape decodes the digits hex digits after the prefix of length skip

@@ -146,3 +146,117 @@ func TestRedactBytesFindsTheKeyAnywhereAndCopiesNothingWithout(t *testing.T) {
 		}
 	}
 }
+
+// wrap breaks s into lines of n characters, each ended by eol, as MIME
+// (76, CRLF) and PEM (64, LF) encoders write base64.
+func wrap(s string, n int, eol string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i += n {
+		b.WriteString(s[i:min(len(s), i+n)])
+		b.WriteString(eol)
+	}
+	return b.String()
+}
+
+// inUTF16 writes s in UTF-16, little- or big-endian.
+func inUTF16(s string, big bool) string {
+	var b []byte
+	for _, c := range []byte(s) {
+		if big {
+			b = append(b, 0, c)
+		} else {
+			b = append(b, c, 0)
+		}
+	}
+	return string(b)
+}
+
+// A key wrapped over lines by an encoder (MIME and PEM base64, hex and
+// base32 dumps, quoted-printable's soft line breaks), written in UTF-16
+// (a body whose text is UTF-16), or escaped as %uXXXX (JavaScript's
+// escape()) is removed, wherever the line breaks fall in it, by Redact
+// and by RedactBytes in a long body across a window's edge.
+func TestAKeyWrappedOverLinesOrInUTF16IsRemoved(t *testing.T) {
+	r := New([]string{key})
+	pad := strings.Repeat("y", 50)
+	cases := map[string]string{
+		"UTF-16LE": inUTF16("message: "+key+" end", false),
+		"UTF-16BE": inUTF16("message: "+key+" end", true),
+		"%u":       strings.Join(strings.Split(fmt.Sprintf("%U", []rune(key)), " "), ""),
+		"%u mixed": key[:3] + "%u" + fmt.Sprintf("%04X", key[3]) + key[4:],
+	}
+	cases["%u"] = strings.NewReplacer("[", "", "]", "", "U+", "%u").Replace(cases["%u"])
+	for before := 0; before < 5; before++ {
+		src := []byte(pad[:before+40] + key + pad)
+		for n := 60; n < 80; n += 4 {
+			cases[fmt.Sprintf("MIME base64/%d before/%d a line", before, n)] = wrap(base64.StdEncoding.EncodeToString(src), n, "\r\n")
+			cases[fmt.Sprintf("PEM base64/%d before/%d a line", before, n)] = wrap(base64.StdEncoding.EncodeToString(src), n, "\n")
+			cases[fmt.Sprintf("hex/%d before/%d a line", before, n)] = wrap(hex.EncodeToString(src), n, "\n")
+			cases[fmt.Sprintf("base32/%d before/%d a line", before, n)] = wrap(base32.StdEncoding.EncodeToString(src), n, "\r\n")
+		}
+	}
+	for n := 1; n < len(key); n++ {
+		cases[fmt.Sprintf("quoted-printable/soft break after %d", n)] = "text " + key[:n] + "=\r\n" + key[n:] + " text"
+	}
+	long := strings.Repeat("z", 64<<10-30)
+	for name, text := range cases {
+		got := r.Redact(text)
+		if !strings.Contains(got, Marker) || r.Holds(got) {
+			t.Errorf("%s: Redact(%q) = %q", name, text, got)
+		}
+		body := []byte(long + text + long)
+		if got := r.RedactBytes(body); !strings.Contains(string(got), Marker) || r.Holds(string(got)) {
+			t.Errorf("%s: RedactBytes kept the key in a long body", name)
+		}
+	}
+	// A key that ends with "=" before a line break, as it is.
+	eq := New([]string{"ck_live_abcdef=="})
+	for _, text := range []string{"k: ck_live_abcdef==\r\nnext", "k: ck_live_abcdef==\n"} {
+		if got := eq.Redact(text); strings.Contains(got, "abcdef") {
+			t.Errorf("Redact(%q) = %q", text, got)
+		}
+		if got := eq.RedactBytes([]byte(long + text)); strings.Contains(string(got), "abcdef") {
+			t.Errorf("RedactBytes kept %q", text)
+		}
+	}
+}
+
+// The cost of the redaction of a body wrapped over lines (base64 at 76
+// characters a line, as MIME writes it) that holds no key.
+func BenchmarkRedactBytesLinesNoKey(b *testing.B) {
+	r := New([]string{"ck_live_0123456789abcdef0123456789abcdef"})
+	body := []byte(wrap(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\x89PNG image bytes ", 1<<16))), 76, "\r\n"))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.RedactBytes(body)
+	}
+}
+
+// Hide writes over every key Redact removes, in every form (literal,
+// encoded, escaped, wrapped over lines), and keeps the length and the
+// line breaks: what is left holds no key.
+func TestHideWritesOverEveryFormAndKeepsTheLength(t *testing.T) {
+	r := New([]string{key})
+	var pct strings.Builder
+	for i := 0; i < len(key); i++ {
+		fmt.Fprintf(&pct, "%%%02x", key[i])
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte("0123456789" + key))
+	for name, form := range map[string]string{
+		"plain": key, "upper case": strings.ToUpper(key), "query": url.QueryEscape(key), "every byte escaped": pct.String(),
+		"HTML and JSON mixed": strings.ReplaceAll(strings.ReplaceAll(key, "&", `\u0026amp;`), "/", `\/`),
+		"hex":                 hex.EncodeToString([]byte(key)), "base64": b64, "base64 wrapped": b64[:20] + "\r\n" + b64[20:],
+		"UTF-16": inUTF16(key, false),
+	} {
+		text := "before " + form + " after\n"
+		b := []byte(text)
+		if !r.Hide(b) || len(b) != len(text) || r.Holds(string(b)) || strings.Count(string(b), "\n") != strings.Count(text, "\n") {
+			t.Errorf("%s: Hide(%q) = %q", name, text, b)
+		}
+	}
+	clean := []byte("nothing to hide here, 100% &amp; \\u0026\r\n")
+	if r.Hide(clean) || string(clean) != "nothing to hide here, 100% &amp; \\u0026\r\n" {
+		t.Errorf("Hide changed a text without a key: %q", clean)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +54,10 @@ type app struct {
 	// then on the first signal gives what is in flight its grace, and
 	// before, it ends the process at once (see relaySignals).
 	sending atomic.Bool
-	stdin   io.Reader // for a jobs file "-"; nil: none
+	// endBy is when, after a signal, the process ends whatever still runs
+	// (unix nanoseconds; 0 before a signal): see relaySignals.
+	endBy atomic.Int64
+	stdin io.Reader // for a jobs file "-"; nil: none
 	// buckets opens bucket URLs: nil in creative, which hands a command
 	// that names one over to creative-cloud through handOver (nil: none
 	// can be run, and such a command is refused).
@@ -179,6 +183,8 @@ type interruptedError struct {
 	// cutAnswer is the request id of an answer that came and whose
 	// streamed bytes were cut off (speech): paid, and not saved.
 	cutAnswer string
+	// left says what was left and how to go on, when the error does not.
+	left string
 }
 
 func (e *interruptedError) Error() string {
@@ -210,6 +216,9 @@ func (e *interruptedError) lines() []string {
 	}
 	if e.cutAnswer != "" {
 		out = append(out, "creative: the call was answered (request id "+e.cutAnswer+") and paid for; its answer was still streaming when it was abandoned, and is not saved")
+	}
+	if e.left != "" {
+		out = append(out, e.left)
 	}
 	return out
 }
@@ -751,21 +760,66 @@ func (a *app) lineStart() string {
 // in flight its grace; a second ends the process at once with status 131,
 // leaving the ledger as it stands: a call in flight stays claimed there
 // (maybe paid), an answer's links stay recorded.
+//
+// Once handed, the process ends at the latest afterGrace past the end of
+// the grace, whatever still holds it: a ledger another process keeps
+// locked, a disk or a pipe that takes no more bytes; what was in flight
+// stands as the command left it (a batch's calls claimed, maybe paid; a
+// single command's links in its .link.json file).
 func (a *app) relaySignals(from <-chan os.Signal, to chan<- os.Signal, exit func(int)) {
 	handed := false
 	for s := range from {
 		switch {
 		case !handed && a.sending.Load():
 			handed = true
+			a.endBy.Store(time.Now().Add(a.g.grace + afterGrace).UnixNano())
+			time.AfterFunc(a.g.grace+afterGrace, func() {
+				a.sayAndExit(a.lineStart()+"creative: what was in flight did not end within "+afterGrace.String()+" of the grace's end (a locked ledger, a full disk or a pipe held it): ended now; "+maybePaidWhere, exitInterrupt, exit)
+			})
 			to <- s
 		case !handed:
-			fmt.Fprintln(a.stderr, a.lineStart()+"creative: interrupted")
-			exit(exitInterrupt)
+			a.sayAndExit(a.lineStart()+"creative: interrupted", exitInterrupt, exit)
 		default:
-			fmt.Fprintln(a.stderr, a.lineStart()+"creative: ended at once by a second signal: a call in flight may have been paid (creative batch status lists a batch's; a single command's links are in its .link.json file)")
-			exit(exitAtOnce)
+			a.sayAndExit(a.lineStart()+"creative: ended at once by a second signal: "+maybePaidWhere, exitAtOnce, exit)
 		}
 	}
+}
+
+// afterGrace is how long after the grace a command told to stop may take
+// to record what it abandoned before the process ends regardless: within
+// the grace and 2 s of the signal.
+const afterGrace = time.Second
+
+// maybePaidWhere says where a command ended early left what may have been
+// paid.
+const maybePaidWhere = "a call in flight may have been paid (creative batch status lists a batch's; a single command's links are in its .link.json file)"
+
+// sayAndExit prints line on stderr and ends the process with code. A
+// stderr that takes no bytes (a pipe nobody reads, a write of another
+// goroutine stuck on it) holds the end back a moment at most.
+func (a *app) sayAndExit(line string, code int, exit func(int)) {
+	said := make(chan struct{})
+	go func() {
+		fmt.Fprintln(a.stderr, line)
+		close(said)
+	}()
+	select {
+	case <-said:
+	case <-time.After(200 * time.Millisecond):
+	}
+	exit(code)
+}
+
+// stopBy returns ctx bounded to end before the process is ended after a
+// signal (relaySignals), leaving time to report: work done after a
+// signal, such as the results page, waits for the next run rather than
+// being cut off mid-way.
+func (a *app) stopBy(ctx context.Context) (context.Context, context.CancelFunc) {
+	end := a.endBy.Load()
+	if end == 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, time.Unix(0, end).Add(-afterGrace/2))
 }
 
 // idsCommand lists the ids of one kind, or of all kinds.
@@ -799,9 +853,15 @@ func (a *app) idsCommand() *cobra.Command {
 	}
 }
 
-// jsonOut prints v as indented JSON.
+// jsonOut prints v as indented JSON, with what would drive a terminal
+// escaped (printableJSON).
 func jsonOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(printableJSON(b.Bytes()))
+	return err
 }

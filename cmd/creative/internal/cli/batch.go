@@ -477,9 +477,11 @@ func (a *app) runChecked(ctx context.Context, c *creative.Client, p *place, chec
 	if w.interrupted.Load() {
 		// A process told to stop ends before it is killed: the page of a
 		// large ledger waits for the next run.
-		var cancel context.CancelFunc
+		var cancel, stop context.CancelFunc
 		ictx, cancel = context.WithTimeout(ictx, indexAfterSignal)
 		defer cancel()
+		ictx, stop = a.stopBy(ictx)
+		defer stop()
 	}
 	if ierr := r.WriteIndex(ictx); ierr != nil {
 		fmt.Fprintf(a.con, "creative: batch: %s could not be written: %v\n", batch.IndexFile, ierr)
@@ -561,8 +563,12 @@ func (a *app) watchBatchSignals(r *batch.Runner, cancel context.CancelFunc, w *b
 		w.interrupted.Store(true)
 		inFlight := r.Stop()
 		a.atLineStart()
-		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s in flight finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
-			plural(inFlight, "call"), a.g.grace, them(inFlight))
+		what := plural(inFlight, "call") + " in flight"
+		if inFlight == 0 {
+			what, inFlight = "the downloads of answered jobs", 2 // a rerun's, say: they are not counted as calls
+		}
+		fmt.Fprintf(a.con, "creative: batch: stopping: letting %s finish for up to %v (--grace), then abandoning %s (Ctrl-C again to cancel them now)\n",
+			what, a.g.grace, them(inFlight))
 		timer := time.NewTimer(a.g.grace)
 		defer timer.Stop()
 		select {
@@ -823,7 +829,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 		}
 		n++
 		b, _ := json.Marshal(reviewJob{r.Job, r.Line, r.ID, r.Op, string(r.State), r.Worker, r.Time, r.RequestID, r.Error})
-		_, _ = w.Write(b)
+		_, _ = w.Write(printableJSON(b))
 	})
 	if err != nil {
 		return err
@@ -839,7 +845,7 @@ func (a *app) printStatusJSON(ctx context.Context, store batch.Ledger) error {
 		Lost     int                 `json:"lost"`
 		Budget   *budgetJSON         `json:"budget,omitempty"`
 	}{st.Jobs, st.States, st.InFlight, st.Lost, budgetOf(b)})
-	_, _ = fmt.Fprintf(w, "],%s\n", rest[1:])
+	_, _ = fmt.Fprintf(w, "],%s\n", printableJSON(rest[1:]))
 	return w.Flush()
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -345,7 +346,9 @@ func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) erro
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.sending.Store(true)
-	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 })
+	// In flight once an attempt went out; not while waiting to send the
+	// call again, since the client retries only what was not done.
+	signalled := a.watchSignals(cancel, func() bool { return status.attempt.Load() > 0 && status.retryAt.Load() == 0 })
 	d := a.startDisplay()
 	d.status(status.String)
 	// While the display redraws its line on the terminal, stdout is held
@@ -414,7 +417,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 	if out.dir == stdoutName {
 		return writeOne(ctx, stdout, c, res, status, opts)
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }, service: a.serviceOrigin()}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }
@@ -479,4 +482,14 @@ func printJSON(w io.Writer, res any) error {
 		return jsonOut(w, jsonImage{v.ContentType, len(b), b})
 	}
 	return jsonOut(w, res)
+}
+
+// serviceOrigin is the scheme and host of the service the command calls,
+// for a link file: "" for the built-in fake, whose links die with it.
+func (a *app) serviceOrigin() string {
+	u, err := url.Parse(a.g.baseURL)
+	if a.g.fake || err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

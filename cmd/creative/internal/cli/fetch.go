@@ -18,6 +18,7 @@ import (
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/ops"
+	"github.com/creativegen/creative-go/internal/outdir"
 	"github.com/creativegen/creative-go/internal/sniff"
 )
 
@@ -37,6 +38,10 @@ type linkRecord struct {
 	Links     []string  `json:"links"`
 	Why       string    `json:"why,omitempty"`
 	Fetch     string    `json:"fetch"`
+	// Service is the origin of the service that answered: its links are
+	// fetched as the command did, from a private address when it is on
+	// one, with no base URL given.
+	Service string `json:"service,omitempty"`
 }
 
 const linkWhat = "the links of an answer that was paid for and whose files are not all saved; fetching them costs nothing"
@@ -55,7 +60,7 @@ type linkFile struct {
 // them is downloaded: the answer is then held whatever happens next (a
 // download that fails, a disk that fills, a signal, a kill).
 func (s *saver) keepLinks(stem string, us []creative.URL) *linkFile {
-	lf := &linkFile{s: s, rec: linkRecord{What: linkWhat, Op: s.op, RequestID: s.requestID(), Time: time.Now().UTC(), Stem: stem}}
+	lf := &linkFile{s: s, rec: linkRecord{What: linkWhat, Op: s.op, RequestID: s.requestID(), Time: time.Now().UTC(), Stem: stem, Service: s.service}}
 	for _, u := range us {
 		lf.rec.Links = append(lf.rec.Links, string(u))
 	}
@@ -102,11 +107,19 @@ func (s *saver) keepLinks(stem string, us []creative.URL) *linkFile {
 	return lf
 }
 
+// writeLinkRecord writes rec as indented JSON, its links as they are (no
+// HTML escapes, which would make a link of &s six times as long).
 func writeLinkRecord(w io.Writer, rec *linkRecord) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(rec)
 }
+
+// maxLinkFile bounds the link file creative fetch reads: room for a
+// thousand links of 16 KiB (no file host takes a longer one), and a link of
+// a few MiB.
+const maxLinkFile = 16 << 20
 
 // end ends the downloads of the answer: with every file saved (err nil)
 // the link file is removed; otherwise it is rewritten with the links left
@@ -219,8 +232,13 @@ func (a *app) runFetch(ctx context.Context, arg, op, out string) error {
 	c, closeClient, err := a.newClient()
 	if err != nil {
 		// A download sends no key: without a service configured, a client
-		// that only downloads.
-		if c, err = creative.New(creative.WithBaseURL("https://download.invalid"), creative.WithAccessKey("unused"),
+		// that only downloads, of the service the link file names (whose
+		// links may be on its private network, as it is) or of none.
+		base := "https://download.invalid"
+		if rec.Service != "" {
+			base = rec.Service
+		}
+		if c, err = creative.New(creative.WithBaseURL(base), creative.WithAccessKey("unused"),
 			creative.WithTimeout(a.g.timeout), creative.WithMaxRetries(a.g.retries), creative.WithUserAgent("creative-cli")); err != nil {
 			return err
 		}
@@ -249,9 +267,21 @@ func (a *app) runFetch(ctx context.Context, arg, op, out string) error {
 		_ = os.Remove(linkPath) // every file is saved: nothing is left to fetch
 	}
 	if signalled() != nil {
-		return &interruptedError{err: err}
+		ie := &interruptedError{err: err}
+		if err != nil {
+			ie.left = "creative: the files not saved are still there to fetch: " + fetchAgain(arg, linkPath, rec.Op, out) + " fetches them, paying nothing"
+		}
+		return ie
 	}
 	return expiredLinks(err)
+}
+
+// fetchAgain is the command that fetches arg again.
+func fetchAgain(arg, linkPath, op, out string) string {
+	if linkPath != "" {
+		return "creative fetch " + linkPath
+	}
+	return "creative fetch " + arg + " --op " + op + " --out " + out
 }
 
 // fetchAll downloads us as urls does, without a link file of its own: the
@@ -290,13 +320,12 @@ func readFetchTarget(arg, op string) (*linkRecord, string, error) {
 		}
 		return &linkRecord{Op: o.Name, Stem: o.Verb(), Links: []string{arg}}, "", nil
 	}
-	data, err := readInput(arg, 1<<20)
+	rec, err := readLinkFile(arg)
 	if err != nil {
 		return nil, "", usagef("fetch: %v", err)
 	}
-	var rec linkRecord
-	if err := json.Unmarshal(data, &rec); err != nil || len(rec.Links) == 0 || rec.Stem == "" {
-		return nil, "", usagef("fetch: %s is not a link file that creative wrote (%s): give a link file or a URL with --op", arg, oneLine(fmt.Sprint(err)))
+	if len(rec.Links) == 0 || rec.Stem == "" {
+		return nil, "", usagef("fetch: %s is not a link file that creative wrote (no links, or no stem): give a link file or a URL with --op", arg)
 	}
 	o, ok := ops.Lookup(rec.Op)
 	if !ok || o.Result == ops.Writer {
@@ -308,5 +337,25 @@ func readFetchTarget(arg, op string) (*linkRecord, string, error) {
 	if strings.ContainsAny(rec.Stem, `/\`) || rec.Stem == "." || rec.Stem == ".." {
 		return nil, "", usagef("fetch: %s names its files %q, not a plain name", arg, rec.Stem)
 	}
-	return &rec, arg, nil
+	return rec, arg, nil
+}
+
+// readLinkFile decodes the link file at path, read through the inputs'
+// gate as it comes: what is not JSON is refused at its first byte, and
+// what is larger than maxLinkFile when it gets there.
+func readLinkFile(path string) (*linkRecord, error) {
+	f, err := outdir.OpenInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rec linkRecord
+	lr := &io.LimitedReader{R: f, N: maxLinkFile + 1}
+	if err := json.NewDecoder(lr).Decode(&rec); err != nil {
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("%s is larger than %d bytes", path, int64(maxLinkFile))
+		}
+		return nil, fmt.Errorf("%s is not a link file that creative wrote (%s): give a link file or a URL with --op", path, oneLine(err.Error()))
+	}
+	return &rec, nil
 }

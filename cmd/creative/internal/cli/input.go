@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,8 +34,12 @@ func readInput(path string, limit int64) ([]byte, error) {
 // and again for the run: opened each time through the inputs' gate, so
 // that a FIFO, a device or a socket is refused before anything waits on
 // it. Standard input ("-") is read once, as the stream it is, into a
-// temporary file that done removes; a signal ends the process while it
-// waits for input (nothing has been sent).
+// temporary file that done closes; a signal ends the process while it
+// waits for input (nothing has been sent). The temporary file is removed
+// as soon as it is made where the system lets an open file be removed
+// (Unix), so that a process ended by a signal or killed leaves none; and
+// a line longer than batch takes ends the reading there, before a stream
+// with no line ends (cat /dev/zero) fills the disk.
 func (a *app) openJobs(path string) (src batch.Source, done func(), err error) {
 	if path != stdinName {
 		return batch.JSONL(func() (io.ReadCloser, error) { return outdir.OpenInput(path) }), func() {}, nil
@@ -46,8 +51,15 @@ func (a *app) openJobs(path string) (src batch.Source, done func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("batch: keeping the jobs from standard input: %w", err)
 	}
-	done = func() { f.Close(); os.Remove(f.Name()) }
-	if _, err := io.Copy(f, a.stdin); err != nil {
+	removed := os.Remove(f.Name()) == nil
+	done = func() {
+		f.Close()
+		if !removed {
+			os.Remove(f.Name())
+		}
+	}
+	n, err := io.Copy(&lineBound{w: f, max: maxJobLine}, a.stdin)
+	if err != nil {
 		done()
 		return nil, nil, fmt.Errorf("batch: reading the jobs from standard input: %w", err)
 	}
@@ -55,6 +67,39 @@ func (a *app) openJobs(path string) (src batch.Source, done func(), err error) {
 		done()
 		return nil, nil, fmt.Errorf("batch: keeping the jobs from standard input: %w", err)
 	}
-	name := f.Name()
-	return batch.JSONL(func() (io.ReadCloser, error) { return outdir.OpenInput(name) }), done, nil
+	return batch.JSONL(func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(f, 0, n)), nil }), done, nil
+}
+
+// maxJobLine is the longest line of a jobs file that batch reads (4 MiB).
+const maxJobLine = 4 << 20
+
+// lineBound writes to w what has no line longer than max bytes, and fails
+// at the first that is.
+type lineBound struct {
+	w    io.Writer
+	max  int
+	line int // lines ended so far
+	cur  int // bytes of the line under way
+}
+
+// Write writes p, failing when a line grows past max.
+func (l *lineBound) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			l.cur += len(rest)
+			break
+		}
+		l.cur += i
+		if l.cur > l.max {
+			break
+		}
+		l.line++
+		l.cur = 0
+		rest = rest[i+1:]
+	}
+	if l.cur > l.max {
+		return 0, usagef("line %d: longer than %d MiB", l.line+1, l.max>>20) // a bad line: exit status 2
+	}
+	return l.w.Write(p)
 }

@@ -35,6 +35,9 @@ type saver struct {
 	opts []creative.Option
 	// saved is told each file's path as soon as it is in place.
 	saved func(path string)
+	// service is the origin of the service that answered (scheme and
+	// host), kept in a link file: "" for the built-in fake.
+	service string
 }
 
 // A saved result is what save wrote, for batch's results.jsonl.

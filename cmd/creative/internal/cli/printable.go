@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -62,4 +63,26 @@ func printableLines(s string) string {
 		}
 	}
 	return strings.Join(lines, "")
+}
+
+// printableJSON is printable for JSON text that encoding/json wrote: it
+// escapes C0 controls itself, and printableJSON writes the rest that
+// printable escapes (DEL, C1, bidi marks and overrides) as \u escapes,
+// which leave the JSON what it was. They can only be inside strings.
+func printableJSON(b []byte) []byte {
+	unsafe := func(r rune) bool { return r >= 0x7f && unsafeRune(r) } // C0 is JSON's own, or its white space
+	if !bytes.ContainsFunc(b, unsafe) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if unsafe(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }

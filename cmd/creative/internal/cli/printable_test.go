@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -76,4 +77,52 @@ func TestStatusAndErrorsPrintNoEscapeFromALedgerOrTheService(t *testing.T) {
 	code, _, stderr = runCLI(t, env, "batch", jobs, "--out", t.TempDir(), "--resend-unknown")
 	assert.Equal(t, exitAPI, code)
 	assert.Zero(t, strings.Count(stderr, "\x1b"), "no ESC byte printed: %q", stderr)
+}
+
+// --json is JSON, and JSON leaves C1 controls, DEL and bidi overrides as
+// they are: on a terminal they would drive it all the same. batch status
+// --json and a command's --json escape them too, and stay JSON.
+func TestJSONOutputPrintsNoControlFromALedgerOrTheService(t *testing.T) {
+	srv, env := fakeEnv(t)
+	srv.Handle(creativetest.OpTextToImage, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, `{"success":false,"message":%q}`, "boom "+escapes)
+	})
+	srv.Handle(creativetest.OpWriterTool, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		data, _ := json.Marshal(map[string]any{"language": "English\u009b2J", "useCase": "CoverLetter", "word_count": 1,
+			"text": map[string]any{"choices": []map[string]any{{"text": "Dear team " + strings.TrimSuffix(escapes, "\xff"), "index": 0, "word_count": 1}}}})
+		fmt.Fprintf(w, `{"success":true,"message":"ok","data":%s}`, data)
+	})
+	out := t.TempDir()
+	jobs := writeJobs(t, 1)
+	store, err := testBuckets.openPlace(context.Background(), out, "")
+	require.NoError(t, err)
+	r, err := batch.New(srv.Client(), store.ledger, store.out, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
+	require.NoError(t, err)
+	checked, err := r.Check(context.Background(), batch.File(jobs))
+	require.NoError(t, err)
+	_, err = r.Run(context.Background(), checked)
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+
+	noControls := func(t *testing.T, what, s string) {
+		t.Helper()
+		assert.True(t, json.Valid([]byte(s)), "%s is JSON: %q", what, s)
+		for _, c := range []string{"\x1b", "\x7f", "\u009b", "\u202e"} {
+			assert.NotContains(t, s, c, "%s: %q", what, s)
+		}
+	}
+	code, stdout, stderr := runCLI(t, env, "batch", "status", "--out", out, "--json")
+	require.Equal(t, 0, code, stderr)
+	noControls(t, "batch status --json", stdout)
+	assert.Contains(t, stdout, `host\u001b]0;pwned\u0007\u001b[2J\u001b[H\u009b31m\u202eevil\u007f`)
+
+	code, stdout, stderr = runCLI(t, env, "text", "writer-tool", "--job-role", "x", "--job-skills", "y", "--language", "English", "--tone", "formal", "--json")
+	require.Equal(t, 0, code, stderr)
+	noControls(t, "writer-tool --json", stdout)
+	var res struct{ Language string }
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	assert.Equal(t, "English\u009b2J", res.Language, "the JSON reads back as the service's text")
 }
