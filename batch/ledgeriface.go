@@ -67,7 +67,8 @@ type Ledger interface {
 	// Last returns the last attempts of the jobs named, at most MaxLast a
 	// call, in one query: jobs never claimed are left out. Live says
 	// whether each is in progress on a run the engine holds live: a claim,
-	// or an answer (not lost) whose files that run fetches.
+	// or an answer (not lost, no error: not an end) whose files that run
+	// fetches.
 	Last(ctx context.Context, jobs []string) ([]Last, error)
 
 	// Jobs yields the last attempt of every job, in the order of the jobs'

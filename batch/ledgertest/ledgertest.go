@@ -280,6 +280,17 @@ func answerLive(t *testing.T, l batch.Ledger) {
 	done := *ans
 	done.State, done.Files = batch.Done, []string{"a.png"}
 	require.NoError(t, l.Record(t.Context(), &done), "the run that fetched them records them")
+	// An answer whose files its run could not fetch ends answered, with
+	// why: fetched by another, though that run goes on.
+	m := jobKey("unfetched")
+	mustClaim(t, l, claim(m, 1, a))
+	gave := end(m, 1, a, batch.Answered)
+	gave.URLs = []string{"https://cdn.example/" + m}
+	require.NoError(t, l.Record(t.Context(), gave))
+	gave.Error = "the call was answered but its files were not all downloaded"
+	require.NoError(t, l.Record(t.Context(), gave))
+	assert.False(t, last(t, l, m).Live)
+	mustClaim(t, l, download(m, 2, b, gave.URLs[0]))
 	// An answer left by a run that ended is fetched by the next.
 	k := jobKey("left")
 	mustClaim(t, l, claim(k, 1, a))
@@ -414,6 +425,6 @@ func readers(t *testing.T, l batch.Ledger) {
 	require.NoError(t, err)
 	assert.Len(t, some, batch.MaxLast-1)
 	for _, e := range some {
-		assert.Equal(t, e.State == batch.Claimed || e.State == batch.Answered && !e.Lost, e.Live)
+		assert.Equal(t, e.State == batch.Claimed || e.State == batch.Answered && !e.Lost && e.Error == "", e.Live)
 	}
 }

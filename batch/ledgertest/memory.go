@@ -91,7 +91,7 @@ func (m *Memory) last(job string) (*batch.Entry, bool) {
 		return nil, false
 	}
 	e := copyEntry(as[len(as)-1])
-	return &e, (e.State == batch.Claimed || e.State == batch.Answered && !e.Lost) && m.liveRun(e.Run)
+	return &e, (e.State == batch.Claimed || e.State == batch.Answered && !e.Lost && e.Error == "") && m.liveRun(e.Run)
 }
 
 func copyEntry(e batch.Entry) batch.Entry {
