@@ -34,11 +34,11 @@ type multipartBody struct {
 // file to be. The source is taken for this call here: a one-shot upload
 // that another call took is refused before anything is sent.
 func newMultipart(op string, fields url.Values, field string, f File, info fileInfo) (*multipartBody, error) {
-	m := &multipartBody{op: op, field: field, name: f.name, src: f.src, info: info}
+	m := &multipartBody{op: op, field: field, name: f.name, src: resolved(f.src), info: info}
 	if f.src == nil {
 		return nil, &ValidationError{Operation: op, Field: field, Rule: "is required"}
 	}
-	if err := f.src.claim(m); err != nil {
+	if err := m.src.claim(m); err != nil {
 		return nil, &ValidationError{Operation: op, Field: field, Rule: readRule(err)}
 	}
 	var rnd [16]byte

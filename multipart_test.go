@@ -158,7 +158,7 @@ func TestClosingTheBodyLetsGoOfTheSource(t *testing.T) {
 	require.NoError(t, err)
 	_, err = io.ReadFull(r, make([]byte, len(m.prefix)+10))
 	require.NoError(t, err)
-	src := f.src.(*seekerSource)
+	src := resolved(f.src).(*seekerSource)
 	other := &multipartBody{}
 	assert.True(t, src.heldByOther(other), "the attempt holds the reader")
 	require.NoError(t, r.(io.Closer).Close())

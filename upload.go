@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	_ "golang.org/x/image/webp" // registered for Image.Decode
 )
@@ -63,7 +65,9 @@ func FileFromBytes(name string, b []byte) File {
 //
 //   - An io.ReaderAt with a Seek method (an *os.File on a regular file,
 //     *bytes.Reader, *strings.Reader, *io.SectionReader): its offset and size
-//     are found now with Seek, and each attempt of each call reads its own
+//     are found with Seek by the first call's check, not now (a Seek that
+//     blocks holds no call past its context, and FileFromReader never
+//     blocks), and each attempt of each call reads its own
 //     io.SectionReader, so calls may share the File at once and a retry
 //     re-reads it. An *os.File is sent to its end at the time of the call,
 //     and an attempt that finds it changed (Stat) fails.
@@ -93,23 +97,75 @@ func FileFromReader(name string, r io.Reader) File {
 	case isNil(r):
 		return File{name, badSource{&refusal{fmt.Sprintf("is a nil %T", r)}}}
 	}
-	if sk, ok := r.(io.Seeker); ok {
-		if base, end, err := extent(sk); err == nil {
-			sec := section{base: base, end: max(base, end)}
-			if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
-				if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
-					sec.stat = st.Stat
-				}
-			}
-			if at, ok := r.(io.ReaderAt); ok {
-				return File{name, &readerAtSource{section: sec, at: at}}
-			}
-			return File{name, &seekerSource{section: sec, rs: r.(io.ReadSeeker)}}
-		}
-		// Seek failed: a pipe, a terminal or a socket. It streams once.
+	if _, ok := r.(io.Seeker); ok {
+		return File{name, &seekableSource{r: r}}
 	}
 	return File{name, &onceSource{r: r}}
 }
+
+// A seekableSource is FileFromReader of a reader with a Seek method, which
+// FileFromReader does not call: Seek may block (a reader of the caller's
+// over the network). The first call's check asks it, once, where it is and
+// where it ends (within that call's context, as any read of the check:
+// checkUploads), and makes of it the source it is.
+type seekableSource struct {
+	r    io.Reader
+	once sync.Once
+	src  source      // set by resolve
+	done atomic.Bool // src is set
+}
+
+// resolve returns the source the reader is: an io.ReaderAt's, an
+// io.ReadSeeker's, or a one-shot reader's when Seek fails (a pipe, a
+// terminal or a socket: it streams once).
+func (s *seekableSource) resolve() source {
+	s.once.Do(func() {
+		defer s.done.Store(true)
+		base, end, err := extent(s.r.(io.Seeker))
+		if err != nil {
+			s.src = &onceSource{r: s.r}
+			return
+		}
+		sec := section{base: base, end: max(base, end)}
+		if st, ok := s.r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+			if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
+				sec.stat = st.Stat
+			}
+		}
+		if at, ok := s.r.(io.ReaderAt); ok {
+			s.src = &readerAtSource{section: sec, at: at}
+			return
+		}
+		rs, ok := s.r.(io.ReadSeeker)
+		if !ok {
+			s.src = &onceSource{r: s.r}
+			return
+		}
+		s.src = &seekerSource{section: sec, rs: rs}
+	})
+	return s.src
+}
+
+// resolved is the source the reader was found to be by a check, or
+// s itself before any.
+func resolved(src source) source {
+	if s, ok := src.(*seekableSource); ok && s.done.Load() {
+		return s.src
+	}
+	return src
+}
+
+func (s *seekableSource) inspect() (fileInfo, error) { return s.resolve().inspect() }
+
+func (s *seekableSource) claim(m *multipartBody) error { return s.resolve().claim(m) }
+
+func (s *seekableSource) ready(m *multipartBody) error { return s.resolve().ready(m) }
+
+func (s *seekableSource) open(a *bodyReader) (io.Reader, func() error, error) {
+	return s.resolve().open(a)
+}
+
+func (s *seekableSource) spent() bool { return s.resolve().spent() }
 
 // isNil reports whether v is an interface holding a nil pointer, map,
 // slice, function or channel (a typed nil), whose methods would panic.
@@ -264,7 +320,7 @@ func checkUploads(ctx context.Context, op string, check func() (checkedFile, err
 // or a reader of the caller's.
 func mayBlock(f File) bool {
 	switch f.src.(type) {
-	case *pathSource, *readerAtSource, *seekerSource:
+	case *pathSource, *readerAtSource, *seekerSource, *seekableSource:
 		return true
 	}
 	return false

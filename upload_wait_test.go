@@ -159,3 +159,54 @@ func TestEveryUploadsTypeCheckHonoursTheContext(t *testing.T) {
 		})
 	}
 }
+
+// seekHeld is an io.ReadSeeker whose Seek blocks until it is released, as
+// a reader over a slow network file system would.
+type seekHeld struct {
+	*seekOnly
+	released chan struct{}
+	seeks    atomic.Int64
+}
+
+func (s *seekHeld) Seek(off int64, whence int) (int64, error) {
+	s.seeks.Add(1)
+	<-s.released
+	return s.seekOnly.Seek(off, whence)
+}
+
+// FileFromReader never calls a Seek that may block: it returns at once,
+// and the first call's check asks the reader within its context, so that a
+// Seek that blocks ends that call at its deadline with nothing sent. Once
+// the reader answers, a call sends it.
+func TestFileFromReaderDoesNotSeekAndTheCallHonoursItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := newMemServer(t, replyJSON(200, musicOK))
+		c := ts.client(t)
+		r := &seekHeld{seekOnly: newSeekOnly(wavBytes), released: make(chan struct{})}
+		made := make(chan File, 1)
+		go func() { made <- FileFromReader("talk.wav", r) }()
+		synctest.Wait()
+		var f File
+		select {
+		case f = <-made:
+		default:
+			close(r.released)
+			t.Fatal("FileFromReader blocked on the reader's Seek")
+		}
+		assert.Zero(t, r.seeks.Load(), "no Seek before a call")
+
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.EnhanceAudio(ctx, EnhanceAudioRequest{Audio: f, TypeID: ids.EnhancePodcast})
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, ErrNotSent)
+		assert.Equal(t, 200*time.Millisecond, time.Since(start), "it ended with the context")
+		assert.Zero(t, ts.hits.Load(), "nothing was sent")
+
+		close(r.released)
+		_, err = c.EnhanceAudio(context.Background(), EnhanceAudioRequest{Audio: f, TypeID: ids.EnhancePodcast})
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, ts.hits.Load())
+	})
+}

@@ -313,5 +313,5 @@ func (s *seen) reset() {
 
 // suggestOp names the operations closest to a mistyped name.
 func suggestOp(name string) string {
-	return didYouMean(ops.Nearest(name), " (creative --help lists the operations)")
+	return didYouMean(ops.Nearest(name), ` (an operation is an API path, such as "image/text-to-image")`)
 }

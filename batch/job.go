@@ -38,7 +38,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 		case actDownload:
 			last, live, again = ru.redownload(ctx, last)
 		case actCheck:
-			last, live, again = ru.checkDone(ctx, last)
+			last, live, again = ru.checkDone(ctx, t, last)
 		case actLeave:
 			ru.skip(last, func(s *Summary) { s.countLeft(last) })
 		case actElsewhere:
@@ -146,16 +146,18 @@ var errLeaseInDoubt = errors.New("the run's lease is in doubt")
 // A starter decides, under one lock, whether a job may send its first
 // request. A job may wait in the client (for a rate limit, or a pause a 429
 // asked for) after a worker took it; once the run is stopping, such a job
-// is cancelled without sending anything, while jobs that sent are let
-// finish: they may be paid for. A spent budget only closes the run: no job
-// starts any more, while the calls that took their shares are sent.
+// is cancelled without sending anything, as is a job waiting before a
+// retry (its last attempt was not sent or refused: nothing of it is in
+// flight), while jobs with an attempt in flight are let finish: they may
+// be paid for. A spent budget only closes the run: no job starts any
+// more, while the calls that took their shares are sent.
 type starter struct {
 	mu       sync.Mutex
 	stopping context.Context // done once stop is called
 	stopAll  context.CancelFunc
 	closed   context.Context // done once stop or closeRun is called
 	closeRun context.CancelFunc
-	inFlight int // jobs that sent and have not ended
+	inFlight int // jobs with an attempt out and not ended
 }
 
 // A jobRun is one job between a worker taking it and its end.
@@ -163,6 +165,7 @@ type jobRun struct {
 	cancel   context.CancelFunc
 	keep     func() bool // keeps stop from cancelling the job once it sent
 	sent     bool        // its first request went out; guarded by starter.mu
+	waiting  func() bool // while it waits before a retry: keeps stop from cancelling it again; guarded by starter.mu
 	requests atomic.Int32
 }
 
@@ -196,7 +199,7 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 		case !l.held():
 			refused = errLeaseInDoubt
 			r.cancel()
-		case !r.sent && s.stopping.Err() != nil:
+		case (!r.sent || r.waiting != nil) && s.stopping.Err() != nil:
 			refused = errNotStarted
 		}
 		if refused != nil {
@@ -211,10 +214,35 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 			r.keep()
 			s.inFlight++
 		}
+		if r.waiting != nil {
+			r.waiting()
+			r.waiting = nil
+			s.inFlight++
+		}
 		s.mu.Unlock()
 		r.requests.Add(1)
 		return next(req)
 	}
+}
+
+// retryWait is the call trace of the job r that tells the starter when
+// the job waits before a retry: from the end of an attempt the retry
+// policy sends again (it was not sent, or refused) to the next attempt's
+// send (its gate), nothing of the job is in flight, so a stop cancels it
+// at once, as it does a job that has not sent. The job then ends as its
+// last attempt did, not sent or refused, and a rerun sends it.
+func (s *starter) retryWait(r *jobRun) *creative.CallTrace {
+	return &creative.CallTrace{AttemptDone: func(_ context.Context, a creative.AttemptInfo) {
+		if !a.Retry || a.Verdict != creative.VerdictNotSent && a.Verdict != creative.VerdictRefused {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.sent && r.waiting == nil {
+			r.waiting = context.AfterFunc(s.stopping, r.cancel)
+			s.inFlight--
+		}
+	}}
 }
 
 // end ends the job r.
@@ -223,7 +251,10 @@ func (s *starter) end(r *jobRun) {
 	defer s.mu.Unlock()
 	r.cancel()
 	r.keep()
-	if r.sent {
+	switch {
+	case r.waiting != nil:
+		r.waiting()
+	case r.sent:
 		s.inFlight--
 	}
 }
@@ -266,7 +297,8 @@ func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, 
 	var resp *http.Response
 	if err == nil {
 		// The budget first: the lease is checked last, right before the send.
-		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(ru, t.op.Name), ru.st.gate(jr, ru.lease)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
+		opts := append([]creative.Option{creative.WithMiddleware(ru.spend.gate(ru, t.op.Name), ru.st.gate(jr, ru.lease)),
+			creative.WithCallTrace(ru.st.retryWait(jr)), creative.WithResponseInto(&resp)}, ru.o.CallOptions...)
 		res, err = opcall.Call(ctx, ru.c, t.op, req, opts...)
 		closeFiles()
 	}
@@ -328,8 +360,11 @@ func everyJobAlike(err error) string {
 }
 
 // checkDone checks that a done job's files are in place, and downloads
-// them again (free) when some are gone and its answer had links.
-func (ru *run) checkDone(ctx context.Context, last *record) (*record, bool, bool) {
+// them again (free) when some are gone and its answer had links. When its
+// answer had none (its bytes came in the answer, which is kept nowhere
+// else), only paying again writes them: on the caller's say-so
+// (Options.RepayLost).
+func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
 		if cancelled(ctx, err) {
@@ -342,6 +377,9 @@ func (ru *run) checkDone(ctx context.Context, last *record) (*record, bool, bool
 		}
 		if !ok && len(last.URLs) > 0 {
 			return ru.redownload(ctx, last)
+		}
+		if !ok && ru.o.RepayLost {
+			return ru.send(ctx, t, last)
 		}
 		if !ok {
 			ru.skip(last, func(s *Summary) { s.Missing++ })

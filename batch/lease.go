@@ -14,7 +14,7 @@ import (
 // DefaultLease is the length of a run's lease when Options.Lease is 0.
 const DefaultLease = 90 * time.Second
 
-// The times of a lease of length L (see the package's doc): the run sends
+// The times of a lease of length L (see Options.Lease): the run sends
 // only while its last heartbeat that completed began less than
 // L - margin ago; it beats every beat, each with a deadline of its own;
 // an engine that judges by heartbeats takes it for gone once its

@@ -10,7 +10,7 @@ import (
 // A Ledger is the place of record of a batch's jobs: a database engine
 // whose transactions keep the pay-once rules for every worker that shares
 // it. Package batch/sqlledger implements it once over database/sql, for
-// SQLite (batch/sqlitestore, one machine) and PostgreSQL (batch/pgledger,
+// SQLite (batch/sqliteledger, one machine) and PostgreSQL (batch/pgledger,
 // a fleet); package batch/ledgertest judges any implementation.
 //
 // A run opens a Session (Begin) before it claims anything and ends it when
@@ -166,8 +166,10 @@ func (c *Claim) Allowed(last *Entry, live bool) bool {
 		// free.
 		return c.Kind == KindDownload
 	case actCheck:
-		// A done job's files that are gone are fetched again, free.
-		return c.Kind == KindDownload && len(last.URLs) > 0
+		// A done job's files that are gone are fetched again, free; when
+		// its answer had no links, only paid for again, on the caller's
+		// say-so.
+		return c.Kind == KindDownload && len(last.URLs) > 0 || c.Kind == KindCall && c.RepayLost && len(last.URLs) == 0
 	}
 	return false
 }

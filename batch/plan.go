@@ -44,7 +44,7 @@ func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 // for 391 round trips one after the other.
 const (
 	lookupBatch = 256
-	lookupAhead = 4
+	lookupAhead = 16
 )
 
 // A lookupChunk is lookupBatch jobs whose last attempts are being read.

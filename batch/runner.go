@@ -32,11 +32,14 @@ type Options struct {
 	AllowOutside bool
 	// ResendUnknown sends again the jobs whose outcome is unknown, which
 	// may pay twice: those that ended unknown, and those claimed by a
-	// worker that is gone, not those in flight on a live one (see the
-	// package's doc).
+	// worker that is gone, not those in flight on a live one (see
+	// Lease).
 	ResendUnknown bool
-	// RepayLost sends again the answered jobs whose answer can no longer
-	// be fetched (a link that expired): this pays for them again.
+	// RepayLost sends again the jobs whose answer can no longer be
+	// fetched: answered ones whose links expired or were served by a
+	// service on this machine that is gone (a fake's), and done ones whose
+	// files are gone when their bytes came in the answer, which is kept
+	// nowhere else. This pays for them again.
 	RepayLost bool
 	// Shard and Shards, when Shards is above 1, run only the jobs whose
 	// line modulo Shards is Shard, so that several workers can split the
@@ -51,7 +54,7 @@ type Options struct {
 	// WithTimeout.
 	CallOptions []creative.Option
 	// MaxDownloadBytes bounds each file a job's answer links to (default
-	// 4 GiB): a larger one, or a link that streams without end, leaves
+	// DefaultMaxDownloadBytes, 4 GiB): a larger one, or a link that streams without end, leaves
 	// its job answered and nothing of the file, and a rerun with a higher
 	// bound downloads it without paying again.
 	MaxDownloadBytes int64
@@ -64,11 +67,23 @@ type Options struct {
 	OnEvent func(Event)
 	// Budget caps the calls and the spending of every run on the ledger.
 	Budget
-	// Lease is the length of the run's lease (default DefaultLease, 90 s;
-	// see the package's doc), kept in the ledger with the run; a shorter
-	// one lets tests run in seconds.
+	// Lease is the length of the run's lease (default DefaultLease, 90 s),
+	// kept in the ledger with the run; a shorter one lets tests run in
+	// seconds. The run renews its session's heartbeat every sixth of it,
+	// and claims and sends only while the last renewal that completed
+	// began less than two thirds of it ago; once in doubt the lease is
+	// never proven again, and the run stops. Other workers take a run for
+	// gone only when the engine says so (its lock free, or its heartbeat
+	// stale by the database's clock); taking one of its jobs over fences
+	// it, so that its late records are refused and their answers handed
+	// back (LedgerError). A run whose context ends records each call in
+	// flight as maybe paid and each answer as waiting for its download.
 	Lease time.Duration
 }
+
+// DefaultMaxDownloadBytes is the bound of each file an answer links to
+// when Options.MaxDownloadBytes gives none: 4 GiB.
+const DefaultMaxDownloadBytes = 4 << 30
 
 // An EventType says what happened to a job.
 type EventType int
@@ -108,7 +123,7 @@ type Runner struct {
 // them.
 func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 	if o.MaxDownloadBytes <= 0 {
-		o.MaxDownloadBytes = 4 << 30
+		o.MaxDownloadBytes = DefaultMaxDownloadBytes
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
@@ -137,7 +152,9 @@ func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
-// a rate limit, a pause) end without sending it, and Run returns once the
+// a rate limit, a pause) end without sending it, those waiting before a
+// retry (their last attempt was not sent, or refused: a 429, a 503) end at
+// once as that attempt did, not sent or refused, and Run returns once the
 // calls in flight have ended and been recorded. It returns how many calls
 // are in flight. A stopped Runner starts no job again.
 func (r *Runner) Stop() int { return r.st.stop() }
@@ -299,7 +316,7 @@ type Summary struct {
 	Claimed    int // claimed and not ended by a worker that is gone (maybe paid): sent again only with Options.ResendUnknown
 	Waiting    int // answered, files not all downloaded: a rerun downloads them
 	Lost       int // answered, answer no longer fetchable: sent again only with Options.RepayLost
-	Missing    int // done, but files gone with nothing to fetch them from
+	Missing    int // done, but files gone with nothing to fetch them from: sent again only with Options.RepayLost
 	Elsewhere  int // claimed at this moment by another worker, whose run's heartbeat is fresh: that worker's to end
 	NotStarted int // not started: the run was stopped
 	Requests   int // requests sent, retries and downloads included

@@ -9,28 +9,16 @@
 // Every job is claimed in a Ledger before it is sent and every paid answer
 // is recorded there before it is forgotten: the ledger is a database
 // engine (SQLite on one machine, package batch/sqliteledger; PostgreSQL
-// for a fleet, batch/pgledger) whose transactions keep the rules (see
-// Ledger). Outputs are files in a Store: a local folder (OpenFolder) or a
-// bucket.
+// for a fleet, batch/pgledger). Outputs are files in a Store: a local
+// folder (OpenFolder) or a bucket.
 //
-// A job's identity is its id, or its operation and fields (a file by its
-// content's hash) and its occurrence among identical jobs. Its states are
-// Claimed, then Answered (links and text recorded) and Done (every file in
-// place), or Failed (the service said no), Refused (not sent, or refused:
-// a rerun sends it) and Unknown (maybe paid: sent again only with
-// Options.ResendUnknown). A job stays maybe paid until an attempt of it
-// ends done. Classify is the one place that turns a call's error into a
-// state.
-//
-// A run holds a lease (Options.Lease, 90 s by default): it renews its
-// session's heartbeat every sixth of it, and claims and sends only while
-// the last renewal that completed began less than two thirds of it ago;
-// once in doubt the lease is never proven again, and the run stops. Other
-// workers take a run for gone only when the engine says so (its lock is
-// free, or its heartbeat stale by the database's clock); taking one of its
-// jobs over fences it, so its late records are refused and their answers
-// handed back (LedgerError). A run whose context ends records each call in
-// flight as maybe paid and each answer as waiting for its download.
+// A job is its id, or its operation and fields (a file by its content's
+// hash) and its occurrence among identical jobs. It is Claimed, then
+// Answered and Done, or Failed, Refused (a rerun sends it) or Unknown
+// (maybe paid: sent again only with Options.ResendUnknown); Classify turns
+// a call's error into a state. Runs that share a ledger hold leases
+// (Options.Lease) and fence each other's late records (LedgerError), as
+// docs/fleet.md tells.
 package batch
 
 import (

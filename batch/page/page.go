@@ -208,8 +208,15 @@ func cardOf(e Entry) card {
 	return c
 }
 
-// loopback reports whether host is this machine: a link there was served by
-// a fake service (a test, creative --fake), which died when its run ended.
+// OnThisMachine reports whether link is served by this machine: by a fake
+// service (a test's, or one a command line ran), which dies when its run
+// ends, and its links with it.
+func OnThisMachine(link string) bool {
+	u, err := url.Parse(link)
+	return err == nil && u.Host != "" && loopback(u.Hostname())
+}
+
+// loopback reports whether host is this machine (see OnThisMachine).
 func loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || ip != nil && ip.IsLoopback()

@@ -109,7 +109,7 @@
       a.rel = "noopener noreferrer";
       box.appendChild(a);
     });
-    if (j.lf) box.appendChild(el("div", "fake", "These links were served by a fake service on this machine (a test, or creative --fake): they died when its run ended."));
+    if (j.lf) box.appendChild(el("div", "fake", "These links were served by a fake service on this machine (a test's, or one a command line ran): they died when its run ended."));
     return box;
   }
 

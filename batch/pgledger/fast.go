@@ -29,7 +29,7 @@ var _ batch.Ledger = (*Ledger)(nil)
 
 // Batches: how many may be in flight at once, and their size.
 const (
-	slots     = 4
+	slots     = 8
 	batchSize = 128
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,11 +172,20 @@ func (l *sessionLock) ping(ctx context.Context) error {
 // own (its lease is proven for the lease less its margin), and within the
 // lease plus a few seconds.
 func keepaliveSQL(lease time.Duration) string {
+	var sets []string
+	for _, kv := range keepalives(lease) {
+		sets = append(sets, "SET "+kv[0]+" = "+kv[1])
+	}
+	return strings.Join(sets, "; ")
+}
+
+// keepalives are the settings of keepaliveSQL, as names and values.
+func keepalives(lease time.Duration) [][2]string {
 	secs := max(int(lease/time.Second), 3)
 	idle := max(secs/2, 1)
 	interval := max((secs-idle)/3, 1)
-	return fmt.Sprintf("SET tcp_keepalives_idle = %d; SET tcp_keepalives_interval = %d; SET tcp_keepalives_count = 3; SET tcp_user_timeout = %d",
-		idle, interval, max(lease.Milliseconds(), 3000))
+	return [][2]string{{"tcp_keepalives_idle", strconv.Itoa(idle)}, {"tcp_keepalives_interval", strconv.Itoa(interval)},
+		{"tcp_keepalives_count", "3"}, {"tcp_user_timeout", strconv.FormatInt(max(lease.Milliseconds(), 3000), 10)}}
 }
 
 func (l *sessionLock) fail(err error) {

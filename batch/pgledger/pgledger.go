@@ -48,6 +48,11 @@ func IsURL(s string) bool {
 // sit idle in a transaction at most 10 s, and the server's TCP keepalives
 // end a silent worker's session, and free its lock, within its lease
 // (never before the worker's own lease has lapsed).
+//
+// A server that does not answer (one that accepts a connection and says
+// nothing) fails Open within 10 s, or the URL's connect_timeout (in
+// seconds) when it has one: each connection's opening, and Open's first
+// statements, are bounded by it.
 func Open(ctx context.Context, dsn string) (*Ledger, error) {
 	if !IsURL(dsn) {
 		return nil, fmt.Errorf("pgledger: %q is not a postgres:// URL", redact(dsn))
@@ -57,15 +62,36 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, fmt.Errorf("pgledger: %w", err)
 	}
 	configure(cfg)
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = answerWait
+	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	if err := retryStart(ctx, func() error { return migrate(ctx, db) }); err != nil {
+	if err := retryStart(ctx, func() error {
+		return answered(ctx, cfg.ConnectTimeout, func(ctx context.Context) error { return migrate(ctx, db) })
+	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("pgledger: %s: %w", redact(dsn), err)
 	}
 	d := dialect(cfg)
 	return newLedger(sqlledger.New(db, d), d), nil
+}
+
+// answerWait bounds, unless the URL's connect_timeout says otherwise, the
+// opening of each connection and Open's first statements.
+var answerWait = 10 * time.Second
+
+// answered runs fn with a context that ends after wait, and says so
+// plainly when the server did not answer in that time.
+func answered(ctx context.Context, wait time.Duration, fn func(context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := fn(actx)
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("the ledger did not answer within %v (connect_timeout in the URL sets this bound): %w", wait, err)
+	}
+	return err
 }
 
 // startWait bounds how long Open waits for a server that is starting or
@@ -98,9 +124,8 @@ func configure(cfg *pgx.ConnConfig) {
 		p["application_name"] = "creative batch"
 	}
 	p["idle_in_transaction_session_timeout"] = fmt.Sprint(idleInTransaction.Milliseconds())
-	for _, kv := range strings.Split(keepaliveSQL(defaultLease), "; ") {
-		name, value, _ := strings.Cut(strings.TrimPrefix(kv, "SET "), " = ")
-		p[name] = value
+	for _, kv := range keepalives(defaultLease) {
+		p[kv[0]] = kv[1]
 	}
 	// The worker's own keepalives: a server that went silent is found
 	// gone within about 30 s, and the run's lock with it.

@@ -62,7 +62,7 @@ func open(dir string, netFS func(string) (string, error)) (*sqlledger.Ledger, er
 		return nil, fmt.Errorf("sqliteledger: %s: %w", dir, err)
 	} else if name != "" {
 		return nil, fmt.Errorf("sqliteledger: %s is on a network file system (%s), where SQLite's locks do not hold: "+
-			"give a local folder, or --ledger postgres://... for workers on several machines", dir, name)
+			"give a local folder, or a PostgreSQL ledger (pgledger) for workers on several machines", dir, name)
 	}
 	d, err := outdir.Create(dir)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package sqlledger is the batch.Ledger over database/sql, written once
 // for SQLite and PostgreSQL: the few ways they differ are a Dialect, and
-// the drivers are modules of their own (batch/sqlitestore,
+// the drivers are modules of their own (batch/sqliteledger,
 // batch/pgledger), so that this one imports no driver.
 //
 // A driver opens its *sql.DB, brings the database to Schema (Create, in

@@ -8,7 +8,7 @@ import (
 
 // Version is the version of Schema: SQLite keeps it in PRAGMA
 // user_version, PostgreSQL in the table ledger_version. Versions 1 and 2
-// were the object ledger of earlier releases (batch/sqlitestore brings
+// were the object ledger of earlier releases (batch/sqliteledger brings
 // them to this one).
 const Version = 3
 

@@ -160,3 +160,30 @@ func TestMaxDownloadBytesBoundsABatchsFiles(t *testing.T) {
 	assert.Equal(t, batch.Done, recs[len(recs)-1].State)
 	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "paid once")
 }
+
+// --max-download-bytes bounds a single command's download as it does a
+// batch's: past it nothing of the file is kept but its paid link, in the
+// link file, with exit status 3; creative fetch with the default bound
+// then fetches it without paying again. A bound of 0 is refused before
+// anything is sent.
+func TestMaxDownloadBytesBoundsASingleCommandsFile(t *testing.T) {
+	srv := creativetest.NewServer()
+	defer srv.Close()
+	env := map[string]string{"CREATIVE_BASE_URL": srv.URL, "CREATIVE_ACCESS_KEY": srv.AccessKey}
+	out := t.TempDir()
+	code, _, stderr := runCLI(t, env, "--max-download-bytes", "1000", "audio", "text-to-music", "--prompt", "tune", "--duration", "1", "--out", out)
+	require.Equal(t, exitKept, code, stderr)
+	assert.Contains(t, stderr, "1000 bytes")
+	link := filepath.Join(out, "text-to-music.link.json")
+	assert.Equal(t, []string{"text-to-music.link.json"}, answerDirNames(t, out), "the paid link is kept, nothing of the file: %s", stderr)
+
+	code, _, stderr = runCLI(t, env, "fetch", link)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, []string{"text-to-music.wav"}, answerDirNames(t, out))
+	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "paid once")
+
+	code, _, stderr = runCLI(t, env, "--max-download-bytes", "0", "audio", "text-to-music", "--prompt", "tune", "--out", t.TempDir())
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "--max-download-bytes must be above 0")
+	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "nothing sent")
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
@@ -39,7 +40,7 @@ default. Every line may also have an "id" naming the job and its files.`,
 		Example:   "  creative batch fields\n  creative batch fields image/text-to-image",
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: names,
-		RunE: ran(func(cmd *cobra.Command, args []string) error {
+		RunE: cmdutil.Ran(func(cmd *cobra.Command, args []string) error {
 			list := ops.All
 			if len(args) == 1 {
 				op, ok := ops.Lookup(args[0])
@@ -65,11 +66,11 @@ default. Every line may also have an "id" naming the job and its files.`,
 func unknownOp(name string) error {
 	msg := fmt.Sprintf("batch fields: no operation %q", name)
 	if near := ops.Nearest(name); len(near) > 0 {
-		msg += "; did you mean " + strings.Join(quoteAll(near), " or ") + "?"
+		msg += "; did you mean " + strings.Join(cmdutil.QuoteAll(near), " or ") + "?"
 	} else {
 		msg += " (creative batch fields lists them all)"
 	}
-	return usagef("%s", msg)
+	return cmdutil.Usagef("%s", msg)
 }
 
 // writeJobFields writes op's block of the list: its name and summary, a

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/creativegen/creative-go/creativetest"
-	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // writeJobs writes n text-to-image jobs ("prompt": "job <line>") and
@@ -42,7 +42,7 @@ func writeJobs(t *testing.T, n int) string {
 // readResults reads results.jsonl under dir.
 func readResults(t *testing.T, dir string) []batch.Record {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, resultsFile))
+	data, err := os.ReadFile(filepath.Join(dir, batchcmd.ResultsFile))
 	require.NoError(t, err)
 	var out []batch.Record
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -127,7 +127,7 @@ func TestBatchRunsEveryKindOfJobAndRecordsIt(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 
 	code, stdout, stderr := runCLI(t, env, "batch", path, "--out", out)
-	require.Equal(t, 0, code, stderr+readFile(t, filepath.Join(out, resultsFile)))
+	require.Equal(t, 0, code, stderr+readFile(t, filepath.Join(out, batchcmd.ResultsFile)))
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "creative: batch: 6 done in ")
 	recs := readResults(t, out)
@@ -278,54 +278,6 @@ func TestBatchDryRunCountsTheCalls(t *testing.T) {
 	assert.Equal(t, 2, code, stdout)
 }
 
-func TestBatchRerunSendsExactlyTheFailedJobs(t *testing.T) {
-	srv, env := fakeEnv(t)
-	path := writeJobs(t, 24)
-	out := t.TempDir()
-	srv.Fail("image/text-to-image", creativetest.Fault{Status: 400, Message: "prompt: refused", Times: 5})
-	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
-	assert.Equal(t, 1, code, stderr)
-	assert.Contains(t, stderr, "creative: batch: 19 done, 5 failed (the service said no: see results.jsonl; a rerun sends them again")
-	assert.Contains(t, stderr, "creative: batch: 5 of 24 jobs not done")
-	var failed []string
-	for _, r := range readResults(t, out) {
-		if r.State != batch.Done {
-			assert.Equal(t, batch.Failed, r.State)
-			assert.Regexp(t, `^image/text-to-image: HTTP 400: prompt: refused \(request id req-\d+\)$`, r.Error)
-			assert.Regexp(t, `^req-\d+$`, r.RequestID, "the request id is recorded")
-			assert.Equal(t, 1, r.Requests, "a 400 is not retried")
-			assert.Empty(t, r.Files)
-			failed = append(failed, fmt.Sprintf("job %d", r.Line))
-		}
-	}
-	sort.Strings(failed)
-	require.Len(t, failed, 5)
-
-	srv.Reset()
-	calls := watchPrompts(srv)
-	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
-	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, failed, calls.take(), "exactly the failed jobs ran again")
-	assert.Contains(t, stderr, "creative: batch: 24 done (19 before this run) in ")
-
-	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
-	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, calls.take(), "a paid call is not repeated")
-	assert.Contains(t, stderr, "creative: batch: 24 done (24 before this run)")
-
-	// An inserted line and reordered lines pay for nothing again; an
-	// edited line is a new job.
-	data, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	lines[6] = strings.Replace(lines[6], `"job 7"`, `"job 7, bluer"`, 1)
-	lines[0], lines[23] = lines[23], lines[0]
-	lines = append([]string{""}, lines...)
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
-	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
-	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, []string{"job 7, bluer"}, calls.take())
-}
-
 func TestBatchRetriesShowInRequests(t *testing.T) {
 	srv, env := fakeEnv(t)
 	path := writeJobs(t, 1)
@@ -417,75 +369,6 @@ func TestBatchStatusCountsTheLedgerAndListsTheUnknown(t *testing.T) {
 	assert.Contains(t, stderr, "holds no ledger")
 }
 
-func TestBatchCtrlCLetsCallsInFlightFinishAndTheRerunRepeatsNone(t *testing.T) {
-	srv, env := fakeEnv(t)
-	path := writeJobs(t, 24)
-	out := t.TempDir()
-	signals := make(chan os.Signal, 2)
-	calls := watchPrompts(srv)
-	calls.hook = func(n int, _ *http.Request) {
-		if n == 6 {
-			signals <- os.Interrupt // Ctrl-C while this call is in flight
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, signals: signals}
-	code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4"})
-	assert.Equal(t, 130, code, stderr.String())
-	assert.Contains(t, stderr.String(), "creative: batch: stopping: letting")
-	assert.Contains(t, stderr.String(), "not started")
-	assert.True(t, strings.HasSuffix(stderr.String(), "creative: interrupted\n"))
-	first := calls.take()
-	done := 0
-	for _, r := range readResults(t, out) {
-		if r.State == batch.Done {
-			done++
-		} else {
-			assert.Equal(t, batch.Refused, r.State, "only jobs stopped before they were sent are not done: %+v", r)
-		}
-	}
-	assert.Equal(t, len(first), done, "every call made finished and was recorded")
-	assert.Less(t, len(first), 24, "the batch stopped starting jobs")
-	noTempFiles(t, out)
-
-	calls.hook = nil
-	code, _, errs := runCLI(t, env, "batch", path, "--out", out, "--concurrency", "4")
-	require.Equal(t, 0, code, errs)
-	second := calls.take()
-	assert.Len(t, second, 24-len(first), "the rerun sends only the jobs not done")
-	for _, p := range second {
-		assert.NotContains(t, first, p, "no call repeated")
-	}
-	t.Logf("Ctrl-C at the 6th call: %d calls made, the rerun made %d", len(first), len(second))
-}
-
-func TestBatchSecondCtrlCCancelsTheCallsInFlight(t *testing.T) {
-	srv, env := fakeEnv(t)
-	path := writeJobs(t, 8)
-	out := t.TempDir()
-	signals := make(chan os.Signal, 2)
-	calls := watchPrompts(srv)
-	calls.hook = func(n int, r *http.Request) {
-		if n == 2 {
-			signals <- os.Interrupt
-			signals <- os.Interrupt
-		}
-		<-r.Context().Done() // never answers: only cancelling ends it
-	}
-	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, signals: signals}
-	code := a.run([]string{"batch", path, "--out", out, "--concurrency", "2"})
-	assert.Equal(t, 130, code, stderr.String())
-	assert.Contains(t, stderr.String(), "cancelling the calls in flight")
-	recs := readResults(t, out)
-	require.Len(t, recs, 2)
-	for _, r := range recs {
-		assert.Equal(t, batch.Unknown, r.State, "a cancelled call may have been paid")
-		assert.Contains(t, r.Error, "context canceled")
-	}
-	noTempFiles(t, out)
-}
-
 func TestBatchProgressOnATerminal(t *testing.T) {
 	_, env := fakeEnv(t)
 	path := writeJobs(t, 6)
@@ -530,52 +413,6 @@ func TestBatchRunsJobsConcurrently(t *testing.T) {
 	})
 }
 
-func TestBatchDownloadsAgainWithoutPayingAgainAndRepaysOnRequest(t *testing.T) {
-	srv, env := fakeEnv(t)
-	var calls atomic.Int32
-	srv.Handle("audio/text-to-music", func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"success":true,"message":"ok","data":"http://%s/files/gone.wav"}`, r.Host)
-	})
-	path := filepath.Join(t.TempDir(), "jobs.jsonl")
-	require.NoError(t, os.WriteFile(path, []byte(`{"op":"audio/text-to-music","prompt":"p"}`+"\n"), 0o644))
-	out := t.TempDir()
-	for run := 1; run <= 2; run++ {
-		code, _, stderr := runCLI(t, env, "batch", path, "--out", out)
-		assert.Equal(t, 1, code, stderr)
-		assert.Contains(t, stderr, "0 done, 1 answered whose links expired (--repay-expired to pay for them again)")
-	}
-	recs := readResults(t, out)
-	require.Len(t, recs, 1, "the second run left the job alone")
-	assert.Equal(t, batch.Answered, recs[0].State)
-	assert.True(t, recs[0].Lost)
-	assert.Equal(t, []string{srv.URL + "/files/gone.wav"}, recs[0].URLs)
-	assert.Contains(t, recs[0].Error, "HTTP 404")
-	assert.Equal(t, int32(1), calls.Load(), "the paid call was made once")
-
-	code, stdout, _ := runCLI(t, env, "batch", path, "--out", out, "--dry-run")
-	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "0 calls would be made (1 job checked, 1 answered with expired links, left alone (--repay-expired pays again))")
-
-	srv.Reset() // the fake's own text-to-music, whose files are served
-	code, _, stderr := runCLI(t, env, "batch", path, "--out", out, "--repay-expired")
-	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "--repay-expired paid once more")
-
-	// The file deleted: a rerun downloads it again from the recorded link,
-	// paying nothing.
-	recs = readResults(t, out)
-	last := recs[len(recs)-1]
-	require.Equal(t, batch.Done, last.State)
-	require.NoError(t, os.Remove(filepath.Join(out, last.Files[0])))
-	code, _, stderr = runCLI(t, env, "batch", path, "--out", out)
-	require.Equal(t, 0, code, stderr)
-	assert.FileExists(t, filepath.Join(out, last.Files[0]))
-	assert.Equal(t, 1, srv.Count("audio/text-to-music"), "downloading again paid for nothing")
-	noTempFiles(t, out)
-}
-
 // A dry run checks a thousand lines of four kinds, files included, and
 // sends nothing (its speed is BenchmarkBatch's, in bench/).
 func TestBatchChecksAThousandLinesAndSendsNothing(t *testing.T) {
@@ -601,156 +438,9 @@ func TestBatchChecksAThousandLinesAndSendsNothing(t *testing.T) {
 	assert.Empty(t, srv.Requests(), "nothing was sent")
 }
 
-// pngAnswer is a text-to-image answer of one tiny PNG.
-const pngAnswer = `{"success":true,"message":"ok","data":[{"base64":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}]}`
-
-// stamps answers the calls of text-to-image with one small PNG, or as
-// fail says for the call numbered n (from 1), and keeps the time each call
-// arrived.
-type stamps struct {
-	mu    sync.Mutex
-	times []time.Time
-}
-
-func stampCalls(srv *creativetest.Server, fail func(n int, w http.ResponseWriter) bool) *stamps {
-	s := &stamps{}
-	srv.Handle("image/text-to-image", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.times = append(s.times, time.Now())
-		n := len(s.times)
-		s.mu.Unlock()
-		if fail != nil && fail(n, w) {
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, pngAnswer)
-	})
-	return s
-}
-
-func (s *stamps) all() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.times)
-}
-
-// Every attempt waits for a token of --rate, retries included: seven
-// requests a tenth of a second apart, on the bubble's clock.
-func TestBatchRateSpacesEveryAttemptRetriesIncluded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const rate = 10
-		srv, a, stderr := inMemory(t, nil)
-		calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
-			if n <= 2 {
-				w.WriteHeader(http.StatusServiceUnavailable) // retried after a backoff
-				return true
-			}
-			return false
-		})
-		path := writeJobs(t, 5)
-		out := t.TempDir()
-		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4", "--rate", fmt.Sprint(rate)})
-		require.Equal(t, 0, code, stderr.String())
-		times := calls.all()
-		require.Len(t, times, 7, "five jobs, two of them retried")
-		for i := 1; i < len(times); i++ {
-			// x/time/rate's sums of float64 make 100 ms 99.999999 ms.
-			assert.GreaterOrEqual(t, times[i].Sub(times[i-1]), time.Second/rate-time.Microsecond, "requests %d and %d", i, i+1)
-		}
-		attempts := 0
-		for _, r := range readResults(t, out) {
-			attempts += r.Requests
-		}
-		assert.Equal(t, 7, attempts)
-	})
-}
-
-// The first Ctrl-C ends at once the jobs waiting for a token: with one
-// token every 2 s, the run ends when the one call in flight does, 200 ms
-// after it went.
-func TestBatchCtrlCStopsTheJobsWaitingForTheRate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		signals := make(chan os.Signal, 2)
-		srv, a, stderr := inMemory(t, signals)
-		calls := stampCalls(srv, func(n int, _ http.ResponseWriter) bool {
-			if n == 1 {
-				signals <- os.Interrupt            // three workers now wait for a token
-				time.Sleep(200 * time.Millisecond) // and this call is in flight
-			}
-			return false
-		})
-		path := writeJobs(t, 12)
-		out := t.TempDir()
-		start := time.Now()
-		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4", "--rate", "0.5"})
-		took := time.Since(start)
-		assert.Equal(t, 130, code, stderr.String())
-		assert.Len(t, calls.all(), 1, "no job waiting for the rate was sent after Ctrl-C")
-		assert.Contains(t, stderr.String(), "creative: batch: stopping: letting 1 call in flight finish")
-		// A worker that had claimed its job waits for a token and ends it
-		// refused; one that had not yet claimed (the ledger's writes are
-		// real I/O, which the bubble does not wait for) leaves it not
-		// started. Either way nothing more was sent and a rerun runs them.
-		assert.Regexp(t, `creative: batch: 1 done, ([0-9]+ refused or not sent \(a rerun sends them again\), )?[0-9]+ not started`, stderr.String())
-		assert.Equal(t, 200*time.Millisecond, took, "the waits for tokens ended at Ctrl-C: the next token was 2 s away")
-		states := map[batch.State]int{}
-		for _, r := range readResults(t, out) {
-			states[r.State]++
-		}
-		assert.Equal(t, 1, states[batch.Done])
-		for state := range states {
-			assert.Contains(t, []batch.State{batch.Done, batch.Refused}, state, "the stopped jobs were not sent (refused): a rerun runs them")
-		}
-		noTempFiles(t, out)
-	})
-}
-
-// A 429 asking for a second pauses every worker: after it, on the
-// bubble's clock, nothing but the one probe goes before the second is
-// over, and the run takes that second.
-func TestBatchA429PausesEveryWorker(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv, a, stderr := inMemory(t, nil)
-		var pausedAt time.Time // when the 429 was answered
-		calls := stampCalls(srv, func(n int, w http.ResponseWriter) bool {
-			if n == 3 {
-				pausedAt = time.Now()
-				w.Header().Set("Retry-After", "1")
-				w.WriteHeader(http.StatusTooManyRequests)
-				return true
-			}
-			return false
-		})
-		path := writeJobs(t, 24)
-		out := t.TempDir()
-		start := time.Now()
-		code := a.run([]string{"batch", path, "--out", out, "--concurrency", "4"})
-		took := time.Since(start)
-		require.Equal(t, 0, code, stderr.String())
-		times := calls.all()
-		require.Len(t, times, 25, "24 jobs, one of them retried")
-		during := 0
-		for _, at := range times {
-			if d := at.Sub(pausedAt); d > 0 && d < time.Second {
-				during++
-			}
-		}
-		assert.Zero(t, during, "requests in the paused second, across workers")
-		assert.GreaterOrEqual(t, took, time.Second)
-		retried := 0
-		for _, r := range readResults(t, out) {
-			assert.Equal(t, batch.Done, r.State)
-			if r.Requests == 2 {
-				retried++
-			}
-		}
-		assert.Equal(t, 1, retried)
-	})
-}
-
 // A ledger that cannot be opened stops the run before any job, with exit
 // status 2 since nothing was sent: the run that fails while it goes is in
-// package sqlitestore's tests.
+// package sqliteledger's tests.
 func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
 	srv, env := fakeEnv(t)
 	path := writeJobs(t, 8)
@@ -762,73 +452,6 @@ func TestBatchStopsAtOnceWhenTheLedgerCannotBeWritten(t *testing.T) {
 	assert.Empty(t, srv.Requests(), "no job is sent without its claim")
 	_, err := os.Stat(filepath.Join(out, "results.jsonl"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing is created")
-}
-
-func TestBatchHelpPutsUsageAndFlagsFirst(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "batch", "--help")
-	require.Equal(t, 0, code, stderr)
-	assert.True(t, strings.HasPrefix(stdout, "Run a file of jobs, one JSON object per line, paying for each once\n\nUsage:\n  creative batch JOBS.jsonl [flags]\n  creative batch [command]\n"), stdout)
-	flags := strings.Index(stdout, "\nFlags:\n")
-	prose := strings.Index(stdout, "\nThe jobs file\n")
-	require.Positive(t, flags)
-	require.Positive(t, prose)
-	assert.Less(t, flags, prose, "the flags come before the prose")
-	assert.Less(t, strings.Index(stdout, "\nGlobal Flags:\n"), prose)
-	assert.Contains(t, stdout, "  fields      List each operation's fields for a jobs file, with an example line\n")
-	assert.Contains(t, stdout, "creative batch fields lists\n  every operation's fields")
-}
-
-func TestBatchFieldsListsEveryOperationWithALineThatBatchAccepts(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "batch", "fields")
-	require.Equal(t, 0, code, stderr)
-	blocks := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n\n")
-	require.Len(t, blocks, len(ops.All))
-	var examples []string
-	for i, op := range ops.All {
-		lines := strings.Split(blocks[i], "\n")
-		require.Len(t, lines, len(op.Fields)+2, blocks[i])
-		assert.Equal(t, op.Name+": "+op.Summary, lines[0])
-		for j, f := range op.Fields {
-			assert.Regexp(t, `^  `+f.Name+` +(text|number|url|id|path|array) +(required|optional|default \d+) `, lines[j+1])
-		}
-		example, ok := strings.CutPrefix(lines[len(lines)-1], "  e.g. ")
-		require.True(t, ok, lines[len(lines)-1])
-		assert.True(t, strings.HasPrefix(example, `{"op":"`+op.Name+`",`), example)
-		examples = append(examples, example)
-	}
-	assert.Contains(t, blocks[0], `  e.g. {"op":"text/writer-tool","inputs":[{"jobRole":"Backend engineer","jobSkills":"Go, SQL"}],"language":"English","useCase":"CoverLetter","tone":"formal"}`)
-	assert.Regexp(t, `\n  numberOfResults +number +default 1 +number of images, 1 to 10\n`, blocks[2])
-	assert.Regexp(t, `\n  styleId +id +optional +style \(an id or its label: creative ids style\)\n`, blocks[2])
-
-	// Every example line, in a jobs file beside the files it names, passes
-	// batch's own check.
-	dir := t.TempDir()
-	png, err := os.ReadFile(pngFile(t, 16, 16))
-	require.NoError(t, err)
-	wav, err := os.ReadFile(writeWAV(t))
-	require.NoError(t, err)
-	for name, data := range map[string][]byte{"cat.png": png, "talk.wav": wav, "song.wav": wav} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
-	}
-	jobs := filepath.Join(dir, "jobs.jsonl")
-	require.NoError(t, os.WriteFile(jobs, []byte(strings.Join(examples, "\n")+"\n"), 0o644))
-	code, stdout, stderr = runCLI(t, nil, "batch", jobs, "--dry-run")
-	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, fmt.Sprintf("%d calls would be made (%d jobs checked", len(ops.All), len(ops.All)))
-}
-
-func TestBatchFieldsOfOneOperation(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "batch", "fields", "audio/text-to-speech")
-	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, "audio/text-to-speech: speak a text in one of 20 voices\n"+
-		"  prompt   text  required  text to speak\n"+
-		"  voiceId  id    required  voice (an id or its label: creative ids voice)\n"+
-		`  e.g. {"op":"audio/text-to-speech","prompt":"Hello there","voiceId":"female-1"}`+"\n", stdout)
-
-	code, stdout, stderr = runCLI(t, nil, "batch", "fields", "text-to-imag")
-	assert.Equal(t, 2, code)
-	assert.Empty(t, stdout)
-	assert.Equal(t, "creative: batch fields: no operation \"text-to-imag\"; did you mean \"image/text-to-image\"?\n", stderr)
 }
 
 // A key the service refuses stops the batch at its first answer: one

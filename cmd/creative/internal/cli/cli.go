@@ -1,35 +1,25 @@
-// Package cli is the command line of creative: the command tree, batch and
-// its stores, output and progress. Two programs run it: creative, which
-// links no cloud SDK so that commands that touch no bucket start fast, and
+// Package cli is the command line of creative. Start with Main (cli.go),
+// then the command tree (root.go): the 16 operation commands, made from
+// the table in internal/ops (commands.go, params.go) and writing their
+// answers through output.go; fetch, ids and version; and batch, from
+// package batchcmd. Two programs run it: creative, which links no cloud
+// SDK so that commands that touch no bucket start fast, and
 // creative-cloud, which opens bucket URLs and which creative hands a
-// command that names one over to.
+// command that names one over to (handoff.go).
 package cli
 
 import (
-	"context"
-	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/mattn/go-isatty"
-
-	"github.com/creativegen/creative-go/batch"
 )
 
 // Buckets opens the bucket URLs (s3://, gs://, azblob://, mem://) that
-// batch takes as its jobs file and its --out. A plain path or a file:// URL
-// never comes here: it is opened on this machine.
-type Buckets struct {
-	// Open opens the bucket named by --out as the store of a batch. On
-	// error the store is a nil interface.
-	Open func(ctx context.Context, url string) (batch.Store, error)
-	// OpenFS opens the folder of the jobs file named by url, read-only,
-	// and returns the jobs file's name in it and what to close when
-	// reading is done. Reads use ctx.
-	OpenFS func(ctx context.Context, url string) (fs.FS, string, io.Closer, error)
-}
+// batch takes as its jobs file and its --out.
+type Buckets = batchcmd.Buckets
 
 // Main runs the command line with the process's arguments, streams and
 // environment, and returns the exit status for os.Exit. buckets opens

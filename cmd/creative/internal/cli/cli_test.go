@@ -2,27 +2,17 @@ package cli
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"image/png"
-	"io"
 	"io/fs"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/creativetest"
 	"github.com/creativegen/creative-go/internal/ops"
 )
@@ -210,8 +200,8 @@ func TestAMistypedFlagGetsTheNearestFlagOfItsCommand(t *testing.T) {
 			"unknown flag: --concurency (did you mean --concurrency?) (see creative batch --help)"},
 		{"a flag near none", []string{"image", "text-to-image", "--prompt", "fox", "--flavour", "x"},
 			"unknown flag: --flavour (see creative image text-to-image --help)"},
-		{"a flag of another operation is not suggested", []string{"image", "text-to-image", "--prompt", "fox", "--no-download"},
-			"unknown flag: --no-download (see creative image text-to-image --help)"},
+		{"a flag of another operation is not suggested", []string{"image", "text-to-image", "--prompt", "fox", "--voice-id", "female-1"},
+			"unknown flag: --voice-id (see creative image text-to-image --help)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, env, tt.args...)
@@ -287,107 +277,6 @@ func TestFilesAreCreatedWithMode0644(t *testing.T) {
 	}
 }
 
-func TestVerboseLogsStayOffTheProgressLine(t *testing.T) {
-	srv, env := fakeEnv(t)
-	srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
-	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: true}
-	code := a.run([]string{"-v", "image", "generate-qr", "--url", "https://e.example", "--prompt", "p", "--out", t.TempDir()})
-	require.Equal(t, 0, code, stderr.String())
-	// Every log line starts at the beginning of a line: after a newline or
-	// after the display's erase sequence, never after progress text.
-	for _, chunk := range strings.Split(stderr.String(), "\n") {
-		if i := strings.Index(chunk, "time="); i > 0 {
-			before := chunk[:i]
-			assert.True(t, strings.HasSuffix(before, "\x1b[J"), "log line glued to %q", before)
-		}
-	}
-	assert.Contains(t, stderr.String(), "creative: retrying")
-	assert.Contains(t, stderr.String(), "creative: attempt")
-	assert.Equal(t, 2, srv.Count("image/generate-qr"))
-}
-
-// The progress line names the attempt and the wait before a retry, on the
-// bubble's clock: the backoff of 300 ms shows as 0.3s.
-func TestProgressShowsTheAttemptAndTheWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := creativetest.Start(t, creativetest.WithInMemoryNetwork())
-		srv.Fail("image/generate-qr", creativetest.Fault{Status: 503, Times: 1})
-		s := newCallStatus("image/generate-qr")
-		var lines []string
-		look := func() { lines = append(lines, s.String()) }
-		// Seen from the client's middleware (outside the call's) and from the
-		// handler the records go to after the status read them.
-		c := srv.Client(creative.WithRetryWait(300*time.Millisecond, 300*time.Millisecond), creative.WithMiddleware(
-			func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
-				resp, err := next(req)
-				look()
-				return resp, err
-			}))
-		after := &recordsHandler{seen: func(r slog.Record) {
-			if r.Message == "creative: retrying" {
-				look()
-			}
-		}}
-		_, err := c.GenerateQR(t.Context(), creative.GenerateQRRequest{URL: "https://e.example", Prompt: "p"}, s.track(after)...)
-		require.NoError(t, err)
-		require.Len(t, lines, 3)
-		assert.Equal(t, "image/generate-qr 0.0s", lines[0], "the first attempt is not named")
-		assert.Regexp(t, `^image/generate-qr 0\.0s \(retry in 0\.[0-3]s\)$`, lines[1], "the wait before the retry (jittered)")
-		assert.Regexp(t, `^image/generate-qr 0\.[0-3]s attempt 2$`, lines[2], "the retry, and no wait")
-		assert.Equal(t, int32(2), s.attempt.Load())
-	})
-}
-
-func TestProgressCountsUploadsAndDownloadsWithTheirSizes(t *testing.T) {
-	srv, _ := fakeEnv(t)
-	c := srv.Client()
-	t.Run("an upload, counted anew on each attempt", func(t *testing.T) {
-		srv.Fail("image/re-imagine", creativetest.Fault{Status: 503, Times: 1})
-		s := newCallStatus("image/re-imagine")
-		_, err := c.ReImagine(t.Context(), creative.ReImagineRequest{Image: creative.FileFromPath(pngFile(t, 300, 300))}, s.track(nil)...)
-		require.NoError(t, err)
-		reqs := srv.Requests()
-		size := reqs[len(reqs)-1].Parts[0].Size
-		require.Greater(t, size, int64(0))
-		// The form around the file adds a few hundred bytes.
-		assert.Regexp(t, `attempt 2 sent (\d+) B of (\d+) B$`, s.String())
-		sent, total := s.sent.Load(), s.size.Load()
-		assert.Equal(t, total, sent, "the second attempt sent it all, and the first is not added")
-		assert.InDelta(t, size, total, 1024)
-	})
-	t.Run("a download, with the size its answer declares", func(t *testing.T) {
-		release := make(chan struct{})
-		files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", "131072")
-			_, _ = w.Write(make([]byte, 65536))
-			w.(http.Flusher).Flush()
-			<-release
-			_, _ = w.Write(make([]byte, 65536))
-		}))
-		defer files.Close()
-		s := newCallStatus("download")
-		done := make(chan error, 1)
-		go func() {
-			_, err := c.Download(t.Context(), creative.URL(files.URL+"/f.wav"), io.Discard, s.track(nil)...)
-			done <- err
-		}()
-		require.Eventually(t, func() bool { return s.got.Load() == 65536 }, 5*time.Second, time.Millisecond)
-		assert.Regexp(t, `^download \d\.\ds got 64\.0 KiB of 128\.0 KiB$`, s.String())
-		close(release)
-		require.NoError(t, <-done)
-		assert.Contains(t, s.String(), "got 128.0 KiB of 128.0 KiB")
-	})
-}
-
-// recordsHandler is a slog.Handler that shows each record to seen.
-type recordsHandler struct{ seen func(slog.Record) }
-
-func (h *recordsHandler) Enabled(context.Context, slog.Level) bool      { return true }
-func (h *recordsHandler) Handle(_ context.Context, r slog.Record) error { h.seen(r); return nil }
-func (h *recordsHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
-func (h *recordsHandler) WithGroup(string) slog.Handler                 { return h }
-
 func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
 	for _, op := range ops.All {
 		b, ok := bindings[op.Name]
@@ -414,169 +303,6 @@ func TestEveryOperationHasACommandAndEveryBindingAnOperation(t *testing.T) {
 		_, ok := ops.Lookup(name)
 		assert.True(t, ok, "binding %s names no operation", name)
 	}
-}
-
-func TestOutDashWritesTheOneResultToStdout(t *testing.T) {
-	srv, env := fakeEnv(t)
-	tests := []struct {
-		name  string
-		args  []string
-		magic func([]byte) bool
-	}{
-		{"speech, as it streams", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"},
-			func(b []byte) bool {
-				return bytes.HasPrefix(b, []byte("ID3")) || len(b) > 1 && b[0] == 0xff && b[1]&0xe0 == 0xe0
-			}},
-		{"one image of a list", []string{"image", "text-to-image", "--prompt", "a fox"}, isPNG},
-		{"an image", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, isPNG},
-		{"a generated file, downloaded", []string{"audio", "text-to-music", "--prompt", "piano", "--duration", "1"},
-			func(b []byte) bool { return len(b) > 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WAVE" }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Chdir(t.TempDir())
-			code, stdout, stderr := runCLI(t, env, append(tt.args, "--out", "-")...)
-			require.Equal(t, 0, code, stderr)
-			assert.Empty(t, stderr)
-			assert.True(t, tt.magic([]byte(stdout)), "stdout starts with % x", []byte(stdout)[:min(16, len(stdout))])
-			entries, err := os.ReadDir(".")
-			require.NoError(t, err)
-			assert.Empty(t, entries, "no file and no directory named -")
-		})
-	}
-	t.Run("the image on stdout is the one the service made", func(t *testing.T) {
-		srv.Reset()
-		code, stdout, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers", "--out", "-")
-		require.Equal(t, 0, code, stderr)
-		code, asJSON, stderr := runCLI(t, env, "image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers", "--json")
-		require.Equal(t, 0, code, stderr)
-		var got []jsonImage
-		require.NoError(t, json.Unmarshal([]byte(asJSON), &got))
-		require.Len(t, got, 1)
-		assert.Equal(t, got[0].Base64, []byte(stdout))
-		assert.Equal(t, 2, srv.Count("image/generate-qr"))
-	})
-}
-
-func TestOutDashRefusesToWriteBytesOnATerminal(t *testing.T) {
-	srv, env := fakeEnv(t)
-	onTerminal := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, stdoutTerminal: true}
-		return a.run(args), stdout.String(), stderr.String()
-	}
-	for _, tt := range []struct {
-		name string
-		args []string
-		file string
-	}{
-		{"speech", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"}, "text-to-speech.mp3"},
-		{"an image", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}, "generate-qr.png"},
-		{"a generated file", []string{"audio", "text-to-music", "--prompt", "piano", "--duration", "1"}, "text-to-music.wav"},
-		{"a video", []string{"video", "infinite-zoom", "--prompt", "a galaxy"}, "infinite-zoom.mp4"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := onTerminal(append(tt.args, "--out", "-")...)
-			assert.Equal(t, 2, code)
-			assert.Equal(t, "creative: binary output to a terminal: redirect it (> "+tt.file+") or pipe it (| mpv -), or give --out a directory\n", stderr)
-			assert.Empty(t, stdout)
-			assert.Empty(t, srv.Requests(), "nothing was sent")
-		})
-	}
-	t.Run("--fake starts nothing either", func(t *testing.T) {
-		code, _, stderr := onTerminal("--fake", "image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-")
-		assert.Equal(t, 2, code)
-		assert.NotContains(t, stderr, "using the built-in fake service")
-	})
-	t.Run("text is written on a terminal as it is", func(t *testing.T) {
-		for _, args := range [][]string{
-			{"image", "generate-qr", "--url", "https://example.com", "--prompt", "p", "--out", "-", "--json"},
-			{"audio", "text-to-music", "--prompt", "piano", "--duration", "1", "--out", "-", "--no-download"},
-			{"text", "writer-tool", "--job-role", "r", "--job-skills", "s", "--language", "en", "--tone", "t", "--out", t.TempDir()},
-		} {
-			code, stdout, stderr := onTerminal(args...)
-			require.Equal(t, 0, code, "%v: %s", args, stderr)
-			assert.NotEmpty(t, stdout, "%v", args)
-		}
-		assert.Len(t, srv.Requests(), 3)
-	})
-}
-
-// TestOutDashWritesToDevNull: /dev/null is a character device and no
-// terminal, and what is written there is meant to be dropped: --out - on
-// it runs the call and writes the result, as on a pipe or a file.
-func TestOutDashWritesToDevNull(t *testing.T) {
-	srv, env := fakeEnv(t)
-	for _, tt := range []struct {
-		name, op string
-		args     []string
-	}{
-		{"speech", "audio/text-to-speech", []string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1"}},
-		{"an image", "image/generate-qr", []string{"image", "generate-qr", "--url", "https://example.com", "--prompt", "flowers"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Chdir(t.TempDir())
-			devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-			require.NoError(t, err)
-			defer devNull.Close()
-			stderr, err := os.CreateTemp(t.TempDir(), "stderr")
-			require.NoError(t, err)
-			defer stderr.Close()
-			a := newApp(devNull, stderr, func(k string) string { return env[k] }, nil, testBuckets)
-			written := &countingWriter{w: a.stdout}
-			a.stdout = written
-			code := a.run(append(tt.args, "--out", "-"))
-			said, err := os.ReadFile(stderr.Name())
-			require.NoError(t, err)
-			require.Equal(t, 0, code, "%s", said)
-			assert.Empty(t, string(said))
-			assert.Positive(t, written.n, "the result was written to /dev/null")
-			assert.Equal(t, 1, srv.Count(tt.op))
-			entries, err := os.ReadDir(".")
-			require.NoError(t, err)
-			assert.Empty(t, entries, "no file and no directory named -")
-		})
-	}
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += n
-	return n, err
-}
-
-func TestIsTerminalTellsATerminalFromOtherFiles(t *testing.T) {
-	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	defer devNull.Close()
-	assert.False(t, isTerminal(devNull), "/dev/null")
-
-	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
-	require.NoError(t, err)
-	defer file.Close()
-	assert.False(t, isTerminal(file), "a file")
-
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	defer w.Close()
-	assert.False(t, isTerminal(w), "a pipe")
-
-	if runtime.GOOS != "linux" {
-		t.Skip("a pseudo-terminal is opened here only on Linux")
-	}
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	defer ptmx.Close()
-	assert.True(t, isTerminal(ptmx), "a pseudo-terminal")
 }
 
 // TestAnOperationsOutTakesNoURL: a URL as an operation's --out is refused
@@ -649,18 +375,6 @@ func isPNG(b []byte) bool {
 	return err == nil
 }
 
-func TestFakeLinksAreSaidToDieWithTheFake(t *testing.T) {
-	code, stdout, stderr := runCLI(t, nil, "--fake", "--no-download", "audio", "text-to-music", "--prompt", "piano", "--duration", "1")
-	require.Equal(t, 0, code, stderr)
-	assert.Regexp(t, `^http://127\.0\.0\.1:\d+/files/\S+\.wav\n$`, stdout)
-	assert.Contains(t, stderr, "creative: these links are served by the built-in fake service, which stops when this command ends: they will not open afterwards")
-
-	_, env := fakeEnv(t)
-	code, _, stderr = runCLI(t, env, "--no-download", "audio", "text-to-music", "--prompt", "piano", "--duration", "1")
-	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, stderr, "a real service's links need no warning")
-}
-
 func TestCompletionHelpSaysWhatBashNeedsFirst(t *testing.T) {
 	code, stdout, stderr := runCLI(t, nil, "completion", "--help")
 	require.Equal(t, 0, code, stderr)
@@ -685,18 +399,6 @@ func TestCompletionAloneShowsItsShells(t *testing.T) {
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		assert.Contains(t, stderr, "  "+shell+" ")
 	}
-}
-
-func TestOutDashKeepsTheProgressDisplayOffStdout(t *testing.T) {
-	_, env := fakeEnv(t, creativetest.WithLatency(300*time.Millisecond))
-	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, progress: true}
-	code := a.run([]string{"audio", "text-to-speech", "--prompt", "Hello", "--voice-id", "female-1", "--out", "-"})
-	require.Equal(t, 0, code, stderr.String())
-	assert.Contains(t, stderr.String(), "audio/text-to-speech", "the display showed on stderr")
-	b := stdout.Bytes()
-	assert.True(t, bytes.HasPrefix(b, []byte("ID3")) || len(b) > 1 && b[0] == 0xff && b[1]&0xe0 == 0xe0, "audio on stdout, got % x", b[:min(8, len(b))])
-	assert.NotContains(t, stdout.String(), "\033[", "no display codes in the audio")
 }
 
 func TestFakeWithTheEnvironmentsBaseURLIsNoConflict(t *testing.T) {

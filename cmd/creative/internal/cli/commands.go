@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/opcall"
 	"github.com/creativegen/creative-go/internal/ops"
@@ -79,7 +80,7 @@ var bindings = map[string]binding{
 				}
 			}
 			if fields["inputs"] == nil {
-				return usagef("no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array")
+				return cmdutil.Usagef("no inputs: give --job-role and --job-skills for a cover letter, or --inputs as a JSON array")
 			}
 			return nil
 		},
@@ -244,9 +245,9 @@ func (a *app) opCommand(op ops.Op, b binding) *cobra.Command {
 		Short:             op.Summary,
 		Long:              strings.ToUpper(long[:1]) + long[1:],
 		Example:           "  " + b.example,
-		Args:              noArgs,
+		Args:              cmdutil.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: ran(func(cmd *cobra.Command, _ []string) error {
+		RunE: cmdutil.Ran(func(cmd *cobra.Command, _ []string) error {
 			return a.runOp(cmd.Context(), b, p, out)
 		}),
 	}
@@ -316,7 +317,7 @@ var schemeURL = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
 // clears the progress line.
 func (a *app) runOp(ctx context.Context, b binding, p *params, out *output) error {
 	if schemeURL.MatchString(out.dir) {
-		return usagef("--out of an operation takes a folder on this machine or \"-\", not a URL such as %q: buckets are for creative batch --out", out.dir)
+		return cmdutil.Usagef("--out of an operation takes a folder on this machine or \"-\", not a URL such as %q: buckets are for creative batch --out", out.dir)
 	}
 	req, err := p.request(b)
 	if err != nil {
@@ -391,7 +392,7 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 			}
 			text := ch.Text
 			if a.stdoutTerminal {
-				text = printableLines(text) // a terminal is driven by no answer
+				text = cmdutil.PrintableLines(text) // a terminal is driven by no answer
 			}
 			fmt.Fprintln(stdout, text)
 		}
@@ -401,23 +402,23 @@ func (a *app) callAndWrite(ctx context.Context, stdout io.Writer, req opcall.Req
 		return saveText(out.d, p.op.Verb(), v.Text(), stdout)
 	case creative.URL:
 		if out.noDownload {
-			fmt.Fprintln(stdout, printable(string(v)))
+			fmt.Fprintln(stdout, cmdutil.Printable(string(v)))
 			a.fakeLinksNote()
 			return nil
 		}
 	case []creative.URL:
 		if out.noDownload {
 			for _, u := range v {
-				fmt.Fprintln(stdout, printable(string(u)))
+				fmt.Fprintln(stdout, cmdutil.Printable(string(u)))
 			}
 			a.fakeLinksNote()
 			return nil
 		}
 	}
 	if out.dir == stdoutName {
-		return writeOne(ctx, stdout, c, res, status, opts)
+		return writeOne(ctx, stdout, c, res, status, a.downloadOpts(opts))
 	}
-	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: opts, saved: func(path string) { fmt.Fprintln(stdout, printable(path)) }, service: a.serviceOrigin()}
+	s := &saver{op: p.op.Name, dir: out.d, c: c, status: status, opts: a.downloadOpts(opts), saved: func(path string) { fmt.Fprintln(stdout, cmdutil.Printable(path)) }, service: a.serviceOrigin()}
 	_, err = s.save(ctx, p.op.Verb(), res)
 	return err
 }
@@ -449,7 +450,7 @@ func saveText(d *outdir.Dir, stem, text string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, printable(d.Join(base)))
+		fmt.Fprintln(stdout, cmdutil.Printable(d.Join(base)))
 		return nil
 	}
 }

@@ -79,7 +79,7 @@ func TestEarlierOutputsWithoutALedgerAreRefused(t *testing.T) {
 				}
 				found := false
 				for got, gotContent := range after {
-					if strings.HasPrefix(got, earlierFolder) && strings.HasSuffix(got, "/"+name) {
+					if strings.HasPrefix(got, "earlier-") && strings.HasSuffix(got, "/"+name) {
 						found = true
 						assert.Equal(t, content, gotContent, name)
 					}

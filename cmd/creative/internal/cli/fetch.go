@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/outdir"
 	"github.com/creativegen/creative-go/internal/sniff"
@@ -136,7 +137,7 @@ func (lf *linkFile) end(err error) error {
 	for _, u := range lf.left {
 		lf.rec.Links = append(lf.rec.Links, string(u))
 	}
-	lf.rec.Why = oneLine(strings.TrimPrefix(err.Error(), "creative: "))
+	lf.rec.Why = cmdutil.OneLine(strings.TrimPrefix(err.Error(), "creative: "))
 	if lf.base != "" {
 		if werr := d.WriteFile(lf.base, func(w io.Writer) error { return writeLinkRecord(w, &lf.rec) }); werr != nil {
 			lf.err = werr // the first version, with every link, stays
@@ -207,7 +208,7 @@ Exit status: 0 every file saved, 1 a link failed or expired, 2 usage,
 		Example: `  creative fetch out/text-to-music.link.json
   creative fetch https://files.example/abc.wav --op audio/text-to-music --out music`,
 		Args: cobra.ExactArgs(1),
-		RunE: ran(func(cmd *cobra.Command, args []string) error {
+		RunE: cmdutil.Ran(func(cmd *cobra.Command, args []string) error {
 			return a.runFetch(cmd.Context(), args[0], op, out)
 		}),
 	}
@@ -260,7 +261,7 @@ func (a *app) runFetch(ctx context.Context, arg, op, out string) error {
 		us[i] = creative.URL(l)
 	}
 	status.requestID.Store(&rec.RequestID)
-	s := &saver{op: rec.Op, dir: d, c: c, status: status, opts: status.track(a.logHandler()), saved: func(p string) { fmt.Fprintln(a.stdout, printable(p)) }}
+	s := &saver{op: rec.Op, dir: d, c: c, status: status, opts: a.downloadOpts(status.track(a.logHandler())), saved: func(p string) { fmt.Fprintln(a.stdout, cmdutil.Printable(p)) }}
 	var saved saved
 	err = s.fetchAll(ctx, rec.Stem, us, &saved)
 	if err == nil && linkPath != "" {
@@ -316,26 +317,26 @@ func readFetchTarget(arg, op string) (*linkRecord, string, error) {
 	if u, err := url.Parse(arg); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		o, ok := ops.Lookup(op)
 		if !ok || o.Result == ops.Writer {
-			return nil, "", usagef("fetch: a link needs --op, the operation that made it, such as audio/text-to-music")
+			return nil, "", cmdutil.Usagef("fetch: a link needs --op, the operation that made it, such as audio/text-to-music")
 		}
 		return &linkRecord{Op: o.Name, Stem: o.Verb(), Links: []string{arg}}, "", nil
 	}
 	rec, err := readLinkFile(arg)
 	if err != nil {
-		return nil, "", usagef("fetch: %v", err)
+		return nil, "", cmdutil.Usagef("fetch: %v", err)
 	}
 	if len(rec.Links) == 0 || rec.Stem == "" {
-		return nil, "", usagef("fetch: %s is not a link file that creative wrote (no links, or no stem): give a link file or a URL with --op", arg)
+		return nil, "", cmdutil.Usagef("fetch: %s is not a link file that creative wrote (no links, or no stem): give a link file or a URL with --op", arg)
 	}
 	o, ok := ops.Lookup(rec.Op)
 	if !ok || o.Result == ops.Writer {
-		return nil, "", usagef("fetch: %s names no operation with files (%q)", arg, rec.Op)
+		return nil, "", cmdutil.Usagef("fetch: %s names no operation with files (%q)", arg, rec.Op)
 	}
 	if op != "" && op != rec.Op {
-		return nil, "", usagef("fetch: --op %s, but the link file is of %s", op, rec.Op)
+		return nil, "", cmdutil.Usagef("fetch: --op %s, but the link file is of %s", op, rec.Op)
 	}
 	if strings.ContainsAny(rec.Stem, `/\`) || rec.Stem == "." || rec.Stem == ".." {
-		return nil, "", usagef("fetch: %s names its files %q, not a plain name", arg, rec.Stem)
+		return nil, "", cmdutil.Usagef("fetch: %s names its files %q, not a plain name", arg, rec.Stem)
 	}
 	return rec, arg, nil
 }
@@ -355,7 +356,7 @@ func readLinkFile(path string) (*linkRecord, error) {
 		if lr.N <= 0 {
 			return nil, fmt.Errorf("%s is larger than %d bytes", path, int64(maxLinkFile))
 		}
-		return nil, fmt.Errorf("%s is not a link file that creative wrote (%s): give a link file or a URL with --op", path, oneLine(err.Error()))
+		return nil, fmt.Errorf("%s is not a link file that creative wrote (%s): give a link file or a URL with --op", path, cmdutil.OneLine(err.Error()))
 	}
 	return &rec, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -98,7 +99,7 @@ func bounded(t *testing.T, env map[string]string, args ...string) (int, string, 
 // anything is sent, with exit status 2 and an error naming the path, and
 // nothing is written outside the folder.
 func TestBatchRefusesWhatIsPlantedAtTheNamesItWrites(t *testing.T) {
-	names := []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "ledger.db-journal", resultsFile, "index.html"}
+	names := []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "ledger.db-journal", batchcmd.ResultsFile, "index.html"}
 	for _, name := range names {
 		for _, p := range plants {
 			t.Run(name+"/"+p.name, func(t *testing.T) {
@@ -176,9 +177,9 @@ func TestTheBuiltCommandRefusesAFIFOAtTheResultsLog(t *testing.T) {
 	srv, env := fakeEnv(t)
 	jobs := writeJobs(t, 1000)
 	out := t.TempDir()
-	require.NoError(t, syscall.Mkfifo(filepath.Join(out, resultsFile), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(out, batchcmd.ResultsFile), 0o644))
 	cmd, stderr := startCLI(t, bin, env, "batch", jobs, "--out", out, "--concurrency", "8")
 	assert.Equal(t, exitUsage, waitExit(t, cmd), stderr.String())
-	assert.Contains(t, stderr.String(), filepath.Join(out, resultsFile)+" is a FIFO")
+	assert.Contains(t, stderr.String(), filepath.Join(out, batchcmd.ResultsFile)+" is a FIFO")
 	assert.Empty(t, srv.Requests(), "nothing sent")
 }

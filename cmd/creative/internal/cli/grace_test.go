@@ -45,8 +45,12 @@ type hostile struct {
 	arrived, streaming chan struct{}
 }
 
-func newHostile(t *testing.T) *hostile {
-	h := &hostile{wav: media.Music("tune", 0.2), arrived: make(chan struct{}, 8), streaming: make(chan struct{}, 8)}
+func newHostile(t *testing.T) *hostile { return newHostileServing(t, media.Music("tune", 0.2)) }
+
+// newHostileServing is newHostile serving wav as its file, set before the
+// server starts so that its handlers read it without a race.
+func newHostileServing(t *testing.T, wav []byte) *hostile {
+	h := &hostile{wav: wav, arrived: make(chan struct{}, 8), streaming: make(chan struct{}, 8)}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)

@@ -21,6 +21,8 @@ import (
 	"github.com/spf13/pflag"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 )
 
 // cloudProgram is the program that opens bucket URLs: creative hands it a
@@ -39,14 +41,6 @@ const (
 	envFound  = "CREATIVE_CLOUD_FOUND"
 )
 
-// errNoCloud is the refusal of a bucket URL when no creative-cloud is
-// found: nothing was sent or created.
-var errNoCloud = &usageError{"bucket URLs need " + cloudProgram + " beside creative or on PATH: go install ./cmd/creative/... (from a clone) installs both"}
-
-// takesBuckets is the annotation of a command that takes bucket URLs: a
-// comma-separated list of "jobs" (its first argument) and "out" (--out).
-const takesBuckets = "creative/buckets"
-
 // exitStatus ends the command with a status and no message: the status of
 // the creative-cloud it ran as a child.
 type exitStatus struct{ code int }
@@ -57,14 +51,14 @@ func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.cod
 // namesBucket reports whether cmd, run with args, names a bucket URL
 // where its takesBuckets annotation says it takes one.
 func namesBucket(cmd *cobra.Command, args []string) bool {
-	for where := range strings.SplitSeq(cmd.Annotations[takesBuckets], ",") {
+	for where := range strings.SplitSeq(cmd.Annotations[cmdutil.TakesBuckets], ",") {
 		switch where {
 		case "jobs":
-			if len(args) > 0 && isBucket(args[0]) {
+			if len(args) > 0 && batchcmd.IsBucket(args[0]) {
 				return true
 			}
 		case "out":
-			if f := cmd.Flags().Lookup("out"); f != nil && isBucket(f.Value.String()) {
+			if f := cmd.Flags().Lookup("out"); f != nil && batchcmd.IsBucket(f.Value.String()) {
 				return true
 			}
 		}
@@ -86,7 +80,7 @@ func (a *app) handOverBuckets(cmd *cobra.Command, args []string) error {
 		return handedBack(a.getenv(envFound))
 	}
 	if a.handOver == nil {
-		return errNoCloud
+		return cmdutil.ErrNoCloud
 	}
 	return a.handOver()
 }
@@ -98,7 +92,7 @@ func handedBack(found string) error {
 	if found != "" {
 		found = " (" + found + ")"
 	}
-	return usagef("the program found as %s%s handed the command back to creative, so it is not %s (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset %s if it was set by hand", cloudProgram, found, cloudProgram, envCaller)
+	return cmdutil.Usagef("the program found as %s%s handed the command back to creative, so it is not %s (a copy of creative, or a link to it?): install both again with go install ./cmd/creative/..., or unset %s if it was set by hand", cloudProgram, found, cloudProgram, envCaller)
 }
 
 // handOverToCloud runs creative-cloud with args and this process's
@@ -138,7 +132,7 @@ func callerEnv(env []string, version, found string) []string {
 func findCloud(getenv func(string) string) (path, from string, err error) {
 	if p := getenv(envCloud); p != "" {
 		if !filepath.IsAbs(p) {
-			return "", "", usagef("$%s must be an absolute path, and is %q: a relative one would run whatever program of that name the current folder holds", envCloud, p)
+			return "", "", cmdutil.Usagef("$%s must be an absolute path, and is %q: a relative one would run whatever program of that name the current folder holds", envCloud, p)
 		}
 		return p, "named by $" + envCloud, nil
 	}
@@ -156,10 +150,10 @@ func findCloud(getenv func(string) string) (path, from string, err error) {
 	}
 	p, err := exec.LookPath(cloudProgram)
 	if errors.Is(err, exec.ErrDot) || err == nil && !filepath.IsAbs(p) {
-		return "", "", usagef("the %s found on PATH is %q, relative to the current folder, and is not run: give its absolute path in $%s, or take relative folders out of PATH", cloudProgram, p, envCloud)
+		return "", "", cmdutil.Usagef("the %s found on PATH is %q, relative to the current folder, and is not run: give its absolute path in $%s, or take relative folders out of PATH", cloudProgram, p, envCloud)
 	}
 	if err != nil {
-		return "", "", errNoCloud
+		return "", "", cmdutil.ErrNoCloud
 	}
 	return p, "on PATH", nil
 }
@@ -174,7 +168,7 @@ func findCloud(getenv func(string) string) (path, from string, err error) {
 // checkCaller).
 func checkCloud(path string, own *debug.BuildInfo) error {
 	refuse := func(why string, args ...any) error {
-		return usagef("%s is not run: %s: install both again with go install ./cmd/creative/...", path, fmt.Sprintf(why, args...))
+		return cmdutil.Usagef("%s is not run: %s: install both again with go install ./cmd/creative/...", path, fmt.Sprintf(why, args...))
 	}
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
@@ -300,9 +294,9 @@ func (a *app) checkCaller() error {
 	callerBuild, callerTree, told := strings.Cut(caller, commandsWord)
 	ownBuild, ownTree, _ := strings.Cut(own, commandsWord)
 	if told && callerBuild == ownBuild {
-		return usagef("creative and %s were built from different sources: both are %s, but their commands and flags differ (digest %s in creative, %s in %s): install both again with go install ./cmd/creative/...", cloudProgram, ownBuild, callerTree, ownTree, cloudProgram)
+		return cmdutil.Usagef("creative and %s were built from different sources: both are %s, but their commands and flags differ (digest %s in creative, %s in %s): install both again with go install ./cmd/creative/...", cloudProgram, ownBuild, callerTree, ownTree, cloudProgram)
 	}
-	return usagef("creative and %s are of different versions (creative %s; %s %s): install both again with go install ./cmd/creative/...", cloudProgram, caller, cloudProgram, own)
+	return cmdutil.Usagef("creative and %s are of different versions (creative %s; %s %s): install both again with go install ./cmd/creative/...", cloudProgram, caller, cloudProgram, own)
 }
 
 // handedOver reports the status of a command creative-cloud ran.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 )
 
 // execCloud runs creative-cloud at path as a child, given args and env,
@@ -28,6 +30,6 @@ func execCloud(path string, args, env []string) error {
 	case errors.As(err, &exit):
 		return &exitStatus{exit.ExitCode()}
 	default:
-		return &usageError{fmt.Sprintf("run %s: %v", path, err)}
+		return &cmdutil.UsageError{Msg: fmt.Sprintf("run %s: %v", path, err)}
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 )
 
 // runLight runs the command in process as creative does: it opens no
@@ -92,7 +94,7 @@ func TestACommandThatNamesNoBucketRunsInCreative(t *testing.T) {
 			assert.Contains(t, stdout+stderr, tt.want)
 		})
 	}
-	assert.FileExists(t, filepath.Join(fileOut, resultsFile))
+	assert.FileExists(t, filepath.Join(fileOut, batchcmd.ResultsFile))
 }
 
 func TestHandOffVersionTellsCommitsApartNotToolchains(t *testing.T) {
@@ -315,7 +317,7 @@ func TestFindCloudLooksInTheEnvironmentBesideCreativeThenOnPath(t *testing.T) {
 	// The test binary has no creative-cloud beside it.
 	t.Setenv("PATH", t.TempDir())
 	_, _, err = findCloud(func(string) string { return "" })
-	assert.Equal(t, errNoCloud, err)
+	assert.Equal(t, cmdutil.ErrNoCloud, err)
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, cloudProgram), []byte("#!/bin/sh\n"), 0o755))
@@ -332,7 +334,7 @@ func TestFindCloudRefusesAProgramRelativeToTheCurrentFolder(t *testing.T) {
 	}
 	for _, p := range []string{"creative-cloud", "./creative-cloud", "bin/creative-cloud"} {
 		_, _, err := findCloud(func(k string) string { return map[string]string{envCloud: p}[k] })
-		assert.Equal(t, usagef("$CREATIVE_CLOUD must be an absolute path, and is %q: a relative one would run whatever program of that name the current folder holds", p), err)
+		assert.Equal(t, cmdutil.Usagef("$CREATIVE_CLOUD must be an absolute path, and is %q: a relative one would run whatever program of that name the current folder holds", p), err)
 	}
 
 	dir := t.TempDir()
@@ -344,7 +346,7 @@ func TestFindCloudRefusesAProgramRelativeToTheCurrentFolder(t *testing.T) {
 	for path, found := range map[string]string{".": cloudProgram, "bin": filepath.Join("bin", cloudProgram)} {
 		t.Setenv("PATH", path)
 		_, _, err := findCloud(func(string) string { return "" })
-		assert.Equal(t, usagef("the creative-cloud found on PATH is %q, relative to the current folder, and is not run: give its absolute path in $CREATIVE_CLOUD, or take relative folders out of PATH", found), err, "PATH=%s", path)
+		assert.Equal(t, cmdutil.Usagef("the creative-cloud found on PATH is %q, relative to the current folder, and is not run: give its absolute path in $CREATIVE_CLOUD, or take relative folders out of PATH", found), err, "PATH=%s", path)
 	}
 }
 

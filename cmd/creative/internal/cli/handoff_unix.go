@@ -5,6 +5,8 @@ package cli
 import (
 	"fmt"
 	"syscall"
+
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 )
 
 // execCloud replaces this process with creative-cloud at path, given args
@@ -13,5 +15,5 @@ import (
 // whole). It returns only when the exec fails.
 func execCloud(path string, args, env []string) error {
 	err := syscall.Exec(path, append([]string{path}, args...), env)
-	return &usageError{fmt.Sprintf("run %s: %v", path, err)}
+	return &cmdutil.UsageError{Msg: fmt.Sprintf("run %s: %v", path, err)}
 }

@@ -65,8 +65,7 @@ func TestACommandEndsWithinItsGraceWhateverHoldsIt(t *testing.T) {
 	})
 
 	t.Run("a single command whose standard output nobody reads", func(t *testing.T) {
-		h := newHostile(t)
-		h.wav = media.Music("long", 10) // far more than a pipe holds
+		h := newHostileServing(t, media.Music("long", 10)) // far more than a pipe holds
 		pr, pw, err := os.Pipe()
 		require.NoError(t, err)
 		defer pr.Close() // open and never read: writes wait

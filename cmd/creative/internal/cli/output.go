@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/answer"
 	"github.com/creativegen/creative-go/internal/outdir"
 	"github.com/creativegen/creative-go/internal/sniff"
@@ -30,8 +31,8 @@ type saver struct {
 	dir    *outdir.Dir
 	c      *creative.Client
 	status *callStatus // the call's; may be nil
-	// opts are the call's options, given to each download too: they keep
-	// status current.
+	// opts are the options of each download: the call's, which keep
+	// status current, and its bound (app.downloadOpts).
 	opts []creative.Option
 	// saved is told each file's path as soon as it is in place.
 	saved func(path string)
@@ -361,11 +362,11 @@ func readHead(d *outdir.Dir, name string) ([]byte, error) {
 func openOut(dir string) (*outdir.Dir, error) {
 	d, err := outdir.Create(dir)
 	if err != nil {
-		return nil, usagef("--out: %v", err)
+		return nil, cmdutil.Usagef("--out: %v", err)
 	}
 	if err := d.ProveWritable(); err != nil {
 		d.Close()
-		return nil, usagef("--out: %v", err)
+		return nil, cmdutil.Usagef("--out: %v", err)
 	}
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/ids"
 	"github.com/creativegen/creative-go/internal/jsonsyntax"
 	"github.com/creativegen/creative-go/internal/opcall"
@@ -39,7 +40,7 @@ func (p *params) request(b binding) (opcall.Request, error) {
 	for name, v := range p.vals {
 		f, _ := p.op.Field(name)
 		if err := f.CheckGiven(v); err != nil {
-			return nil, usagef("%s %v", p.name(name), err)
+			return nil, cmdutil.Usagef("%s %v", p.name(name), err)
 		}
 		if f.Type == ops.File {
 			v = creative.FileFromPath(v.(string))
@@ -54,7 +55,7 @@ func (p *params) request(b binding) (opcall.Request, error) {
 	req, err := opcall.Build(p.op, fields)
 	if err != nil {
 		field, why, _ := strings.Cut(err.Error(), ": ")
-		return nil, usagef("%s %s", p.name(field), why)
+		return nil, cmdutil.Usagef("%s %s", p.name(field), why)
 	}
 	if err := req.Validate(); err != nil {
 		var ve *creative.ValidationError

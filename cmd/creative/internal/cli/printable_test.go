@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
@@ -23,15 +26,15 @@ import (
 const escapes = "\x1b]0;pwned\x07\x1b[2J\x1b[H\u009b31m\u202eevil\x7f\xff"
 
 func TestPrintableEscapesEveryControlCharacter(t *testing.T) {
-	got := printable("id " + escapes + " end")
+	got := cmdutil.Printable("id " + escapes + " end")
 	assert.Equal(t, `id \x1b]0;pwned\x07\x1b[2J\x1b[H\u009b31m\u202eevil\x7f\xff end`, got)
 	for _, b := range []byte(got) {
 		assert.True(t, b >= 0x20 && b < 0x7f, "byte %#x printed", b)
 	}
 	for _, s := range []string{"plain text", "tab\tkept", "café, 東京, emoji 🎉", ""} {
-		assert.Equal(t, s, printable(s), "left as it is")
+		assert.Equal(t, s, cmdutil.Printable(s), "left as it is")
 	}
-	assert.Equal(t, "a\\x1b[2J\nb\n", printableLines("a\x1b[2J\nb\n"), "line ends kept")
+	assert.Equal(t, "a\\x1b[2J\nb\n", cmdutil.PrintableLines("a\x1b[2J\nb\n"), "line ends kept")
 }
 
 // A ledger whose records carry escape sequences (here the worker's name;
@@ -50,16 +53,18 @@ func TestStatusAndErrorsPrintNoEscapeFromALedgerOrTheService(t *testing.T) {
 	// A run whose worker's name holds escapes, as a hand-edited or hostile
 	// ledger may.
 	c := srv.Client()
-	store, err := testBuckets.openPlace(context.Background(), out, "")
+	folder, err := batch.OpenFolder(out)
 	require.NoError(t, err)
-	r, err := batch.New(c, store.ledger, store.out, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
+	ledger, err := sqliteledger.Open(out)
+	require.NoError(t, err)
+	r, err := batch.New(c, ledger, folder, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
 	require.NoError(t, err)
 	checked, err := r.Check(context.Background(), batch.File(jobs))
 	require.NoError(t, err)
 	sum, err := r.Run(context.Background(), checked)
 	require.NoError(t, err)
 	require.Equal(t, 2, sum.Unknown, "%+v", sum)
-	require.NoError(t, store.Close())
+	require.NoError(t, errors.Join(ledger.Close(), folder.Close()))
 
 	code, stdout, stderr := runCLI(t, env, "batch", "status", "--out", out)
 	require.Equal(t, 0, code, stderr)
@@ -97,15 +102,17 @@ func TestJSONOutputPrintsNoControlFromALedgerOrTheService(t *testing.T) {
 	})
 	out := t.TempDir()
 	jobs := writeJobs(t, 1)
-	store, err := testBuckets.openPlace(context.Background(), out, "")
+	folder, err := batch.OpenFolder(out)
 	require.NoError(t, err)
-	r, err := batch.New(srv.Client(), store.ledger, store.out, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
+	ledger, err := sqliteledger.Open(out)
+	require.NoError(t, err)
+	r, err := batch.New(srv.Client(), ledger, folder, batch.Options{Base: filepath.Dir(jobs), Worker: "host" + strings.TrimSuffix(escapes, "\xff")})
 	require.NoError(t, err)
 	checked, err := r.Check(context.Background(), batch.File(jobs))
 	require.NoError(t, err)
 	_, err = r.Run(context.Background(), checked)
 	require.NoError(t, err)
-	require.NoError(t, store.Close())
+	require.NoError(t, errors.Join(ledger.Close(), folder.Close()))
 
 	noControls := func(t *testing.T, what, s string) {
 		t.Helper()

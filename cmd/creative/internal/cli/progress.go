@@ -16,6 +16,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 )
 
 // console is stderr as every part of a run writes to it: messages, log
@@ -33,7 +34,7 @@ type console struct {
 // quotes from a ledger or the service, it cannot drive the terminal.
 func (c *console) Write(b []byte) (int, error) {
 	n := len(b)
-	b = []byte(printableLines(string(b)))
+	b = []byte(cmdutil.PrintableLines(string(b)))
 	c.mu.Lock()
 	p := c.p
 	c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	creative "github.com/creativegen/creative-go"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/ops"
 )
 
@@ -18,7 +19,7 @@ const stdoutName = "-"
 // cannot write: several files, or bytes that would land on a terminal.
 func (a *app) toStdout(p *params) error {
 	if a.stdoutTerminal {
-		return usagef("binary output to a terminal: redirect it (> %s) or pipe it (| mpv -), or give --out a directory", exampleFile(p.op))
+		return cmdutil.Usagef("binary output to a terminal: redirect it (> %s) or pipe it (| mpv -), or give --out a directory", exampleFile(p.op))
 	}
 	return oneResult(p)
 }
@@ -42,9 +43,9 @@ func oneResult(p *params) error {
 	n, _ := p.vals["numberOfResults"].(float64)
 	switch {
 	case p.op.Result == ops.URLs:
-		return usagef("--out - writes one result to stdout, and %s makes several files: give --out a directory", p.op.Verb())
+		return cmdutil.Usagef("--out - writes one result to stdout, and %s makes several files: give --out a directory", p.op.Verb())
 	case p.op.Result == ops.Images && n > 1:
-		return usagef("--out - writes one result to stdout, and %s %v asks for more: give --out a directory", p.name("numberOfResults"), n)
+		return cmdutil.Usagef("--out - writes one result to stdout, and %s %v asks for more: give --out a directory", p.name("numberOfResults"), n)
 	}
 	return nil
 }

@@ -23,7 +23,8 @@
 // batch status shows the ledger's budget.
 //
 // Each schedule logs its seed; FAULTS_SEED=<seed> replays one, and
-// FAULTS_SCHEDULES=<n> runs n of them (CI runs 25 over each engine):
+// FAULTS_SCHEDULES=<n> runs n of them (CI runs 25 over each engine, and 5
+// more under the race detector):
 //
 //	FAULTS_SCHEDULES=2000 go test -run TestFaults -timeout 0 ./internal/faults/
 package faults

@@ -2,12 +2,10 @@ package faults
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
@@ -167,7 +163,9 @@ func (s *schedule) start(p *proc) *proc {
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(append(os.Environ(), s.env...), workerEnv+"="+string(raw))
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.mu.Lock() // the engine's faults mark every process hit
 	p.lastHit = time.Now()
+	p.mu.Unlock()
 	if err := p.cmd.Start(); err != nil {
 		s.t.Errorf("seed %d: %s: %v", s.seed, cfg.Name, err)
 	}
@@ -472,219 +470,4 @@ func (s *schedule) proc(name string) *proc {
 		}
 	}
 	return nil
-}
-
-// check checks the invariants against the calls the service answered.
-func (s *schedule) check(nJobs int) {
-	ctx := context.Background()
-	l, err := s.engine.open(ctx, s.ledger)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer l.Close()
-	recs := attempts(s.t, l)
-	out, err := batch.OpenFolder(s.out)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer out.Close()
-	prompt := func(r batch.Record) string { p, _ := r.Fields["prompt"].(string); return p }
-
-	s.front.mu.Lock()
-	calls := slices.Clone(s.front.calls)
-	s.front.mu.Unlock()
-	paid := map[string][]call{}
-	for _, c := range calls {
-		if c.status == http.StatusOK {
-			paid[c.prompt] = append(paid[c.prompt], c)
-		}
-	}
-	s.ty.mu.Lock()
-	s.ty.jobs += nJobs
-	s.ty.mu.Unlock()
-	for job, cs := range paid {
-		s.ty.mu.Lock()
-		s.ty.paid += len(cs)
-		s.ty.mu.Unlock()
-		// No job paid twice, unless resent with ResendUnknown once every
-		// worker that paid before was really gone.
-		if len(cs) > 1 {
-			s.ty.mu.Lock()
-			s.ty.twice++
-			s.ty.mu.Unlock()
-		}
-		for i, c := range cs[1:] {
-			p := s.proc(c.worker)
-			if p == nil || !p.cfg.Resend {
-				s.fail("%s paid again by %s, which does not resend: %s", job, c.worker, history(job, recs, calls))
-				continue
-			}
-			for _, before := range cs[:i+1] {
-				if !s.gone(before.worker, c.at) {
-					s.fail("%s paid again by %s at %v while %s, which paid it first, still went: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
-				}
-				// Where liveness is exact (one machine), a process that
-				// lives, stopped or not, lease lapsed or not, is never
-				// taken for gone.
-				if b := s.proc(before.worker); b != nil && s.engine.exact && !s.ended(b, c.at) {
-					s.fail("%s paid again by %s at %v while %s, which paid it first, lived on this machine: %s", job, c.worker, c.at.Format("15:04:05.000"), before.worker, history(job, recs, calls))
-				}
-			}
-		}
-		// Every paid answer is in the ledger, or handed back by its worker,
-		// or its worker was killed and the ledger holds its claim.
-		for _, c := range cs {
-			p := s.proc(c.worker)
-			inLedger, claimed := false, false
-			for _, r := range recs {
-				if prompt(r) == job && r.Worker == c.worker {
-					claimed = true
-					inLedger = inLedger || r.State == batch.Answered || r.State == batch.Done
-				}
-			}
-			handed := false
-			if p != nil && p.rep != nil {
-				for _, r := range p.rep.Unrecorded {
-					handed = handed || prompt(r) == job
-				}
-			}
-			if !inLedger && !handed && !(p != nil && !p.killed.IsZero() && claimed) && !(p != nil && p.overtime) {
-				s.fail("%s: the answer %s was paid for is neither in the ledger nor handed back", job, c.worker)
-			}
-		}
-	}
-	// Nothing recorded done without its files.
-	for _, r := range recs {
-		if r.State != batch.Done {
-			continue
-		}
-		for _, f := range r.Files {
-			if ok, err := out.Exists(ctx, f); err != nil || !ok {
-				s.fail("%s recorded done by %s without its file %s (%v)", prompt(r), r.Worker, f, err)
-			}
-		}
-		if len(r.Files) == 0 {
-			s.fail("%s recorded done by %s with no file", prompt(r), r.Worker)
-		}
-	}
-	// The rerun and the resend run end the work: every job done, or
-	// answered with an answer that could not be kept (handed back).
-	st, err := batch.ReadStatus(ctx, l, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if st.Jobs != nJobs || st.States[batch.Done]+st.Lost != nJobs {
-		s.fail("after the rerun and the resend run: %d jobs, %v, %d lost", st.Jobs, st.States, st.Lost)
-	}
-	s.checkBudget(ctx, l, calls)
-}
-
-// attempts reads every attempt of every job from the ledger's tables, as
-// records.
-func attempts(t *testing.T, l engineLedger) []batch.Record {
-	rows, err := l.DB().Query(`SELECT a.job, a.n, a.state, a.lost, a.worker, a.requests, coalesce(a.error, ''), coalesce(a.files, '[]'),
-		coalesce(a.ended, a.claimed), j.fields FROM attempts a JOIN jobs j ON j.job = a.job ORDER BY a.job, a.n`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var recs []batch.Record
-	for rows.Next() {
-		var r batch.Record
-		var state, files, fields string
-		var ms int64
-		if err := rows.Scan(&r.Job, &r.Attempt, &state, &r.Lost, &r.Worker, &r.Requests, &r.Error, &files, &ms, &fields); err != nil {
-			t.Fatal(err)
-		}
-		r.State, r.Time = batch.State(state), time.UnixMilli(ms)
-		if json.Unmarshal([]byte(files), &r.Files) != nil || json.Unmarshal([]byte(fields), &r.Fields) != nil {
-			t.Fatalf("attempt %d of %s: files %s, fields %s", r.Attempt, r.Job, files, fields)
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}
-
-// history says what the service's front saw of job and what the ledger
-// holds of it, record by record.
-func history(job string, recs []batch.Record, calls []call) string {
-	var b strings.Builder
-	b.WriteString("calls:")
-	for _, c := range calls {
-		if c.prompt == job {
-			fmt.Fprintf(&b, " %s %d at %s;", c.worker, c.status, c.at.Format("15:04:05.000"))
-		}
-	}
-	b.WriteString(" records:")
-	for _, r := range recs {
-		if p, _ := r.Fields["prompt"].(string); p == job {
-			fmt.Fprintf(&b, " attempt %d %s by %s at %s (%d requests) %s;", r.Attempt, r.State, r.Worker, r.Time.Format("15:04:05.000"), r.Requests, r.Error)
-		}
-	}
-	return b.String()
-}
-
-// defaultSchedules is how many schedules TestFaults runs over each engine.
-var defaultSchedules = 25
-
-// TestFaults runs FAULTS_SCHEDULES schedules (default 25) over each
-// engine, or the one of FAULTS_SEED.
-func TestFaults(t *testing.T) {
-	n := defaultSchedules
-	if v, err := strconv.Atoi(os.Getenv("FAULTS_SCHEDULES")); err == nil {
-		n = v
-	}
-	var seeds []uint64
-	if v, err := strconv.ParseUint(os.Getenv("FAULTS_SEED"), 10, 64); err == nil {
-		seeds = []uint64{v}
-	} else {
-		base := uint64(time.Now().UnixNano())
-		for i := range n {
-			seeds = append(seeds, base+uint64(i))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(engines)) {
-		t.Run(name, func(t *testing.T) {
-			ty := &tally{ledger: map[string]int{}, service: map[string]int{}, process: map[string]int{}, budget: map[string]int{}}
-			start := time.Now()
-			// The schedules run -test.parallel at a time (GOMAXPROCS): their
-			// workers mostly wait.
-			t.Run("schedules", func(t *testing.T) {
-				for _, seed := range seeds {
-					t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-						t.Parallel()
-						runSchedule(t, engines[name], seed, ty)
-					})
-				}
-			})
-			t.Logf("%s: %d schedules in %v, %d jobs, %d paid calls, %d jobs paid twice (resent once their first worker was gone); ledger and output faults %v; service faults %v; process faults %v; budget %v; %d violations",
-				name, ty.schedules, time.Since(start).Round(time.Second), ty.jobs, ty.paid, ty.twice, ty.ledger, ty.service, ty.process, ty.budget, ty.violations)
-		})
-	}
-}
-
-func runSchedule(t *testing.T, e engine, seed uint64, ty *tally) {
-	dir := t.TempDir()
-	fake := creativetest.NewServer(creativetest.WithLatency(time.Duration(20+seed%200) * time.Millisecond))
-	defer fake.Close()
-	s := &schedule{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), engine: e, jobs: filepath.Join(dir, "jobs.jsonl"), fake: fake, front: &front{}, ty: ty}
-	s.url = s.front.start(t, fake.URL)
-	s.out = filepath.Join(dir, "out")
-	s.ledger, s.env, s.engineStrike = e.ledger(t, dir)
-	s.run()
-	ty.mu.Lock()
-	ty.schedules++
-	ty.violations += len(s.errors)
-	ty.mu.Unlock()
-	if len(s.errors) > 0 {
-		var b strings.Builder
-		for _, p := range s.procs {
-			fmt.Fprintf(&b, "  %s %+v killed=%v\n    %s\n", p.cfg.Name, p.cfg, !p.killed.IsZero(), strings.ReplaceAll(strings.TrimSpace(p.out.String()), "\n", "\n    "))
-		}
-		t.Errorf("schedule %s seed %d (replay: FAULTS_SEED=%d go test -run TestFaults/%s ./internal/faults/):\n%s\n%s",
-			e.name, seed, seed, e.name, strings.Join(s.errors, "\n"), b.String())
-	}
 }

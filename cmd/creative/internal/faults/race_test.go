@@ -4,4 +4,4 @@ package faults
 
 // Under the race detector the schedules check the harness's own code and
 // the workers', slowly: a few of them do.
-func init() { defaultSchedules = 5 }
+func init() { defaultSchedules, raceOn = 5, true }

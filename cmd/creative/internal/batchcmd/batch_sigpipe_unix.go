@@ -1,8 +1,9 @@
 //go:build unix
 
-package cli
+package batchcmd
 
 import (
+	"io"
 	"os/signal"
 	"syscall"
 )
@@ -13,8 +14,6 @@ import (
 // then fail with EPIPE, and stderr stops being written to.
 func ignoreSIGPIPE(a *app) {
 	signal.Ignore(syscall.SIGPIPE)
-	a.con.mu.Lock()
-	a.con.w = &pipeGuard{w: a.con.w}
-	a.con.mu.Unlock()
+	a.guardConsole(func(w io.Writer) io.Writer { return &pipeGuard{w: w} })
 	a.stdout = &pipeGuard{w: a.stdout}
 }

@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ const stdinName = "-"
 // readInput reads the whole input file at path, at most limit bytes,
 // through the inputs' gate (outdir.OpenInput): a FIFO, a device or a
 // socket is refused at once.
-func readInput(path string, limit int64) ([]byte, error) {
+func ReadInput(path string, limit int64) ([]byte, error) {
 	f, err := outdir.OpenInput(path)
 	if err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func readInput(path string, limit int64) ([]byte, error) {
 	return b, err
 }
 
-// openJobs is the jobs file at path as batch reads it, once for its check
+// OpenJobs is the jobs file at path as batch reads it, once for its check
 // and again for the run: opened each time through the inputs' gate, so
 // that a FIFO, a device or a socket is refused before anything waits on
 // it. Standard input ("-") is read once, as the stream it is, into a
@@ -40,12 +40,12 @@ func readInput(path string, limit int64) ([]byte, error) {
 // (Unix), so that a process ended by a signal or killed leaves none; and
 // a line longer than batch takes ends the reading there, before a stream
 // with no line ends (cat /dev/zero) fills the disk.
-func (a *app) openJobs(path string) (src batch.Source, done func(), err error) {
+func OpenJobs(stdin io.Reader, path string) (src batch.Source, done func(), err error) {
 	if path != stdinName {
 		return batch.JSONL(func() (io.ReadCloser, error) { return outdir.OpenInput(path) }), func() {}, nil
 	}
-	if a.stdin == nil {
-		return nil, nil, usagef("batch: no standard input to read the jobs from")
+	if stdin == nil {
+		return nil, nil, Usagef("batch: no standard input to read the jobs from")
 	}
 	f, err := os.CreateTemp("", "creative-jobs-*.jsonl")
 	if err != nil {
@@ -58,7 +58,7 @@ func (a *app) openJobs(path string) (src batch.Source, done func(), err error) {
 			os.Remove(f.Name())
 		}
 	}
-	n, err := io.Copy(&lineBound{w: f, max: maxJobLine}, a.stdin)
+	n, err := io.Copy(&lineBound{w: f, max: maxJobLine}, stdin)
 	if err != nil {
 		done()
 		return nil, nil, fmt.Errorf("batch: reading the jobs from standard input: %w", err)
@@ -99,7 +99,7 @@ func (l *lineBound) Write(p []byte) (int, error) {
 		rest = rest[i+1:]
 	}
 	if l.cur > l.max {
-		return 0, usagef("line %d: longer than %d MiB", l.line+1, l.max>>20) // a bad line: exit status 2
+		return 0, Usagef("line %d: longer than %d MiB", l.line+1, l.max>>20) // a bad line: exit status 2
 	}
 	return l.w.Write(p)
 }

@@ -1,4 +1,4 @@
-package cli
+package batchcmd
 
 import (
 	"cmp"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/batch/sqliteledger"
+	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
 	"github.com/creativegen/creative-go/internal/ops"
 	"github.com/creativegen/creative-go/internal/outdir"
 )
@@ -28,9 +29,22 @@ func isURL(name string) bool {
 	return err == nil && len(u.Scheme) > 1 && u.Opaque == "" && (u.Host != "" || u.Path != "" || u.Scheme == "mem")
 }
 
-// isBucket reports whether name is a URL that Buckets opens: any but
+// Buckets opens the bucket URLs (s3://, gs://, azblob://, mem://) that
+// batch takes as its jobs file and its --out. A plain path or a file:// URL
+// never comes here: it is opened on this machine.
+type Buckets struct {
+	// Open opens the bucket named by --out as the store of a batch. On
+	// error the store is a nil interface.
+	Open func(ctx context.Context, url string) (batch.Store, error)
+	// OpenFS opens the folder of the jobs file named by url, read-only,
+	// and returns the jobs file's name in it and what to close when
+	// reading is done. Reads use ctx.
+	OpenFS func(ctx context.Context, url string) (fs.FS, string, io.Closer, error)
+}
+
+// IsBucket reports whether name is a URL that Buckets opens: any but
 // file://, which names a folder on this machine.
-func isBucket(name string) bool {
+func IsBucket(name string) bool {
 	u, err := url.Parse(name) // which lowercases the scheme
 	return isURL(name) && err == nil && u.Scheme != "file"
 }
@@ -83,29 +97,29 @@ var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
 // and a bucket that holds an earlier version's ledger is refused.
 func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, error) {
 	p := &place{}
-	if !isBucket(out) {
+	if !IsBucket(out) {
 		path, err := localPath(out)
 		if err != nil {
-			return nil, usagef("--out: %v", err)
+			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		if err := refuseOtherLedger(path, ledger); err != nil {
 			return nil, err
 		}
 		if p.out, err = batch.OpenFolder(path); err != nil {
-			return nil, usagef("--out: %v", err)
+			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		p.dir = path
 	} else {
 		if ledger == "" {
-			return nil, usagef("--out %s is a bucket, which holds outputs only: give the ledger the workers share with --ledger postgres://... (or $%s); "+
+			return nil, cmdutil.Usagef("--out %s is a bucket, which holds outputs only: give the ledger the workers share with --ledger postgres://... (or $%s); "+
 				"a local ledger each would let two workers pay for one job twice", redactURL(out), envLedger)
 		}
 		if b == nil {
-			return nil, errNoCloud
+			return nil, cmdutil.ErrNoCloud
 		}
 		s, err := b.Open(ctx, out)
 		if err != nil {
-			return nil, usagef("--out: %v", err)
+			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		if err := refuseOldLedger(ctx, s, out); err != nil {
 			s.Close()
@@ -146,7 +160,7 @@ func refuseOtherLedger(dir, ledger string) error {
 	if filepath.Base(path) == sqliteledger.File {
 		hint = " (--ledger names a folder, the one that holds " + sqliteledger.File + ")"
 	}
-	return usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not%s: a run would pay for every one of them again; "+
+	return cmdutil.Usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not%s: a run would pay for every one of them again; "+
 		"run without --ledger (and without $%s), or give another --out", dir, filepath.Join(dir, sqliteledger.File), shown, hint, envLedger)
 }
 
@@ -155,11 +169,11 @@ func refuseOtherLedger(dir, ledger string) error {
 func openLedger(ctx context.Context, name string) (batch.Ledger, error) {
 	if u, err := url.Parse(name); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
 		if openPostgres == nil {
-			return nil, usagef("--ledger %s: PostgreSQL ledgers are not built into this binary", redactURL(name))
+			return nil, cmdutil.Usagef("--ledger %s: PostgreSQL ledgers are not built into this binary", redactURL(name))
 		}
 		l, err := openPostgres(ctx, name)
 		if err != nil {
-			return nil, usagef("--ledger: %v", err)
+			return nil, cmdutil.Usagef("--ledger: %v", err)
 		}
 		return l, nil
 	}
@@ -168,11 +182,11 @@ func openLedger(ctx context.Context, name string) (batch.Ledger, error) {
 		err = fmt.Errorf("%s: a ledger is a postgres:// URL or a local folder", redactURL(name))
 	}
 	if err != nil {
-		return nil, usagef("--ledger: %v", err)
+		return nil, cmdutil.Usagef("--ledger: %v", err)
 	}
 	l, err := sqliteledger.Open(path)
 	if err != nil {
-		return nil, usagef("--out: %v", err)
+		return nil, cmdutil.Usagef("--out: %v", err)
 	}
 	return l, nil
 }
@@ -202,9 +216,9 @@ func refuseOldLedger(ctx context.Context, s batch.Store, out string) error {
 	}
 	for _, err := range l.List(ctx, "ledger/") {
 		if err != nil {
-			return usagef("--out: %v", err)
+			return cmdutil.Usagef("--out: %v", err)
 		}
-		return usagef("--out %s holds the ledger of an earlier version of creative-go (objects under ledger/), which this one does not read: "+
+		return cmdutil.Usagef("--out %s holds the ledger of an earlier version of creative-go (objects under ledger/), which this one does not read: "+
 			"finish its runs with that version, or move those objects out of the bucket and rerun with --ledger (a new ledger pays for its jobs again)", redactURL(out))
 	}
 	return nil
@@ -216,9 +230,9 @@ func refuseOldLedger(ctx context.Context, s batch.Store, out string) error {
 // files its lines name are read through it. Close the returned Closer when
 // reading is done.
 func (b *Buckets) openJobs(ctx context.Context, name string) (fs.FS, string, io.Closer, error) {
-	if isBucket(name) {
+	if IsBucket(name) {
 		if b == nil {
-			return nil, "", nil, errNoCloud
+			return nil, "", nil, cmdutil.ErrNoCloud
 		}
 		return b.OpenFS(ctx, name)
 	}
@@ -242,7 +256,7 @@ func openLog(ctx context.Context, p *place, out string) (*resultLog, error) {
 	if p.dir != "" {
 		log, err := openResultLog(p.dir)
 		if err != nil {
-			return nil, usagef("--out: %v", err)
+			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		return log, nil
 	}
@@ -250,7 +264,7 @@ func openLog(ctx context.Context, p *place, out string) (*resultLog, error) {
 	key := fmt.Sprintf("results/%s-%s-%d.jsonl", time.Now().UTC().Format("20060102T150405Z"), safeName(host), os.Getpid())
 	w, err := store.NewWriter(ctx, key, nil)
 	if err != nil {
-		return nil, usagef("--out: %v", err)
+		return nil, cmdutil.Usagef("--out: %v", err)
 	}
 	shown := out
 	if u, err := url.Parse(out); err == nil {
@@ -275,7 +289,7 @@ func safeName(s string) string {
 // ledger to read: one given, a bucket (refused without one), or a folder
 // holding the database.
 func hasLedger(out, ledger string) bool {
-	if ledger != "" || isBucket(out) {
+	if ledger != "" || IsBucket(out) {
 		return true
 	}
 	path, err := localPath(out)
@@ -298,7 +312,7 @@ const earlierFolder = "earlier-"
 // into a new folder earlier-<time>/ under --out, and says so on w; a new
 // ledger is begun.
 func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
-	if isBucket(out) || ledger != "" {
+	if IsBucket(out) || ledger != "" {
 		return nil
 	}
 	path, err := localPath(out)
@@ -307,12 +321,12 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	}
 	d, err := outdir.Open(path)
 	if err != nil {
-		return usagef("--out: %v", err)
+		return cmdutil.Usagef("--out: %v", err)
 	}
 	defer d.Close()
 	found, n, err := earlierFiles(d)
 	if err != nil {
-		return usagef("--out: %v", err)
+		return cmdutil.Usagef("--out: %v", err)
 	}
 	if n == 0 {
 		return nil
@@ -322,7 +336,7 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 		state = "empty"
 	}
 	if !startOver {
-		return usagef("batch: %s holds %s of earlier runs (%s) but its ledger, %s, is %s: a run would pay for every job again and write over them; nothing was sent. "+
+		return cmdutil.Usagef("batch: %s holds %s of earlier runs (%s) but its ledger, %s, is %s: a run would pay for every job again and write over them; nothing was sent. "+
 			"Give the --ledger those runs kept (a postgres:// URL or a folder), another --out, or --start-over to move those files into a folder %s<time> of their own there and begin a new ledger",
 			path, plural(n, "file"), strings.Join(found, ", "), sqliteledger.File, state, earlierFolder)
 	}
@@ -362,7 +376,7 @@ func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 // writes.
 func isRunFile(name string) bool {
 	switch name {
-	case resultsFile, batch.IndexFile:
+	case ResultsFile, batch.IndexFile:
 		return true
 	}
 	if strings.HasPrefix(name, ".") {
@@ -381,14 +395,14 @@ func isRunFile(name string) bool {
 func moveEarlier(w io.Writer, d *outdir.Dir) error {
 	to := earlierFolder + time.Now().UTC().Format("20060102T150405Z")
 	if err := d.Root().Mkdir(to, 0o755); err != nil {
-		return usagef("--start-over: %v", err)
+		return cmdutil.Usagef("--start-over: %v", err)
 	}
 	moved := 0
 	for {
 		n, err := movePass(d, to)
 		moved += n
 		if err != nil {
-			return usagef("--start-over: %v (%d files were moved to %s before it)", err, moved, d.Join(to))
+			return cmdutil.Usagef("--start-over: %v (%d files were moved to %s before it)", err, moved, d.Join(to))
 		}
 		if n == 0 {
 			break

@@ -1,4 +1,4 @@
-package cli
+package batchcmd
 
 import (
 	"encoding/json"
@@ -35,11 +35,11 @@ func openResultLog(dir string) (*resultLog, error) {
 	if _, err := d.Check(batch.IndexFile); err != nil {
 		return nil, err
 	}
-	f, err := d.OpenFile(resultsFile, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := d.OpenFile(ResultsFile, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	path := d.Join(resultsFile)
+	path := d.Join(ResultsFile)
 	// A crash in the middle of a write leaves a line without its end: end
 	// it, so the next record starts on a line of its own.
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
@@ -52,7 +52,9 @@ func openResultLog(dir string) (*resultLog, error) {
 }
 
 func (r *resultLog) write(rec *batch.Record) {
-	b, err := json.Marshal(rec)
+	logged := *rec
+	logged.Error = inFlags(logged.Error)
+	b, err := json.Marshal(&logged)
 	if err != nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package cli
+package batchcmd
 
 import (
 	"io/fs"
@@ -12,6 +12,9 @@ import (
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 )
 
+// testBuckets opens the buckets of the tests: mem:// and the fakes.
+var testBuckets = &Buckets{Open: bucket.OpenStore, OpenFS: bucket.OpenFS}
+
 func TestIsURL(t *testing.T) {
 	for name, want := range map[string]bool{
 		"out": false, "./out": false, "/srv/out": false, `C:\out`: false, "": false,
@@ -22,13 +25,13 @@ func TestIsURL(t *testing.T) {
 			t.Errorf("isURL(%q) = %v, want %v", name, got, want)
 		}
 		// Buckets open every URL but file://, which stays on this machine.
-		if got, want := isBucket(name), want && !strings.HasPrefix(name, "file:"); got != want {
-			t.Errorf("isBucket(%q) = %v, want %v", name, got, want)
+		if got, want := IsBucket(name), want && !strings.HasPrefix(name, "file:"); got != want {
+			t.Errorf("IsBucket(%q) = %v, want %v", name, got, want)
 		}
 	}
 	for _, name := range []string{"FILE:///srv/out", "File://localhost/srv/out"} {
-		if !isURL(name) || isBucket(name) {
-			t.Errorf("%s: isURL %v, isBucket %v: want a URL that is no bucket", name, isURL(name), isBucket(name))
+		if !isURL(name) || IsBucket(name) {
+			t.Errorf("%s: isURL %v, IsBucket %v: want a URL that is no bucket", name, isURL(name), IsBucket(name))
 		}
 	}
 }

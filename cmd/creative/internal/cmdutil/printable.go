@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"bytes"
@@ -7,14 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// printable is the one way a field from a ledger or the service (an
+// Printable is the one way a field from a ledger or the service (an
 // error, a message, a request id, a link, an id, a file name) reaches the
 // terminal: its control characters (C0 but tab, DEL, C1), the Unicode
 // marks and overrides that reorder text (bidi), and bytes that are not
 // UTF-8 are written as escapes (\x1b, \u009b, \u202e), so that no answer
 // can move the cursor, clear the screen, set a window's title or make a
 // line read other than it is. Text without them is returned as it is.
-func printable(s string) string {
+func Printable(s string) string {
 	i := strings.IndexFunc(s, unsafeRune)
 	if i < 0 && utf8.ValidString(s) {
 		return s
@@ -38,7 +38,7 @@ func printable(s string) string {
 	return b.String()
 }
 
-// unsafeRune reports whether r is escaped by printable.
+// unsafeRune reports whether r is escaped by Printable.
 func unsafeRune(r rune) bool {
 	switch {
 	case r == '\t':
@@ -51,13 +51,13 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// printableLines is printable for text of several lines: each line is
+// PrintableLines is Printable for text of several lines: each line is
 // escaped, the line ends kept.
-func printableLines(s string) string {
+func PrintableLines(s string) string {
 	lines := strings.SplitAfter(s, "\n")
 	for i, l := range lines {
 		body, nl := strings.CutSuffix(l, "\n")
-		lines[i] = printable(body)
+		lines[i] = Printable(body)
 		if nl {
 			lines[i] += "\n"
 		}
@@ -65,11 +65,11 @@ func printableLines(s string) string {
 	return strings.Join(lines, "")
 }
 
-// printableJSON is printable for JSON text that encoding/json wrote: it
-// escapes C0 controls itself, and printableJSON writes the rest that
+// PrintableJSON is Printable for JSON text that encoding/json wrote: it
+// escapes C0 controls itself, and PrintableJSON writes the rest that
 // printable escapes (DEL, C1, bidi marks and overrides) as \u escapes,
 // which leave the JSON what it was. They can only be inside strings.
-func printableJSON(b []byte) []byte {
+func PrintableJSON(b []byte) []byte {
 	unsafe := func(r rune) bool { return r >= 0x7f && unsafeRune(r) } // C0 is JSON's own, or its white space
 	if !bytes.ContainsFunc(b, unsafe) {
 		return b
