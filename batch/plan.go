@@ -41,9 +41,9 @@ func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 // lookupBatch is how many jobs lookup asks the ledger of at once, and
 // lookupAhead how many such questions it keeps asked ahead of the jobs it
 // hands on: over a network, a rerun of 100,000 jobs would otherwise wait
-// for 391 round trips one after the other.
+// for 200 round trips one after the other.
 const (
-	lookupBatch = 256
+	lookupBatch = MaxLast
 	lookupAhead = 16
 )
 

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) batch.Ledger) {
 		{"concurrent claims never pass the budget's caps", budgetRace},
 		{"Take takes shares outside claims, against the same caps", take},
 		{"Status, Jobs and Last read every job in few queries", readers},
+		{"claims cancelled midway never undo the claims of others", cancelledClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,10 +393,17 @@ func take(t *testing.T, l batch.Ledger) {
 	require.NoError(t, l.Take(t.Context(), a, batch.Share{Calls: 1, MaxCalls: 4}))
 }
 
+// pageRows is the page a ledger with SetPage (package sqlledger) is given
+// in readers, so that its Jobs crosses pages.
+const pageRows = 500
+
 func readers(t *testing.T, l batch.Ledger) {
 	a, _ := begin(t, l)
 	states := []batch.State{batch.Done, batch.Failed, batch.Unknown, batch.Answered, batch.Claimed}
-	const n = 1203 // more than two pages
+	const n = 1203 // more than two pages of pageRows
+	if p, ok := l.(interface{ SetPage(int) }); ok {
+		p.SetPage(pageRows)
+	}
 	var keys []string
 	for i := range n {
 		j := jobKey(fmt.Sprintf("job%05d", i))
@@ -426,5 +435,42 @@ func readers(t *testing.T, l batch.Ledger) {
 	assert.Len(t, some, batch.MaxLast-1)
 	for _, e := range some {
 		assert.Equal(t, e.State == batch.Claimed || e.State == batch.Answered && !e.Lost && e.Error == "", e.Live)
+	}
+}
+
+// cancelledClaims claims many jobs at once, half of them with contexts
+// cancelled while they may be in the engine (at seeded moments): every
+// claim whose context stays live is made, and read back so, whatever the
+// others' cancellations did to the transactions they were in.
+func cancelledClaims(t *testing.T, l batch.Ledger) {
+	a, _ := begin(t, l)
+	const jobs = 240
+	rng := mathrand.New(mathrand.NewPCG(7, 11))
+	delays := make([]time.Duration, jobs)
+	for i := range delays {
+		delays[i] = time.Duration(rng.IntN(20000)) * time.Microsecond
+	}
+	errs := make([]error, jobs)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Go(func() {
+			ctx := t.Context()
+			if i%2 == 1 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				time.AfterFunc(delays[i], cancel)
+			}
+			res, err := l.Claim(ctx, claim(jobKey(fmt.Sprintf("cancel %d", i)), 1, a))
+			if err == nil && !res.Claimed {
+				err = fmt.Errorf("not claimed")
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := 0; i < jobs; i += 2 {
+		require.NoError(t, errs[i], "claim %d, whose context was never cancelled", i)
+		assert.Equal(t, batch.Claimed, last(t, l, jobKey(fmt.Sprintf("cancel %d", i))).State, "claim %d", i)
 	}
 }

@@ -146,8 +146,13 @@ func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 			return takeLock(ctx, cfg.Copy(), token)
 		},
 		Probe: probe,
+		Page:  page,
 	}
 }
+
+// page is how many rows a read of every job takes in one round trip: a
+// rerun of 100,000 jobs reads them in 20.
+const page = 5000
 
 // probe says whether the run with token is to be taken for live: its lock
 // is held, or its last heartbeat is younger than a third of its lease

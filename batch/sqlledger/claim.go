@@ -17,7 +17,7 @@ import (
 // share is taken, and the attempt is made only while c.Run is not gone.
 func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
 	var res batch.ClaimResult
-	err := l.write(ctx, func(tx *sql.Tx) error {
+	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = batch.ClaimResult{}
 		// A new job's row is made as claimed by this attempt, its first
 		// (or, for any other attempt, with none, which the rule refuses).
@@ -139,7 +139,7 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 // commit landed and whose answer was lost is taken twice: the cap counts
 // more than was sent, never less.
 func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
-	err := l.write(ctx, func(tx *sql.Tx) error { return l.spend(ctx, tx, s) })
+	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return l.spend(ctx, tx, s) })
 	if err != nil {
 		return fmt.Errorf("sqlledger: %w", err)
 	}
@@ -149,7 +149,7 @@ func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
 // Record writes the answer or the end of an attempt, fenced: only while
 // the attempt is its job's last and its run is not gone.
 func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
-	err := l.write(ctx, func(tx *sql.Tx) error {
+	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if l.d.ForUpdate != "" {
 			if err := l.row(ctx, tx, "lockJob", []any{a.Job}, &n); err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -53,6 +53,10 @@ type Dialect struct {
 	// moment in one transaction (SQLite takes one writer at a time, and a
 	// commit costs a sync of its log: see group.go).
 	OneWriter bool
+	// Page is how many rows Jobs reads in one query, 0 for 500: over a
+	// network each page is a round trip waited for before the next, so a
+	// server far away wants a larger one (memory follows the page).
+	Page int
 }
 
 // A Lock is a run's session lock (see Dialect.Lock).

@@ -73,8 +73,8 @@ const maxGroup = 256
 // waiting at that moment (Dialect.OneWriter): each write is a savepoint of
 // one transaction, undone alone when it fails, and all are made durable by
 // one commit (one sync of the log), rather than one each. It waits for
-// the commit whatever ctx says, since the write may land: fn's statements
-// end at ctx's end.
+// the commit, since the write may land; fn's statements are not cut
+// short (see try).
 func (l *Ledger) group(fn func(tx *sql.Tx) error) error {
 	o := &op{fn: fn, done: make(chan error, 1)}
 	l.startGroup.Do(func() { go l.groupWriter() })

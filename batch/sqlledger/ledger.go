@@ -19,6 +19,7 @@ import (
 type Ledger struct {
 	db    *sql.DB
 	d     Dialect
+	page  int // rows a query of Jobs reads
 	q     map[string]string
 	sm    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared once, by key of q
@@ -36,7 +37,18 @@ func New(db *sql.DB, d Dialect) *Ledger {
 		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
 	}
 	l.q["lockJob"] += d.ForUpdate
+	l.SetPage(d.Page)
 	return l
+}
+
+// SetPage sets how many rows Jobs reads in one query (0: the default); a
+// test sets a small page to cross pages with few jobs. Call it before the
+// Ledger is used.
+func (l *Ledger) SetPage(n int) {
+	if n <= 0 {
+		n = defaultPage
+	}
+	l.page = n
 }
 
 // DB returns the database, for drivers and tests.
@@ -91,13 +103,14 @@ var queries = map[string]string{
 	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
 }
 
-// page is how many rows Jobs reads at once.
-const page = 500
+// defaultPage is how many rows Jobs reads at once when the Dialect does
+// not say.
+const defaultPage = 500
 
 // write runs fn in a transaction, trying again, up to tries times, when
 // it failed for a reason that is not its answer (fn reads back what an
 // earlier try wrote: see the package's doc).
-func (l *Ledger) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (l *Ledger) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	const tries = 4
 	var err error
 	for i := range tries {
@@ -128,15 +141,24 @@ type answer struct{ err error }
 func (a *answer) Error() string { return a.err.Error() }
 func (a *answer) Unwrap() error { return a.err }
 
-func (l *Ledger) try(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// try runs fn in one transaction. In the group writer's transaction,
+// shared with the writes of other callers, fn's statements run to their
+// end whatever ctx says: an engine that interrupts a statement rolls back
+// its whole transaction (SQLite does), which would undo the others'
+// writes with it; a write that has not begun when ctx ends does not
+// begin.
+func (l *Ledger) try(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if l.d.OneWriter {
-		return l.group(fn)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return l.group(func(tx *sql.Tx) error { return fn(context.WithoutCancel(ctx), tx) })
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -150,7 +172,7 @@ func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, e
 	if err != nil {
 		return nil, fmt.Errorf("sqlledger: the run's lock: %w", err)
 	}
-	err = l.write(ctx, func(tx *sql.Tx) error {
+	err = l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := l.row(ctx, tx, "hasRun", []any{run.Token}, &n); err != nil || n > 0 {
 			return err // a retry whose first try landed
@@ -193,7 +215,7 @@ func (l *Ledger) sweep(ctx context.Context) error {
 		if held, err := l.d.Probe(ctx, l.db, t); err != nil || held {
 			continue
 		}
-		if err := l.write(ctx, func(tx *sql.Tx) error { _, err := l.exec(ctx, tx, "markGone", t); return err }); err != nil {
+		if err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { _, err := l.exec(ctx, tx, "markGone", t); return err }); err != nil {
 			return err
 		}
 	}
@@ -212,7 +234,7 @@ func (s *session) Beat(ctx context.Context) error {
 	if err := s.lock.Check(ctx); err != nil {
 		return fmt.Errorf("%w: %w", batch.ErrLeaseLost, err)
 	}
-	return s.l.write(ctx, func(tx *sql.Tx) error {
+	return s.l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n, err := s.l.exec(ctx, tx, "beat", s.token, s.token)
 		if err == nil && n == 0 {
 			err = &answer{batch.ErrLeaseLost}
@@ -224,7 +246,7 @@ func (s *session) Beat(ctx context.Context) error {
 func (s *session) Lost() <-chan struct{} { return s.lock.Lost() }
 
 func (s *session) End(ctx context.Context) error {
-	err := s.l.write(ctx, func(tx *sql.Tx) error { _, err := s.l.exec(ctx, tx, "end", s.token); return err })
+	err := s.l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { _, err := s.l.exec(ctx, tx, "end", s.token); return err })
 	s.once.Do(func() {
 		if rerr := s.lock.Release(); err == nil {
 			err = rerr

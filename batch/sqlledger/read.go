@@ -64,16 +64,18 @@ func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 	return st, nil
 }
 
-// Jobs yields every job's last attempt, a page at a time.
+// Jobs yields every job's last attempt, a page at a time (Dialect.Page
+// rows, read after the last key of the page before): memory follows the
+// page, never the ledger.
 func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
 	q := l.q["jobs"]
 	if maybePaid {
 		q = l.q["maybePaid"]
 	}
 	return func(yield func(*batch.Entry, error) bool) {
-		after := ""
+		after, page := "", l.page
 		for {
-			var got []batch.Last
+			got := make([]batch.Last, 0, page)
 			err := l.query(ctx, &got, q, after, page)
 			if err != nil {
 				yield(nil, err)
