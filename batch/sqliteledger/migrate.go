@@ -29,9 +29,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	switch {
-	case app != 0 && app != applicationID, v == sqlledger.Version && app != applicationID:
-		return errNotLedger // a ledger of this schema has the application id
-	case v == sqlledger.Version:
+	case app != 0 && app != applicationID:
+		return errNotLedger
+	case v == sqlledger.Version && app == applicationID:
 		return nil
 	case v > sqlledger.Version:
 		return fmt.Errorf("the ledger's schema is version %d, written by a newer version of creative-go; this one reads version %d", v, sqlledger.Version)
@@ -41,8 +41,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v == sqlledger.Version {
-		return err // another process made it meanwhile
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)`).Scan(&v, &app); err != nil {
+		return err
+	}
+	if v == sqlledger.Version {
+		if app != applicationID {
+			return errNotLedger // a ledger of this schema has the application id
+		}
+		return nil // another process made it meanwhile
 	}
 	var tables int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables); err != nil {
