@@ -156,7 +156,7 @@ func (s *spender) gate(ru *run, op string) creative.Middleware {
 				}
 				if errors.Is(err, ErrBudgetSpent) {
 					s.spent(err)
-					ru.Stop() // no job starts any more
+					ru.st.closeRun() // no job starts any more
 				}
 				return nil, err
 			}

@@ -25,7 +25,7 @@ import (
 // allows (another worker moved the job meanwhile) is decided again from
 // the job's last attempt as the ledger gave it, a few times at most.
 func (ru *run) do(ctx context.Context, t *task) {
-	if ru.st.stopping.Err() != nil || ctx.Err() != nil {
+	if ru.st.closed.Err() != nil || ctx.Err() != nil {
 		return
 	}
 	ru.started.Add(1)
@@ -125,7 +125,7 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 		// Refused with no attempt to decide from: the job did not start.
 	case errors.Is(err, ErrBudgetSpent):
 		ru.spend.spent(err)
-		ru.Stop()
+		ru.st.closeRun()
 	case errors.Is(err, ErrLeaseLost):
 		ru.lease.lose(fmt.Errorf("%w: %w", errLeaseInDoubt, err))
 		ru.failLedger(ru.lease.why, nil)
@@ -149,11 +149,14 @@ var errLeaseInDoubt = errors.New("the run's lease is in doubt")
 // is cancelled without sending anything, as is a job waiting before a
 // retry (its last attempt was not sent or refused: nothing of it is in
 // flight), while jobs with an attempt in flight are let finish: they may
-// be paid for.
+// be paid for. A spent budget only closes the run: no job starts any
+// more, while the calls that took their shares are sent.
 type starter struct {
 	mu       sync.Mutex
 	stopping context.Context // done once stop is called
 	stopAll  context.CancelFunc
+	closed   context.Context // done once stop or closeRun is called
+	closeRun context.CancelFunc
 	inFlight int // jobs with an attempt out and not ended
 }
 
@@ -168,14 +171,15 @@ type jobRun struct {
 
 func newStarter() *starter {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &starter{stopping: ctx, stopAll: cancel}
+	closed, closeRun := context.WithCancel(ctx)
+	return &starter{stopping: ctx, stopAll: cancel, closed: closed, closeRun: closeRun}
 }
 
-// begin starts a job under ctx, or reports false once the run is stopping.
+// begin starts a job under ctx, or reports false once the run is closed.
 func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopping.Err() != nil {
+	if s.closed.Err() != nil {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)

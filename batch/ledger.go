@@ -105,11 +105,12 @@ const (
 	actDownload                // fetch the files of an answer
 	actCheck                   // done: check its files are still there
 	actLeave                   // leave it: unknown, claimed, lost
-	actElsewhere               // leave it: claimed at this moment by a live worker
+	actElsewhere               // leave it: claimed, or its answer being fetched, at this moment by a live worker
 )
 
 // decide says what a run does with a job whose last attempt is r; live
-// says that r is a claim whose run still goes (see beating).
+// says that r is a claim, or an answer whose files it fetches, of a run
+// that still goes (see beating).
 func decide(r *record, o *Options, live bool) action {
 	if r == nil {
 		return actCall
@@ -120,6 +121,9 @@ func decide(r *record, o *Options, live bool) action {
 	case Done:
 		return actCheck
 	case Answered:
+		if !r.Lost && live {
+			return actElsewhere // its run fetches the files
+		}
 		if !r.Lost {
 			return actDownload
 		}

@@ -66,7 +66,9 @@ type Ledger interface {
 
 	// Last returns the last attempts of the jobs named, at most MaxLast a
 	// call, in one query: jobs never claimed are left out. Live says
-	// whether each is a claim of a run the engine holds live.
+	// whether each is in progress on a run the engine holds live: a claim,
+	// or an answer (not lost, no error: not an end) whose files that run
+	// fetches.
 	Last(ctx context.Context, jobs []string) ([]Last, error)
 
 	// Jobs yields the last attempt of every job, in the order of the jobs'
@@ -142,8 +144,8 @@ type Claim struct {
 }
 
 // Allowed reports whether a ledger may make c after last, the job's last
-// attempt (nil when it has none), live when last is a claim of a run the
-// engine holds live: the one rule every Ledger applies, in the transaction
+// attempt (nil when it has none), live when last is in progress on a run
+// the engine holds live (a claim, or an answer whose files it fetches): the one rule every Ledger applies, in the transaction
 // of the claim. The attempt must follow last, and the rule is the runner's
 // own (decide): a call where a run sends the job, a download where it
 // fetches an answer's files.
@@ -188,8 +190,8 @@ type ClaimResult struct {
 	Live    bool
 }
 
-// Last is a job's last attempt, and whether it is a claim of a run the
-// engine holds live.
+// Last is a job's last attempt, and whether it is in progress on a run
+// the engine holds live (a claim, or an answer whose files it fetches).
 type Last struct {
 	Entry
 	Live bool

@@ -144,7 +144,7 @@ func (ru *run) feed(ctx context.Context, c *Checked, queue chan<- *task) error {
 		}
 		select {
 		case queue <- t:
-		case <-ru.st.stopping.Done():
+		case <-ru.st.closed.Done():
 			return nil
 		case <-ctx.Done():
 			return nil

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) batch.Ledger) {
 		{"a claim of an ended run is maybe paid: sent again only with ResendUnknown, fencing the old run", takeOver},
 		{"failed and refused jobs are claimed again; a claim must follow the last attempt", claimAfterEnd},
 		{"an answered job is downloaded, not called; a lost one is called only with RepayLost", answeredJobs},
+		{"an answer a live run is fetching is not fetched by another until that run ends", answerLive},
 		{"a run that ended claims nothing", endedRunClaimsNothing},
 		{"a heartbeat of a run taken over fails with ErrLeaseLost", beatAfterTakeOver},
 		{"of concurrent claims of one job by many runs exactly one is made", claimRace},
@@ -172,7 +173,7 @@ func recordStages(t *testing.T, l batch.Ledger) {
 	got := last(t, l, j)
 	assert.Equal(t, batch.Answered, got.State)
 	assert.Equal(t, ans.URLs, got.URLs)
-	assert.False(t, got.Live)
+	assert.True(t, got.Live, "its run fetches the files")
 	done := *ans
 	done.State, done.Files, done.RequestID, done.Seconds = batch.Done, []string{"a-1.png", "a-2.png"}, "req-1", 1.5
 	require.NoError(t, l.Record(t.Context(), &done))
@@ -232,7 +233,7 @@ func claimAfterEnd(t *testing.T, l batch.Ledger) {
 }
 
 func answeredJobs(t *testing.T, l batch.Ledger) {
-	a, _ := begin(t, l)
+	a, sa := begin(t, l)
 	j, k := jobKey("waiting"), jobKey("lost")
 	for _, job := range []string{j, k} {
 		mustClaim(t, l, claim(job, 1, a))
@@ -241,6 +242,8 @@ func answeredJobs(t *testing.T, l batch.Ledger) {
 		ans.Lost = job == k
 		require.NoError(t, l.Record(t.Context(), ans))
 	}
+	require.NoError(t, sa.End(t.Context()))
+	a, _ = begin(t, l)
 	res, err := l.Claim(t.Context(), claim(j, 2, a))
 	require.NoError(t, err)
 	assert.False(t, res.Claimed, "a call would pay again for an answer to fetch")
@@ -254,6 +257,51 @@ func answeredJobs(t *testing.T, l batch.Ledger) {
 	c := claim(k, 2, a)
 	c.RepayLost = true
 	mustClaim(t, l, c)
+}
+
+// download is attempt n of job by run: the download of url.
+func download(job string, n int, run, url string) *batch.Claim {
+	c := claim(job, n, run)
+	c.Kind, c.URLs = batch.KindDownload, []string{url}
+	return c
+}
+
+func answerLive(t *testing.T, l batch.Ledger) {
+	a, sa := begin(t, l)
+	b, _ := begin(t, l)
+	j := jobKey("fetching")
+	mustClaim(t, l, claim(j, 1, a))
+	ans := end(j, 1, a, batch.Answered)
+	ans.URLs = []string{"https://cdn.example/" + j}
+	require.NoError(t, l.Record(t.Context(), ans))
+	assert.True(t, last(t, l, j).Live, "run a fetches its answer's files")
+	res, err := l.Claim(t.Context(), download(j, 2, b, ans.URLs[0]))
+	require.NoError(t, err)
+	assert.False(t, res.Claimed, "the files of an answer a live run is fetching are fetched once")
+	assert.True(t, res.Live)
+	done := *ans
+	done.State, done.Files = batch.Done, []string{"a.png"}
+	require.NoError(t, l.Record(t.Context(), &done), "the run that fetched them records them")
+	// An answer whose files its run could not fetch ends answered, with
+	// why: fetched by another, though that run goes on.
+	m := jobKey("unfetched")
+	mustClaim(t, l, claim(m, 1, a))
+	gave := end(m, 1, a, batch.Answered)
+	gave.URLs = []string{"https://cdn.example/" + m}
+	require.NoError(t, l.Record(t.Context(), gave))
+	gave.Error = "the call was answered but its files were not all downloaded"
+	require.NoError(t, l.Record(t.Context(), gave))
+	assert.False(t, last(t, l, m).Live)
+	mustClaim(t, l, download(m, 2, b, gave.URLs[0]))
+	// An answer left by a run that ended is fetched by the next.
+	k := jobKey("left")
+	mustClaim(t, l, claim(k, 1, a))
+	left := end(k, 1, a, batch.Answered)
+	left.URLs = []string{"https://cdn.example/" + k}
+	require.NoError(t, l.Record(t.Context(), left))
+	require.NoError(t, sa.End(t.Context()))
+	assert.False(t, last(t, l, k).Live)
+	mustClaim(t, l, download(k, 2, b, left.URLs[0]))
 }
 
 func endedRunClaimsNothing(t *testing.T, l batch.Ledger) {
@@ -386,7 +434,7 @@ func readers(t *testing.T, l batch.Ledger) {
 	require.NoError(t, err)
 	assert.Len(t, some, batch.MaxLast-1)
 	for _, e := range some {
-		assert.Equal(t, e.State == batch.Claimed, e.Live)
+		assert.Equal(t, e.State == batch.Claimed || e.State == batch.Answered && !e.Lost && e.Error == "", e.Live)
 	}
 }
 

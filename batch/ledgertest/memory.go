@@ -91,7 +91,7 @@ func (m *Memory) last(job string) (*batch.Entry, bool) {
 		return nil, false
 	}
 	e := copyEntry(as[len(as)-1])
-	return &e, e.State == batch.Claimed && m.liveRun(e.Run)
+	return &e, (e.State == batch.Claimed || e.State == batch.Answered && !e.Lost && e.Error == "") && m.liveRun(e.Run)
 }
 
 func copyEntry(e batch.Entry) batch.Entry {
@@ -225,7 +225,7 @@ func (m *Memory) Status(context.Context) (batch.Status, error) {
 		if e.Lost {
 			st.Lost++
 		}
-		if live {
+		if live && e.State == batch.Claimed {
 			st.InFlight++
 		}
 	}

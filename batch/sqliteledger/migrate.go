@@ -31,7 +31,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	switch {
 	case app != 0 && app != applicationID:
 		return errNotLedger
-	case v == sqlledger.Version:
+	case v == sqlledger.Version && app == applicationID:
 		return nil
 	case v > sqlledger.Version:
 		return fmt.Errorf("the ledger's schema is version %d, written by a newer version of creative-go; this one reads version %d", v, sqlledger.Version)
@@ -41,8 +41,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v == sqlledger.Version {
-		return err // another process made it meanwhile
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)`).Scan(&v, &app); err != nil {
+		return err
+	}
+	if v == sqlledger.Version {
+		if app != applicationID {
+			return errNotLedger // a ledger of this schema has the application id
+		}
+		return nil // another process made it meanwhile
 	}
 	var tables int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables); err != nil {
@@ -82,8 +88,10 @@ var upgrading func()
 // fromObjects brings the object ledger of versions 1 and 2, whose records
 // were JSON objects in one table keyed ledger/<3 hex>/<job>.<attempt>[.<stage>].json,
 // to the schema, in tx and in SQL: each attempt's last stage becomes its
-// row, each job's last attempt its job's, the runs the records name runs
-// that ended, and the chains of the budget's shares what was spent (the
+// row, each job's last attempt its job's, the runs the records name open
+// runs (a run of the earlier version may still go: its process holds the
+// lock of its run in this folder, as this version's do, and the sweep of
+// each Begin marks it gone once its lock is free), and the chains of the budget's shares what was spent (the
 // end of each chain, and the limit of its last share). A record that is
 // no JSON (one cut short by a crash of an early version) is passed over.
 func fromObjects(ctx context.Context, tx *sql.Tx) error {
@@ -124,7 +132,7 @@ SELECT job, json_extract(j, '$.id'), coalesce(json_extract(j, '$.line'), 0), coa
 FROM (SELECT *, row_number() OVER (PARTITION BY job ORDER BY n DESC, rank DESC) AS k FROM old) WHERE k = 1;
 
 INSERT INTO runs (token, worker, lease_ms, started, beat, ended, gone)
-SELECT DISTINCT run, '', 90000, 0, 0, 0, 1 FROM old;
+SELECT DISTINCT run, '', 90000, 0, 0, NULL, 0 FROM old;
 
 UPDATE budget SET (spent, lim) = (
 	SELECT CAST(substr(key, 16 + length(cap), 20) AS INTEGER) + json_extract(CAST(data AS TEXT), '$.size'),

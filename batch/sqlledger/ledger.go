@@ -69,7 +69,7 @@ func (l *Ledger) Close() error {
 // the statements that read them join jobs j, attempts a and runs r.
 const entryCols = `j.job, j.id, j.line, j.op, j.stem, j.fields, a.n, a.kind, a.run, a.worker, a.state, a.lost,
 	a.urls, a.text, a.files, a.error, a.requests, a.request_id, coalesce(a.ended, a.claimed), a.seconds,
-	CASE WHEN a.state = 'claimed' AND NOT GONE THEN 1 ELSE 0 END`
+	CASE WHEN (a.state = 'claimed' OR a.state = 'answered' AND a.lost = 0 AND a.error IS NULL) AND NOT GONE THEN 1 ELSE 0 END`
 
 const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.attempt LEFT JOIN runs r ON r.token = a.run `
 

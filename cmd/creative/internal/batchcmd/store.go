@@ -102,6 +102,9 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 		if err != nil {
 			return nil, cmdutil.Usagef("--out: %v", err)
 		}
+		if err := refuseOtherLedger(path, ledger); err != nil {
+			return nil, err
+		}
 		if p.out, err = batch.OpenFolder(path); err != nil {
 			return nil, cmdutil.Usagef("--out: %v", err)
 		}
@@ -131,6 +134,34 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 	}
 	p.ledger = l
 	return p, nil
+}
+
+// refuseOtherLedger refuses a ledger named by --ledger for the folder
+// dir when dir keeps a ledger of its own (ledger.db, not empty) and the
+// ledger named is not that one: the folder's jobs are recorded there, and
+// a run with another ledger would pay for every one of them again.
+func refuseOtherLedger(dir, ledger string) error {
+	if ledger == "" || !hasLedger(dir, "") {
+		return nil
+	}
+	shown, path := ledger, ledger
+	if strings.Contains(ledger, "://") {
+		shown, path = redactURL(ledger), ""
+		if strings.HasPrefix(strings.ToLower(ledger), "file:") {
+			path, _ = localPath(ledger)
+		}
+	}
+	if a, err := os.Stat(dir); err == nil && path != "" {
+		if b, err := os.Stat(path); err == nil && os.SameFile(a, b) {
+			return nil
+		}
+	}
+	hint := ""
+	if filepath.Base(path) == sqliteledger.File {
+		hint = " (--ledger names a folder, the one that holds " + sqliteledger.File + ")"
+	}
+	return cmdutil.Usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not%s: a run would pay for every one of them again; "+
+		"run without --ledger (and without $%s), or give another --out", dir, filepath.Join(dir, sqliteledger.File), shown, hint, envLedger)
 }
 
 // openLedger opens the ledger named by name: a postgres:// URL, or a local
@@ -306,7 +337,7 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	}
 	if !startOver {
 		return cmdutil.Usagef("batch: %s holds %s of earlier runs (%s) but its ledger, %s, is %s: a run would pay for every job again and write over them; nothing was sent. "+
-			"Give another --out, or --start-over to move those files into a folder %s<time> of their own there and begin a new ledger",
+			"Give the --ledger those runs kept (a postgres:// URL or a folder), another --out, or --start-over to move those files into a folder %s<time> of their own there and begin a new ledger",
 			path, plural(n, "file"), strings.Join(found, ", "), sqliteledger.File, state, earlierFolder)
 	}
 	return moveEarlier(w, d)
