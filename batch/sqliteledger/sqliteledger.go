@@ -26,8 +26,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite", pure Go
+	"modernc.org/sqlite" // the database/sql driver "sqlite", pure Go
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/creativegen/creative-go/batch/sqlledger"
 	"github.com/creativegen/creative-go/internal/outdir"
@@ -79,7 +81,7 @@ func open(dir string, netFS func(string) (string, error)) (*sqlledger.Ledger, er
 	if err == nil {
 		db.SetMaxOpenConns(conns)
 		db.SetMaxIdleConns(conns)
-		err = migrate(context.Background(), db)
+		err = migrateWhenFree(db)
 	}
 	if err != nil {
 		if db != nil {
@@ -88,6 +90,23 @@ func open(dir string, netFS func(string) (string, error)) (*sqlledger.Ledger, er
 		return nil, fmt.Errorf("sqliteledger: %s: %w", filepath.Join(dir, File), err)
 	}
 	return sqlledger.New(db, dialect(dir)), nil
+}
+
+// migrateWhenFree is migrate, tried again while the database is busy for
+// up to the busy timeout: processes that open a new folder at once race to
+// make its database, and a connection that meets another's switch to WAL
+// mode or its recovery of the log is told "busy" at once, whatever the
+// busy timeout.
+func migrateWhenFree(db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout * time.Millisecond)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		err := migrate(context.Background(), db)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 // dsn is the data source name of the database at file: the pragmas of
