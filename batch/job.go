@@ -117,6 +117,7 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 	res, err := ru.ledger.Claim(ctx, c)
 	switch {
 	case err == nil && res.Claimed:
+		ru.changed.Add(1)
 		ru.event(JobStarted, rec)
 		return true, nil, false
 	case err == nil && res.Last != nil:
