@@ -43,24 +43,13 @@ type checker struct{ files *files }
 
 func newChecker(f *files) *checker { return &checker{files: f} }
 
-// check turns j into a task, or returns a *LineError.
-func (c *checker) check(j Job) (*task, error) {
-	t, err := c.resolve(j)
-	if err == nil {
-		err = c.validate(t)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
 func lineErr(j Job, field string, format string, args ...any) error {
 	return &LineError{Line: j.Line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// resolve checks and resolves the job's fields by the table of operations.
-func (c *checker) resolve(j Job) (*task, error) {
+// check turns j into a task, resolving its fields by the table of
+// operations and validating its request, or returns a *LineError.
+func (c *checker) check(j Job) (*task, error) {
 	if j.Op == "" {
 		return nil, lineErr(j, "op", `must name the operation, such as "image/text-to-image"`)
 	}
@@ -84,6 +73,9 @@ func (c *checker) resolve(j Job) (*task, error) {
 	// One form for the lines the SDK sends alike, so that leaving a field
 	// out and giving what it means are one job, paid once.
 	ops.Canonical(op, t.vals)
+	if err := c.validate(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -255,10 +247,7 @@ func identity(id, content string) [32]byte {
 // setOccurrence gives t its key: the identity of its id, or of its content
 // and its occurrence among jobs of identical content (from 1).
 func (t *task) setOccurrence(n int) {
-	sum := identity(t.job.ID, t.content)
-	if t.job.ID == "" {
-		sum = sha256.Sum256([]byte("content\x00" + t.content + "\x00" + strconv.Itoa(n)))
-	}
+	sum := identity(t.job.ID, t.content+"\x00"+strconv.Itoa(n))
 	t.key = hex.EncodeToString(sum[:16])
 }
 
