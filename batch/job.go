@@ -111,7 +111,7 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 		return false, nil, false
 	}
 	c := &Claim{Entry: *rec, ResendUnknown: ru.o.ResendUnknown, RepayLost: ru.o.RepayLost}
-	if rec.Kind == kindCall {
+	if rec.Kind == KindCall {
 		c.Share = ru.spend.share(rec.Op)
 	}
 	res, err := ru.ledger.Claim(ctx, c)
@@ -271,7 +271,7 @@ func (s *starter) stop() int {
 // maybePaid reports whether the job's last attempt, rec, may have been
 // paid: its outcome is unknown, or it is a call's claim that never ended.
 func maybePaid(rec *record) bool {
-	return rec != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload)
+	return rec != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != KindDownload)
 }
 
 // send claims the next attempt of t after last and sends its request; an
@@ -287,7 +287,7 @@ func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, 
 	defer ru.st.end(jr)
 	after := maybePaid(last)
 	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: nextAttempt(last), State: Claimed,
-		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kindCall, Stem: t.stem()}
+		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: KindCall, Stem: t.stem()}
 	if ok, last, live := ru.claim(ctx, rec); !ok {
 		return last, live, last != nil
 	}
@@ -394,7 +394,7 @@ func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, b
 // its files again.
 func (ru *run) redownload(ctx context.Context, last *record) (*record, bool, bool) {
 	rec := *last
-	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = last.Attempt+1, kindDownload, Claimed, ru.o.Worker, ru.token
+	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = last.Attempt+1, KindDownload, Claimed, ru.o.Worker, ru.token
 	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
 	rec.Time = time.Now().UTC()
 	if ok, last, live := ru.claim(ctx, &rec); !ok {

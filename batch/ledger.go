@@ -92,11 +92,6 @@ type Record struct {
 // record is the runner's name for an Entry.
 type record = Entry
 
-const (
-	kindCall     = KindCall
-	kindDownload = KindDownload
-)
-
 // An action is what a run does with a job, given its last attempt.
 type action int
 
@@ -135,7 +130,7 @@ func decide(r *record, o *Options, live bool) action {
 		if live {
 			return actElsewhere
 		}
-		if r.Kind == kindDownload {
+		if r.Kind == KindDownload {
 			// A download's claim whose worker died: downloading costs nothing.
 			return actDownload
 		}
