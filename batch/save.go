@@ -25,6 +25,18 @@ func fileName(stem string, i, n int, ext string) string {
 	return stem + ext
 }
 
+// namer names file i of n of an answer by its first bytes: ext gives the
+// extension of one the check accepts; one it refuses is named as
+// rejected, by what its bytes show.
+func namer(stem string, i, n int, ext func(head []byte) string) func(head []byte, rejected bool) string {
+	return func(head []byte, rejected bool) string {
+		if rejected {
+			return fileName(stem+Rejected, i, n, sniff.FileExt(head))
+		}
+		return fileName(stem, i, n, ext(head))
+	}
+}
+
 // Rejected marks the name of an output whose content the answer check
 // refused (a format it does not know, or another kind's than the
 // operation promises). The answer was paid for, so it is kept whole, as
@@ -87,12 +99,7 @@ func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) 
 		ru.answered(ctx, rec, v, start)
 		return
 	case *creative.Audio:
-		name := func(head []byte, rejected bool) string {
-			if rejected {
-				return fileName(rec.Stem+Rejected, 0, 1, sniff.FileExt(head))
-			}
-			return fileName(rec.Stem, 0, 1, sniff.DeclaredExt(v.Ext(), head))
-		}
+		name := namer(rec.Stem, 0, 1, func(head []byte) string { return sniff.DeclaredExt(v.Ext(), head) })
 		err = ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
 			defer v.Close()
 			return io.Copy(w, v)
@@ -132,12 +139,7 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) error {
 	var rejected []error
 	for i, im := range ims {
-		name := func(head []byte, rej bool) string {
-			if rej {
-				return fileName(rec.Stem+Rejected, i, len(ims), sniff.FileExt(head))
-			}
-			return fileName(rec.Stem, i, len(ims), im.Ext())
-		}
+		name := namer(rec.Stem, i, len(ims), func([]byte) string { return im.Ext() })
 		err := ru.write(ctx, rec, name, im.WriteTo)
 		if ae, ok := errors.AsType[*answer.Error](err); ok && ae.Cut {
 			// Cut, and whole in memory: kept as the service sent it.
@@ -264,13 +266,7 @@ func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) error
 		rec.Requests++
 		return next(req)
 	})
-	name := func(head []byte, rejected bool) string {
-		if rejected {
-			return fileName(rec.Stem+Rejected, i, len(rec.URLs), sniff.FileExt(head))
-		}
-		return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head))
-	}
-	return ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
+	return ru.write(ctx, rec, namer(rec.Stem, i, len(rec.URLs), sniff.FileExt), func(w io.Writer) (int64, error) {
 		opts := append([]creative.Option{count, creative.WithTimeout(downloadTimeout)}, ru.o.CallOptions...)
 		opts = append(opts, creative.WithMaxResponseBytes(ru.o.MaxDownloadBytes))
 		return ru.c.Download(ctx, creative.URL(link), w, opts...)
