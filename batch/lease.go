@@ -33,11 +33,9 @@ func timesOf(l time.Duration) leaseTimes {
 	return leaseTimes{length: l, margin: l / 3, beat: l / 6, deadline: l / 9}
 }
 
-// tokenLen is the length of a run's token: 16 random bytes in hex.
-const tokenLen = 32
-
+// newRunToken draws a run's token: 16 random bytes in hex.
 func newRunToken() string {
-	var b [tokenLen / 2]byte
+	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails
 	return hex.EncodeToString(b[:])
 }
@@ -153,26 +151,15 @@ func (ru *run) keepBeating(ctx context.Context, onLost func(error)) (stop func()
 		return nil, fmt.Errorf("the run's session: %w", err)
 	}
 	ru.lease.renew(begin)
+	stopBeats := every(ru.lease.beat, func() { _ = ru.beatNow(bctx, ru.lease.deadline) })
 	done, beaten := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(beaten)
-		t := time.NewTicker(ru.lease.beat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = ru.beatNow(bctx, ru.lease.deadline)
-			}
-		}
-	}()
 	var wg sync.WaitGroup
 	wg.Go(func() { ru.watch(done, ru.session.Lost(), onLost) })
 	return func() {
 		close(done)
 		wg.Wait()
 		cancel() // a heartbeat under way gives up
+		go func() { stopBeats(); close(beaten) }()
 		select {
 		case <-beaten:
 		case <-time.After(ru.lease.deadline):
