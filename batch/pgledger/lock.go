@@ -51,10 +51,9 @@ type sessionLock struct {
 	lost   chan struct{}
 	done   chan struct{}
 
-	mu      sync.Mutex
-	err     error // why the lock was lost
-	release sync.Once
-	stop    context.CancelFunc
+	mu   sync.Mutex
+	err  error // why the lock was lost
+	stop context.CancelFunc
 }
 
 // A check asks the goroutine that owns the connection to run fn on it
@@ -238,7 +237,7 @@ func (l *sessionLock) Lost() <-chan struct{} { return l.lost }
 
 // Release lets the lock go: the connection that holds it is closed.
 func (l *sessionLock) Release() error {
-	l.release.Do(func() { l.stop() })
+	l.stop()
 	<-l.done
 	return nil
 }

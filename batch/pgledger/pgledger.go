@@ -139,7 +139,7 @@ func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 	return sqlledger.Dialect{
 		Name:      "postgres",
 		Dollar:    true,
-		Now:       `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint`,
+		Now:       now,
 		ForUpdate: " FOR UPDATE",
 		Stale:     "r.beat < NOW - r.lease_ms * 4 / 3",
 		Lock: func(ctx context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
@@ -166,10 +166,7 @@ func probe(ctx context.Context, db *sql.DB, token string) (bool, error) {
 	var live bool
 	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE `+keyCond+`)
 		OR EXISTS (SELECT 1 FROM runs r WHERE r.token = $2 AND r.beat >= `+now+` - r.lease_ms / 3)`, key, token).Scan(&live)
-	if err != nil {
-		return false, fmt.Errorf("pgledger: %w", err)
-	}
-	return live, nil
+	return live, err
 }
 
 // now is the database's clock in milliseconds since 1970.
