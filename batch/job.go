@@ -162,10 +162,11 @@ type starter struct {
 
 // A jobRun is one job between a worker taking it and its end.
 type jobRun struct {
-	cancel   context.CancelFunc
-	keep     func() bool // keeps stop from cancelling the job once it sent
-	sent     bool        // its first request went out; guarded by starter.mu
-	waiting  func() bool // while it waits before a retry: keeps stop from cancelling it again; guarded by starter.mu
+	cancel context.CancelFunc
+	// idle is set while nothing of the job is in flight (before its first
+	// request, and while it waits before a retry), when a stop cancels
+	// it; calling it keeps stop from doing so. Guarded by starter.mu.
+	idle     func() bool
 	requests atomic.Int32
 }
 
@@ -183,7 +184,7 @@ func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &jobRun{cancel: cancel, keep: context.AfterFunc(s.stopping, cancel)}, ctx, true
+	return &jobRun{cancel: cancel, idle: context.AfterFunc(s.stopping, cancel)}, ctx, true
 }
 
 // gate is the middleware of every request of the job r, the one place a
@@ -199,7 +200,7 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 		case !l.held():
 			refused = errLeaseInDoubt
 			r.cancel()
-		case (!r.sent || r.waiting != nil) && s.stopping.Err() != nil:
+		case r.idle != nil && s.stopping.Err() != nil:
 			refused = errNotStarted
 		}
 		if refused != nil {
@@ -209,14 +210,9 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 			}
 			return nil, refused
 		}
-		if !r.sent {
-			r.sent = true
-			r.keep()
-			s.inFlight++
-		}
-		if r.waiting != nil {
-			r.waiting()
-			r.waiting = nil
+		if r.idle != nil {
+			r.idle()
+			r.idle = nil
 			s.inFlight++
 		}
 		s.mu.Unlock()
@@ -238,8 +234,8 @@ func (s *starter) retryWait(r *jobRun) *creative.CallTrace {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if r.sent && r.waiting == nil {
-			r.waiting = context.AfterFunc(s.stopping, r.cancel)
+		if r.idle == nil {
+			r.idle = context.AfterFunc(s.stopping, r.cancel)
 			s.inFlight--
 		}
 	}}
@@ -250,11 +246,9 @@ func (s *starter) end(r *jobRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.cancel()
-	r.keep()
-	switch {
-	case r.waiting != nil:
-		r.waiting()
-	case r.sent:
+	if r.idle != nil {
+		r.idle()
+	} else {
 		s.inFlight--
 	}
 }
