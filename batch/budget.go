@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
+	"sync/atomic"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/ops"
@@ -65,8 +65,7 @@ func Micros(amount float64) int64 {
 type spender struct {
 	maxCalls, maxSpend int64 // 0: not capped
 	prices             map[string]int64
-	mu                 sync.Mutex
-	why                error // why the run stopped: the budget is spent
+	why                atomic.Pointer[error] // why the run stopped: the budget is spent
 }
 
 // newSpender checks b and returns what takes its shares, or nil when it
@@ -129,13 +128,8 @@ func (s *spender) share(op string) Share {
 
 // spent stops the budget for why, an error matching ErrBudgetSpent.
 func (s *spender) spent(why error) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.why == nil {
-		s.why = why
+	if s != nil {
+		s.why.CompareAndSwap(nil, &why)
 	}
 }
 
@@ -188,10 +182,8 @@ func ReadBudget(ctx context.Context, l Ledger) (BudgetStatus, error) {
 // Spent returns, after a run that stopped because of its Budget, why: an
 // error matching ErrBudgetSpent. It returns nil otherwise.
 func (r *Runner) Spent() error {
-	if r.spend == nil {
+	if r.spend == nil || r.spend.why.Load() == nil {
 		return nil
 	}
-	r.spend.mu.Lock()
-	defer r.spend.mu.Unlock()
-	return r.spend.why
+	return *r.spend.why.Load()
 }
