@@ -337,52 +337,36 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 	ru.finish(ctx, rec, start, err)
 }
 
-// A lazyWriter opens its object once it holds the first bytes, which may
-// name the file's type.
+// A lazyWriter opens its object at its first Write, whose bytes name the
+// file's type: answer.Keep hands on a file's head whole in its first
+// Write.
 type lazyWriter struct {
 	ctx   context.Context
 	store Store
 	meta  map[string]string
 	name  func(head []byte) string
-	head  []byte
 	key   string
 	w     io.WriteCloser
 	err   error // the store's
 }
 
-const headLen = 16
-
 func (l *lazyWriter) Write(p []byte) (int, error) {
-	if l.err != nil {
-		return 0, l.err
-	}
-	if l.w != nil {
-		n, err := l.w.Write(p)
-		l.err = err
-		return n, err
-	}
-	if l.head = append(l.head, p...); len(l.head) >= headLen {
-		l.start()
+	if l.w == nil && l.err == nil {
+		l.key = l.name(p)
+		l.w, l.err = l.store.NewWriter(l.ctx, l.key, l.meta)
 	}
 	if l.err != nil {
 		return 0, l.err
 	}
-	return len(p), nil
-}
-
-// start opens the object and writes the bytes held back.
-func (l *lazyWriter) start() {
-	l.key = l.name(l.head)
-	l.w, l.err = l.store.NewWriter(l.ctx, l.key, l.meta)
-	if l.err == nil {
-		_, l.err = l.w.Write(l.head)
-	}
+	n, err := l.w.Write(p)
+	l.err = err
+	return n, err
 }
 
 // close puts the object in place, or leaves nothing after a failure.
 func (l *lazyWriter) close() error {
 	if l.w == nil && l.err == nil {
-		l.start()
+		_, _ = l.Write(nil)
 	}
 	if l.w == nil {
 		return l.err
