@@ -14,25 +14,6 @@ import (
 // DefaultLease is the length of a run's lease when Options.Lease is 0.
 const DefaultLease = 90 * time.Second
 
-// The times of a lease of length L (see Options.Lease): the run sends
-// only while its last heartbeat that completed began less than
-// L - margin ago; it beats every beat, each with a deadline of its own;
-// an engine that judges by heartbeats takes it for gone once its
-// heartbeat is older than L + L/3 by the database's clock.
-type leaseTimes struct {
-	length   time.Duration // L
-	margin   time.Duration // L/3
-	beat     time.Duration // L/6: a heartbeat is written this often
-	deadline time.Duration // L/9: each heartbeat gives up after it
-}
-
-func timesOf(l time.Duration) leaseTimes {
-	if l <= 0 {
-		l = DefaultLease
-	}
-	return leaseTimes{length: l, margin: l / 3, beat: l / 6, deadline: l / 9}
-}
-
 // newRunToken draws a run's token: 16 random bytes in hex.
 func newRunToken() string {
 	var b [16]byte
@@ -45,18 +26,31 @@ func newRunToken() string {
 // too, whichever says more time passed: Linux's monotonic clock stands
 // still while the whole system sleeps (a closed laptop lid), the wall
 // clock does not.
+//
+// Of a lease of length L (see Options.Lease), the run sends only while
+// its last heartbeat that completed began less than L - margin ago; it
+// beats every beat, each with a deadline of its own; an engine that
+// judges by heartbeats takes it for gone once its heartbeat is older than
+// L + L/3 by the database's clock.
 type lease struct {
-	leaseTimes
-	t0    time.Time
-	began atomic.Int64 // since t0: the start of the last heartbeat write that completed
-	lost  chan struct{}
-	once  sync.Once
-	why   error // set before lost is closed
-	last  atomic.Pointer[error]
+	length   time.Duration // L
+	margin   time.Duration // L/3
+	beat     time.Duration // L/6: a heartbeat is written this often
+	deadline time.Duration // L/9: each heartbeat gives up after it
+	t0       time.Time
+	began    atomic.Int64 // since t0: the start of the last heartbeat write that completed
+	lost     chan struct{}
+	once     sync.Once
+	why      error // set before lost is closed
+	last     atomic.Pointer[error]
 }
 
-func newLease(t leaseTimes) *lease {
-	return &lease{leaseTimes: t, t0: time.Now(), lost: make(chan struct{})}
+// newLease is a lease of length l, DefaultLease when 0.
+func newLease(l time.Duration) *lease {
+	if l <= 0 {
+		l = DefaultLease
+	}
+	return &lease{length: l, margin: l / 3, beat: l / 6, deadline: l / 9, t0: time.Now(), lost: make(chan struct{})}
 }
 
 // held reports whether the lease is proven at this moment: this is the one
