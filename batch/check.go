@@ -113,13 +113,11 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 		t.vals[f.Name] = v
 		return nil
 	}
-	s, ok := v.(string)
-	if rv := reflect.ValueOf(v); !ok && rv.Kind() == reflect.String {
-		s, ok = rv.String(), true // a named string type: ids.StyleAnime, creative.UseCase
-	}
-	if !ok {
+	rv := reflect.ValueOf(v) // a string, or of a named string type: ids.StyleAnime, creative.UseCase
+	if rv.Kind() != reflect.String {
 		return errors.New("must be a string")
 	}
+	s := rv.String()
 	var err error
 	switch f.Type {
 	case ops.ID:
