@@ -218,7 +218,8 @@ func (l *sessionLock) on(ctx context.Context, fn func(ctx context.Context) error
 	select {
 	case err := <-c.reply:
 		if err != nil {
-			return l.lostErr()
+			// The goroutine loses the lock for err once it replied.
+			return fmt.Errorf("%w: %w", ErrLockLost, err)
 		}
 		return nil
 	case <-ctx.Done():
