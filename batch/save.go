@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,26 +138,37 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 // refuses is kept as rejected (see Rejected), the others written all the
 // same; the refusals are returned together.
 func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) error {
-	var rejected []error
-	for i, im := range ims {
-		name := namer(rec.Stem, i, len(ims), func([]byte) string { return im.Ext() })
-		err := ru.write(ctx, rec, name, im.WriteTo)
+	rejected, err := writeEach(len(ims), func(i int) error {
+		name := namer(rec.Stem, i, len(ims), func([]byte) string { return ims[i].Ext() })
+		err := ru.write(ctx, rec, name, ims[i].WriteTo)
 		if ae, ok := errors.AsType[*answer.Error](err); ok && ae.Cut {
 			// Cut, and whole in memory: kept as the service sent it.
-			key := name(im.Data, true)
-			if err = ru.keep(ctx, rec, key, im.WriteTo); err == nil {
+			key := name(ims[i].Data, true)
+			if err = ru.keep(ctx, rec, key, ims[i].WriteTo); err == nil {
 				err = &rejectedError{op: rec.Op, key: key, err: ae}
 			}
 		}
-		if _, ok := errors.AsType[*rejectedError](err); ok {
-			rejected = append(rejected, err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return errors.Join(rejected...)
+}
+
+// writeEach writes n files of an answer by calling write for each, and
+// returns the refusals of those kept as rejected, until one fails
+// otherwise.
+func writeEach(n int, write func(i int) error) (rejected []error, err error) {
+	for i := range n {
+		err := write(i)
+		if _, ok := errors.AsType[*rejectedError](err); ok {
+			rejected = append(rejected, err)
+		} else if err != nil {
+			return rejected, err
+		}
+	}
+	return rejected, nil
 }
 
 // keep writes the bytes of a refused answer to key, unchecked.
@@ -228,18 +240,7 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 		return
 	}
 	rec.Files = nil
-	var err error
-	var rejected []error
-	for i, u := range rec.URLs {
-		err = ru.fetch(ctx, rec, i, u)
-		if _, ok := errors.AsType[*rejectedError](err); ok {
-			rejected, err = append(rejected, err), nil
-			continue
-		}
-		if err != nil {
-			break
-		}
-	}
+	rejected, err := writeEach(len(rec.URLs), func(i int) error { return ru.fetch(ctx, rec, i, rec.URLs[i]) })
 	rec.State, rec.Error, rec.Lost = Done, "", false
 	if err == nil && len(rejected) > 0 {
 		rec.State, rec.Error = Answered, joinErrors(rejected)
@@ -295,35 +296,27 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 		}
 	}
 	var rejected []error
-	for _, key := range kept {
-		if err != nil {
-			break
-		}
-		var data []byte
-		if data, err = ru.store.Get(ctx, key); err != nil {
-			err = &storeError{err}
-			break
-		}
-		// <stem>.rejected-2.bin is <stem>-2 and the extension its bytes show.
-		stem := rec.Stem + strings.TrimSuffix(strings.TrimPrefix(key, rec.Stem+Rejected), path.Ext(key))
-		name := func(head []byte, rej bool) string {
-			if rej {
-				return key
+	if err == nil {
+		rejected, err = writeEach(len(kept), func(i int) error {
+			key := kept[i]
+			data, err := ru.store.Get(ctx, key)
+			if err != nil {
+				return &storeError{err}
 			}
-			return stem + sniff.FileExt(head)
-		}
-		werr := ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
-			n, err := w.Write(data)
-			return int64(n), err
+			// <stem>.rejected-2.bin is <stem>-2 and the extension its bytes show.
+			stem := rec.Stem + strings.TrimSuffix(strings.TrimPrefix(key, rec.Stem+Rejected), path.Ext(key))
+			name := func(head []byte, rej bool) string {
+				if rej {
+					return key
+				}
+				return stem + sniff.FileExt(head)
+			}
+			err = ru.write(ctx, rec, name, bytes.NewReader(data).WriteTo)
+			if err == nil {
+				_ = ru.store.Delete(context.WithoutCancel(ctx), key) // its bytes are in place under their own name
+			}
+			return err
 		})
-		switch _, ok := errors.AsType[*rejectedError](werr); {
-		case ok:
-			rejected = append(rejected, werr)
-		case werr != nil:
-			err = werr
-		default:
-			_ = ru.store.Delete(context.WithoutCancel(ctx), key) // its bytes are in place under their own name
-		}
 	}
 	rec.State, rec.Error, rec.Lost = Done, "", false
 	switch {
