@@ -55,7 +55,8 @@ func (c *checker) check(j Job) (*task, error) {
 	}
 	op, ok := ops.Lookup(j.Op)
 	if !ok {
-		return nil, lineErr(j, "op", "unknown operation %q%s", j.Op, suggestOp(j.Op))
+		return nil, lineErr(j, "op", "unknown operation %q%s", j.Op,
+			didYouMean(ops.Nearest(j.Op), ` (an operation is an API path, such as "image/text-to-image")`))
 	}
 	if j.ID != "" && (!idPattern.MatchString(j.ID) || strings.Trim(j.ID, "0123456789") == "") {
 		return nil, lineErr(j, "id", `must be letters, digits, ".", "_" or "-", starting with a letter or digit and not digits only (it names files), got %q`, j.ID)
@@ -296,9 +297,4 @@ func (s *seen) reset() {
 	for id := range s.cands {
 		s.cands[id] = 0
 	}
-}
-
-// suggestOp names the operations closest to a mistyped name.
-func suggestOp(name string) string {
-	return didYouMean(ops.Nearest(name), ` (an operation is an API path, such as "image/text-to-image")`)
 }
