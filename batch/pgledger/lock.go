@@ -99,9 +99,8 @@ func (l *sessionLock) own(ctx context.Context) {
 		waited := make(chan error, 1)
 		go func() { waited <- l.conn.PgConn().WaitForNotification(wait) }()
 		var c check
-		var got bool
 		select {
-		case c, got = <-l.checks:
+		case c = <-l.checks:
 		case <-ctx.Done():
 		case err := <-waited:
 			cancel()
@@ -115,14 +114,9 @@ func (l *sessionLock) own(ctx context.Context) {
 			return
 		}
 		if !l.conn.PgConn().IsClosed() {
-			err = nil // the wait was cut short for the check
+			err = c.fn(c.ctx) // the wait was cut short for the check
 		}
-		if got {
-			if err == nil {
-				err = c.fn(c.ctx)
-			}
-			c.reply <- err
-		}
+		c.reply <- err
 		if err != nil {
 			l.fail(err)
 			return

@@ -188,11 +188,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(4851297115213088581)`); err != nil {
 		return err
 	}
-	var have sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::text`, versionTable).Scan(&have); err != nil {
+	var have bool
+	var tables int
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL, (SELECT count(*) FROM pg_tables
+		WHERE schemaname = current_schema() AND tablename IN ('runs', 'jobs', 'attempts', 'budget'))`, versionTable).Scan(&have, &tables); err != nil {
 		return err
 	}
-	if have.Valid {
+	switch {
+	case have:
 		var v int
 		if err := tx.QueryRowContext(ctx, `SELECT version FROM `+versionTable).Scan(&v); err != nil {
 			return fmt.Errorf("reading the ledger's version: %w", err)
@@ -201,12 +204,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("the ledger's schema is version %d; this version of creative-go reads version %d", v, sqlledger.Version)
 		}
 		return nil
-	}
-	var tables int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename IN ('runs', 'jobs', 'attempts', 'budget')`).Scan(&tables); err != nil {
-		return err
-	}
-	if tables > 0 {
+	case tables > 0:
 		return errors.New("the database has tables of the ledger's names but is no ledger of creative-go: give a database of its own")
 	}
 	if err := sqlledger.Create(ctx, tx); err != nil {
