@@ -128,7 +128,7 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 		ru.st.closeRun()
 	case errors.Is(err, ErrLeaseLost):
 		ru.lease.lose(fmt.Errorf("%w: %w", errLeaseInDoubt, err))
-		ru.failLedger(ru.lease.why, nil)
+		ru.failLedger(context.Cause(ru.lease.lost), nil)
 	case !cancelled(ctx, err):
 		ru.failLedger(err, nil)
 	}

@@ -38,10 +38,9 @@ type lease struct {
 	beat     time.Duration // L/6: a heartbeat is written this often
 	deadline time.Duration // L/9: each heartbeat gives up after it
 	t0       time.Time
-	began    atomic.Int64 // since t0: the start of the last heartbeat write that completed
-	lost     chan struct{}
-	once     sync.Once
-	why      error // set before lost is closed
+	began    atomic.Int64            // since t0: the start of the last heartbeat write that completed
+	lost     context.Context         // done once the lease is lost for good; its cause says why
+	lose     context.CancelCauseFunc // ends the lease for good, for the first why given
 	last     atomic.Pointer[error]
 }
 
@@ -50,18 +49,14 @@ func newLease(l time.Duration) *lease {
 	if l <= 0 {
 		l = DefaultLease
 	}
-	return &lease{length: l, margin: l / 3, beat: l / 6, deadline: l / 9, t0: time.Now(), lost: make(chan struct{})}
+	lost, lose := context.WithCancelCause(context.Background())
+	return &lease{length: l, margin: l / 3, beat: l / 6, deadline: l / 9, t0: time.Now(), lost: lost, lose: lose}
 }
 
 // held reports whether the lease is proven at this moment: this is the one
 // lease check every send and claim passes.
 func (l *lease) held() bool {
-	select {
-	case <-l.lost:
-		return false
-	default:
-	}
-	return l.left() > 0
+	return l.lost.Err() == nil && l.left() > 0
 }
 
 // since is the time since t0, by the clock that says more.
@@ -73,11 +68,6 @@ func (l *lease) since() time.Duration {
 // left is how long the lease stays proven from now.
 func (l *lease) left() time.Duration {
 	return l.length - l.margin - (l.since() - time.Duration(l.began.Load()))
-}
-
-// lose ends the lease for good, for why.
-func (l *lease) lose(why error) {
-	l.once.Do(func() { l.why = why; close(l.lost) })
 }
 
 // doubt says why the lease is in doubt: the last heartbeat's error, or a
@@ -175,8 +165,8 @@ func (ru *run) watch(done, lockLost <-chan struct{}, onLost func(error)) {
 		select {
 		case <-done:
 			return
-		case <-l.lost:
-			err = l.why
+		case <-l.lost.Done():
+			err = context.Cause(l.lost)
 		case <-lockLost:
 			err = fmt.Errorf("%w: the session's lock was lost (its connection to the ledger ended)", errLeaseInDoubt)
 		case <-t.C:

@@ -28,7 +28,7 @@ func TestALeaseThatLapsedIsNotRenewedByALaterHeartbeat(t *testing.T) {
 			t.Fatal("a heartbeat written after the lease lapsed proved it again")
 		}
 		select {
-		case <-l.lost:
+		case <-l.lost.Done():
 		default:
 			t.Fatal("the lease is not marked lost")
 		}
