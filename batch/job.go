@@ -28,7 +28,6 @@ func (ru *run) do(ctx context.Context, t *task) {
 	if ru.st.closed.Err() != nil || ctx.Err() != nil {
 		return
 	}
-	ru.started.Add(1)
 	last, live := t.last, t.live
 	for range 3 {
 		var again bool
@@ -95,8 +94,10 @@ func cancelled(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
-// skip counts with f a job this run leaves as it is, rec its last attempt.
+// skip counts with f a job this run leaves as it is, rec its last attempt:
+// a job that started, as one this run claims.
 func (ru *run) skip(rec *record, f func(s *Summary)) {
+	ru.started.Add(1)
 	ru.count(f)
 	ru.event(JobSkipped, rec)
 }
@@ -107,7 +108,6 @@ func (ru *run) skip(rec *record, f func(s *Summary)) {
 // in doubt, the budget spent, the ledger failed): the job did not start.
 func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *record, live bool) {
 	if !ru.lease.held() {
-		ru.started.Add(-1)
 		return false, nil, false
 	}
 	c := &Claim{Entry: *rec, ResendUnknown: ru.o.ResendUnknown, RepayLost: ru.o.RepayLost}
@@ -117,6 +117,7 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 	res, err := ru.ledger.Claim(ctx, c)
 	switch {
 	case err == nil && res.Claimed:
+		ru.started.Add(1)
 		ru.event(JobStarted, rec)
 		return true, nil, false
 	case err == nil && res.Last != nil:
@@ -132,7 +133,6 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 	case !cancelled(ctx, err):
 		ru.failLedger(err, nil)
 	}
-	ru.started.Add(-1)
 	return false, nil, false
 }
 
@@ -275,7 +275,6 @@ func maybePaid(rec *record) bool {
 func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	jr, ctx, ok := ru.st.begin(ctx)
 	if !ok {
-		ru.started.Add(-1)
 		return nil, false, false
 	}
 	defer ru.st.end(jr)
@@ -361,12 +360,11 @@ func everyJobAlike(err error) string {
 func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
-		if cancelled(ctx, err) {
-			ru.started.Add(-1)
-			return nil, false, false
-		}
 		if err != nil {
-			ru.failLedger(&storeError{err}, nil)
+			if !cancelled(ctx, err) {
+				ru.started.Add(1)
+				ru.failLedger(&storeError{err}, nil)
+			}
 			return nil, false, false
 		}
 		if !ok && len(last.URLs) > 0 {
