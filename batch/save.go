@@ -207,10 +207,8 @@ func meta(rec *record) map[string]string {
 func (ru *run) write(ctx context.Context, rec *record, name func(head []byte, rejected bool) string, fill func(io.Writer) (int64, error)) error {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: func(h []byte) string { return name(h, false) }}
-	_, err := answer.Keep(rec.Op, lw, fill, func(*answer.Error) {
-		lw.name = func(h []byte) string { return name(h, true) } // nothing was written yet
-	})
+	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: name}
+	_, err := answer.Keep(rec.Op, lw, fill, func(*answer.Error) { lw.rejected = true }) // nothing was written yet
 	refused, isRefused := errors.AsType[*answer.Error](err)
 	if err != nil && (!isRefused || refused.Cut) {
 		cancel()
@@ -334,18 +332,19 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 // file's type: answer.Keep hands on a file's head whole in its first
 // Write.
 type lazyWriter struct {
-	ctx   context.Context
-	store Store
-	meta  map[string]string
-	name  func(head []byte) string
-	key   string
-	w     io.WriteCloser
-	err   error // the store's
+	ctx      context.Context
+	store    Store
+	meta     map[string]string
+	name     func(head []byte, rejected bool) string
+	rejected bool // the check refused the file: it is named as rejected
+	key      string
+	w        io.WriteCloser
+	err      error // the store's
 }
 
 func (l *lazyWriter) Write(p []byte) (int, error) {
 	if l.w == nil && l.err == nil {
-		l.key = l.name(p)
+		l.key = l.name(p, l.rejected)
 		l.w, l.err = l.store.NewWriter(l.ctx, l.key, l.meta)
 	}
 	if l.err != nil {
