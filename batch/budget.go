@@ -138,12 +138,12 @@ func (s *spender) spent(why error) {
 // first attempt's share was taken with the claim; a later one takes
 // another, unless the service refused the one before it.
 func (s *spender) gate(ru *run, op string) creative.Middleware {
-	first, reuse := true, false
+	take := false // the first attempt's share was taken with the claim
 	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
 		if s == nil {
 			return next(req)
 		}
-		if !first && !reuse {
+		if take {
 			if err := ru.ledger.Take(req.Context(), ru.token, s.share(op)); err != nil {
 				if req.Body != nil {
 					_ = req.Body.Close()
@@ -155,10 +155,8 @@ func (s *spender) gate(ru *run, op string) creative.Middleware {
 				return nil, err
 			}
 		}
-		first = false
 		resp, err := next(req)
-		reuse = err == nil && (resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests ||
-			resp.StatusCode == http.StatusServiceUnavailable)
+		take = err != nil || !refusedStatus(resp.StatusCode)
 		return resp, err
 	}
 }
