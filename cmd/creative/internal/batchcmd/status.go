@@ -52,7 +52,7 @@ Its tables, and more queries, are in docs/fleet.md.`,
 			if !hasLedger(out, ledger) {
 				return cmdutil.Usagef("batch status: %s holds no ledger", out)
 			}
-			p, err := a.buckets.openPlace(cmd.Context(), out, ledger)
+			p, err := a.buckets.openPlace(cmd.Context(), out, ledger, false)
 			if err != nil {
 				return spoken(err)
 			}

@@ -90,12 +90,13 @@ var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
 // --ledger (or $CREATIVE_LEDGER): by default ledger.db in the folder --out.
 // A plain path or a file:///path --out is a local folder; any other URL a
 // bucket, opened by b (nil in creative, which hands such a command over to
-// creative-cloud before it gets here). A bucket holds outputs only, so
-// that two workers can never keep two ledgers for it: it needs --ledger,
-// a postgres:// URL for workers on several machines (or a local folder,
-// for one machine: every worker writing that bucket must then run on it);
-// and a bucket that holds an earlier version's ledger is refused.
-func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, error) {
+// creative-cloud before it gets here). A bucket holds outputs only: it
+// needs --ledger, a postgres:// URL for workers on several machines (or a
+// local folder, for one machine), and names in OwnerKey the one ledger of
+// its jobs, which a run with record writes when it names none: a run with
+// another ledger is refused (checkOwner). A bucket that holds an earlier
+// version's ledger is refused.
+func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool) (*place, error) {
 	p := &place{}
 	if !IsBucket(out) {
 		path, err := localPath(out)
@@ -110,16 +111,16 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 		}
 		p.dir = path
 	} else {
-		if ledger == "" {
-			return nil, cmdutil.Usagef("--out %s is a bucket, which holds outputs only: give the ledger the workers share with --ledger postgres://... (or $%s); "+
-				"a local ledger each would let two workers pay for one job twice", redactURL(out), envLedger)
-		}
 		if b == nil {
 			return nil, cmdutil.ErrNoCloud
 		}
 		s, err := b.Open(ctx, out)
 		if err != nil {
 			return nil, cmdutil.Usagef("--out: %v", err)
+		}
+		if ledger == "" {
+			defer s.Close()
+			return nil, noLedger(ctx, s, out)
 		}
 		if err := refuseOldLedger(ctx, s, out); err != nil {
 			s.Close()
@@ -128,12 +129,34 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 		p.out = s
 	}
 	l, err := openLedger(ctx, cmp.Or(ledger, p.dir))
+	if err == nil && p.dir == "" {
+		var own *owner
+		if own, err = ownerOf(ctx, l, ledger); err != nil {
+			err = cmdutil.Usagef("--ledger: %v", err)
+		} else {
+			err = checkOwner(ctx, p.out, out, ledger, own, record)
+		}
+		if err != nil {
+			l.Close()
+		}
+	}
 	if err != nil {
 		p.out.Close()
 		return nil, err
 	}
 	p.ledger = l
 	return p, nil
+}
+
+// noLedger refuses a bucket --out given without --ledger, naming the
+// ledger the bucket names, if any.
+func noLedger(ctx context.Context, s batch.Store, out string) error {
+	which := "the ledger the workers share with --ledger postgres://... (or $" + envLedger + ")"
+	if o, err := readOwner(ctx, s); o != nil && err == nil {
+		which = "with --ledger the ledger of its jobs, " + o.String()
+	}
+	return cmdutil.Usagef("--out %s is a bucket, which holds outputs only: give %s; "+
+		"a local ledger each would let two workers pay for one job twice", redactURL(out), which)
 }
 
 // refuseOtherLedger refuses a ledger named by --ledger for the folder
