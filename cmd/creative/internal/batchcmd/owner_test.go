@@ -195,4 +195,3 @@ func writeObject(t *testing.T, s batch.Store, key, data string) {
 		t.Fatal(fmt.Errorf("writing %s: %w", key, err))
 	}
 }
-
