@@ -95,8 +95,8 @@ func (c *s3Counter) url() string {
 // once and reads nothing that grows with the jobs but a check that each
 // done job's file is still there on a rerun; the ledger is elsewhere
 // (--ledger), so batch status asks the bucket nothing but whether an
-// earlier version's ledger is in it and which ledger it names: the server's own count, through a
-// front that counts each request.
+// earlier version's ledger is in it and which ledger it names: the
+// server's own count, through a front that counts each request.
 func TestABucketHoldsOutputsOnly(t *testing.T) {
 	const runCosts = 20
 	const jobs = 300
