@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 	"github.com/creativegen/creative-go/creativetest"
 )
@@ -63,7 +64,7 @@ func (c *s3Counter) count(r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
 		kind = "LIST"
 	case r.Method == http.MethodPut && !strings.HasPrefix(key, "ledger/") && !strings.HasPrefix(key, "results/") &&
-		key != "index.html" && key != "which-ledger.json" && !strings.HasPrefix(key, ".creative-probe/"):
+		key != "index.html" && key != batchcmd.OwnerKey && !strings.HasPrefix(key, ".creative-probe/"):
 		kind = "OUTPUT"
 	}
 	c.mu.Lock()
