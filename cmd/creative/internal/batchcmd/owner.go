@@ -13,11 +13,13 @@ import (
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
+	"github.com/creativegen/creative-go/internal/outdir"
 )
 
-// OwnerKey is the object of a bucket --out that names the ledger keeping
-// the jobs of its outputs. The first run writes it, only where there is
-// none; it is never updated, and holds nothing of the ledger's state.
+// OwnerKey is the object of a bucket --out (or the file of a folder --out
+// whose ledger is elsewhere) that names the ledger keeping the jobs of its
+// outputs. The first run writes it, only where there is none; it is never
+// updated, and holds nothing of the ledger's state.
 const OwnerKey = "which-ledger.json"
 
 // An owner names a ledger: its identity (made once with its schema), and
@@ -39,13 +41,14 @@ func (o *owner) String() string {
 }
 
 // ownerOf describes the ledger l, opened from name (a postgres:// URL or
-// a folder).
+// a folder); nil for a ledger without an identity (every ledger the
+// command line opens has one, tests' ledgers in memory have none).
 func ownerOf(ctx context.Context, l batch.Ledger, name string) (*owner, error) {
 	ider, ok := l.(interface {
 		ID(ctx context.Context) (string, error)
 	})
 	if !ok {
-		return nil, errors.New("the ledger has no identity")
+		return nil, nil
 	}
 	id, err := ider.ID(ctx)
 	if err != nil {
@@ -69,8 +72,9 @@ func ownerOf(ctx context.Context, l batch.Ledger, name string) (*owner, error) {
 	return o, nil
 }
 
-// readOwner reads the owner a bucket names, or nil when it names none.
-func readOwner(ctx context.Context, s batch.Store) (*owner, error) {
+// readOwner reads the owner the outputs s name, or nil when they name
+// none.
+func readOwner(ctx context.Context, s getter) (*owner, error) {
 	b, err := s.Get(ctx, OwnerKey)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -117,3 +121,68 @@ func checkOwner(ctx context.Context, s batch.Store, out, ledger string, own *own
 		"Give every worker writing it --ledger naming that ledger (an SQLite ledger serves the workers of its own machine only), or another --out",
 		redactURL(out), o, o.Ledger, OwnerKey, redactURL(ledger), own.Ledger)
 }
+
+// A getter reads a file of the outputs (batch.Store's Get).
+type getter interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// refuseNewLedger refuses a folder --out whose OwnerKey names a ledger
+// elsewhere when the run would begin a ledger of its own there (no
+// --ledger, no ledger.db yet), before that ledger is made.
+func refuseNewLedger(ctx context.Context, s getter, dir, ledger string) error {
+	if ledger != "" || hasLedger(dir, "") {
+		return nil
+	}
+	o, err := readOwner(ctx, s)
+	if err != nil {
+		return cmdutil.Usagef("--out %s: %v", dir, err)
+	}
+	if o == nil {
+		return nil
+	}
+	return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in a ledger of its own, which would pay for them again; "+
+		"nothing was sent. Give --ledger naming that ledger, or another --out", dir, o, o.Ledger, OwnerKey)
+}
+
+// ownedStore is the outputs of p as checkOwner reads and writes them.
+func ownedStore(p *place) batch.Store {
+	if p.dir == "" {
+		return p.out
+	}
+	return folderOwner{p.out, p.dir}
+}
+
+// folderOwner is a folder --out, which writes OwnerKey only where no
+// file is.
+type folderOwner struct {
+	batch.Store
+	dir string
+}
+
+// Create writes data to key through the folder's gate, only where no file
+// is: fs.ErrExist otherwise.
+func (f folderOwner) Create(_ context.Context, key string, data []byte) error {
+	d, err := outdir.Open(f.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	t, err := d.CreateTemp(".", "owner-")
+	if err != nil {
+		return err
+	}
+	defer t.Remove()
+	if _, err = t.Write(data); err == nil {
+		err = t.Flush()
+	}
+	if err == nil {
+		err = t.Link(key)
+	}
+	return err
+}
+
+// dirGetter reads the files of a folder through its gate.
+type dirGetter struct{ d *outdir.Dir }
+
+func (g dirGetter) Get(_ context.Context, key string) ([]byte, error) { return g.d.ReadFile(key) }

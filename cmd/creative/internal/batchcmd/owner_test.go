@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +194,42 @@ func writeObject(t *testing.T, s batch.Store, key, data string) {
 	}
 	if err != nil {
 		t.Fatal(fmt.Errorf("writing %s: %w", key, err))
+	}
+}
+
+// TestAFolderWhoseLedgerIsElsewhereNamesIt: a folder --out run with a
+// ledger elsewhere names it as a bucket does; another ledger is refused,
+// and so is a run that would begin a ledger of its own in the folder,
+// before that ledger is made; --start-over moves the name aside with the
+// earlier outputs.
+func TestAFolderWhoseLedgerIsElsewhereNamesIt(t *testing.T) {
+	out, first := t.TempDir(), t.TempDir()
+	if err := openAt(t, out, first, true); err != nil {
+		t.Fatalf("the first run: %v", err)
+	}
+	if err := openAt(t, out, first, true); err != nil {
+		t.Fatalf("a second run with the same ledger: %v", err)
+	}
+	where := "the SQLite ledger in " + first
+	if err := openAt(t, out, t.TempDir(), true); err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), "--ledger") {
+		t.Fatalf("another ledger: %v", err)
+	}
+	if err := openAt(t, out, "", true); err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), "Give --ledger") {
+		t.Fatalf("a ledger of the folder's own: %v", err)
+	}
+	if hasLedger(out, "") {
+		t.Fatal("the refused run made a ledger in the folder")
+	}
+	if err := os.WriteFile(filepath.Join(out, "000001-image-text-to-image-3fa9c1.png"), []byte("png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkEarlier(io.Discard, out, "", false); err == nil || !strings.Contains(err.Error(), where) {
+		t.Fatalf("a run without --ledger on the folder's outputs: %v", err)
+	}
+	if err := checkEarlier(io.Discard, out, "", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := openAt(t, out, "", true); err != nil {
+		t.Fatalf("a new ledger once --start-over moved the earlier files: %v", err)
 	}
 }

@@ -110,6 +110,10 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		p.dir = path
+		if err := refuseNewLedger(ctx, p.out, path, ledger); err != nil {
+			p.out.Close()
+			return nil, err
+		}
 	} else {
 		if b == nil {
 			return nil, cmdutil.ErrNoCloud
@@ -129,12 +133,12 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 		p.out = s
 	}
 	l, err := openLedger(ctx, cmp.Or(ledger, p.dir))
-	if err == nil && p.dir == "" {
+	if err == nil && (p.dir == "" || ledger != "" && !ownFolder(p.dir, ledger)) {
 		var own *owner
 		if own, err = ownerOf(ctx, l, ledger); err != nil {
 			err = cmdutil.Usagef("--ledger: %v", err)
-		} else {
-			err = checkOwner(ctx, p.out, out, ledger, own, record)
+		} else if own != nil {
+			err = checkOwner(ctx, ownedStore(p), out, ledger, own, record)
 		}
 		if err != nil {
 			l.Close()
@@ -164,20 +168,12 @@ func noLedger(ctx context.Context, s batch.Store, out string) error {
 // ledger named is not that one: the folder's jobs are recorded there, and
 // a run with another ledger would pay for every one of them again.
 func refuseOtherLedger(dir, ledger string) error {
-	if ledger == "" || !hasLedger(dir, "") {
+	if ledger == "" || !hasLedger(dir, "") || ownFolder(dir, ledger) {
 		return nil
 	}
-	shown, path := ledger, ledger
-	if strings.Contains(ledger, "://") {
-		shown, path = redactURL(ledger), ""
-		if strings.HasPrefix(strings.ToLower(ledger), "file:") {
-			path, _ = localPath(ledger)
-		}
-	}
-	if a, err := os.Stat(dir); err == nil && path != "" {
-		if b, err := os.Stat(path); err == nil && os.SameFile(a, b) {
-			return nil
-		}
+	shown, path := redactURL(ledger), ""
+	if !strings.Contains(ledger, "://") {
+		shown, path = ledger, ledger
 	}
 	hint := ""
 	if filepath.Base(path) == sqliteledger.File {
@@ -185,6 +181,20 @@ func refuseOtherLedger(dir, ledger string) error {
 	}
 	return cmdutil.Usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not%s: a run would pay for every one of them again; "+
 		"run without --ledger (and without $%s), or give another --out", dir, filepath.Join(dir, sqliteledger.File), shown, hint, envLedger)
+}
+
+// ownFolder reports whether the ledger named by ledger (--ledger) is the
+// folder dir itself.
+func ownFolder(dir, ledger string) bool {
+	path := ledger
+	if strings.Contains(ledger, "://") {
+		if path = ""; strings.HasPrefix(strings.ToLower(ledger), "file:") {
+			path, _ = localPath(ledger)
+		}
+	}
+	a, err := os.Stat(dir)
+	b, err2 := os.Stat(path)
+	return path != "" && err == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // openLedger opens the ledger named by name: a postgres:// URL, or a local
@@ -354,6 +364,9 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	if n == 0 {
 		return nil
 	}
+	if ok, _ := d.Check(OwnerKey); ok && !startOver {
+		return refuseNewLedger(context.Background(), dirGetter{d}, path, ledger)
+	}
 	state := "missing"
 	if st, err := d.Lstat(sqliteledger.File); err == nil && st.Size() == 0 {
 		state = "empty"
@@ -399,7 +412,7 @@ func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 // writes.
 func isRunFile(name string) bool {
 	switch name {
-	case ResultsFile, batch.IndexFile:
+	case ResultsFile, batch.IndexFile, OwnerKey:
 		return true
 	}
 	if strings.HasPrefix(name, ".") {
