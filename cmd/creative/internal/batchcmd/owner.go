@@ -129,9 +129,10 @@ type getter interface {
 
 // refuseNewLedger refuses a folder --out whose OwnerKey names a ledger
 // elsewhere when the run would begin a ledger of its own there (no
-// --ledger, no ledger.db yet), before that ledger is made.
+// --ledger or the folder itself, no ledger.db yet), before that ledger is
+// made.
 func refuseNewLedger(ctx context.Context, s getter, dir, ledger string) error {
-	if ledger != "" || hasLedger(dir, "") {
+	if ledger != "" && !ownFolder(dir, ledger) || hasLedger(dir, "") {
 		return nil
 	}
 	o, err := readOwner(ctx, s)

@@ -217,8 +217,11 @@ func TestAFolderWhoseLedgerIsElsewhereNamesIt(t *testing.T) {
 	if err := openAt(t, out, "", true); err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), "Give --ledger") {
 		t.Fatalf("a ledger of the folder's own: %v", err)
 	}
+	if err := openAt(t, out, out, true); err == nil || !strings.Contains(err.Error(), where) {
+		t.Fatalf("--ledger naming the folder itself: %v", err)
+	}
 	if hasLedger(out, "") {
-		t.Fatal("the refused run made a ledger in the folder")
+		t.Fatal("a refused run made a ledger in the folder")
 	}
 	if err := os.WriteFile(filepath.Join(out, "000001-image-text-to-image-3fa9c1.png"), []byte("png"), 0o644); err != nil {
 		t.Fatal(err)
