@@ -3,6 +3,7 @@ package batchcmd
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,8 +84,8 @@ func readOwner(ctx context.Context, s getter) (*owner, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &o)
 	}
-	if err == nil && o.Ledger == "" {
-		err = errors.New("it names no ledger")
+	if _, herr := hex.DecodeString(o.Ledger); err == nil && (len(b) > 4096 || len(o.Ledger) != 32 || herr != nil || len(o.Host) > 255) {
+		err = errors.New("it is not the name of a ledger that creative batch writes")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", OwnerKey, err)

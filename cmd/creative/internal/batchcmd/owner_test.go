@@ -236,3 +236,22 @@ func TestAFolderWhoseLedgerIsElsewhereNamesIt(t *testing.T) {
 		t.Fatalf("a new ledger once --start-over moved the earlier files: %v", err)
 	}
 }
+
+// TestANameOfNoLedgerIsRefused: a which-ledger.json that names no ledger
+// creative batch writes (damaged, or of something else) is refused, not
+// taken for a ledger's, nor written over.
+func TestANameOfNoLedgerIsRefused(t *testing.T) {
+	out := t.TempDir()
+	for _, bad := range []string{`{"ledger":"x\u001b[2J"}`, `not json`, `{"ledger":"` + strings.Repeat("ab", 16) + `","where":"` + strings.Repeat("x", 5000) + `"}`} {
+		if err := os.WriteFile(filepath.Join(out, OwnerKey), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := openAt(t, out, t.TempDir(), true)
+		if err == nil || !strings.Contains(err.Error(), OwnerKey) {
+			t.Fatalf("%s = %.40q: %v, want a refusal naming it", OwnerKey, bad, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, OwnerKey)); string(b) != bad {
+			t.Fatalf("%s written over", OwnerKey)
+		}
+	}
+}
