@@ -92,10 +92,11 @@ var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
 // bucket, opened by b (nil in creative, which hands such a command over to
 // creative-cloud before it gets here). A bucket holds outputs only: it
 // needs --ledger, a postgres:// URL for workers on several machines (or a
-// local folder, for one machine), and names in OwnerKey the one ledger of
-// its jobs, which a run with record writes when it names none: a run with
-// another ledger is refused (checkOwner). A bucket that holds an earlier
-// version's ledger is refused.
+// local folder, for one machine); a bucket that holds an earlier
+// version's ledger is refused. A bucket, and a folder whose ledger is
+// elsewhere, names in OwnerKey the one ledger of its jobs, which a run
+// with record writes where it names none: a run with another ledger is
+// refused before anything is sent (checkOwner, refuseNewLedger).
 func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool) (*place, error) {
 	p := &place{}
 	if !IsBucket(out) {
