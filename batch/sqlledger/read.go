@@ -123,7 +123,7 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 		args[i] = j
 	}
 	q := l.d.bind(strings.ReplaceAll(queries["last"], "GONE", l.d.gone()) + strings.Repeat("?, ", len(jobs)-1) + "?)")
-	var got []batch.Last
+	got := make([]batch.Last, 0, len(jobs))
 	if err := l.query(ctx, &got, q, args...); err != nil {
 		return nil, err
 	}
@@ -138,11 +138,10 @@ func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ..
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e batch.Last
-		if err := scanEntry(rows, &e); err != nil {
+		*got = append(*got, batch.Last{})
+		if err := scanEntry(rows, &(*got)[len(*got)-1]); err != nil {
 			return fmt.Errorf("sqlledger: %w", err)
 		}
-		*got = append(*got, e)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlledger: %w", err)
