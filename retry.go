@@ -38,7 +38,6 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		CheckRetry:     checkRetryHook,
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
-	cl.started = time.Now()
 	return cl.rc.Do(rreq)
 }
 
@@ -83,7 +82,9 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
 		req.Body, _ = req.GetBody()
 	}
 	cl.attempts = i + 1
-	cl.started = time.Now()
+	if cl.s.logger != nil { // the attempt's duration is logged (logAttempt)
+		cl.started = time.Now()
+	}
 	cl.tr.clear()
 }
 
@@ -91,7 +92,7 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
 // it gathers what the attempt saw, decides with policy and logs the attempt
 // with its kind.
 func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	now := time.Now()
+	var now time.Time // read only when the answer may ask for a wait
 	seen := attemptSeen{
 		err:      err,
 		written:  cl.tr.written(),
@@ -102,7 +103,10 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	}
 	if resp != nil {
 		seen.status = resp.StatusCode
-		seen.retryAfter, seen.asked = retryAfter(resp, now)
+		if asksWait(resp) {
+			now = time.Now()
+			seen.retryAfter, seen.asked = retryAfter(resp, now)
+		}
 	}
 	seen.deadline, _ = ctx.Deadline()
 	v := policy(seen, now)
@@ -305,7 +309,7 @@ func transient(err error) bool {
 // or as an HTTP date. A number of seconds too large to represent is the
 // longest duration there is: it asks for a wait longer than any call makes.
 func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
-	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+	if !asksWait(resp) {
 		return 0, false
 	}
 	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
@@ -323,6 +327,12 @@ func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// asksWait reports whether resp is an answer that may ask for a wait
+// (Retry-After): a 429 or a 503.
+func asksWait(resp *http.Response) bool {
+	return resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
 }
 
 func allDigits(s string) bool {
