@@ -229,6 +229,7 @@ type call struct {
 	retryAfter time.Duration // asked for by the last answer
 	ct         *callTrace    // nil without WithCallTrace (observe.go)
 	url        url.URL       // the URL of an operation's request, the call's own copy (request.go)
+	sent       *http.Request // the request of the last attempt of a JSON body (retry.go, lendBody)
 	ctx        callCtx       // the call's context, which holds the call (callctx.go)
 	resp       response      // the answer, once it came
 

@@ -46,17 +46,18 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 type retrier struct{ rc retryablehttp.Client }
 
 // setBody gives rreq the call's body, opened anew for each attempt. A JSON
-// body's bytes are handed to each attempt by onAttempt, through GetBody, in
-// the form net/http knows to be in memory (so the request goes out in one
-// write); any other body is opened by its own open, through go-retryablehttp,
-// which stops the call when it fails. ContentLength is the body's own word.
+// body's bytes are handed to each attempt by onAttempt, in the form
+// net/http knows to be in memory (so the request goes out in one write),
+// and its request has a GetBody only once an answer redirects it with a
+// 307 or 308 (lendBody); any other body is opened by its own open, through
+// go-retryablehttp, which stops the call when it fails. ContentLength is
+// the body's own word.
 func (cl *call) setBody(rreq *retryablehttp.Request) error {
 	var err error
 	switch b := cl.body.(type) {
 	case nil:
 		return nil
 	case *jsonBody:
-		rreq.GetBody = b.readCloser
 	default:
 		ctx, stall := rreq.Context(), mayStall(b)
 		err = rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) {
@@ -78,8 +79,9 @@ func (cl *call) setBody(rreq *retryablehttp.Request) error {
 // clears what the transport saw of the last one; go-retryablehttp calls it
 // before each attempt.
 func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
-	if _, ok := cl.body.(*jsonBody); ok {
-		req.Body, _ = req.GetBody()
+	if b, ok := cl.body.(*jsonBody); ok {
+		req.Body, _ = b.readCloser()
+		cl.sent = req
 	}
 	cl.attempts = i + 1
 	if cl.s.logger != nil { // the attempt's duration is logged (logAttempt)
@@ -133,6 +135,17 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		resp.Body = http.NoBody
 	}
 	return v.retry, nil
+}
+
+// lendBody gives the attempt's request, which http.Client follows
+// redirects of, the GetBody of a JSON body, when an answer to it redirects
+// with a 307 or 308: http.Client follows one only when it can send the
+// body again, to the hop the redirect policy allowed (checkRedirect), and
+// the transport hands no hop's GetBody to net/http (roundTrip).
+func (cl *call) lendBody() {
+	if b, ok := cl.body.(*jsonBody); ok && cl.sent != nil && cl.sent.GetBody == nil {
+		cl.sent.GetBody = b.readCloser
+	}
 }
 
 // drainWait bounds the time drain spends on a failed answer's body.
