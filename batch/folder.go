@@ -26,14 +26,20 @@ import (
 // folder's own.
 type Folder struct{ dir *outdir.Dir }
 
-// OpenFolder opens the folder at p as a Store, making it when needed.
+// OpenFolder opens the folder at p as a Store, making it when needed, and
+// removes the temporary files of writers killed mid-write there (a live
+// writer's never: outdir.Dir.RemoveDeadTemps).
 func OpenFolder(p string) (*Folder, error) {
 	d, err := outdir.Create(p)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
+	_, _ = d.RemoveDeadTemps(".", tempPrefix)
 	return &Folder{dir: d}, nil
 }
+
+// tempPrefix starts the names of the folder's temporary files.
+const tempPrefix = "out-"
 
 func (f *Folder) check(key string) error {
 	if err := CheckKey(key); err != nil {
@@ -56,7 +62,7 @@ func (f *Folder) NewWriter(ctx context.Context, key string, _ map[string]string)
 	if _, err := f.dir.Check(key); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	t, err := f.dir.CreateTemp(path.Dir(key), "out-")
+	t, err := f.dir.CreateTemp(path.Dir(key), tempPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}

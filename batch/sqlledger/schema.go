@@ -2,8 +2,11 @@ package sqlledger
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // Version is the version of Schema: SQLite keeps it in PRAGMA
@@ -71,14 +74,50 @@ var Schema = []string{
 	lim   BIGINT NOT NULL DEFAULT 0
 )`,
 	`INSERT INTO budget (cap, spent, lim) VALUES ('calls', 0, 0), ('spend', 0, 0)`,
+	// The ledger's identity, one row made with the schema: outputs kept
+	// apart from the ledger (a bucket) name by it the ledger of their jobs.
+	identity,
 }
 
-// Create makes the schema in tx, in a database that has none.
+const identity = `CREATE TABLE ledger (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL CHECK (length(id) = 32))`
+
+// Create makes the schema in tx, in a database that has none, and the
+// ledger's identity.
 func Create(ctx context.Context, tx *sql.Tx) error {
-	for _, s := range Schema {
+	for _, s := range append(Schema[:len(Schema):len(Schema)], newID()) {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("sqlledger: creating the schema: %w", err)
 		}
 	}
 	return nil
+}
+
+// newID is the statement that gives a ledger its identity, 16 random
+// bytes in hex, unless it has one.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return `INSERT INTO ledger (one, id) VALUES (1, '` + hex.EncodeToString(b[:]) + `') ON CONFLICT (one) DO NOTHING`
+}
+
+// ID returns the ledger's identity, made once with its schema (a ledger
+// made before the identity gets one the first time it is asked), by
+// which outputs kept apart from it name the one ledger of their jobs.
+func (l *Ledger) ID(ctx context.Context) (string, error) {
+	var id string
+	if l.db.QueryRowContext(ctx, `SELECT id FROM ledger`).Scan(&id) == nil {
+		return id, nil
+	}
+	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, s := range []string{strings.Replace(identity, "TABLE", "TABLE IF NOT EXISTS", 1), newID()} {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRowContext(ctx, `SELECT id FROM ledger`).Scan(&id)
+	})
+	if err != nil {
+		return "", fmt.Errorf("sqlledger: the ledger's identity: %w", err)
+	}
+	return id, nil
 }

@@ -4,6 +4,7 @@ package outdir
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -23,3 +24,21 @@ func links(st fs.FileInfo) uint64 {
 // inputFlags are added to the open of an input: a FIFO that took the
 // file's place is not waited for.
 const inputFlags = syscall.O_NONBLOCK
+
+// holdTemp takes the lock of the temporary file name, held while the
+// returned file is open: a process's locks go when it ends, however it
+// ends.
+func holdTemp(root *os.Root, name string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|openFlags, 0)
+	if err == nil {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+		}
+	}
+	return f, err
+}
+
+// tryLock takes the lock of f unless another holds it.
+func tryLock(f *os.File) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}

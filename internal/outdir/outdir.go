@@ -243,17 +243,34 @@ func (d *Dir) ReadFile(name string) ([]byte, error) {
 // regular file.
 type Temp struct {
 	*atomicfile.Temp
-	d *Dir
+	d    *Dir
+	lock *os.File // holds the file's lock until Remove (see RemoveDeadTemps)
 }
 
 // CreateTemp creates a Temp in the folder dir of d ("." for d itself),
-// named "."+prefix+random+".tmp", with O_EXCL.
+// named "."+prefix+random+".tmp", with O_EXCL, and holds its lock until
+// Remove.
 func (d *Dir) CreateTemp(dir, prefix string) (*Temp, error) {
 	t, err := atomicfile.CreateTemp(d.root, dir, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Join(dir), err)
 	}
-	return &Temp{Temp: t, d: d}, nil
+	lock, err := holdTemp(d.root, t.Name())
+	if err != nil {
+		t.Remove()
+		return nil, fmt.Errorf("%s: %w", d.Join(dir), err)
+	}
+	return &Temp{Temp: t, d: d, lock: lock}, nil
+}
+
+// Remove removes the temporary file, if it still has its name, and lets
+// its lock go.
+func (t *Temp) Remove() {
+	t.Temp.Remove()
+	if t.lock != nil {
+		_ = t.lock.Close()
+		t.lock = nil
+	}
 }
 
 // Rename gives the flushed file the name name, replacing the regular file

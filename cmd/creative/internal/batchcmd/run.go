@@ -81,7 +81,7 @@ func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	if err := checkEarlier(a.con, f.out, f.ledger, f.startOver); err != nil {
 		return err
 	}
-	p, err := a.buckets.openPlace(ctx, f.out, f.ledger)
+	p, err := a.buckets.openPlace(ctx, f.out, f.ledger, true)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (a *app) dryRunReport(ctx context.Context, checked *batch.Checked, f *batch
 	}
 	var ledger batch.Ledger
 	if hasLedger(f.out, f.ledger) {
-		p, err := a.buckets.openPlace(ctx, f.out, f.ledger)
+		p, err := a.buckets.openPlace(ctx, f.out, f.ledger, false)
 		if err != nil {
 			return err
 		}

@@ -43,7 +43,9 @@ sqlite3 shell reads too:
 
   sqlite3 DIR/ledger.db "SELECT state, count(*) FROM jobs GROUP BY state"
 
-Its tables, and more queries, are in docs/fleet.md.`,
+Its tables, and more queries, are in docs/fleet.md. A bucket --out names
+the ledger of its jobs in which-ledger.json: give that ledger with
+--ledger (without it, status says which it is).`,
 		Args:        cmdutil.NoArgs,
 		Annotations: map[string]string{cmdutil.TakesBuckets: "out"},
 		RunE: cmdutil.Ran(func(cmd *cobra.Command, _ []string) error {
@@ -52,7 +54,7 @@ Its tables, and more queries, are in docs/fleet.md.`,
 			if !hasLedger(out, ledger) {
 				return cmdutil.Usagef("batch status: %s holds no ledger", out)
 			}
-			p, err := a.buckets.openPlace(cmd.Context(), out, ledger)
+			p, err := a.buckets.openPlace(cmd.Context(), out, ledger, false)
 			if err != nil {
 				return spoken(err)
 			}

@@ -90,12 +90,14 @@ var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
 // --ledger (or $CREATIVE_LEDGER): by default ledger.db in the folder --out.
 // A plain path or a file:///path --out is a local folder; any other URL a
 // bucket, opened by b (nil in creative, which hands such a command over to
-// creative-cloud before it gets here). A bucket holds outputs only, so
-// that two workers can never keep two ledgers for it: it needs --ledger,
-// a postgres:// URL for workers on several machines (or a local folder,
-// for one machine: every worker writing that bucket must then run on it);
-// and a bucket that holds an earlier version's ledger is refused.
-func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, error) {
+// creative-cloud before it gets here). A bucket holds outputs only: it
+// needs --ledger, a postgres:// URL for workers on several machines (or a
+// local folder, for one machine); a bucket that holds an earlier
+// version's ledger is refused. A bucket, and a folder whose ledger is
+// elsewhere, names in OwnerKey the one ledger of its jobs, which a run
+// with record writes where it names none: a run with another ledger is
+// refused before anything is sent (checkOwner, refuseNewLedger).
+func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool) (*place, error) {
 	p := &place{}
 	if !IsBucket(out) {
 		path, err := localPath(out)
@@ -109,17 +111,21 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		p.dir = path
-	} else {
-		if ledger == "" {
-			return nil, cmdutil.Usagef("--out %s is a bucket, which holds outputs only: give the ledger the workers share with --ledger postgres://... (or $%s); "+
-				"a local ledger each would let two workers pay for one job twice", redactURL(out), envLedger)
+		if err := refuseNewLedger(ctx, p.out, path, ledger); err != nil {
+			p.out.Close()
+			return nil, err
 		}
+	} else {
 		if b == nil {
 			return nil, cmdutil.ErrNoCloud
 		}
 		s, err := b.Open(ctx, out)
 		if err != nil {
 			return nil, cmdutil.Usagef("--out: %v", err)
+		}
+		if ledger == "" {
+			defer s.Close()
+			return nil, noLedger(ctx, s, out)
 		}
 		if err := refuseOldLedger(ctx, s, out); err != nil {
 			s.Close()
@@ -128,6 +134,17 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 		p.out = s
 	}
 	l, err := openLedger(ctx, cmp.Or(ledger, p.dir))
+	if err == nil && (p.dir == "" || ledger != "" && !ownFolder(p.dir, ledger)) {
+		var own *owner
+		if own, err = ownerOf(ctx, l, ledger); err != nil {
+			err = cmdutil.Usagef("--ledger: %v", err)
+		} else if own != nil {
+			err = checkOwner(ctx, ownedStore(p), out, ledger, own, record)
+		}
+		if err != nil {
+			l.Close()
+		}
+	}
 	if err != nil {
 		p.out.Close()
 		return nil, err
@@ -136,25 +153,28 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string) (*place, er
 	return p, nil
 }
 
+// noLedger refuses a bucket --out given without --ledger, naming the
+// ledger the bucket names, if any.
+func noLedger(ctx context.Context, s batch.Store, out string) error {
+	which := "the ledger the workers share with --ledger postgres://... (or $" + envLedger + ")"
+	if o, err := readOwner(ctx, s); o != nil && err == nil {
+		which = "with --ledger the ledger of its jobs, " + o.String()
+	}
+	return cmdutil.Usagef("--out %s is a bucket, which holds outputs only: give %s; "+
+		"a local ledger each would let two workers pay for one job twice", redactURL(out), which)
+}
+
 // refuseOtherLedger refuses a ledger named by --ledger for the folder
 // dir when dir keeps a ledger of its own (ledger.db, not empty) and the
 // ledger named is not that one: the folder's jobs are recorded there, and
 // a run with another ledger would pay for every one of them again.
 func refuseOtherLedger(dir, ledger string) error {
-	if ledger == "" || !hasLedger(dir, "") {
+	if ledger == "" || !hasLedger(dir, "") || ownFolder(dir, ledger) {
 		return nil
 	}
-	shown, path := ledger, ledger
-	if strings.Contains(ledger, "://") {
-		shown, path = redactURL(ledger), ""
-		if strings.HasPrefix(strings.ToLower(ledger), "file:") {
-			path, _ = localPath(ledger)
-		}
-	}
-	if a, err := os.Stat(dir); err == nil && path != "" {
-		if b, err := os.Stat(path); err == nil && os.SameFile(a, b) {
-			return nil
-		}
+	shown, path := redactURL(ledger), ""
+	if !strings.Contains(ledger, "://") {
+		shown, path = ledger, ledger
 	}
 	hint := ""
 	if filepath.Base(path) == sqliteledger.File {
@@ -162,6 +182,20 @@ func refuseOtherLedger(dir, ledger string) error {
 	}
 	return cmdutil.Usagef("--out %s keeps its jobs in its own ledger, %s, which --ledger %s is not%s: a run would pay for every one of them again; "+
 		"run without --ledger (and without $%s), or give another --out", dir, filepath.Join(dir, sqliteledger.File), shown, hint, envLedger)
+}
+
+// ownFolder reports whether the ledger named by ledger (--ledger) is the
+// folder dir itself.
+func ownFolder(dir, ledger string) bool {
+	path := ledger
+	if strings.Contains(ledger, "://") {
+		if path = ""; strings.HasPrefix(strings.ToLower(ledger), "file:") {
+			path, _ = localPath(ledger)
+		}
+	}
+	a, err := os.Stat(dir)
+	b, err2 := os.Stat(path)
+	return path != "" && err == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // openLedger opens the ledger named by name: a postgres:// URL, or a local
@@ -331,6 +365,9 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	if n == 0 {
 		return nil
 	}
+	if ok, _ := d.Check(OwnerKey); ok && !startOver {
+		return refuseNewLedger(context.Background(), dirGetter{d}, path, ledger)
+	}
 	state := "missing"
 	if st, err := d.Lstat(sqliteledger.File); err == nil && st.Size() == 0 {
 		state = "empty"
@@ -376,7 +413,7 @@ func earlierFiles(d *outdir.Dir) (found []string, n int, err error) {
 // writes.
 func isRunFile(name string) bool {
 	switch name {
-	case ResultsFile, batch.IndexFile:
+	case ResultsFile, batch.IndexFile, OwnerKey:
 		return true
 	}
 	if strings.HasPrefix(name, ".") {

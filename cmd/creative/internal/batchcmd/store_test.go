@@ -38,11 +38,11 @@ func TestIsURL(t *testing.T) {
 
 func TestOpenPlace(t *testing.T) {
 	// A bucket holds outputs only: it needs --ledger.
-	_, err := testBuckets.openPlace(t.Context(), "mem://", "")
+	_, err := testBuckets.openPlace(t.Context(), "mem://", "", true)
 	if err == nil || !strings.Contains(err.Error(), "--ledger") {
 		t.Fatalf("openPlace(mem://) = %v, want a refusal naming --ledger", err)
 	}
-	p, err := testBuckets.openPlace(t.Context(), "mem://", t.TempDir())
+	p, err := testBuckets.openPlace(t.Context(), "mem://", t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +50,17 @@ func TestOpenPlace(t *testing.T) {
 		t.Fatalf("openPlace(mem://) = %T, want a bucket store", p.out)
 	}
 	_ = p.Close()
-	if _, err := testBuckets.openPlace(t.Context(), "ftp://host/out", t.TempDir()); err == nil {
+	if _, err := testBuckets.openPlace(t.Context(), "ftp://host/out", t.TempDir(), true); err == nil {
 		t.Fatal("openPlace(ftp://...) = nil error, want the schemes it takes")
 	}
-	_, err = testBuckets.openPlace(t.Context(), t.TempDir(), "postgres://u:secret@db.example/ledger")
+	_, err = testBuckets.openPlace(t.Context(), t.TempDir(), "postgres://u:secret@db.example/ledger", true)
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("openPlace with a postgres:// ledger that cannot be reached = %v, want a refusal without the password", err)
 	}
 	// A path and a file:// URL are the local folder, its ledger beside.
 	dir := t.TempDir()
 	for _, out := range []string{dir, "file://" + filepath.ToSlash(dir)} {
-		p, err := testBuckets.openPlace(t.Context(), out, "")
+		p, err := testBuckets.openPlace(t.Context(), out, "", true)
 		if err != nil {
 			t.Fatalf("openPlace(%s): %v", out, err)
 		}
@@ -72,7 +72,7 @@ func TestOpenPlace(t *testing.T) {
 			t.Errorf("no ledger in the folder: %v", err)
 		}
 	}
-	_, err = testBuckets.openPlace(t.Context(), "file://otherhost/out", "")
+	_, err = testBuckets.openPlace(t.Context(), "file://otherhost/out", "", true)
 	if err == nil {
 		t.Fatal("openPlace(file://otherhost/...) = nil error, want a refusal of a remote file URL")
 	}

@@ -285,6 +285,24 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	return ok, nil
 }
 
+// Create writes data to key only if key names no object, in one
+// conditional request (S3's If-None-Match, GCS's and Azure's
+// preconditions): of writers racing to one key, one succeeds and the
+// others get an error matching fs.ErrExist, as does a key already there.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	if err := batch.CheckKey(key); err != nil {
+		return err
+	}
+	err := s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: mediaType(key), IfNotExist: true})
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return fmt.Errorf("bucket: create %s: %w", key, fs.ErrExist)
+	}
+	if err != nil {
+		return fmt.Errorf("bucket: create %s: %w", key, err)
+	}
+	return nil
+}
+
 // Delete removes key; a key that does not exist is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := batch.CheckKey(key); err != nil {

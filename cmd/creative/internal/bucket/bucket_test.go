@@ -103,6 +103,36 @@ func contract(t *testing.T, open func(*testing.T) *Store) {
 			t.Fatalf("List = %q\nwant %q", got, want)
 		}
 	})
+	t.Run("of creates racing to one key, one writes it", func(t *testing.T) {
+		s := open(t)
+		const racers = 8
+		var won atomic.Int32
+		errs := make(chan error, racers)
+		for i := range racers {
+			go func() {
+				err := s.Create(t.Context(), "which.json", []byte(fmt.Sprint(i)))
+				if err == nil {
+					won.Store(int32(i))
+				}
+				errs <- err
+			}()
+		}
+		wins := 0
+		for range racers {
+			switch err := <-errs; {
+			case err == nil:
+				wins++
+			case !errors.Is(err, fs.ErrExist):
+				t.Errorf("a create that lost: %v, want fs.ErrExist", err)
+			}
+		}
+		if got := string(read(s, "which.json")); wins != 1 || got != fmt.Sprint(won.Load()) {
+			t.Fatalf("%d creates succeeded, the key holds %q: want one, and its bytes", wins, got)
+		}
+		if err := s.Create(t.Context(), "which.json", []byte("again")); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("a create over an object = %v, want fs.ErrExist", err)
+		}
+	})
 	t.Run("a writer streams an object with its metadata", func(t *testing.T) {
 		s := open(t)
 		ctx := t.Context()

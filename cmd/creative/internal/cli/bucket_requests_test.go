@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 	"github.com/creativegen/creative-go/creativetest"
 )
@@ -63,7 +64,7 @@ func (c *s3Counter) count(r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
 		kind = "LIST"
 	case r.Method == http.MethodPut && !strings.HasPrefix(key, "ledger/") && !strings.HasPrefix(key, "results/") &&
-		key != "index.html" && !strings.HasPrefix(key, ".creative-probe/"):
+		key != "index.html" && key != batchcmd.OwnerKey && !strings.HasPrefix(key, ".creative-probe/"):
 		kind = "OUTPUT"
 	}
 	c.mu.Lock()
@@ -95,8 +96,8 @@ func (c *s3Counter) url() string {
 // once and reads nothing that grows with the jobs but a check that each
 // done job's file is still there on a rerun; the ledger is elsewhere
 // (--ledger), so batch status asks the bucket nothing but whether an
-// earlier version's ledger is in it: the server's own count, through a
-// front that counts each request.
+// earlier version's ledger is in it and which ledger it names: the
+// server's own count, through a front that counts each request.
 func TestABucketHoldsOutputsOnly(t *testing.T) {
 	const runCosts = 20
 	const jobs = 300

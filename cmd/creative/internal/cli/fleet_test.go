@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/cmd/creative/internal/batchcmd"
 	"github.com/creativegen/creative-go/cmd/creative/internal/bucket"
 	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
 	"github.com/creativegen/creative-go/creativetest"
@@ -199,7 +200,8 @@ func summaryLine(stderr string) string {
 }
 
 // outputs counts the output files under out (the objects that are neither
-// the ledger, a run's log nor the contact sheet), each stored with its
+// the ledger, a run's log, the contact sheet nor the name of the ledger),
+// each stored with its
 // job's id and operation as metadata and its media type.
 func outputs(t *testing.T, out string) int {
 	t.Helper()
@@ -209,7 +211,7 @@ func outputs(t *testing.T, out string) int {
 	ids, n := map[string]bool{}, 0
 	for key, err := range s.List(t.Context(), "") {
 		require.NoError(t, err)
-		if strings.HasPrefix(key, "ledger/") || strings.HasPrefix(key, "results/") || key == batch.IndexFile {
+		if strings.HasPrefix(key, "ledger/") || strings.HasPrefix(key, "results/") || key == batch.IndexFile || key == batchcmd.OwnerKey {
 			continue
 		}
 		meta, err := s.Metadata(t.Context(), key)
