@@ -150,13 +150,13 @@ const page = 5000
 // is held, or its last heartbeat is younger than a third of its lease
 // (the lease's margin, inside which a worker whose lock was lost may not
 // yet have stopped sending).
-func probe(ctx context.Context, db *sql.DB, token string) (bool, error) {
+func probe(ctx context.Context, q sqlledger.Querier, token string) (bool, error) {
 	key, err := lockKey(token)
 	if err != nil {
 		return false, err
 	}
 	var live bool
-	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE `+keyCond+`)
+	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE `+keyCond+`)
 		OR EXISTS (SELECT 1 FROM runs r WHERE r.token = $2 AND r.beat >= `+now+` - r.lease_ms / 3)`, key, token).Scan(&live)
 	return live, err
 }
