@@ -98,6 +98,9 @@ var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
 // with record writes where it names none: a run with another ledger is
 // refused before anything is sent (checkOwner, refuseNewLedger).
 func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool) (*place, error) {
+	if err := checkLedgerName(ledger); err != nil {
+		return nil, err
+	}
 	p := &place{}
 	if !IsBucket(out) {
 		path, err := localPath(out)
@@ -111,7 +114,7 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		p.dir = path
-		if err := refuseNewLedger(ctx, p.out, path, ledger); err != nil {
+		if err := refuseNewLedger(ctx, folderOwner{p.out, path}, path, ledger); err != nil {
 			p.out.Close()
 			return nil, err
 		}
@@ -134,14 +137,8 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 		p.out = s
 	}
 	l, err := openLedger(ctx, cmp.Or(ledger, p.dir))
-	if err == nil && (p.dir == "" || ledger != "" && !ownFolder(p.dir, ledger)) {
-		var own *owner
-		if own, err = ownerOf(ctx, l, ledger); err != nil {
-			err = cmdutil.Usagef("--ledger: %v", err)
-		} else if own != nil {
-			err = checkOwner(ctx, ownedStore(p), out, ledger, own, record)
-		}
-		if err != nil {
+	if err == nil {
+		if err = checkPlace(ctx, p, l, out, ledger, record); err != nil {
 			l.Close()
 		}
 	}
@@ -151,6 +148,41 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 	}
 	p.ledger = l
 	return p, nil
+}
+
+// checkPlace refuses the ledger l, opened from ledger (--ledger), for the
+// outputs of p (--out) when they name another (checkOwner). A folder's
+// own ledger and a ledger elsewhere are each checked after the other's
+// mark could have been made: a ledger elsewhere after it is named in the
+// folder, against a ledger.db made there meanwhile; the folder's own
+// after its ledger.db is made, against a name written meanwhile. Of two
+// first runs racing, one with each, one at least sees the other.
+func checkPlace(ctx context.Context, p *place, l batch.Ledger, out, ledger string, record bool) error {
+	own, err := ownerOf(ctx, l, cmp.Or(ledger, p.dir))
+	if err != nil {
+		return cmdutil.Usagef("--ledger: %v", err)
+	}
+	if own == nil {
+		return nil
+	}
+	if p.dir != "" && (ledger == "" || ownFolder(p.dir, ledger)) {
+		o, err := readOwner(ctx, ownedStore(p))
+		if err != nil {
+			return cmdutil.Usagef("--out %s: %v", p.dir, err)
+		}
+		if o != nil && !sameLedger(o, own) {
+			return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in a ledger of its own, which would pay for them again; "+
+				"nothing was sent. Give --ledger naming that ledger, or another --out", p.dir, o, o.Ledger, OwnerKey)
+		}
+		return nil
+	}
+	if err := checkOwner(ctx, ownedStore(p), out, ledger, own, record); err != nil {
+		return err
+	}
+	if p.dir != "" {
+		return refuseOtherLedger(p.dir, ledger)
+	}
+	return nil
 }
 
 // noLedger refuses a bucket --out given without --ledger, naming the
@@ -196,6 +228,27 @@ func ownFolder(dir, ledger string) bool {
 	a, err := os.Stat(dir)
 	b, err2 := os.Stat(path)
 	return path != "" && err == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// checkLedgerName refuses, without repeating it, a --ledger that names
+// no ledger but may hold a password: a URL that does not parse (a
+// password with an unescaped "/" or "@"), or a PostgreSQL connection
+// string of key=value words. Either would otherwise be taken for a
+// folder, made, and named in which-ledger.json and in messages.
+func checkLedgerName(ledger string) error {
+	if _, err := url.Parse(ledger); err != nil && strings.Contains(ledger, "://") {
+		return cmdutil.Usagef("--ledger: (a URL that does not parse): escape the characters of its password (%%2F for /, %%40 for @, ...)")
+	}
+	for _, f := range strings.Fields(ledger) {
+		k, _, ok := strings.Cut(f, "=")
+		switch strings.ToLower(k) {
+		case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "sslpassword", "service":
+			if ok {
+				return cmdutil.Usagef("--ledger: (a connection string of key=value words): a PostgreSQL ledger is a postgres:// URL, such as postgres://user@host:5432/db")
+			}
+		}
+	}
+	return nil
 }
 
 // openLedger opens the ledger named by name: a postgres:// URL, or a local

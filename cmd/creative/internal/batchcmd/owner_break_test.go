@@ -1,0 +1,235 @@
+package batchcmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/creativegen/creative-go/batch/pgledger/pgtest"
+	"github.com/creativegen/creative-go/batch/sqliteledger"
+	"github.com/creativegen/creative-go/cmd/creative/internal/s3test"
+)
+
+// openOnce opens --out and --ledger as a run (record) or a status does,
+// and closes what it opened at once.
+func openOnce(t *testing.T, out, ledger string, record bool) error {
+	t.Helper()
+	p, err := testBuckets.openPlace(t.Context(), out, ledger, record)
+	if err == nil {
+		_ = p.Close()
+	}
+	return err
+}
+
+// A copy of an SQLite ledger (ledger.db copied to another folder, or to
+// another machine) has the identity of the one it was copied from: the
+// outputs that name the first must refuse the copy, or both would be sent
+// the same jobs.
+func TestACopiedSQLiteLedgerIsRefused(t *testing.T) {
+	out, first, copied := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := openOnce(t, out, first, true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(first, sqliteledger.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copied, sqliteledger.File), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = openOnce(t, out, copied, true)
+	if err == nil || !strings.Contains(err.Error(), "--ledger") || !strings.Contains(err.Error(), first) {
+		t.Fatalf("a run with a copy of the ledger = %v, want a refusal naming --ledger and %s", err, first)
+	}
+	// The ledger itself, named another way, is still accepted.
+	rel, err := filepath.Rel(mustGetwd(t), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := openOnce(t, out, rel, true); err != nil {
+		t.Fatalf("the recorded ledger by a relative path: %v", err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(first, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := openOnce(t, out, link, true); err != nil {
+		t.Fatalf("the recorded ledger through a symbolic link: %v", err)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
+
+// A huge which-ledger.json is refused without being read whole: memory
+// follows work, never a file's size.
+func TestAHugeRecordIsRefusedWithoutReadingIt(t *testing.T) {
+	out, ledger := t.TempDir(), t.TempDir()
+	f, err := os.Create(filepath.Join(out, OwnerKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(256 << 20); err != nil { // sparse: no disk
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err = openOnce(t, out, ledger, true)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a run on a folder with a 256 MB which-ledger.json was accepted")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Fatalf("refusing a 256 MB which-ledger.json allocated %d MB, want a bounded read", got>>20)
+	}
+}
+
+// What a hostile record says reaches the terminal only as plain text: no
+// control characters (escape sequences that rewrite the screen or the
+// title), which a message would otherwise carry.
+func TestAHostileRecordPutsNoControlCharactersInTheMessage(t *testing.T) {
+	out, ledger := t.TempDir(), t.TempDir()
+	rec, _ := json.Marshal(map[string]string{
+		"ledger": "0123456789abcdef0123456789abcdef", "kind": "sqlite",
+		"host": "box\x1b]0;owned\x07", "where": "/srv\x1b[2J\r\nrun: rm -rf ~\x9b31m",
+	})
+	if err := os.WriteFile(filepath.Join(out, OwnerKey), rec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, record := range []bool{true, false} {
+		err := openOnce(t, out, ledger, record)
+		if err == nil {
+			t.Fatal("another ledger was accepted")
+		}
+		for _, r := range err.Error() {
+			if r < 0x20 || r >= 0x7f && r < 0xa0 {
+				t.Fatalf("the refusal holds the control character %U: %q", r, err)
+			}
+		}
+	}
+	if err := openOnce(t, out, "", false); err == nil {
+		t.Fatal("a run without --ledger was accepted")
+	} else if strings.ContainsAny(err.Error(), "\x1b\x07\r\n\u009b") {
+		t.Fatalf("the refusal holds control characters: %q", err)
+	}
+}
+
+// A keyword/value connection string given as --ledger is no folder: a
+// run must not make a folder of that name and write its password into
+// the record of the outputs (nor into a message).
+func TestAConnectionStringLedgerLeaksNoPassword(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out := t.TempDir()
+	for _, ledger := range []string{
+		"host=db.internal user=app password=s3cretpw dbname=creative",
+		"postgres://app:pa/s3cretpw@db.internal/creative", // a password with a slash, not escaped: no URL
+		"postgresql://app:s3cretpw@db.internal:badport/creative",
+	} {
+		err := openOnce(t, out, ledger, true)
+		if err == nil {
+			t.Errorf("--ledger %q was accepted", ledger)
+		} else if strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("--ledger %q: the refusal holds the password: %v", ledger, err)
+		}
+		if b, rerr := os.ReadFile(filepath.Join(out, OwnerKey)); rerr == nil && strings.Contains(string(b), "s3cretpw") {
+			t.Errorf("--ledger %q: the record holds the password:\n%s", ledger, b)
+		}
+	}
+	es, _ := os.ReadDir(".")
+	for _, e := range es {
+		t.Errorf("a run made %q in the working folder", e.Name())
+	}
+}
+
+// Of two first runs racing on one folder --out, one with the folder's own
+// ledger (no --ledger) and one with a ledger elsewhere, at most one may
+// go on: the first would make ledger.db there, the other record the
+// ledger elsewhere, and each pay for the same jobs.
+func TestRacingOwnAndOtherLedgerOnAFolder(t *testing.T) {
+	for round := range 40 {
+		out, elsewhere := t.TempDir(), t.TempDir()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, ledger := range []string{"", elsewhere} {
+			wg.Go(func() { errs[i] = openOnce(t, out, ledger, true) })
+		}
+		wg.Wait()
+		if errs[0] == nil && errs[1] == nil {
+			t.Fatalf("round %d: both the folder's own ledger and %s were accepted for %s", round, elsewhere, out)
+		}
+	}
+}
+
+// Of first runs racing on a new bucket, each with its own SQLite ledger,
+// exactly one is accepted.
+func TestRacingFirstRunsOnABucket(t *testing.T) {
+	srv := s3test.Start(t)
+	for round := range 5 {
+		out := srv.URL(fmt.Sprintf("race%d", round))
+		const n = 6
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			ledger := t.TempDir()
+			wg.Go(func() { errs[i] = openOnce(t, out, ledger, true) })
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d of %d first runs with their own ledgers were accepted, want 1: %v", round, ok, n, errs)
+		}
+	}
+}
+
+// The record of a PostgreSQL ledger names its server and database only:
+// never the password or the user, wherever the URL holds them.
+func TestAPostgresRecordHoldsNoSecret(t *testing.T) {
+	srv := pgtest.Start(t)
+	db := func() string { u, _ := url.Parse(srv.Database(t)); return u.Path }
+	for i, ledger := range []string{
+		"postgres://postgres:s3cretpw@" + srv.Addr() + db() + "?sslmode=disable",
+		"postgres://" + srv.Addr() + db() + "?sslmode=disable&password=s3cretpw&user=postgres",
+		"postgres://postgres:s3cret%70w@" + srv.Addr() + db() + "?sslmode=disable&application_name=s3cretpw",
+		"postgresql:///" + strings.TrimPrefix(db(), "/") + "?host=127.0.0.1&port=" + srv.Addr()[strings.LastIndex(srv.Addr(), ":")+1:] + "&user=postgres&password=s3cretpw&sslmode=disable",
+	} {
+		out := t.TempDir()
+		if err := openOnce(t, out, ledger, true); err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		b, err := os.ReadFile(filepath.Join(out, OwnerKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "postgres@") || !strings.Contains(string(b), srv.Addr()) {
+			t.Errorf("%d: the record of %s holds a secret or no server:\n%s", i, redactURL(ledger), b)
+		}
+		// Another ledger, and no ledger, are refused, naming the server.
+		for _, other := range []string{t.TempDir(), ""} {
+			err := openOnce(t, out, other, true)
+			if err == nil || !strings.Contains(err.Error(), srv.Addr()) || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("%d: --ledger %q = %v, want a refusal naming %s", i, other, err, srv.Addr())
+			}
+		}
+		if err := openOnce(t, out, ledger, false); err != nil {
+			t.Errorf("%d: status with the recorded ledger: %v", i, err)
+		}
+	}
+}
