@@ -211,6 +211,29 @@ func refuseNewLedger(ctx context.Context, s getter, dir, ledger string) error {
 		"nothing was sent. Give --ledger naming that ledger, or another --out", dir, o, o.Ledger, OwnerKey)
 }
 
+// namedLedger refuses a folder --out without a ledger of its own whose
+// OwnerKey names one elsewhere, saying which to give with --ledger; nil
+// when it names none (or is no folder).
+func namedLedger(ctx context.Context, out string) error {
+	path, err := localPath(out)
+	if err != nil || IsBucket(out) || !existsDir(path) {
+		return nil
+	}
+	d, err := outdir.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	o, err := readOwner(ctx, dirGetter{d})
+	if err != nil {
+		return cmdutil.Usagef("--out %s: %v", path, err)
+	}
+	if o == nil {
+		return nil
+	}
+	return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s): give --ledger naming that ledger", path, o, o.Ledger, OwnerKey)
+}
+
 // ownedStore is the outputs of p as checkOwner reads and writes them.
 func ownedStore(p *place) batch.Store {
 	if p.dir == "" {

@@ -1,8 +1,10 @@
 package batchcmd
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -230,6 +232,187 @@ func TestAPostgresRecordHoldsNoSecret(t *testing.T) {
 		}
 		if err := openOnce(t, out, ledger, false); err != nil {
 			t.Errorf("%d: status with the recorded ledger: %v", i, err)
+		}
+	}
+}
+
+// A bucket's record is bounded, checked and shown as a folder's is: a
+// huge object is refused without being read whole, a hostile one never
+// lets another ledger in, a copy of the recorded SQLite ledger is another
+// ledger, and a folder where the object would be is no record.
+func TestABucketRecordIsReadWithCare(t *testing.T) {
+	srv := s3test.Start(t)
+	object := func(prefix string) string { return filepath.Join(srv.Root, "creative", prefix, OwnerKey) }
+
+	// Huge, written straight into the server's folder (sparse).
+	if err := os.MkdirAll(filepath.Dir(object("huge")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(object("huge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(256 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err = openOnce(t, srv.URL("huge"), t.TempDir(), true)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a bucket with a 256 MB which-ledger.json was accepted")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Fatalf("refusing a 256 MB which-ledger.json allocated %d MB, want a bounded read", got>>20)
+	}
+
+	// A folder in the object's place.
+	if err := os.MkdirAll(filepath.Join(object("dir"), "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := t.TempDir()
+	if err := openOnce(t, srv.URL("dir"), first, true); err == nil {
+		if err := openOnce(t, srv.URL("dir"), t.TempDir(), true); err == nil {
+			t.Fatal("with a folder where which-ledger.json would be, two ledgers were accepted")
+		}
+	}
+
+	// Duplicate keys, odd escapes, another case: one reading, never two.
+	own := t.TempDir()
+	if err := openOnce(t, srv.URL("own"), own, true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(object("own"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec owner
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	if err := openOnce(t, srv.URL("other"), other, true); err != nil {
+		t.Fatal(err)
+	}
+	ob, _ := os.ReadFile(object("other"))
+	var orec owner
+	_ = json.Unmarshal(ob, &orec)
+	for i, hostile := range []string{
+		`{"ledger":"` + rec.Ledger + `","ledger":"` + orec.Ledger + `","kind":"sqlite","host":"` + rec.Host + `","where":"` + rec.Where + `"}`,
+		`{"LEDGER":"` + strings.ToUpper(rec.Ledger) + `","kind":"sqlite","host":"` + rec.Host + `","where":"` + rec.Where + `"}`,
+		`{"ledger":"\u0030` + rec.Ledger[1:] + `","kind":"sqlite","host":"` + rec.Host + `","where":"` + rec.Where + `"}` + "\n" + `{"ledger":"` + orec.Ledger + `"}`,
+		`{"ledger":"` + rec.Ledger + `\u0000","kind":"sqlite","host":"` + rec.Host + `","where":"` + rec.Where + `"}`,
+		`null`, `[]`, `"` + rec.Ledger + `"`, ``, `{"ledger":` + strings.Repeat("[", 4000) + `}`,
+	} {
+		prefix := fmt.Sprintf("hostile%d", i)
+		if err := os.MkdirAll(filepath.Dir(object(prefix)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(object(prefix), []byte(hostile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, b := openOnce(t, srv.URL(prefix), own, true), openOnce(t, srv.URL(prefix), other, true)
+		if a == nil && b == nil {
+			t.Errorf("%d: %q: both ledgers were accepted", i, hostile)
+		}
+	}
+}
+
+// A status without --ledger on a folder that names its ledger elsewhere
+// says which to give.
+func TestAStatusWithoutLedgerNamesTheRecordedLedger(t *testing.T) {
+	out, elsewhere := t.TempDir(), t.TempDir()
+	if err := openOnce(t, out, elsewhere, true); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	err := runStatus(t, &stdout, &stderr, "--out", out)
+	if err == nil || !strings.Contains(err.Error(), "--ledger") || !strings.Contains(err.Error(), elsewhere) {
+		t.Fatalf("batch status --out %s = %v, want a refusal naming --ledger and %s", out, err, elsewhere)
+	}
+}
+
+// runStatus runs creative batch status with args.
+func runStatus(t *testing.T, stdout, stderr io.Writer, args ...string) error {
+	t.Helper()
+	cmd := New(func() Env {
+		return Env{Stdout: stdout, Console: stderr, Getenv: func(string) string { return "" }, Buckets: testBuckets}
+	})
+	cmd.SetArgs(append([]string{"status"}, args...))
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	return cmd.ExecuteContext(t.Context())
+}
+
+// An identity changed by hand in the ledger (sqlite3: emptied, dropped,
+// upper-cased, made no hex) makes another ledger, which the outputs
+// refuse; none of it crashes or lets two ledgers in.
+func TestAnIdentityChangedByHandIsRefused(t *testing.T) {
+	for _, change := range []string{
+		`DELETE FROM ledger`,
+		`DROP TABLE ledger`,
+		`UPDATE ledger SET id = upper(id)`,
+		`UPDATE ledger SET id = 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'`,
+		`UPDATE ledger SET id = '"}{"ledger":"0123456789abcdef012'`,
+	} {
+		out, ledger := t.TempDir(), t.TempDir()
+		if err := openOnce(t, out, ledger, true); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", filepath.Join(ledger, sqliteledger.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Exec(change)
+		db.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", change, err)
+		}
+		if err := openOnce(t, out, ledger, true); err == nil {
+			t.Errorf("after %s the ledger was still accepted", change)
+		}
+		// On new outputs the changed ledger records itself or is refused,
+		// and another is refused after it.
+		fresh := t.TempDir()
+		if openOnce(t, fresh, ledger, true) == nil && openOnce(t, fresh, t.TempDir(), true) == nil {
+			t.Errorf("after %s two ledgers were accepted for new outputs", change)
+		}
+	}
+}
+
+// Of first runs racing on a new folder, each with a ledger elsewhere,
+// exactly one is accepted; with one ledger shared, every one is.
+func TestRacingFirstRunsOnAFolder(t *testing.T) {
+	for round := range 10 {
+		out, shared := t.TempDir(), t.TempDir()
+		const n = 6
+		errs := make([]error, 2*n)
+		var wg sync.WaitGroup
+		for i := range n {
+			ledger := t.TempDir()
+			wg.Go(func() { errs[i] = openOnce(t, out, ledger, true) })
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs[:n] {
+			if err == nil {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d of %d first runs with their own ledgers were accepted, want 1: %v", round, ok, n, errs)
+		}
+		out = t.TempDir()
+		for i := range n {
+			wg.Go(func() { errs[n+i] = openOnce(t, out, shared, true) })
+		}
+		wg.Wait()
+		for _, err := range errs[n:] {
+			if err != nil {
+				t.Fatalf("round %d: a run with the one shared ledger was refused: %v", round, err)
+			}
 		}
 	}
 }
