@@ -49,6 +49,20 @@ func TestACopiedSQLiteLedgerIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--ledger") || !strings.Contains(err.Error(), first) {
 		t.Fatalf("a run with a copy of the ledger = %v, want a refusal naming --ledger and %s", err, first)
 	}
+	// Copied into --out itself, it is the folder's own ledger, which the
+	// folder does not name either.
+	if err := os.WriteFile(filepath.Join(out, sqliteledger.File), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := openOnce(t, out, "", true); err == nil || !strings.Contains(err.Error(), first) {
+		t.Fatalf("a run with a copy of the ledger in --out = %v, want a refusal naming %s", err, first)
+	}
+	if err := openOnce(t, out, first, true); err == nil {
+		t.Fatal("a run with the recorded ledger beside a copy of it in --out was accepted")
+	}
+	if err := os.Remove(filepath.Join(out, sqliteledger.File)); err != nil {
+		t.Fatal(err)
+	}
 	// The ledger itself, named another way, is still accepted.
 	rel, err := filepath.Rel(mustGetwd(t), first)
 	if err != nil {
