@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
+	"sync/atomic"
 
 	creative "github.com/creativegen/creative-go"
 	"github.com/creativegen/creative-go/internal/ops"
@@ -65,8 +65,7 @@ func Micros(amount float64) int64 {
 type spender struct {
 	maxCalls, maxSpend int64 // 0: not capped
 	prices             map[string]int64
-	mu                 sync.Mutex
-	why                error // why the run stopped: the budget is spent
+	why                atomic.Pointer[error] // why the run stopped: the budget is spent
 }
 
 // newSpender checks b and returns what takes its shares, or nil when it
@@ -129,13 +128,8 @@ func (s *spender) share(op string) Share {
 
 // spent stops the budget for why, an error matching ErrBudgetSpent.
 func (s *spender) spent(why error) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.why == nil {
-		s.why = why
+	if s != nil {
+		s.why.CompareAndSwap(nil, &why)
 	}
 }
 
@@ -144,12 +138,12 @@ func (s *spender) spent(why error) {
 // first attempt's share was taken with the claim; a later one takes
 // another, unless the service refused the one before it.
 func (s *spender) gate(ru *run, op string) creative.Middleware {
-	first, reuse := true, false
+	take := false // the first attempt's share was taken with the claim
 	return func(req *http.Request, next creative.MiddlewareNext) (*http.Response, error) {
 		if s == nil {
 			return next(req)
 		}
-		if !first && !reuse {
+		if take {
 			if err := ru.ledger.Take(req.Context(), ru.token, s.share(op)); err != nil {
 				if req.Body != nil {
 					_ = req.Body.Close()
@@ -161,10 +155,8 @@ func (s *spender) gate(ru *run, op string) creative.Middleware {
 				return nil, err
 			}
 		}
-		first = false
 		resp, err := next(req)
-		reuse = err == nil && (resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests ||
-			resp.StatusCode == http.StatusServiceUnavailable)
+		take = err != nil || !refusedStatus(resp.StatusCode)
 		return resp, err
 	}
 }
@@ -188,10 +180,8 @@ func ReadBudget(ctx context.Context, l Ledger) (BudgetStatus, error) {
 // Spent returns, after a run that stopped because of its Budget, why: an
 // error matching ErrBudgetSpent. It returns nil otherwise.
 func (r *Runner) Spent() error {
-	if r.spend == nil {
+	if r.spend == nil || r.spend.why.Load() == nil {
 		return nil
 	}
-	r.spend.mu.Lock()
-	defer r.spend.mu.Unlock()
-	return r.spend.why
+	return *r.spend.why.Load()
 }

@@ -43,30 +43,20 @@ type checker struct{ files *files }
 
 func newChecker(f *files) *checker { return &checker{files: f} }
 
-// check turns j into a task, or returns a *LineError.
-func (c *checker) check(j Job) (*task, error) {
-	t, err := c.resolve(j)
-	if err == nil {
-		err = c.validate(t)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
 func lineErr(j Job, field string, format string, args ...any) error {
 	return &LineError{Line: j.Line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// resolve checks and resolves the job's fields by the table of operations.
-func (c *checker) resolve(j Job) (*task, error) {
+// check turns j into a task, resolving its fields by the table of
+// operations and validating its request, or returns a *LineError.
+func (c *checker) check(j Job) (*task, error) {
 	if j.Op == "" {
 		return nil, lineErr(j, "op", `must name the operation, such as "image/text-to-image"`)
 	}
 	op, ok := ops.Lookup(j.Op)
 	if !ok {
-		return nil, lineErr(j, "op", "unknown operation %q%s", j.Op, suggestOp(j.Op))
+		return nil, lineErr(j, "op", "unknown operation %q%s", j.Op,
+			didYouMean(ops.Nearest(j.Op), ` (an operation is an API path, such as "image/text-to-image")`))
 	}
 	if j.ID != "" && (!idPattern.MatchString(j.ID) || strings.Trim(j.ID, "0123456789") == "") {
 		return nil, lineErr(j, "id", `must be letters, digits, ".", "_" or "-", starting with a letter or digit and not digits only (it names files), got %q`, j.ID)
@@ -84,6 +74,9 @@ func (c *checker) resolve(j Job) (*task, error) {
 	// One form for the lines the SDK sends alike, so that leaving a field
 	// out and giving what it means are one job, paid once.
 	ops.Canonical(op, t.vals)
+	if err := c.validate(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -121,13 +114,11 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 		t.vals[f.Name] = v
 		return nil
 	}
-	s, ok := v.(string)
-	if rv := reflect.ValueOf(v); !ok && rv.Kind() == reflect.String {
-		s, ok = rv.String(), true // a named string type: ids.StyleAnime, creative.UseCase
-	}
-	if !ok {
+	rv := reflect.ValueOf(v) // a string, or of a named string type: ids.StyleAnime, creative.UseCase
+	if rv.Kind() != reflect.String {
 		return errors.New("must be a string")
 	}
+	s := rv.String()
 	var err error
 	switch f.Type {
 	case ops.ID:
@@ -255,10 +246,7 @@ func identity(id, content string) [32]byte {
 // setOccurrence gives t its key: the identity of its id, or of its content
 // and its occurrence among jobs of identical content (from 1).
 func (t *task) setOccurrence(n int) {
-	sum := identity(t.job.ID, t.content)
-	if t.job.ID == "" {
-		sum = sha256.Sum256([]byte("content\x00" + t.content + "\x00" + strconv.Itoa(n)))
-	}
+	sum := identity(t.job.ID, t.content+"\x00"+strconv.Itoa(n))
 	t.key = hex.EncodeToString(sum[:16])
 }
 
@@ -309,9 +297,4 @@ func (s *seen) reset() {
 	for id := range s.cands {
 		s.cands[id] = 0
 	}
-}
-
-// suggestOp names the operations closest to a mistyped name.
-func suggestOp(name string) string {
-	return didYouMean(ops.Nearest(name), ` (an operation is an API path, such as "image/text-to-image")`)
 }

@@ -28,7 +28,6 @@ func (ru *run) do(ctx context.Context, t *task) {
 	if ru.st.closed.Err() != nil || ctx.Err() != nil {
 		return
 	}
-	ru.started.Add(1)
 	last, live := t.last, t.live
 	for range 3 {
 		var again bool
@@ -95,8 +94,10 @@ func cancelled(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
-// skip counts with f a job this run leaves as it is, rec its last attempt.
+// skip counts with f a job this run leaves as it is, rec its last attempt:
+// a job that started, as one this run claims.
 func (ru *run) skip(rec *record, f func(s *Summary)) {
+	ru.started.Add(1)
 	ru.count(f)
 	ru.event(JobSkipped, rec)
 }
@@ -107,16 +108,16 @@ func (ru *run) skip(rec *record, f func(s *Summary)) {
 // in doubt, the budget spent, the ledger failed): the job did not start.
 func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *record, live bool) {
 	if !ru.lease.held() {
-		ru.started.Add(-1)
 		return false, nil, false
 	}
 	c := &Claim{Entry: *rec, ResendUnknown: ru.o.ResendUnknown, RepayLost: ru.o.RepayLost}
-	if rec.Kind == kindCall {
+	if rec.Kind == KindCall {
 		c.Share = ru.spend.share(rec.Op)
 	}
 	res, err := ru.ledger.Claim(ctx, c)
 	switch {
 	case err == nil && res.Claimed:
+		ru.started.Add(1)
 		ru.event(JobStarted, rec)
 		return true, nil, false
 	case err == nil && res.Last != nil:
@@ -128,11 +129,10 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 		ru.st.closeRun()
 	case errors.Is(err, ErrLeaseLost):
 		ru.lease.lose(fmt.Errorf("%w: %w", errLeaseInDoubt, err))
-		ru.failLedger(ru.lease.why, nil)
+		ru.failLedger(context.Cause(ru.lease.lost), nil)
 	case !cancelled(ctx, err):
 		ru.failLedger(err, nil)
 	}
-	ru.started.Add(-1)
 	return false, nil, false
 }
 
@@ -162,10 +162,11 @@ type starter struct {
 
 // A jobRun is one job between a worker taking it and its end.
 type jobRun struct {
-	cancel   context.CancelFunc
-	keep     func() bool // keeps stop from cancelling the job once it sent
-	sent     bool        // its first request went out; guarded by starter.mu
-	waiting  func() bool // while it waits before a retry: keeps stop from cancelling it again; guarded by starter.mu
+	cancel context.CancelFunc
+	// idle is set while nothing of the job is in flight (before its first
+	// request, and while it waits before a retry), when a stop cancels
+	// it; calling it keeps stop from doing so. Guarded by starter.mu.
+	idle     func() bool
 	requests atomic.Int32
 }
 
@@ -183,7 +184,7 @@ func (s *starter) begin(ctx context.Context) (*jobRun, context.Context, bool) {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &jobRun{cancel: cancel, keep: context.AfterFunc(s.stopping, cancel)}, ctx, true
+	return &jobRun{cancel: cancel, idle: context.AfterFunc(s.stopping, cancel)}, ctx, true
 }
 
 // gate is the middleware of every request of the job r, the one place a
@@ -199,7 +200,7 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 		case !l.held():
 			refused = errLeaseInDoubt
 			r.cancel()
-		case (!r.sent || r.waiting != nil) && s.stopping.Err() != nil:
+		case r.idle != nil && s.stopping.Err() != nil:
 			refused = errNotStarted
 		}
 		if refused != nil {
@@ -209,14 +210,9 @@ func (s *starter) gate(r *jobRun, l *lease) creative.Middleware {
 			}
 			return nil, refused
 		}
-		if !r.sent {
-			r.sent = true
-			r.keep()
-			s.inFlight++
-		}
-		if r.waiting != nil {
-			r.waiting()
-			r.waiting = nil
+		if r.idle != nil {
+			r.idle()
+			r.idle = nil
 			s.inFlight++
 		}
 		s.mu.Unlock()
@@ -238,8 +234,8 @@ func (s *starter) retryWait(r *jobRun) *creative.CallTrace {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if r.sent && r.waiting == nil {
-			r.waiting = context.AfterFunc(s.stopping, r.cancel)
+		if r.idle == nil {
+			r.idle = context.AfterFunc(s.stopping, r.cancel)
 			s.inFlight--
 		}
 	}}
@@ -250,11 +246,9 @@ func (s *starter) end(r *jobRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.cancel()
-	r.keep()
-	switch {
-	case r.waiting != nil:
-		r.waiting()
-	case r.sent:
+	if r.idle != nil {
+		r.idle()
+	} else {
 		s.inFlight--
 	}
 }
@@ -271,7 +265,7 @@ func (s *starter) stop() int {
 // maybePaid reports whether the job's last attempt, rec, may have been
 // paid: its outcome is unknown, or it is a call's claim that never ended.
 func maybePaid(rec *record) bool {
-	return rec != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != kindDownload)
+	return rec != nil && (rec.State == Unknown || rec.State == Claimed && rec.Kind != KindDownload)
 }
 
 // send claims the next attempt of t after last and sends its request; an
@@ -281,13 +275,12 @@ func maybePaid(rec *record) bool {
 func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	jr, ctx, ok := ru.st.begin(ctx)
 	if !ok {
-		ru.started.Add(-1)
 		return nil, false, false
 	}
 	defer ru.st.end(jr)
 	after := maybePaid(last)
 	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: nextAttempt(last), State: Claimed,
-		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: kindCall, Stem: t.stem()}
+		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: KindCall, Stem: t.stem()}
 	if ok, last, live := ru.claim(ctx, rec); !ok {
 		return last, live, last != nil
 	}
@@ -367,12 +360,11 @@ func everyJobAlike(err error) string {
 func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, bool, bool) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
-		if cancelled(ctx, err) {
-			ru.started.Add(-1)
-			return nil, false, false
-		}
 		if err != nil {
-			ru.failLedger(&storeError{err}, nil)
+			if !cancelled(ctx, err) {
+				ru.started.Add(1)
+				ru.failLedger(&storeError{err}, nil)
+			}
 			return nil, false, false
 		}
 		if !ok && len(last.URLs) > 0 {
@@ -394,7 +386,7 @@ func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, b
 // its files again.
 func (ru *run) redownload(ctx context.Context, last *record) (*record, bool, bool) {
 	rec := *last
-	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = last.Attempt+1, kindDownload, Claimed, ru.o.Worker, ru.token
+	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = last.Attempt+1, KindDownload, Claimed, ru.o.Worker, ru.token
 	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
 	rec.Time = time.Now().UTC()
 	if ok, last, live := ru.claim(ctx, &rec); !ok {

@@ -14,30 +14,9 @@ import (
 // DefaultLease is the length of a run's lease when Options.Lease is 0.
 const DefaultLease = 90 * time.Second
 
-// The times of a lease of length L (see Options.Lease): the run sends
-// only while its last heartbeat that completed began less than
-// L - margin ago; it beats every beat, each with a deadline of its own;
-// an engine that judges by heartbeats takes it for gone once its
-// heartbeat is older than L + L/3 by the database's clock.
-type leaseTimes struct {
-	length   time.Duration // L
-	margin   time.Duration // L/3
-	beat     time.Duration // L/6: a heartbeat is written this often
-	deadline time.Duration // L/9: each heartbeat gives up after it
-}
-
-func timesOf(l time.Duration) leaseTimes {
-	if l <= 0 {
-		l = DefaultLease
-	}
-	return leaseTimes{length: l, margin: l / 3, beat: l / 6, deadline: l / 9}
-}
-
-// tokenLen is the length of a run's token: 16 random bytes in hex.
-const tokenLen = 32
-
+// newRunToken draws a run's token: 16 random bytes in hex.
 func newRunToken() string {
-	var b [tokenLen / 2]byte
+	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails
 	return hex.EncodeToString(b[:])
 }
@@ -47,29 +26,37 @@ func newRunToken() string {
 // too, whichever says more time passed: Linux's monotonic clock stands
 // still while the whole system sleeps (a closed laptop lid), the wall
 // clock does not.
+//
+// Of a lease of length L (see Options.Lease), the run sends only while
+// its last heartbeat that completed began less than L - margin ago; it
+// beats every beat, each with a deadline of its own; an engine that
+// judges by heartbeats takes it for gone once its heartbeat is older than
+// L + L/3 by the database's clock.
 type lease struct {
-	leaseTimes
-	t0    time.Time
-	began atomic.Int64 // since t0: the start of the last heartbeat write that completed
-	lost  chan struct{}
-	once  sync.Once
-	why   error // set before lost is closed
-	last  atomic.Pointer[error]
+	length   time.Duration // L
+	margin   time.Duration // L/3
+	beat     time.Duration // L/6: a heartbeat is written this often
+	deadline time.Duration // L/9: each heartbeat gives up after it
+	t0       time.Time
+	began    atomic.Int64            // since t0: the start of the last heartbeat write that completed
+	lost     context.Context         // done once the lease is lost for good; its cause says why
+	lose     context.CancelCauseFunc // ends the lease for good, for the first why given
+	last     atomic.Pointer[error]
 }
 
-func newLease(t leaseTimes) *lease {
-	return &lease{leaseTimes: t, t0: time.Now(), lost: make(chan struct{})}
+// newLease is a lease of length l, DefaultLease when 0.
+func newLease(l time.Duration) *lease {
+	if l <= 0 {
+		l = DefaultLease
+	}
+	lost, lose := context.WithCancelCause(context.Background())
+	return &lease{length: l, margin: l / 3, beat: l / 6, deadline: l / 9, t0: time.Now(), lost: lost, lose: lose}
 }
 
 // held reports whether the lease is proven at this moment: this is the one
 // lease check every send and claim passes.
 func (l *lease) held() bool {
-	select {
-	case <-l.lost:
-		return false
-	default:
-	}
-	return l.left() > 0
+	return l.lost.Err() == nil && l.left() > 0
 }
 
 // since is the time since t0, by the clock that says more.
@@ -81,11 +68,6 @@ func (l *lease) since() time.Duration {
 // left is how long the lease stays proven from now.
 func (l *lease) left() time.Duration {
 	return l.length - l.margin - (l.since() - time.Duration(l.began.Load()))
-}
-
-// lose ends the lease for good, for why.
-func (l *lease) lose(why error) {
-	l.once.Do(func() { l.why = why; close(l.lost) })
 }
 
 // doubt says why the lease is in doubt: the last heartbeat's error, or a
@@ -153,26 +135,15 @@ func (ru *run) keepBeating(ctx context.Context, onLost func(error)) (stop func()
 		return nil, fmt.Errorf("the run's session: %w", err)
 	}
 	ru.lease.renew(begin)
+	stopBeats := every(ru.lease.beat, func() { _ = ru.beatNow(bctx, ru.lease.deadline) })
 	done, beaten := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(beaten)
-		t := time.NewTicker(ru.lease.beat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = ru.beatNow(bctx, ru.lease.deadline)
-			}
-		}
-	}()
 	var wg sync.WaitGroup
 	wg.Go(func() { ru.watch(done, ru.session.Lost(), onLost) })
 	return func() {
 		close(done)
 		wg.Wait()
 		cancel() // a heartbeat under way gives up
+		go func() { stopBeats(); close(beaten) }()
 		select {
 		case <-beaten:
 		case <-time.After(ru.lease.deadline):
@@ -194,8 +165,8 @@ func (ru *run) watch(done, lockLost <-chan struct{}, onLost func(error)) {
 		select {
 		case <-done:
 			return
-		case <-l.lost:
-			err = l.why
+		case <-l.lost.Done():
+			err = context.Cause(l.lost)
 		case <-lockLost:
 			err = fmt.Errorf("%w: the session's lock was lost (its connection to the ledger ended)", errLeaseInDoubt)
 		case <-t.C:

@@ -12,7 +12,7 @@ import (
 // the lease lapsed does not renew it, and one that began before does.
 func TestALeaseThatLapsedIsNotRenewedByALaterHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLease(timesOf(90 * time.Second))
+		l := newLease(90 * time.Second)
 		time.Sleep(50 * time.Second)
 		l.renew(l.since()) // began at 50 s: proven until 110 s
 		time.Sleep(59 * time.Second)
@@ -28,7 +28,7 @@ func TestALeaseThatLapsedIsNotRenewedByALaterHeartbeat(t *testing.T) {
 			t.Fatal("a heartbeat written after the lease lapsed proved it again")
 		}
 		select {
-		case <-l.lost:
+		case <-l.lost.Done():
 		default:
 			t.Fatal("the lease is not marked lost")
 		}

@@ -51,7 +51,7 @@ func Classify(err error) State {
 		return Refused
 	case !errors.As(err, &ae) || errors.Is(err, creative.ErrUnexpectedResponse):
 		return Unknown
-	case ae.StatusCode == http.StatusServiceUnavailable || ae.StatusCode == http.StatusRequestTimeout || ae.StatusCode == http.StatusTooManyRequests:
+	case refusedStatus(ae.StatusCode):
 		return Refused
 	case ae.StatusCode >= 400 && ae.StatusCode <= 499:
 		// 400 is the spec's one failure; 401, 403 and the rest are as
@@ -59,6 +59,12 @@ func Classify(err error) State {
 		return Failed
 	}
 	return Unknown
+}
+
+// refusedStatus reports whether an HTTP status is the service's refusal
+// of the work (408, 429, 503): nothing was done, and a rerun sends it.
+func refusedStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }
 
 // A Record is where one attempt at a job stands: what an Event, a
@@ -91,11 +97,6 @@ type Record struct {
 
 // record is the runner's name for an Entry.
 type record = Entry
-
-const (
-	kindCall     = KindCall
-	kindDownload = KindDownload
-)
 
 // An action is what a run does with a job, given its last attempt.
 type action int
@@ -135,7 +136,7 @@ func decide(r *record, o *Options, live bool) action {
 		if live {
 			return actElsewhere
 		}
-		if r.Kind == kindDownload {
+		if r.Kind == KindDownload {
 			// A download's claim whose worker died: downloading costs nothing.
 			return actDownload
 		}

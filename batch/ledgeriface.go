@@ -150,11 +150,7 @@ type Claim struct {
 // own (decide): a call where a run sends the job, a download where it
 // fetches an answer's files.
 func (c *Claim) Allowed(last *Entry, live bool) bool {
-	next := 1
-	if last != nil {
-		next = last.Attempt + 1
-	}
-	if c.Attempt != next {
+	if c.Attempt != nextAttempt(last) {
 		return false
 	}
 	o := Options{ResendUnknown: c.ResendUnknown, RepayLost: c.RepayLost}

@@ -17,8 +17,8 @@ import (
 // What a run does with a job, by its last attempt: the rules a rerun
 // follows, whatever the Store.
 func TestWhatARunDoesWithEachState(t *testing.T) {
-	call := func(s State) *record { return &record{Record: Record{State: s}, Kind: kindCall} }
-	download := &record{Record: Record{State: Claimed}, Kind: kindDownload}
+	call := func(s State) *record { return &record{Record: Record{State: s}, Kind: KindCall} }
+	download := &record{Record: Record{State: Claimed}, Kind: KindDownload}
 	lost := &record{Record: Record{State: Answered, Lost: true}}
 	for _, tc := range []struct {
 		name string
@@ -102,7 +102,7 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 		{Job{Op: ops.InfiniteZoom, Fields: map[string]any{"numberOfIteration": nil}}, "numberOfIteration", "is null: leave it out"},
 		{Job{Op: ops.WriterTool, Fields: map[string]any{"inputs": "text"}}, "inputs", "must be an array"},
 	} {
-		_, err := c.resolve(tc.job)
+		_, err := c.check(tc.job)
 		var le *LineError
 		require.True(t, errors.As(err, &le), "%+v: %v", tc.job, err)
 		assert.Equal(t, tc.field, le.Field, "%+v", tc.job)

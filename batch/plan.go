@@ -63,24 +63,26 @@ func (r *Runner) lookup(ctx context.Context, c *Checked) func(yield func(*task, 
 		defer cancel()
 		var pending []*lookupChunk
 		var chunk []*task
-		ask := func() {
-			lc := &lookupChunk{tasks: chunk, done: make(chan struct{})}
-			chunk = nil
-			pending = append(pending, lc)
-			go func() { lc.err = r.fill(ctx, lc.tasks); close(lc.done) }()
-		}
-		// hand hands on the oldest chunk once its answer came.
-		hand := func() bool {
-			lc := pending[0]
-			pending = pending[1:]
-			<-lc.done
-			if lc.err != nil {
-				yield(nil, lc.err)
-				return false
+		// flush asks the ledger of the chunk gathered, then hands on the
+		// oldest chunks, once their answers came, until keep are left.
+		flush := func(keep int) bool {
+			if len(chunk) > 0 {
+				lc := &lookupChunk{tasks: chunk, done: make(chan struct{})}
+				go func() { lc.err = r.fill(ctx, lc.tasks); close(lc.done) }()
+				pending, chunk = append(pending, lc), nil
 			}
-			for _, t := range lc.tasks {
-				if !yield(t, nil) {
+			for len(pending) > keep {
+				lc := pending[0]
+				pending = pending[1:]
+				<-lc.done
+				if lc.err != nil {
+					yield(nil, lc.err)
 					return false
+				}
+				for _, t := range lc.tasks {
+					if !yield(t, nil) {
+						return false
+					}
 				}
 			}
 			return true
@@ -90,21 +92,11 @@ func (r *Runner) lookup(ctx context.Context, c *Checked) func(yield func(*task, 
 				yield(nil, err)
 				return
 			}
-			if chunk = append(chunk, t); len(chunk) == lookupBatch {
-				ask()
-				if len(pending) == lookupAhead && !hand() {
-					return
-				}
-			}
-		}
-		if len(chunk) > 0 {
-			ask()
-		}
-		for len(pending) > 0 {
-			if !hand() {
+			if chunk = append(chunk, t); len(chunk) == lookupBatch && !flush(lookupAhead-1) {
 				return
 			}
 		}
+		flush(0)
 	}
 }
 

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,18 @@ func fileName(stem string, i, n int, ext string) string {
 		return stem + "-" + strconv.Itoa(i+1) + ext
 	}
 	return stem + ext
+}
+
+// namer names file i of n of an answer by its first bytes: ext gives the
+// extension of one the check accepts; one it refuses is named as
+// rejected, by what its bytes show.
+func namer(stem string, i, n int, ext func(head []byte) string) func(head []byte, rejected bool) string {
+	return func(head []byte, rejected bool) string {
+		if rejected {
+			return fileName(stem+Rejected, i, n, sniff.FileExt(head))
+		}
+		return fileName(stem, i, n, ext(head))
+	}
 }
 
 // Rejected marks the name of an output whose content the answer check
@@ -87,12 +100,7 @@ func (ru *run) save(ctx context.Context, rec *record, res any, start time.Time) 
 		ru.answered(ctx, rec, v, start)
 		return
 	case *creative.Audio:
-		name := func(head []byte, rejected bool) string {
-			if rejected {
-				return fileName(rec.Stem+Rejected, 0, 1, sniff.FileExt(head))
-			}
-			return fileName(rec.Stem, 0, 1, sniff.DeclaredExt(v.Ext(), head))
-		}
+		name := namer(rec.Stem, 0, 1, func(head []byte) string { return sniff.DeclaredExt(v.Ext(), head) })
 		err = ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
 			defer v.Close()
 			return io.Copy(w, v)
@@ -130,31 +138,37 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 // refuses is kept as rejected (see Rejected), the others written all the
 // same; the refusals are returned together.
 func (ru *run) images(ctx context.Context, rec *record, ims []creative.Image) error {
-	var rejected []error
-	for i, im := range ims {
-		name := func(head []byte, rej bool) string {
-			if rej {
-				return fileName(rec.Stem+Rejected, i, len(ims), sniff.FileExt(head))
-			}
-			return fileName(rec.Stem, i, len(ims), im.Ext())
-		}
-		err := ru.write(ctx, rec, name, im.WriteTo)
+	rejected, err := writeEach(len(ims), func(i int) error {
+		name := namer(rec.Stem, i, len(ims), func([]byte) string { return ims[i].Ext() })
+		err := ru.write(ctx, rec, name, ims[i].WriteTo)
 		if ae, ok := errors.AsType[*answer.Error](err); ok && ae.Cut {
 			// Cut, and whole in memory: kept as the service sent it.
-			key := name(im.Data, true)
-			if err = ru.keep(ctx, rec, key, im.WriteTo); err == nil {
+			key := name(ims[i].Data, true)
+			if err = ru.keep(ctx, rec, key, ims[i].WriteTo); err == nil {
 				err = &rejectedError{op: rec.Op, key: key, err: ae}
 			}
 		}
-		if _, ok := errors.AsType[*rejectedError](err); ok {
-			rejected = append(rejected, err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return errors.Join(rejected...)
+}
+
+// writeEach writes n files of an answer by calling write for each, and
+// returns the refusals of those kept as rejected, until one fails
+// otherwise.
+func writeEach(n int, write func(i int) error) (rejected []error, err error) {
+	for i := range n {
+		err := write(i)
+		if _, ok := errors.AsType[*rejectedError](err); ok {
+			rejected = append(rejected, err)
+		} else if err != nil {
+			return rejected, err
+		}
+	}
+	return rejected, nil
 }
 
 // keep writes the bytes of a refused answer to key, unchecked.
@@ -193,10 +207,8 @@ func meta(rec *record) map[string]string {
 func (ru *run) write(ctx context.Context, rec *record, name func(head []byte, rejected bool) string, fill func(io.Writer) (int64, error)) error {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: func(h []byte) string { return name(h, false) }}
-	_, err := answer.Keep(rec.Op, lw, fill, func(*answer.Error) {
-		lw.name = func(h []byte) string { return name(h, true) } // nothing was written yet
-	})
+	lw := &lazyWriter{ctx: wctx, store: ru.store, meta: meta(rec), name: name}
+	_, err := answer.Keep(rec.Op, lw, fill, func(*answer.Error) { lw.rejected = true }) // nothing was written yet
 	refused, isRefused := errors.AsType[*answer.Error](err)
 	if err != nil && (!isRefused || refused.Cut) {
 		cancel()
@@ -226,18 +238,7 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 		return
 	}
 	rec.Files = nil
-	var err error
-	var rejected []error
-	for i, u := range rec.URLs {
-		err = ru.fetch(ctx, rec, i, u)
-		if _, ok := errors.AsType[*rejectedError](err); ok {
-			rejected, err = append(rejected, err), nil
-			continue
-		}
-		if err != nil {
-			break
-		}
-	}
+	rejected, err := writeEach(len(rec.URLs), func(i int) error { return ru.fetch(ctx, rec, i, rec.URLs[i]) })
 	rec.State, rec.Error, rec.Lost = Done, "", false
 	if err == nil && len(rejected) > 0 {
 		rec.State, rec.Error = Answered, joinErrors(rejected)
@@ -264,13 +265,7 @@ func (ru *run) fetch(ctx context.Context, rec *record, i int, link string) error
 		rec.Requests++
 		return next(req)
 	})
-	name := func(head []byte, rejected bool) string {
-		if rejected {
-			return fileName(rec.Stem+Rejected, i, len(rec.URLs), sniff.FileExt(head))
-		}
-		return fileName(rec.Stem, i, len(rec.URLs), sniff.FileExt(head))
-	}
-	return ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
+	return ru.write(ctx, rec, namer(rec.Stem, i, len(rec.URLs), sniff.FileExt), func(w io.Writer) (int64, error) {
 		opts := append([]creative.Option{count, creative.WithTimeout(downloadTimeout)}, ru.o.CallOptions...)
 		opts = append(opts, creative.WithMaxResponseBytes(ru.o.MaxDownloadBytes))
 		return ru.c.Download(ctx, creative.URL(link), w, opts...)
@@ -299,35 +294,27 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 		}
 	}
 	var rejected []error
-	for _, key := range kept {
-		if err != nil {
-			break
-		}
-		var data []byte
-		if data, err = ru.store.Get(ctx, key); err != nil {
-			err = &storeError{err}
-			break
-		}
-		// <stem>.rejected-2.bin is <stem>-2 and the extension its bytes show.
-		stem := rec.Stem + strings.TrimSuffix(strings.TrimPrefix(key, rec.Stem+Rejected), path.Ext(key))
-		name := func(head []byte, rej bool) string {
-			if rej {
-				return key
+	if err == nil {
+		rejected, err = writeEach(len(kept), func(i int) error {
+			key := kept[i]
+			data, err := ru.store.Get(ctx, key)
+			if err != nil {
+				return &storeError{err}
 			}
-			return stem + sniff.FileExt(head)
-		}
-		werr := ru.write(ctx, rec, name, func(w io.Writer) (int64, error) {
-			n, err := w.Write(data)
-			return int64(n), err
+			// <stem>.rejected-2.bin is <stem>-2 and the extension its bytes show.
+			stem := rec.Stem + strings.TrimSuffix(strings.TrimPrefix(key, rec.Stem+Rejected), path.Ext(key))
+			name := func(head []byte, rej bool) string {
+				if rej {
+					return key
+				}
+				return stem + sniff.FileExt(head)
+			}
+			err = ru.write(ctx, rec, name, bytes.NewReader(data).WriteTo)
+			if err == nil {
+				_ = ru.store.Delete(context.WithoutCancel(ctx), key) // its bytes are in place under their own name
+			}
+			return err
 		})
-		switch _, ok := errors.AsType[*rejectedError](werr); {
-		case ok:
-			rejected = append(rejected, werr)
-		case werr != nil:
-			err = werr
-		default:
-			_ = ru.store.Delete(context.WithoutCancel(ctx), key) // its bytes are in place under their own name
-		}
 	}
 	rec.State, rec.Error, rec.Lost = Done, "", false
 	switch {
@@ -341,52 +328,37 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 	ru.finish(ctx, rec, start, err)
 }
 
-// A lazyWriter opens its object once it holds the first bytes, which may
-// name the file's type.
+// A lazyWriter opens its object at its first Write, whose bytes name the
+// file's type: answer.Keep hands on a file's head whole in its first
+// Write.
 type lazyWriter struct {
-	ctx   context.Context
-	store Store
-	meta  map[string]string
-	name  func(head []byte) string
-	head  []byte
-	key   string
-	w     io.WriteCloser
-	err   error // the store's
+	ctx      context.Context
+	store    Store
+	meta     map[string]string
+	name     func(head []byte, rejected bool) string
+	rejected bool // the check refused the file: it is named as rejected
+	key      string
+	w        io.WriteCloser
+	err      error // the store's
 }
-
-const headLen = 16
 
 func (l *lazyWriter) Write(p []byte) (int, error) {
-	if l.err != nil {
-		return 0, l.err
-	}
-	if l.w != nil {
-		n, err := l.w.Write(p)
-		l.err = err
-		return n, err
-	}
-	if l.head = append(l.head, p...); len(l.head) >= headLen {
-		l.start()
+	if l.w == nil && l.err == nil {
+		l.key = l.name(p, l.rejected)
+		l.w, l.err = l.store.NewWriter(l.ctx, l.key, l.meta)
 	}
 	if l.err != nil {
 		return 0, l.err
 	}
-	return len(p), nil
-}
-
-// start opens the object and writes the bytes held back.
-func (l *lazyWriter) start() {
-	l.key = l.name(l.head)
-	l.w, l.err = l.store.NewWriter(l.ctx, l.key, l.meta)
-	if l.err == nil {
-		_, l.err = l.w.Write(l.head)
-	}
+	n, err := l.w.Write(p)
+	l.err = err
+	return n, err
 }
 
 // close puts the object in place, or leaves nothing after a failure.
 func (l *lazyWriter) close() error {
 	if l.w == nil && l.err == nil {
-		l.start()
+		_, _ = l.Write(nil)
 	}
 	if l.w == nil {
 		return l.err

@@ -69,7 +69,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.ledger == nil || r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Ledger and a Store can check and plan, not run")
 	}
-	ru := &run{Runner: r, token: newRunToken(), lease: newLease(timesOf(r.o.Lease))}
+	ru := &run{Runner: r, token: newRunToken(), lease: newLease(r.o.Lease)}
 	ru.sum.Jobs = c.mine
 	stopBeats, err := ru.keepBeating(ctx, func(err error) { ru.failLedger(err, nil) })
 	if err != nil {

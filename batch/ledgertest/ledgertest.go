@@ -27,12 +27,7 @@ import (
 
 // Run runs the conformance suite. open returns a Ledger on a new, empty
 // database for one subtest; the suite closes it.
-func Run(t *testing.T, open func(t *testing.T) batch.Ledger) { RunKnown(t, open, nil) }
-
-// RunKnown is Run for a ledger known to break some rules for now: known
-// names each such rule (as Run names its subtests) with why, and those
-// are skipped, saying so, rather than failed.
-func RunKnown(t *testing.T, open func(t *testing.T) batch.Ledger, known map[string]string) {
+func Run(t *testing.T, open func(t *testing.T) batch.Ledger) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, l batch.Ledger)
@@ -55,9 +50,6 @@ func RunKnown(t *testing.T, open func(t *testing.T) batch.Ledger, known map[stri
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if why, ok := known[tc.name]; ok {
-				t.Skip("known to fail: " + why)
-			}
 			l := open(t)
 			t.Cleanup(func() { _ = l.Close() })
 			tc.fn(t, l)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,13 +47,10 @@ type sessionLock struct {
 	key    int64
 	tuned  bool // the session's keepalives follow the run's lease
 	checks chan check
-	lost   chan struct{}
+	lost   context.Context         // done once the lock is lost; its cause says why
+	lose   context.CancelCauseFunc // the first cause given holds
 	done   chan struct{}
-
-	mu      sync.Mutex
-	err     error // why the lock was lost
-	release sync.Once
-	stop    context.CancelFunc
+	stop   context.CancelFunc
 }
 
 // A check asks the goroutine that owns the connection to run fn on it
@@ -84,7 +80,8 @@ func takeLock(ctx context.Context, cfg *pgx.ConnConfig, token string) (*sessionL
 		return nil, fmt.Errorf("pgledger: taking the run's lock: %w", err)
 	}
 	wctx, stop := context.WithCancel(context.Background())
-	l := &sessionLock{conn: conn, token: token, key: key, checks: make(chan check), lost: make(chan struct{}),
+	lost, lose := context.WithCancelCause(context.Background())
+	l := &sessionLock{conn: conn, token: token, key: key, checks: make(chan check), lost: lost, lose: lose,
 		done: make(chan struct{}), stop: stop}
 	go l.own(wctx)
 	return l, nil
@@ -100,9 +97,8 @@ func (l *sessionLock) own(ctx context.Context) {
 		waited := make(chan error, 1)
 		go func() { waited <- l.conn.PgConn().WaitForNotification(wait) }()
 		var c check
-		var got bool
 		select {
-		case c, got = <-l.checks:
+		case c = <-l.checks:
 		case <-ctx.Done():
 		case err := <-waited:
 			cancel()
@@ -116,14 +112,9 @@ func (l *sessionLock) own(ctx context.Context) {
 			return
 		}
 		if !l.conn.PgConn().IsClosed() {
-			err = nil // the wait was cut short for the check
+			err = c.fn(c.ctx) // the wait was cut short for the check
 		}
-		if got {
-			if err == nil {
-				err = c.fn(c.ctx)
-			}
-			c.reply <- err
-		}
+		c.reply <- err
 		if err != nil {
 			l.fail(err)
 			return
@@ -173,29 +164,22 @@ func (l *sessionLock) ping(ctx context.Context) error {
 // lease plus a few seconds.
 func keepaliveSQL(lease time.Duration) string {
 	var sets []string
-	for _, kv := range keepalives(lease) {
-		sets = append(sets, "SET "+kv[0]+" = "+kv[1])
+	for name, v := range keepalives(lease) {
+		sets = append(sets, "SET "+name+" = "+v)
 	}
 	return strings.Join(sets, "; ")
 }
 
-// keepalives are the settings of keepaliveSQL, as names and values.
-func keepalives(lease time.Duration) [][2]string {
+// keepalives are the settings of keepaliveSQL, by name.
+func keepalives(lease time.Duration) map[string]string {
 	secs := max(int(lease/time.Second), 3)
 	idle := max(secs/2, 1)
 	interval := max((secs-idle)/3, 1)
-	return [][2]string{{"tcp_keepalives_idle", strconv.Itoa(idle)}, {"tcp_keepalives_interval", strconv.Itoa(interval)},
-		{"tcp_keepalives_count", "3"}, {"tcp_user_timeout", strconv.FormatInt(max(lease.Milliseconds(), 3000), 10)}}
+	return map[string]string{"tcp_keepalives_idle": strconv.Itoa(idle), "tcp_keepalives_interval": strconv.Itoa(interval),
+		"tcp_keepalives_count": "3", "tcp_user_timeout": strconv.FormatInt(max(lease.Milliseconds(), 3000), 10)}
 }
 
-func (l *sessionLock) fail(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		l.err = fmt.Errorf("%w: %w", ErrLockLost, err)
-		close(l.lost)
-	}
-}
+func (l *sessionLock) fail(err error) { l.lose(fmt.Errorf("%w: %w", ErrLockLost, err)) }
 
 // Check proves the lock is still held, within ctx's deadline.
 func (l *sessionLock) Check(ctx context.Context) error { return l.on(ctx, l.ping) }
@@ -206,10 +190,10 @@ func (l *sessionLock) on(ctx context.Context, fn func(ctx context.Context) error
 	c := check{ctx: ctx, fn: fn, reply: make(chan error, 1)}
 	select {
 	case l.checks <- c:
-	case <-l.lost:
-		return l.lostErr()
+	case <-l.lost.Done():
+		return context.Cause(l.lost)
 	case <-l.done:
-		if err := l.lostErr(); err != nil {
+		if err := context.Cause(l.lost); err != nil {
 			return err
 		}
 		return errors.New("pgledger: the run's lock was released")
@@ -219,7 +203,8 @@ func (l *sessionLock) on(ctx context.Context, fn func(ctx context.Context) error
 	select {
 	case err := <-c.reply:
 		if err != nil {
-			return l.lostErr()
+			// The goroutine loses the lock for err once it replied.
+			return fmt.Errorf("%w: %w", ErrLockLost, err)
 		}
 		return nil
 	case <-ctx.Done():
@@ -227,18 +212,12 @@ func (l *sessionLock) on(ctx context.Context, fn func(ctx context.Context) error
 	}
 }
 
-func (l *sessionLock) lostErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
 // Lost is closed once the lock is known to be lost.
-func (l *sessionLock) Lost() <-chan struct{} { return l.lost }
+func (l *sessionLock) Lost() <-chan struct{} { return l.lost.Done() }
 
 // Release lets the lock go: the connection that holds it is closed.
 func (l *sessionLock) Release() error {
-	l.release.Do(func() { l.stop() })
+	l.stop()
 	<-l.done
 	return nil
 }

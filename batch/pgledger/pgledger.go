@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"strings"
@@ -68,9 +69,7 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	if err := retryStart(ctx, func() error {
-		return answered(ctx, cfg.ConnectTimeout, func(ctx context.Context) error { return migrate(ctx, db) })
-	}); err != nil {
+	if err := tryStart(ctx, cfg.ConnectTimeout, func(ctx context.Context) error { return migrate(ctx, db) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("pgledger: %s: %w", redact(dsn), err)
 	}
@@ -82,28 +81,23 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 // opening of each connection and Open's first statements.
 var answerWait = 10 * time.Second
 
-// answered runs fn with a context that ends after wait, and says so
-// plainly when the server did not answer in that time.
-func answered(ctx context.Context, wait time.Duration, fn func(context.Context) error) error {
-	actx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	err := fn(actx)
-	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("the ledger did not answer within %v (connect_timeout in the URL sets this bound): %w", wait, err)
-	}
-	return err
-}
-
 // startWait bounds how long Open waits for a server that is starting or
 // stopping (a restart), or not yet listening.
 const startWait = 10 * time.Second
 
-// retryStart runs fn until it succeeds, fails for another reason than a
-// server in a restart, or startWait passed.
-func retryStart(ctx context.Context, fn func() error) error {
+// tryStart runs fn, each try with a context that ends after wait (saying
+// so plainly when the server did not answer in that time), and again
+// while the server is in a restart, until startWait passed.
+func tryStart(ctx context.Context, wait time.Duration, fn func(context.Context) error) error {
 	deadline := time.Now().Add(startWait)
 	for {
-		err := fn()
+		actx, cancel := context.WithTimeout(ctx, wait)
+		err := fn(actx)
+		timedOut := err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if timedOut {
+			return fmt.Errorf("the ledger did not answer within %v (connect_timeout in the URL sets this bound): %w", wait, err)
+		}
 		var pgErr *pgconn.PgError
 		restarting := errors.As(err, &pgErr) && pgErr.Code == "57P03" || errors.Is(err, syscall.ECONNREFUSED)
 		if !restarting || time.Now().After(deadline) {
@@ -124,9 +118,7 @@ func configure(cfg *pgx.ConnConfig) {
 		p["application_name"] = "creative batch"
 	}
 	p["idle_in_transaction_session_timeout"] = fmt.Sprint(idleInTransaction.Milliseconds())
-	for _, kv := range keepalives(defaultLease) {
-		p[kv[0]] = kv[1]
-	}
+	maps.Copy(p, keepalives(defaultLease))
 	// The worker's own keepalives: a server that went silent is found
 	// gone within about 30 s, and the run's lock with it.
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: net.KeepAliveConfig{
@@ -139,7 +131,7 @@ func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 	return sqlledger.Dialect{
 		Name:      "postgres",
 		Dollar:    true,
-		Now:       `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint`,
+		Now:       now,
 		ForUpdate: " FOR UPDATE",
 		Stale:     "r.beat < NOW - r.lease_ms * 4 / 3",
 		Lock: func(ctx context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
@@ -158,18 +150,15 @@ const page = 5000
 // is held, or its last heartbeat is younger than a third of its lease
 // (the lease's margin, inside which a worker whose lock was lost may not
 // yet have stopped sending).
-func probe(ctx context.Context, db *sql.DB, token string) (bool, error) {
+func probe(ctx context.Context, q sqlledger.Querier, token string) (bool, error) {
 	key, err := lockKey(token)
 	if err != nil {
 		return false, err
 	}
 	var live bool
-	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE `+keyCond+`)
+	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE `+keyCond+`)
 		OR EXISTS (SELECT 1 FROM runs r WHERE r.token = $2 AND r.beat >= `+now+` - r.lease_ms / 3)`, key, token).Scan(&live)
-	if err != nil {
-		return false, fmt.Errorf("pgledger: %w", err)
-	}
-	return live, nil
+	return live, err
 }
 
 // now is the database's clock in milliseconds since 1970.
@@ -191,11 +180,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(4851297115213088581)`); err != nil {
 		return err
 	}
-	var have sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::text`, versionTable).Scan(&have); err != nil {
+	var have bool
+	var tables int
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL, (SELECT count(*) FROM pg_tables
+		WHERE schemaname = current_schema() AND tablename IN ('runs', 'jobs', 'attempts', 'budget'))`, versionTable).Scan(&have, &tables); err != nil {
 		return err
 	}
-	if have.Valid {
+	switch {
+	case have:
 		var v int
 		if err := tx.QueryRowContext(ctx, `SELECT version FROM `+versionTable).Scan(&v); err != nil {
 			return fmt.Errorf("reading the ledger's version: %w", err)
@@ -204,12 +196,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("the ledger's schema is version %d; this version of creative-go reads version %d", v, sqlledger.Version)
 		}
 		return nil
-	}
-	var tables int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename IN ('runs', 'jobs', 'attempts', 'budget')`).Scan(&tables); err != nil {
-		return err
-	}
-	if tables > 0 {
+	case tables > 0:
 		return errors.New("the database has tables of the ledger's names but is no ledger of creative-go: give a database of its own")
 	}
 	if err := sqlledger.Create(ctx, tx); err != nil {

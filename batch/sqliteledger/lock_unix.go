@@ -16,19 +16,15 @@ import (
 // lockName is the name of the lock file of the run with token.
 func lockName(token string) string { return ".run-" + token + ".lock" }
 
-// openLockFile opens the lock file of the run with token in dir through
-// the folder's gate (package outdir): a link, a FIFO or a device in its
-// place is refused, never opened.
-func openLockFile(dir, token string, create bool) (*os.File, error) {
+// openLockFile opens the lock file of the run with token in dir, with
+// flag, through the folder's gate (package outdir): a link, a FIFO or a
+// device in its place is refused, never opened.
+func openLockFile(dir, token string, flag int) (*os.File, error) {
 	d, err := outdir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	flag := os.O_RDONLY
-	if create {
-		flag = os.O_RDWR | os.O_CREATE
-	}
 	return d.OpenFile(lockName(token), flag, 0o644)
 }
 
@@ -37,7 +33,7 @@ func openLockFile(dir, token string, create bool) (*os.File, error) {
 type flock struct{ f *os.File }
 
 func lockRun(dir, token string) (sqlledger.Lock, error) {
-	f, err := openLockFile(dir, token, true)
+	f, err := openLockFile(dir, token, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +59,7 @@ func (l *flock) Release() error {
 // held by a live process, or free (its file is gone, or no process holds
 // it, and it is removed).
 func probeRun(dir, token string) (bool, error) {
-	f, err := openLockFile(dir, token, false)
+	f, err := openLockFile(dir, token, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

@@ -21,11 +21,13 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer conn.Close()
-	var app, v int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&app); err != nil {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
 		return err
 	}
-	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+	defer func() { _ = tx.Rollback() }()
+	var app, v int64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)`).Scan(&v, &app); err != nil {
 		return err
 	}
 	switch {
@@ -33,22 +35,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return errNotLedger
 	case v == sqlledger.Version && app == applicationID:
 		return nil
+	case v == sqlledger.Version:
+		return errNotLedger // a ledger of this schema has the application id
 	case v > sqlledger.Version:
 		return fmt.Errorf("the ledger's schema is version %d, written by a newer version of creative-go; this one reads version %d", v, sqlledger.Version)
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)`).Scan(&v, &app); err != nil {
-		return err
-	}
-	if v == sqlledger.Version {
-		if app != applicationID {
-			return errNotLedger // a ledger of this schema has the application id
-		}
-		return nil // another process made it meanwhile
 	}
 	var tables int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables); err != nil {

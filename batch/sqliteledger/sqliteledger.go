@@ -131,7 +131,7 @@ func dialect(dir string) sqlledger.Dialect {
 		Lock: func(_ context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
 			return lockRun(dir, token)
 		},
-		Probe: func(_ context.Context, _ *sql.DB, token string) (bool, error) {
+		Probe: func(_ context.Context, _ sqlledger.Querier, token string) (bool, error) {
 			return probeRun(dir, token)
 		},
 	}

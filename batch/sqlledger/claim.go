@@ -40,7 +40,7 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 			return nil
 		}
 		if last != nil && last.Live && l.d.Probe != nil {
-			if held, err := l.d.Probe(ctx, l.db, last.Run); err == nil && !held {
+			if held, err := l.d.Probe(ctx, tx, last.Run); err == nil && !held {
 				last.Live = false
 			}
 		}
@@ -97,12 +97,8 @@ func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.La
 			return nil, err
 		}
 	}
-	st, err := l.stmt(ctx, tx, "lastOne")
-	if err != nil {
-		return nil, err
-	}
 	var last batch.Last
-	switch err := scanEntry(st.QueryRowContext(ctx, job), &last); {
+	switch err := scanEntry(l.stmt(ctx, tx, "lastOne").QueryRowContext(ctx, job), &last); {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
 	case err != nil:

@@ -46,8 +46,9 @@ type Dialect struct {
 	Lock func(ctx context.Context, db *sql.DB, token string) (Lock, error)
 	// Probe, when not nil, says whether the lock of the run with token is
 	// held by a live process (true) or free (false): a run whose lock is
-	// free is marked gone, at once. nil leaves liveness to Stale.
-	Probe func(ctx context.Context, db *sql.DB, token string) (held bool, err error)
+	// free is marked gone, at once. nil leaves liveness to Stale. In a
+	// claim, q is its transaction (see group.go).
+	Probe func(ctx context.Context, q Querier, token string) (held bool, err error)
 	// OneWriter sends the Ledger's write transactions through one group
 	// writer in the process, which commits every write waiting at that
 	// moment in one transaction (SQLite takes one writer at a time, and a
@@ -57,6 +58,11 @@ type Dialect struct {
 	// network each page is a round trip waited for before the next, so a
 	// server far away wants a larger one (memory follows the page).
 	Page int
+}
+
+// A Querier runs a query: a *sql.DB or a *sql.Tx.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // A Lock is a run's session lock (see Dialect.Lock).

@@ -4,47 +4,45 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 )
 
-// Statements are prepared once on the database, and used in each
-// transaction through it: an engine such as SQLite spends more preparing
-// a statement than running it.
+// With one writer (Dialect.OneWriter: SQLite, which spends more preparing a
+// statement than running it) New prepares the statements once. With many,
+// a transaction sends their text (pgx prepares it once a connection): one
+// that waited for a second connection while holding one could wait for ever.
+
+// A statement is one of the ledger's in a transaction: a *sql.Stmt, or text.
+type statement interface {
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+}
+
+// text is the statement q, sent as its text in tx.
+type text struct {
+	tx *sql.Tx
+	q  string
+}
+
+func (t text) ExecContext(ctx context.Context, a ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.q, a...)
+}
+
+func (t text) QueryRowContext(ctx context.Context, a ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.q, a...)
+}
 
 // stmt returns statement k of the ledger in tx.
-func (l *Ledger) stmt(ctx context.Context, tx *sql.Tx, k string) (*sql.Stmt, error) {
-	l.sm.Lock()
-	st, ok := l.stmts[k]
-	l.sm.Unlock()
-	if !ok {
-		q, known := l.q[k]
-		if !known {
-			return nil, fmt.Errorf("sqlledger: no statement %q", k)
-		}
-		var err error
-		if st, err = l.db.PrepareContext(ctx, q); err != nil {
-			return nil, err
-		}
-		l.sm.Lock()
-		if old, raced := l.stmts[k]; raced {
-			_ = st.Close()
-			st = old
-		} else {
-			l.stmts[k] = st
-		}
-		l.sm.Unlock()
+func (l *Ledger) stmt(ctx context.Context, tx *sql.Tx, k string) statement {
+	if st := l.stmts[k]; st != nil {
+		return tx.StmtContext(ctx, st)
 	}
-	return tx.StmtContext(ctx, st), nil
+	return text{tx, l.q[k]}
 }
 
 // exec runs statement k in tx and returns the rows it changed.
 func (l *Ledger) exec(ctx context.Context, tx *sql.Tx, k string, args ...any) (int64, error) {
-	st, err := l.stmt(ctx, tx, k)
-	if err != nil {
-		return 0, err
-	}
-	res, err := st.ExecContext(ctx, args...)
+	res, err := l.stmt(ctx, tx, k).ExecContext(ctx, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -53,11 +51,7 @@ func (l *Ledger) exec(ctx context.Context, tx *sql.Tx, k string, args ...any) (i
 
 // row runs the query k in tx and scans its one row into dst.
 func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args []any, dst ...any) error {
-	st, err := l.stmt(ctx, tx, k)
-	if err != nil {
-		return err
-	}
-	return st.QueryRowContext(ctx, args...).Scan(dst...)
+	return l.stmt(ctx, tx, k).QueryRowContext(ctx, args...).Scan(dst...)
 }
 
 // An op is one write transaction waiting for the group writer.

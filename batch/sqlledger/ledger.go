@@ -21,8 +21,7 @@ type Ledger struct {
 	d     Dialect
 	page  int // rows a query of Jobs reads
 	q     map[string]string
-	sm    sync.Mutex
-	stmts map[string]*sql.Stmt // prepared once, by key of q
+	stmts map[string]*sql.Stmt // prepared by New, by key of q (see group.go)
 	groupState
 }
 
@@ -37,6 +36,13 @@ func New(db *sql.DB, d Dialect) *Ledger {
 		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
 	}
 	l.q["lockJob"] += d.ForUpdate
+	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
+		for k, q := range l.q {
+			if st, err := db.Prepare(q); err == nil {
+				l.stmts[k] = st
+			}
+		}
+	}
 	l.SetPage(d.Page)
 	return l
 }
@@ -57,11 +63,9 @@ func (l *Ledger) DB() *sql.DB { return l.db }
 // Close stops the group writer and closes the database.
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() { close(l.closed) })
-	l.sm.Lock()
 	for _, st := range l.stmts {
 		_ = st.Close()
 	}
-	l.sm.Unlock()
 	return l.db.Close()
 }
 

@@ -204,7 +204,8 @@ func Bytes(k Kind, b []byte) error {
 // *Error, once they are all written, so that the caller names what w holds
 // as a rejected file. A file that is cut is refused only at its end, once
 // its bytes are in w. Nothing is held but the few bytes of a head that has
-// not yet told its type.
+// not yet told its type, and w's first Write holds that head whole (all
+// of a file shorter than a head), so that w may name the file by it.
 func Keep(op string, w io.Writer, fill func(io.Writer) (int64, error), reject func(*Error)) (int64, error) {
 	k := &keeper{c: New(For(op), w), w: w, reject: reject}
 	n, err := fill(k)
@@ -261,17 +262,13 @@ func (k *keeper) close() error {
 }
 
 // divert tells of the refusal e and writes the bytes held back, then p, to
-// w.
+// w, in one Write: the head whole, as the check hands on one it accepts.
 func (k *keeper) divert(e *Error, p []byte) error {
 	k.refused = e
 	if k.reject != nil {
 		k.reject(e)
 	}
-	held := k.held
+	_, err := k.w.Write(append(k.held, p...))
 	k.held = nil
-	if _, err := k.w.Write(held); err != nil {
-		return err
-	}
-	_, err := k.w.Write(p)
 	return err
 }
