@@ -153,6 +153,9 @@ func TestAConnectionStringLedgerLeaksNoPassword(t *testing.T) {
 		"host=db.internal user=app password=s3cretpw dbname=creative",
 		"postgres://app:pa/s3cretpw@db.internal/creative", // a password with a slash, not escaped: no URL
 		"postgresql://app:s3cretpw@db.internal:badport/creative",
+		"postgres:app:s3cretpw@db.internal/creative", // no "//": an opaque URL
+		"postgres:/app:s3cretpw@db.internal/creative",
+		"postgres://app:s3cretpw@127.0.0.1:1/creative#password=s3cretpw",
 	} {
 		err := openOnce(t, out, ledger, true)
 		if err == nil {
