@@ -158,22 +158,31 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 // after its ledger.db is made, against a name written meanwhile. Of two
 // first runs racing, one with each, one at least sees the other.
 func checkPlace(ctx context.Context, p *place, l batch.Ledger, out, ledger string, record bool) error {
-	own, err := ownerOf(ctx, l, cmp.Or(ledger, p.dir))
-	if err != nil {
-		return cmdutil.Usagef("--ledger: %v", err)
-	}
-	if own == nil {
-		return nil
-	}
 	if p.dir != "" && (ledger == "" || ownFolder(p.dir, ledger)) {
+		// The identity is asked for only when the folder names a ledger:
+		// a status of an older, read-only ledger.db writes nothing.
 		o, err := readOwner(ctx, ownedStore(p))
 		if err != nil {
 			return cmdutil.Usagef("--out %s: %v", p.dir, err)
 		}
-		if o != nil && !sameLedger(o, own) {
+		if o == nil {
+			return nil
+		}
+		own, err := ownerOf(ctx, l, p.dir)
+		if err != nil {
+			return cmdutil.Usagef("--out: %v", err)
+		}
+		if own != nil && !sameLedger(o, own) {
 			return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in a ledger of its own, which would pay for them again; "+
 				"nothing was sent. Give --ledger naming that ledger, or another --out", p.dir, o, o.Ledger, OwnerKey)
 		}
+		return nil
+	}
+	own, err := ownerOf(ctx, l, ledger)
+	if err != nil {
+		return cmdutil.Usagef("--ledger: %v", err)
+	}
+	if own == nil {
 		return nil
 	}
 	if err := checkOwner(ctx, ownedStore(p), out, ledger, own, record); err != nil {
