@@ -1,3 +1,5 @@
+//go:build unix
+
 package batchcmd
 
 import (
@@ -11,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/creativegen/creative-go/batch/pgledger/pgtest"
@@ -430,6 +433,38 @@ func TestRacingFirstRunsOnAFolder(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: a run with the one shared ledger was refused: %v", round, err)
 			}
+		}
+	}
+}
+
+// A which-ledger.json in a folder that is a link (to a record outside
+// --out, or a dangling one), a folder or a FIFO is refused, whichever
+// ledger is given, and is left as it is.
+func TestAFolderRecordThatIsNoFileIsRefused(t *testing.T) {
+	ledger := t.TempDir()
+	recorded := t.TempDir()
+	if err := openOnce(t, recorded, ledger, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, plant := range []func(p string) error{
+		func(p string) error { return os.Symlink(filepath.Join(recorded, OwnerKey), p) },
+		func(p string) error { return os.Symlink(filepath.Join(recorded, "none"), p) },
+		func(p string) error { return os.Mkdir(p, 0o755) },
+		func(p string) error { return syscall.Mkfifo(p, 0o644) },
+	} {
+		out := t.TempDir()
+		p := filepath.Join(out, OwnerKey)
+		if err := plant(p); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.Lstat(p)
+		for _, l := range []string{ledger, t.TempDir(), ""} {
+			if err := openOnce(t, out, l, true); err == nil {
+				t.Errorf("%s: --ledger %q was accepted", before.Mode(), l)
+			}
+		}
+		if after, err := os.Lstat(p); err != nil || after.Mode() != before.Mode() {
+			t.Errorf("%s: the planted %s was changed: %v", before.Mode(), OwnerKey, err)
 		}
 	}
 }
