@@ -427,8 +427,18 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	if n == 0 {
 		return nil
 	}
-	if ok, _ := d.Check(OwnerKey); ok && !startOver {
-		return refuseNewLedger(context.Background(), dirGetter{d}, path, ledger)
+	if ok, _ := d.Check(OwnerKey); ok {
+		// A ledger elsewhere keeps these outputs, and its runs may be
+		// writing them now: --start-over would move them from under those
+		// runs and pay for their jobs again. Only the user, removing the
+		// name, says that ledger is gone.
+		err := refuseNewLedger(context.Background(), dirGetter{d}, path, ledger)
+		if err != nil && startOver {
+			err = cmdutil.Usagef("--start-over moves nothing: %v; or remove %s once no run of that ledger is live", err, OwnerKey)
+		}
+		if err != nil || !startOver {
+			return err
+		}
 	}
 	state := "missing"
 	if st, err := d.Lstat(sqliteledger.File); err == nil && st.Size() == 0 {
