@@ -27,10 +27,13 @@ func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err err
 	}
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
+	// The bound is the job's as it ends: its context is cancelled once the
+	// worker goes on, which is no stop of the run.
+	bound := recordBound(ctx)
 	ru.recording <- struct{}{}
 	ru.records.Go(func() {
 		defer func() { <-ru.recording }()
-		if err := ru.record(ctx, rec); err != nil {
+		if err := ru.recordWithin(ctx, rec, bound); err != nil {
 			ru.unrecorded(rec, err)
 		}
 		ru.end(rec)
@@ -57,10 +60,19 @@ const recordTimeout = 10 * time.Second
 // shown done twice and a second payment is not hidden behind a done
 // record; the run's LedgerError hands the answer back.
 func (ru *run) record(ctx context.Context, rec *record) error {
-	bound := recordTimeout
+	return ru.recordWithin(ctx, rec, recordBound(ctx))
+}
+
+// recordBound is the bound of a record written now under ctx.
+func recordBound(ctx context.Context) time.Duration {
 	if ctx.Err() != nil {
-		bound = abandonedWrite
+		return abandonedWrite
 	}
+	return recordTimeout
+}
+
+// recordWithin writes rec as record does, within bound.
+func (ru *run) recordWithin(ctx context.Context, rec *record, bound time.Duration) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	return ru.ledger.Record(wctx, rec)
