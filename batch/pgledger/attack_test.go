@@ -95,3 +95,75 @@ func TestAttackACancelledClaimQueuedBehindStalledBatchesReturns(t *testing.T) {
 		<-held
 	}
 }
+
+// A claim whose context is cancelled returns even when it was sent in the
+// batch of another caller whose context lives on, held by the network;
+// tried again once the network is back, it is found to be the run's own
+// or is made.
+func TestAttackACancelledClaimInAnothersStalledBatchReturns(t *testing.T) {
+	l, p := atkProxied(t)
+	run := hexToken()
+	s, err := l.Begin(t.Context(), batch.RunInfo{Token: run, Worker: "atk", Lease: time.Minute})
+	require.NoError(t, err)
+	defer func() { _ = s.End(context.Background()) }()
+
+	p.Stall()
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	// Every slot holds a batch; the first is one's whose context ends.
+	first, endFirst := context.WithCancel(bg)
+	held := make(chan struct{}, slots+1)
+	for i := range slots {
+		ctx := bg
+		if i == 0 {
+			ctx = first
+		}
+		go func() {
+			_, _ = l.Claim(ctx, newClaim(run, i))
+			held <- struct{}{}
+		}()
+		require.Eventually(t, func() bool { return len(l.claims.slots) == i+1 }, 10*time.Second, time.Millisecond)
+	}
+	pending := func(n int) func() bool {
+		return func() bool {
+			l.claims.mu.Lock()
+			defer l.claims.mu.Unlock()
+			return len(l.claims.pending) == n
+		}
+	}
+	// B, whose context lives on, queues first, then A: B takes the slot
+	// that frees and sends both.
+	go func() {
+		_, _ = l.Claim(bg, newClaim(run, 200))
+		held <- struct{}{}
+	}()
+	require.Eventually(t, pending(1), 10*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := newClaim(run, 201)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Claim(ctx, a)
+		done <- err
+	}()
+	require.Eventually(t, pending(2), 10*time.Second, time.Millisecond)
+	endFirst()
+	require.Eventually(t, pending(0), 10*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		p.Resume()
+		stopBG()
+		<-done
+		t.Fatal("a claim whose context was cancelled waited for another caller's batch held by the network")
+	}
+	p.Resume()
+	stopBG()
+	for range slots + 1 {
+		<-held
+	}
+	// Landed or not, the claim tried again is the run's.
+	res, err2 := l.Claim(context.Background(), a)
+	require.NoError(t, err2)
+	require.True(t, res.Claimed, "the cancelled claim (%v) tried again", err)
+}
