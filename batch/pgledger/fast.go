@@ -97,7 +97,8 @@ UPDATE attempts a SET state = ok.state, lost = ok.lost, urls = ok.urls, text = o
 FROM ok WHERE a.job = ok.job AND a.n = ok.n
 RETURNING a.job`
 
-func (l *Ledger) claimNew(ctx context.Context, cs []*batch.Claim) ([]bool, error) {
+// claimNew makes the statement that claims cs (see group.prepare).
+func (l *Ledger) claimNew(cs []*batch.Claim) func(context.Context) ([]bool, error) {
 	var job, id, op, stem, fields, kind, run, worker, urls []*string
 	var line []int64
 	first := firsts(len(cs), func(i int) string { return cs[i].Job })
@@ -105,24 +106,18 @@ func (l *Ledger) claimNew(ctx context.Context, cs []*batch.Claim) ([]bool, error
 		if !first[i] {
 			continue // the one-at-a-time way decides the second
 		}
-		job, id, op, stem = append(job, &c.Job), append(id, nullable(c.ID)), append(op, &c.Op), append(stem, &c.Stem)
+		job, id, op, stem = append(job, ptr(c.Job)), append(id, nullable(c.ID)), append(op, ptr(c.Op)), append(stem, ptr(c.Stem))
 		line = append(line, int64(c.Line))
 		fields = append(fields, jsonText(c.Fields, c.Fields == nil))
-		kind, run, worker = append(kind, ptr(string(c.Kind))), append(run, &c.Run), append(worker, &c.Worker)
+		kind, run, worker = append(kind, ptr(string(c.Kind))), append(run, ptr(c.Run)), append(worker, ptr(c.Worker))
 		urls = append(urls, jsonText(c.URLs, c.URLs == nil))
 	}
-	made, err := l.returned(ctx, l.bind(claimNewSQL), job, id, line, op, stem, fields, kind, run, worker, urls)
-	if err != nil {
-		return nil, err
-	}
-	ok := make([]bool, len(cs))
-	for i, c := range cs {
-		ok[i] = first[i] && made[c.Job]
-	}
-	return ok, nil
+	args := []any{job, id, line, op, stem, fields, kind, run, worker, urls}
+	return l.sendBatch(claimNewSQL, args, jobsOf(len(cs), func(i int) string { return cs[i].Job }), first)
 }
 
-func (l *Ledger) recordOwn(ctx context.Context, es []*batch.Entry) ([]bool, error) {
+// recordOwn makes the statement that records es (see group.prepare).
+func (l *Ledger) recordOwn(es []*batch.Entry) func(context.Context) ([]bool, error) {
 	var job, run, state, urls, text, files, errText, reqID []*string
 	var n, lost, requests []int32
 	var seconds []float64
@@ -131,22 +126,43 @@ func (l *Ledger) recordOwn(ctx context.Context, es []*batch.Entry) ([]bool, erro
 		if !first[i] {
 			continue
 		}
-		job, run, state = append(job, &e.Job), append(run, &e.Run), append(state, ptr(string(e.State)))
+		job, run, state = append(job, ptr(e.Job)), append(run, ptr(e.Run)), append(state, ptr(string(e.State)))
 		n, requests = append(n, int32(e.Attempt)), append(requests, int32(e.Requests))
 		lost = append(lost, map[bool]int32{false: 0, true: 1}[e.Lost])
 		urls, files = append(urls, jsonText(e.URLs, e.URLs == nil)), append(files, jsonText(e.Files, e.Files == nil))
 		text, errText, reqID = append(text, nullable(e.Text)), append(errText, nullable(e.Error)), append(reqID, nullable(e.RequestID))
 		seconds = append(seconds, e.Seconds)
 	}
-	wrote, err := l.returned(ctx, l.bind(recordOwnSQL), job, n, run, state, lost, urls, text, files, errText, requests, reqID, seconds)
-	if err != nil {
-		return nil, err
+	args := []any{job, n, run, state, lost, urls, text, files, errText, requests, reqID, seconds}
+	return l.sendBatch(recordOwnSQL, args, jobsOf(len(es), func(i int) string { return es[i].Job }), first)
+}
+
+// sendBatch returns what runs q with args and says, for each of jobs,
+// whether q returned it (and it was the first of its job in the batch).
+// Everything it reads was copied before: a caller that stopped waiting may
+// change its request meanwhile.
+func (l *Ledger) sendBatch(q string, args []any, jobs []string, first []bool) func(context.Context) ([]bool, error) {
+	q = l.bind(q)
+	return func(ctx context.Context) ([]bool, error) {
+		got, err := l.returned(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		ok := make([]bool, len(jobs))
+		for i, j := range jobs {
+			ok[i] = first[i] && got[j]
+		}
+		return ok, nil
 	}
-	ok := make([]bool, len(es))
-	for i, e := range es {
-		ok[i] = first[i] && wrote[e.Job]
+}
+
+// jobsOf copies the jobs of n requests.
+func jobsOf(n int, job func(int) string) []string {
+	js := make([]string, n)
+	for i := range n {
+		js[i] = job(i)
 	}
-	return ok, nil
+	return js
 }
 
 // returned runs q and collects the jobs it returns.

@@ -2,6 +2,7 @@ package pgledger
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -10,10 +11,17 @@ import (
 // the next caller to find a slot free sends all that queued (up to max).
 // Over a network of 20 ms a round trip, a run's 64 goroutines then share
 // a handful of round trips instead of taking one each.
+//
+// A caller whose context ends stops waiting: a request still queued is
+// taken out of the queue, and one in a batch already sent is left to it
+// (its statement was made from its values when it was taken, so nothing
+// of the request is read after), to land or not.
 type group[T any] struct {
 	max   int
 	slots chan struct{}
-	send  func(ctx context.Context, batch []T) ([]bool, error)
+	// prepare makes the statement of a batch from its requests' values,
+	// and returns what sends it.
+	prepare func(batch []T) func(ctx context.Context) ([]bool, error)
 
 	mu      sync.Mutex
 	pending []*waiter[T]
@@ -27,8 +35,8 @@ type waiter[T any] struct {
 	done chan struct{}
 }
 
-func newGroup[T any](slots, max int, send func(context.Context, []T) ([]bool, error)) *group[T] {
-	return &group[T]{max: max, slots: make(chan struct{}, slots), send: send}
+func newGroup[T any](slots, max int, prepare func([]T) func(context.Context) ([]bool, error)) *group[T] {
+	return &group[T]{max: max, slots: make(chan struct{}, slots), prepare: prepare}
 }
 
 // do queues v and returns whether the statement of its batch took it.
@@ -43,6 +51,13 @@ func (g *group[T]) do(ctx context.Context, v T) bool {
 		select {
 		case <-w.done:
 			return w.ok
+		case <-ctx.Done():
+			g.mu.Lock()
+			if i := slices.Index(g.pending, w); i >= 0 {
+				g.pending = slices.Delete(g.pending, i, i+1)
+			}
+			g.mu.Unlock()
+			return false
 		case g.slots <- struct{}{}:
 			g.flush(ctx)
 			<-g.slots
@@ -51,8 +66,12 @@ func (g *group[T]) do(ctx context.Context, v T) bool {
 		sent := w.sent
 		g.mu.Unlock()
 		if sent {
-			<-w.done // in a batch that another caller sends
-			return w.ok
+			select {
+			case <-w.done: // in a batch that another caller sends
+				return w.ok
+			case <-ctx.Done():
+				return false
+			}
 		}
 	}
 }
@@ -63,18 +82,20 @@ func (g *group[T]) flush(ctx context.Context) {
 	n := min(len(g.pending), g.max)
 	batch := g.pending[:n:n]
 	g.pending = g.pending[n:]
-	for _, w := range batch {
-		w.sent = true
+	var send func(context.Context) ([]bool, error)
+	if n > 0 {
+		vs := make([]T, n)
+		for i, w := range batch {
+			vs[i] = w.v
+			w.sent = true
+		}
+		send = g.prepare(vs)
 	}
 	g.mu.Unlock()
 	if n == 0 {
 		return
 	}
-	vs := make([]T, n)
-	for i, w := range batch {
-		vs[i] = w.v
-	}
-	ok, err := g.send(ctx, vs)
+	ok, err := send(ctx)
 	for i, w := range batch {
 		w.ok = err == nil && ok[i]
 		close(w.done)
