@@ -4,9 +4,14 @@ package pgledger
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +24,7 @@ import (
 
 func hexToken() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -166,4 +171,261 @@ func TestAttackACancelledClaimInAnothersStalledBatchReturns(t *testing.T) {
 	res, err2 := l.Claim(context.Background(), a)
 	require.NoError(t, err2)
 	require.True(t, res.Claimed, "the cancelled claim (%v) tried again", err)
+}
+
+// claimOutcome is what one claim of a job by one run was told.
+type claimOutcome struct {
+	claimed bool
+	err     error
+	other   string // the run of the last attempt, when refused
+}
+
+// Two runs on a small pool claim the same jobs with contexts cancelled at
+// random and the proxy resetting connections and cutting them around
+// their commits; with a cap, each claim takes one share. Nothing hangs,
+// every connection is free at the end, a job is the claim of one run
+// only, a claim cancelled or failed is, tried again, the run's own or
+// another's (never both), and the budget counts one share an attempt.
+func TestAttackRandomCancelsAndCutsOnASmallPool(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capped=%v", capped), func(t *testing.T) { randomCancels(t, capped) })
+	}
+}
+
+func randomCancels(t *testing.T, capped bool) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("ATK_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("ATK_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var rmu sync.Mutex
+	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+
+	l, p := atkProxied(t)
+	l.DB().SetMaxOpenConns(2)
+	const jobs, workers, maxCalls = 120, 12, 40
+	runs := []string{hexToken(), hexToken()}
+	for _, run := range runs {
+		s, err := l.Begin(t.Context(), batch.RunInfo{Token: run, Worker: "atk", Lease: 10 * time.Minute})
+		require.NoError(t, err)
+		defer func() { _ = s.End(context.Background()) }()
+	}
+	claimOf := func(run string, i int) *batch.Claim {
+		c := newClaim(run, i)
+		if capped {
+			c.Share = batch.Share{Calls: 1, MaxCalls: maxCalls}
+		}
+		return c
+	}
+
+	stop := make(chan struct{})
+	var faults sync.WaitGroup
+	faults.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(5+rnd(30)) * time.Millisecond):
+			}
+			switch rnd(4) {
+			case 0:
+				p.Reset()
+			case 1:
+				p.CutCommit(1+rnd(3), pgproxy.BeforeCommit)
+			case 2:
+				p.CutCommit(1+rnd(3), pgproxy.AfterCommit)
+			}
+		}
+	})
+
+	outcomes := make([]map[string]claimOutcome, jobs)
+	for i := range outcomes {
+		outcomes[i] = map[string]claimOutcome{}
+	}
+	var omu sync.Mutex
+	deadline, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < jobs; i += workers {
+					ctx, cancel := context.WithCancel(deadline)
+					if d := rnd(6); d < 4 {
+						time.AfterFunc(time.Duration(d*rnd(3000))*time.Microsecond, cancel)
+					}
+					res, err := l.Claim(ctx, claimOf(run, i))
+					cancel()
+					o := claimOutcome{claimed: res.Claimed, err: err}
+					if res.Last != nil {
+						o.other = res.Last.Run
+					}
+					omu.Lock()
+					outcomes[i][run] = o
+					omu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(stop)
+	faults.Wait()
+	p.CutCommit(0, 0)
+	require.NoError(t, deadline.Err(), "claims hung")
+
+	// Every connection of the pool is free once the claims returned.
+	require.Eventually(t, func() bool { return l.DB().Stats().InUse == 0 }, 10*time.Second, 10*time.Millisecond,
+		"connections left in use: %+v", l.DB().Stats())
+
+	// Tried again, a claim that failed is its run's own, or refused.
+	budgetSpent := 0
+	for i := range jobs {
+		for _, run := range runs {
+			o := outcomes[i][run]
+			if o.err == nil {
+				continue
+			}
+			if errors.Is(o.err, batch.ErrBudgetSpent) {
+				budgetSpent++
+			}
+			res, err := l.Claim(context.Background(), claimOf(run, i))
+			if errors.Is(err, batch.ErrBudgetSpent) {
+				continue
+			}
+			require.NoError(t, err, "job %d run %s", i, run)
+			o2 := claimOutcome{claimed: res.Claimed}
+			if res.Last != nil {
+				o2.other = res.Last.Run
+			}
+			outcomes[i][run] = o2
+		}
+	}
+	// Each job is the claim of one run at most, as the ledger holds it.
+	rows, err := l.DB().QueryContext(context.Background(), `SELECT job, n, run FROM attempts`)
+	require.NoError(t, err)
+	held := map[string]string{}
+	attempts := 0
+	for rows.Next() {
+		var job, run string
+		var n int
+		require.NoError(t, rows.Scan(&job, &n, &run))
+		require.Equal(t, 1, n, "job %s has an attempt %d", job, n)
+		held[job] = run
+		attempts++
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	for i := range jobs {
+		job := fmt.Sprintf("%032x", i+1)
+		var told []string
+		for _, run := range runs {
+			if outcomes[i][run].claimed {
+				told = append(told, run)
+			}
+		}
+		require.LessOrEqual(t, len(told), 1, "job %d claimed by two runs: %v", i, told)
+		if len(told) == 1 {
+			require.Equal(t, told[0], held[job], "job %d: the run told claimed is not the ledger's", i)
+		} else if !capped {
+			t.Errorf("job %d claimed by no run: %+v (ledger: %q)", i, outcomes[i], held[job])
+		}
+	}
+	if capped {
+		var spent int
+		require.NoError(t, l.DB().QueryRow(`SELECT spent FROM budget WHERE cap = 'calls'`).Scan(&spent))
+		require.LessOrEqual(t, spent, maxCalls)
+		require.Equal(t, attempts, spent, "one share an attempt")
+	} else {
+		require.Equal(t, jobs, attempts)
+	}
+	recordAll(t, l, p, held, runs, rnd)
+	t.Logf("attempts %d, proxy %+v, budget refusals %d", attempts, p.Stats(), budgetSpent)
+}
+
+// recordAll has both runs record every job done, with contexts cancelled
+// at random and connections reset and cut around their commits: a run's
+// record of a job another run holds is refused, never taken, and a
+// record that failed is, tried again, found landed or made.
+func recordAll(t *testing.T, l *Ledger, p *pgproxy.Proxy, held map[string]string, runs []string, rnd func(int) int) {
+	stop := make(chan struct{})
+	var faults sync.WaitGroup
+	faults.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(5+rnd(30)) * time.Millisecond):
+			}
+			switch rnd(4) {
+			case 0:
+				p.Reset()
+			case 1:
+				p.CutCommit(1+rnd(3), pgproxy.BeforeCommit)
+			case 2:
+				p.CutCommit(1+rnd(3), pgproxy.AfterCommit)
+			}
+		}
+	})
+	entry := func(job, run string) *batch.Entry {
+		return &batch.Entry{Record: batch.Record{Job: job, Attempt: 1, State: batch.Done, Run: run, Worker: "atk",
+			Files: []string{"j" + job + ".png"}, Requests: 1}, Kind: batch.KindCall, Stem: "j" + job}
+	}
+	deadline, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	type key struct{ job, run string }
+	failed := map[key]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for job := range held {
+		for _, run := range runs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				ctx, cancel := context.WithCancel(deadline)
+				if d := rnd(6); d < 4 {
+					time.AfterFunc(time.Duration(d*rnd(3000))*time.Microsecond, cancel)
+				}
+				err := l.Record(ctx, entry(job, run))
+				cancel()
+				if run != held[job] {
+					if err == nil {
+						t.Errorf("job %s held by %s: the record of %s was taken", job, held[job], run)
+					}
+					return
+				}
+				if err != nil {
+					mu.Lock()
+					failed[key{job, run}] = err
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(stop)
+	faults.Wait()
+	p.CutCommit(0, 0)
+	require.NoError(t, deadline.Err(), "records hung")
+	require.Eventually(t, func() bool { return l.DB().Stats().InUse == 0 }, 10*time.Second, 10*time.Millisecond,
+		"connections left in use: %+v", l.DB().Stats())
+	for k := range failed {
+		require.NoError(t, l.Record(context.Background(), entry(k.job, k.run)), "a record tried again")
+	}
+	rows, err := l.DB().QueryContext(context.Background(), `SELECT j.job, j.state, a.state, a.run FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.attempt`)
+	require.NoError(t, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var job, js, as, run string
+		require.NoError(t, rows.Scan(&job, &js, &as, &run))
+		require.Equal(t, held[job], run)
+		require.Equal(t, "done", js, "job %s", job)
+		require.Equal(t, "done", as, "job %s", job)
+		n++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, len(held), n)
+	t.Logf("records: %d failed and tried again", len(failed))
 }
