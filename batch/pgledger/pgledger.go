@@ -129,12 +129,11 @@ func configure(cfg *pgx.ConnConfig) {
 // dialect is PostgreSQL's, with the runs' locks on connections of cfg.
 func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 	return sqlledger.Dialect{
-		Name:      "postgres",
 		Dollar:    true,
 		Now:       now,
 		ForUpdate: " FOR UPDATE",
 		Stale:     "r.beat < NOW - r.lease_ms * 4 / 3",
-		Lock: func(ctx context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
+		Lock: func(ctx context.Context, token string) (sqlledger.Lock, error) {
 			return takeLock(ctx, cfg.Copy(), token)
 		},
 		Probe: probe,

@@ -90,7 +90,7 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.Last, error) {
 	if l.d.ForUpdate != "" {
 		var n int
-		if err := l.row(ctx, tx, "lockJob", []any{job}, &n); err != nil || n == 0 {
+		if err := l.row(ctx, tx, "lockJob", job).Scan(&n); err != nil || n == 0 {
 			if errors.Is(err, sql.ErrNoRows) {
 				err = nil
 			}
@@ -98,7 +98,7 @@ func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.La
 		}
 	}
 	var last batch.Last
-	switch err := scanEntry(l.stmt(ctx, tx, "lastOne").QueryRowContext(ctx, job), &last); {
+	switch err := scanEntry(l.row(ctx, tx, "lastOne", job), &last); {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
 	case err != nil:
@@ -148,13 +148,13 @@ func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if l.d.ForUpdate != "" {
-			if err := l.row(ctx, tx, "lockJob", []any{a.Job}, &n); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			if err := l.row(ctx, tx, "lockJob", a.Job).Scan(&n); err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
 		}
 		var run, state, errText string
 		var lost, gone int
-		err := l.row(ctx, tx, "ownAttempt", []any{a.Attempt, a.Job}, &run, &state, &lost, &errText, &n, &gone)
+		err := l.row(ctx, tx, "ownAttempt", a.Attempt, a.Job).Scan(&run, &state, &lost, &errText, &n, &gone)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || err == nil && run != a.Run:
 			return &answer{batch.ErrFenced}

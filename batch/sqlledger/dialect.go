@@ -19,8 +19,6 @@ import (
 
 // A Dialect is what a driver tells the Ledger of its engine.
 type Dialect struct {
-	// Name names the engine in errors: "sqlite", "postgres".
-	Name string
 	// Dollar says that placeholders are $1, $2, ... (PostgreSQL); the
 	// statements are written with ?, as SQLite takes them.
 	Dollar bool
@@ -43,7 +41,7 @@ type Dialect struct {
 	// Release (PostgreSQL: pg_try_advisory_lock on a *sql.Conn of its own,
 	// never one the pool hands around; SQLite: a flock in the database's
 	// folder). An error means the run cannot start.
-	Lock func(ctx context.Context, db *sql.DB, token string) (Lock, error)
+	Lock func(ctx context.Context, token string) (Lock, error)
 	// Probe, when not nil, says whether the lock of the run with token is
 	// held by a live process (true) or free (false): a run whose lock is
 	// free is marked gone, at once. nil leaves liveness to Stale. In a

@@ -12,46 +12,28 @@ import (
 // a transaction sends their text (pgx prepares it once a connection): one
 // that waited for a second connection while holding one could wait for ever.
 
-// A statement is one of the ledger's in a transaction: a *sql.Stmt, or text.
-type statement interface {
-	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, args ...any) *sql.Row
-}
-
-// text is the statement q, sent as its text in tx.
-type text struct {
-	tx *sql.Tx
-	q  string
-}
-
-func (t text) ExecContext(ctx context.Context, a ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.q, a...)
-}
-
-func (t text) QueryRowContext(ctx context.Context, a ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.q, a...)
-}
-
-// stmt returns statement k of the ledger in tx.
-func (l *Ledger) stmt(ctx context.Context, tx *sql.Tx, k string) statement {
-	if st := l.stmts[k]; st != nil {
-		return tx.StmtContext(ctx, st)
-	}
-	return text{tx, l.q[k]}
-}
-
-// exec runs statement k in tx and returns the rows it changed.
+// exec runs statement k of the ledger in tx and returns the rows it
+// changed.
 func (l *Ledger) exec(ctx context.Context, tx *sql.Tx, k string, args ...any) (int64, error) {
-	res, err := l.stmt(ctx, tx, k).ExecContext(ctx, args...)
+	var res sql.Result
+	var err error
+	if st := l.stmts[k]; st != nil {
+		res, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		res, err = tx.ExecContext(ctx, l.q[k], args...)
+	}
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
-// row runs the query k in tx and scans its one row into dst.
-func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args []any, dst ...any) error {
-	return l.stmt(ctx, tx, k).QueryRowContext(ctx, args...).Scan(dst...)
+// row runs the query k of the ledger in tx, for its one row.
+func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args ...any) *sql.Row {
+	if st := l.stmts[k]; st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, l.q[k], args...)
 }
 
 // An op is one write transaction waiting for the group writer.

@@ -172,13 +172,13 @@ func (l *Ledger) try(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 // Begin records the run, takes its lock, and marks gone the runs whose
 // locks are free.
 func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, error) {
-	lock, err := l.d.Lock(ctx, l.db, run.Token)
+	lock, err := l.d.Lock(ctx, run.Token)
 	if err != nil {
 		return nil, fmt.Errorf("sqlledger: the run's lock: %w", err)
 	}
 	err = l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
-		if err := l.row(ctx, tx, "hasRun", []any{run.Token}, &n); err != nil || n > 0 {
+		if err := l.row(ctx, tx, "hasRun", run.Token).Scan(&n); err != nil || n > 0 {
 			return err // a retry whose first try landed
 		}
 		_, err := l.exec(ctx, tx, "begin", run.Token, run.Worker, max(run.Lease.Milliseconds(), 1))
