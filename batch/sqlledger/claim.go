@@ -16,6 +16,10 @@ import (
 // a claim of a gone run taken over marks that run gone, the budget's
 // share is taken, and the attempt is made only while c.Run is not gone.
 func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
+	if l.claims != nil && c.Attempt == 1 && c.Allowed(nil, false) && c.Share.MaxCalls <= 0 && c.Share.MaxSpend <= 0 &&
+		l.claims.do(ctx, c) == nil {
+		return batch.ClaimResult{Claimed: true}, nil // in a batch (Dialect.Batch)
+	}
 	var res batch.ClaimResult
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = batch.ClaimResult{}
@@ -145,6 +149,9 @@ func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
 // Record writes the answer or the end of an attempt, fenced: only while
 // the attempt is its job's last and its run is not gone.
 func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
+	if l.records != nil && l.records.do(ctx, a) == nil {
+		return nil // in a batch (Dialect.Batch)
+	}
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if l.d.ForUpdate != "" {
@@ -165,19 +172,26 @@ func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
 		case n != a.Attempt || gone != 0 || state != string(batch.Claimed) && state != string(batch.Answered):
 			return &answer{batch.ErrFenced}
 		}
-		lostInt := 0
-		if a.Lost {
-			lostInt = 1
-		}
-		if _, err := l.exec(ctx, tx, "record", string(a.State), lostInt, jsonText(a.URLs, a.URLs == nil), nullString(a.Text),
-			jsonText(a.Files, a.Files == nil), nullString(a.Error), a.Requests, nullString(a.RequestID), a.Seconds, a.Job, a.Attempt); err != nil {
+		args := recordArgs(a)
+		if _, err := l.exec(ctx, tx, "record", args...); err != nil {
 			return err
 		}
-		_, err = l.exec(ctx, tx, "recordJob", string(a.State), lostInt, a.Job)
+		_, err = l.exec(ctx, tx, "recordJob", args[0], args[1], a.Job)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlledger: recording job %s: %w", a.Job, err)
 	}
 	return nil
+}
+
+// recordArgs are the values of the statement "record" of a, its job's
+// state and lost first.
+func recordArgs(a *batch.Entry) []any {
+	lost := 0
+	if a.Lost {
+		lost = 1
+	}
+	return []any{string(a.State), lost, jsonText(a.URLs, a.URLs == nil), nullString(a.Text), jsonText(a.Files, a.Files == nil),
+		nullString(a.Error), a.Requests, nullString(a.RequestID), a.Seconds, a.Job, a.Attempt}
 }

@@ -52,6 +52,13 @@ type Dialect struct {
 	// moment in one transaction (SQLite takes one writer at a time, and a
 	// commit costs a sync of its log: see group.go).
 	OneWriter bool
+	// Batch sends the claims of jobs the ledger has never seen that take
+	// nothing of a capped budget, and the records of a run's own attempts
+	// that are still their jobs' last, as one statement for all the
+	// goroutines that ask at once (its own transaction: one round trip),
+	// in PostgreSQL's SQL (see group.go). What the statement does not
+	// take goes the one-at-a-time way.
+	Batch bool
 	// Page is how many rows Jobs reads in one query, 0 for 500: over a
 	// network each page is a round trip waited for before the next, so a
 	// server far away wants a larger one (memory follows the page).

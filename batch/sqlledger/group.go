@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/creativegen/creative-go/batch"
 )
 
 // With one writer (Dialect.OneWriter: SQLite, which spends more preparing a
@@ -36,69 +40,97 @@ func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args ...any) *sq
 	return tx.QueryRowContext(ctx, l.q[k], args...)
 }
 
-// An op is one write transaction waiting for the group writer.
-type op struct {
-	fn   func(tx *sql.Tx) error
-	done chan error
+// A group sends the requests that wait at the same moment together:
+// while every slot has a batch in flight, requests queue, and the next
+// caller to find a slot free sends all that queued (up to max). SQLite's
+// writes go through one slot, a batch a transaction (commitGroup); over a
+// network of 20 ms a round trip, PostgreSQL's batched claims and records
+// go through a few, a batch a statement (many): a run's 64 goroutines then
+// share a handful of round trips instead of taking one each.
+type group[T any] struct {
+	max   int
+	slots chan struct{}
+	send  func(ctx context.Context, batch []T) []error
+
+	mu      sync.Mutex
+	pending []*waiter[T]
 }
 
-// maxGroup bounds the writes one group transaction commits.
-const maxGroup = 256
-
-// group runs fn in the transaction of the group writer, with the others
-// waiting at that moment (Dialect.OneWriter): each write is a savepoint of
-// one transaction, undone alone when it fails, and all are made durable by
-// one commit (one sync of the log), rather than one each. It waits for
-// the commit, since the write may land; fn's statements are not cut
-// short (see try).
-func (l *Ledger) group(fn func(tx *sql.Tx) error) error {
-	o := &op{fn: fn, done: make(chan error, 1)}
-	l.startGroup.Do(func() { go l.groupWriter() })
-	select {
-	case l.ops <- o:
-	case <-l.closed:
-		return errClosed
-	}
-	return <-o.done
+// A waiter is one request in a group's queue.
+type waiter[T any] struct {
+	v    T
+	sent bool  // in a batch (under the group's mu)
+	err  error // the batch's answer to it
+	done chan struct{}
 }
 
-var errClosed = errors.New("sqlledger: the ledger is closed")
+func newGroup[T any](slots, max int, send func(context.Context, []T) []error) *group[T] {
+	return &group[T]{max: max, slots: make(chan struct{}, slots), send: send}
+}
 
-// groupWriter commits the waiting writes, a group at a time, until Close.
-func (l *Ledger) groupWriter() {
+// do queues v and returns the answer of its batch to it.
+func (g *group[T]) do(ctx context.Context, v T) error {
+	w := &waiter[T]{v: v, done: make(chan struct{})}
+	g.mu.Lock()
+	g.pending = append(g.pending, w)
+	g.mu.Unlock()
 	for {
-		var batch []*op
 		select {
-		case o := <-l.ops:
-			batch = append(batch, o)
-		case <-l.closed:
-			return
+		case <-w.done:
+			return w.err
+		case g.slots <- struct{}{}:
+			g.flush(ctx)
+			<-g.slots
 		}
-	more:
-		for len(batch) < maxGroup {
-			select {
-			case o := <-l.ops:
-				batch = append(batch, o)
-			default:
-				break more
-			}
+		g.mu.Lock()
+		sent := w.sent
+		g.mu.Unlock()
+		if sent {
+			<-w.done // in a batch that another caller sends
+			return w.err
 		}
-		l.commitGroup(batch)
 	}
 }
 
-// commitGroup runs the writes of batch in one transaction, each in a
-// savepoint, and tells each its answer once the commit is known.
-func (l *Ledger) commitGroup(batch []*op) {
+// flush sends what is queued, up to max.
+func (g *group[T]) flush(ctx context.Context) {
+	g.mu.Lock()
+	n := min(len(g.pending), g.max)
+	batch := g.pending[:n:n]
+	g.pending = g.pending[n:]
+	for _, w := range batch {
+		w.sent = true
+	}
+	g.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	vs := make([]T, n)
+	for i, w := range batch {
+		vs[i] = w.v
+	}
+	errs := g.send(ctx, vs)
+	for i, w := range batch {
+		w.err = errs[i]
+		close(w.done)
+	}
+}
+
+// commitGroup runs the writes of fns (Dialect.OneWriter) in one
+// transaction, each in a savepoint, undone alone when it fails, all made
+// durable by one commit (one sync of the log), rather than one each; it
+// answers each once the commit is known, since the write may land. The
+// statements are not cut short (see try).
+func (l *Ledger) commitGroup(_ context.Context, fns []func(tx *sql.Tx) error) []error {
 	ctx := context.Background()
-	errs := make([]error, len(batch))
+	errs := make([]error, len(fns))
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err == nil {
-		for i, o := range batch {
+		for i, fn := range fns {
 			if _, err = l.exec(ctx, tx, "savepoint"); err != nil {
 				break
 			}
-			if errs[i] = o.fn(tx); errs[i] != nil {
+			if errs[i] = fn(tx); errs[i] != nil {
 				_, err = l.exec(ctx, tx, "rollbackTo")
 			}
 			if err == nil {
@@ -114,18 +146,124 @@ func (l *Ledger) commitGroup(batch []*op) {
 			_ = tx.Rollback()
 		}
 	}
-	for i, o := range batch {
+	for i := range errs {
 		if err != nil {
 			errs[i] = err
 		}
-		o.done <- errs[i]
 	}
+	return errs
 }
 
-// groupState is the Ledger's group writer.
-type groupState struct {
-	ops        chan *op
-	closed     chan struct{}
-	closeOnce  sync.Once
-	startGroup sync.Once
+// errNotTaken answers a request that its batch's statement did not take:
+// it goes the one-at-a-time way, which reads back what a batch whose
+// answer was lost may have written, and applies every rule.
+var errNotTaken = errors.New("sqlledger: not taken by its batch")
+
+// many runs the batched statement k (Dialect.Batch) over the rows of
+// jobs, one a job (a job twice in one batch goes once, and the second the
+// one-at-a-time way), as a JSON array of arrays, and answers nil to each
+// whose job the statement returns.
+func (l *Ledger) many(ctx context.Context, k string, jobs []string, row func(i int) []any) []error {
+	errs := make([]error, len(jobs))
+	first := make(map[string]int, len(jobs))
+	var rows [][]any
+	for i, j := range jobs {
+		errs[i] = errNotTaken
+		if _, ok := first[j]; !ok {
+			first[j] = i
+			rows = append(rows, row(i))
+		}
+	}
+	text, err := json.Marshal(rows)
+	if err != nil {
+		return errs
+	}
+	r, err := l.db.QueryContext(ctx, l.q[k], string(text))
+	if err != nil {
+		return errs
+	}
+	defer r.Close()
+	var taken []int
+	for r.Next() {
+		var j string
+		if err := r.Scan(&j); err != nil {
+			return errs
+		}
+		if i, ok := first[j]; ok {
+			taken = append(taken, i)
+		}
+	}
+	if r.Err() != nil {
+		return errs
+	}
+	for _, i := range taken {
+		errs[i] = nil
+	}
+	return errs
+}
+
+// claimNew makes the first attempt of each job that has no row, by a run
+// that is not gone, in one statement.
+func (l *Ledger) claimNew(ctx context.Context, cs []*batch.Claim) []error {
+	jobs := make([]string, len(cs))
+	for i, c := range cs {
+		jobs[i] = c.Job
+	}
+	return l.many(ctx, "claimNew", jobs, func(i int) []any {
+		c := cs[i]
+		return []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
+			string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}
+	})
+}
+
+// recordOwn writes each stage whose attempt is its job's last, made by the
+// run that records it, not ended, by a run that is not gone, in one
+// statement.
+func (l *Ledger) recordOwn(ctx context.Context, es []*batch.Entry) []error {
+	jobs := make([]string, len(es))
+	for i, e := range es {
+		jobs[i] = e.Job
+	}
+	return l.many(ctx, "recordOwn", jobs, func(i int) []any { return append(recordArgs(es[i]), es[i].Run) })
+}
+
+// The batched statements (Dialect.Batch), in PostgreSQL's SQL: each takes
+// a JSON array of rows, and returns the jobs it wrote.
+var batched = map[string]string{
+	// The values of claimNew's rows; the first attempt of each job that has
+	// no row, by a run that is not gone.
+	"claimNew": `WITH u AS (
+	SELECT e->>0 AS job, e->>1 AS id, (e->>2)::bigint AS line, e->>3 AS op, e->>4 AS stem, e->>5 AS fields,
+		e->>6 AS kind, e->>7 AS run, e->>8 AS worker, e->>9 AS urls FROM json_array_elements(?::json) e
+), ok AS (
+	SELECT u.* FROM u WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = u.run AND NOT GONE)
+), j AS (
+	INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state)
+	SELECT job, id, line, op, stem, fields, 1, 'claimed' FROM ok
+	ON CONFLICT (job) DO NOTHING RETURNING job
+)
+INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
+SELECT ok.job, 1, ok.kind, ok.run, ok.worker, 'claimed', ok.urls, NOW FROM ok JOIN j USING (job)
+RETURNING job`,
+	// The values of "record" (recordArgs) and the run; each stage is
+	// written only where the attempt is its job's last, made by that run,
+	// not ended, and the run is not gone (the job's row locked as Record
+	// locks it).
+	"recordOwn": `WITH u AS (
+	SELECT e->>0 AS state, (e->>1)::int AS lost, e->>2 AS urls, e->>3 AS text, e->>4 AS files, e->>5 AS error,
+		(e->>6)::int AS requests, e->>7 AS request_id, (e->>8)::float8 AS seconds, e->>9 AS job, (e->>10)::int AS n,
+		e->>11 AS run FROM json_array_elements(?::json) e
+), ok AS (
+	SELECT u.* FROM u
+	JOIN jobs j ON j.job = u.job AND j.attempt = u.n
+	JOIN attempts a ON a.job = u.job AND a.n = u.n AND a.run = u.run AND a.state IN ('claimed', 'answered')
+	JOIN runs r ON r.token = u.run AND NOT GONE
+	FOR UPDATE OF j
+), jj AS (
+	UPDATE jobs j SET state = ok.state, lost = ok.lost FROM ok WHERE j.job = ok.job
+)
+UPDATE attempts a SET state = ok.state, lost = ok.lost, urls = ok.urls, text = ok.text, files = ok.files,
+	error = ok.error, requests = ok.requests, request_id = ok.request_id, ended = NOW, seconds = ok.seconds
+FROM ok WHERE a.job = ok.job AND a.n = ok.n
+RETURNING a.job`,
 }

@@ -22,7 +22,11 @@ type Ledger struct {
 	page  int // rows a query of Jobs reads
 	q     map[string]string
 	stmts map[string]*sql.Stmt // prepared by New, by key of q (see group.go)
-	groupState
+	// The groups of the write transactions (Dialect.OneWriter), and of
+	// the batched claims and records (Dialect.Batch).
+	writes  *group[func(tx *sql.Tx) error]
+	claims  *group[*batch.Claim]
+	records *group[*batch.Entry]
 }
 
 var _ batch.Ledger = (*Ledger)(nil)
@@ -30,12 +34,20 @@ var _ batch.Ledger = (*Ledger)(nil)
 // New returns the Ledger of db, whose schema is Schema, for the engine d
 // describes. Close closes db.
 func New(db *sql.DB, d Dialect) *Ledger {
-	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{},
-		groupState: groupState{ops: make(chan *op), closed: make(chan struct{})}}
-	for k, q := range queries {
-		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
+	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{}}
+	bind := func(qs map[string]string) {
+		for k, q := range qs {
+			l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
+		}
 	}
+	bind(queries)
 	l.q["lockJob"] += d.ForUpdate
+	l.writes = newGroup(1, maxGroup, l.commitGroup)
+	if d.Batch {
+		bind(batched)
+		l.claims = newGroup(slots, batchSize, l.claimNew)
+		l.records = newGroup(slots, batchSize, l.recordOwn)
+	}
 	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
 		for k, q := range l.q {
 			if st, err := db.Prepare(q); err == nil {
@@ -60,9 +72,8 @@ func (l *Ledger) SetPage(n int) {
 // DB returns the database, for drivers and tests.
 func (l *Ledger) DB() *sql.DB { return l.db }
 
-// Close stops the group writer and closes the database.
+// Close closes the database.
 func (l *Ledger) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
 	for _, st := range l.stmts {
 		_ = st.Close()
 	}
@@ -106,6 +117,15 @@ var queries = map[string]string{
 	"maybePaid": `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? AND (j.state = 'unknown' OR j.state = 'claimed' AND a.kind = 'call' AND GONE) ORDER BY j.job LIMIT ?`,
 	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
 }
+
+// Groups: how many batches of claims or records may be in flight at once
+// (Dialect.Batch), and how many claims, records or writes (Dialect.OneWriter) one
+// takes.
+const (
+	slots     = 8
+	batchSize = 128
+	maxGroup  = 256
+)
 
 // defaultPage is how many rows Jobs reads at once when the Dialect does
 // not say.
@@ -156,7 +176,7 @@ func (l *Ledger) try(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return l.group(func(tx *sql.Tx) error { return fn(context.WithoutCancel(ctx), tx) })
+		return l.writes.do(ctx, func(tx *sql.Tx) error { return fn(context.WithoutCancel(ctx), tx) })
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
