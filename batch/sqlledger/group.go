@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json"
-
-	"github.com/creativegen/creative-go/batch"
 )
 
 // With one writer (Dialect.OneWriter: SQLite, which spends more preparing a
@@ -159,79 +157,58 @@ func (l *Ledger) commitGroup(_ context.Context, fns []func(tx *sql.Tx) error) []
 // answer was lost may have written, and applies every rule.
 var errNotTaken = errors.New("sqlledger: not taken by its batch")
 
-// many runs the batched statement k (Dialect.Batch) over the rows of
-// jobs, one a job (a job twice in one batch goes once, and the second the
-// one-at-a-time way), as a JSON array of arrays, and answers nil to each
-// whose job the statement returns.
-func (l *Ledger) many(ctx context.Context, k string, jobs []string, row func(i int) []any) []error {
-	errs := make([]error, len(jobs))
-	first := make(map[string]int, len(jobs))
-	var rows [][]any
-	for i, j := range jobs {
-		errs[i] = errNotTaken
-		if _, ok := first[j]; !ok {
-			first[j] = i
-			rows = append(rows, row(i))
+// many is the send of a group of batched statement k (Dialect.Batch): it
+// runs k over the rows of the requests, row's values of each, as a JSON
+// array of arrays, one a job (a job twice in one batch goes once, and the
+// second the one-at-a-time way), and answers nil to each whose job the
+// statement returns.
+func many[T any](l *Ledger, k string, row func(T) (job string, values []any)) func(context.Context, []T) []error {
+	return func(ctx context.Context, vs []T) []error {
+		errs := make([]error, len(vs))
+		first := make(map[string]int, len(vs))
+		var rows [][]any
+		for i, v := range vs {
+			errs[i] = errNotTaken
+			job, values := row(v)
+			if _, ok := first[job]; !ok {
+				first[job] = i
+				rows = append(rows, values)
+			}
 		}
-	}
-	text, err := json.Marshal(rows)
-	if err != nil {
-		return errs
-	}
-	r, err := l.db.QueryContext(ctx, l.q[k], string(text))
-	if err != nil {
-		return errs
-	}
-	defer r.Close()
-	var taken []int
-	for r.Next() {
-		var j string
-		if err := r.Scan(&j); err != nil {
+		text, err := json.Marshal(rows)
+		var r *sql.Rows
+		if err == nil {
+			r, err = l.db.QueryContext(ctx, l.q[k], string(text))
+		}
+		if err != nil {
 			return errs
 		}
-		if i, ok := first[j]; ok {
-			taken = append(taken, i)
+		defer r.Close()
+		var taken []int
+		for r.Next() {
+			var j string
+			if err := r.Scan(&j); err != nil {
+				return errs
+			}
+			if i, ok := first[j]; ok {
+				taken = append(taken, i)
+			}
 		}
-	}
-	if r.Err() != nil {
+		if r.Err() != nil {
+			return errs
+		}
+		for _, i := range taken {
+			errs[i] = nil
+		}
 		return errs
 	}
-	for _, i := range taken {
-		errs[i] = nil
-	}
-	return errs
-}
-
-// claimNew makes the first attempt of each job that has no row, by a run
-// that is not gone, in one statement.
-func (l *Ledger) claimNew(ctx context.Context, cs []*batch.Claim) []error {
-	jobs := make([]string, len(cs))
-	for i, c := range cs {
-		jobs[i] = c.Job
-	}
-	return l.many(ctx, "claimNew", jobs, func(i int) []any {
-		c := cs[i]
-		return []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
-			string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}
-	})
-}
-
-// recordOwn writes each stage whose attempt is its job's last, made by the
-// run that records it, not ended, by a run that is not gone, in one
-// statement.
-func (l *Ledger) recordOwn(ctx context.Context, es []*batch.Entry) []error {
-	jobs := make([]string, len(es))
-	for i, e := range es {
-		jobs[i] = e.Job
-	}
-	return l.many(ctx, "recordOwn", jobs, func(i int) []any { return append(recordArgs(es[i]), es[i].Run) })
 }
 
 // The batched statements (Dialect.Batch), in PostgreSQL's SQL: each takes
 // a JSON array of rows, and returns the jobs it wrote.
 var batched = map[string]string{
-	// The values of claimNew's rows; the first attempt of each job that has
-	// no row, by a run that is not gone.
+	// The values of the claims (see New); the first attempt of each job
+	// that has no row is made, by a run that is not gone.
 	"claimNew": `WITH u AS (
 	SELECT e->>0 AS job, e->>1 AS id, (e->>2)::bigint AS line, e->>3 AS op, e->>4 AS stem, e->>5 AS fields,
 		e->>6 AS kind, e->>7 AS run, e->>8 AS worker, e->>9 AS urls FROM json_array_elements(?::json) e

@@ -45,8 +45,13 @@ func New(db *sql.DB, d Dialect) *Ledger {
 	l.writes = newGroup(1, maxGroup, l.commitGroup)
 	if d.Batch {
 		bind(batched)
-		l.claims = newGroup(slots, batchSize, l.claimNew)
-		l.records = newGroup(slots, batchSize, l.recordOwn)
+		l.claims = newGroup(slots, batchSize, many(l, "claimNew", func(c *batch.Claim) (string, []any) {
+			return c.Job, []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
+				string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}
+		}))
+		l.records = newGroup(slots, batchSize, many(l, "recordOwn", func(e *batch.Entry) (string, []any) {
+			return e.Job, append(recordArgs(e), e.Run)
+		}))
 	}
 	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
 		for k, q := range l.q {
@@ -145,18 +150,12 @@ func (l *Ledger) write(ctx context.Context, fn func(ctx context.Context, tx *sql
 				return errors.Join(err, ctx.Err())
 			}
 		}
-		if err = l.try(ctx, fn); err == nil || final(ctx, err) {
+		// An answer of the ledger's rules is not changed by trying again.
+		if err = l.try(ctx, fn); err == nil || errors.As(err, new(*answer)) || ctx.Err() != nil {
 			return err
 		}
 	}
 	return err
-}
-
-// final reports whether err is an answer that trying again would not
-// change.
-func final(ctx context.Context, err error) bool {
-	var a *answer
-	return errors.As(err, &a) || ctx.Err() != nil
 }
 
 // An answer is an error that the ledger's rules gave, not the engine.
