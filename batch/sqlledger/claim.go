@@ -10,11 +10,11 @@ import (
 	"github.com/creativegen/creative-go/batch"
 )
 
-// Claim makes the attempt c asks for, in one transaction: the job's row
-// is made if new, else locked and its last attempt read; the claim is
-// judged (c.Allowed),
-// a claim of a gone run taken over marks that run gone, the budget's
-// share is taken, and the attempt is made only while c.Run is not gone.
+// Claim makes the attempt c asks for, in one transaction: a first
+// attempt's job row is made if new, else the row is locked and its last
+// attempt read; the claim is judged (c.Allowed), a claim of a gone run
+// taken over marks that run gone, the budget's share is taken, and the
+// attempt is made only while c.Run is not gone.
 func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
 	if l.claims != nil && c.Attempt == 1 && c.Allowed(nil, false) && c.Share.MaxCalls <= 0 && c.Share.MaxSpend <= 0 &&
 		l.claims.do(ctx, c) == nil {
@@ -23,41 +23,35 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 	var res batch.ClaimResult
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = batch.ClaimResult{}
-		// A new job's row is made as claimed by this attempt, its first
-		// (or, for any other attempt, with none, which the rule refuses).
-		first := 0
-		if c.Attempt == 1 {
-			first = 1
-		}
-		made, err := l.exec(ctx, tx, "newJob", c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil), first)
-		if err != nil {
-			return err
-		}
-		var last *batch.Last
-		if made == 0 {
-			if last, err = l.lockJob(ctx, tx, c.Job); err != nil {
+		var made int64
+		if c.Attempt == 1 { // a new job's row is made as claimed by its first attempt
+			var err error
+			if made, err = l.exec(ctx, tx, "newJob", c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil)); err != nil {
 				return err
 			}
 		}
-		if last != nil && last.Attempt == c.Attempt && last.Run == c.Run {
-			res.Claimed = true // an earlier try of this claim landed
-			return nil
-		}
-		if last != nil && last.Live && l.d.Probe != nil {
-			if held, err := l.d.Probe(ctx, tx, last.Run); err == nil && !held {
-				last.Live = false
+		if made == 0 {
+			last, err := l.lockJob(ctx, tx, c.Job)
+			switch {
+			case err != nil:
+				return err
+			case last != nil && last.Attempt == c.Attempt && last.Run == c.Run:
+				res.Claimed = true // an earlier try of this claim landed
+				return nil
+			case last != nil && last.Live:
+				if held, err := l.d.Probe(ctx, tx, last.Run); err == nil && !held {
+					last.Live = false
+				}
+			}
+			if last != nil {
+				res.Last, res.Live = &last.Entry, last.Live
 			}
 		}
-		var lastEntry *batch.Entry
-		if last != nil {
-			lastEntry = &last.Entry
-		}
-		if !c.Allowed(lastEntry, last != nil && last.Live) {
-			res.Last, res.Live = lastEntry, last != nil && last.Live
+		if !c.Allowed(res.Last, res.Live) {
 			return nil
 		}
-		if last != nil && last.State == batch.Claimed {
-			if _, err := l.exec(ctx, tx, "markGone", last.Run); err != nil {
+		if res.Last != nil && res.Last.State == batch.Claimed {
+			if _, err := l.exec(ctx, tx, "markGone", res.Last.Run); err != nil {
 				return err
 			}
 		}
@@ -74,13 +68,11 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 				return err
 			}
 		}
-		if made == 0 || first == 0 {
+		if made == 0 {
 			_, err = l.exec(ctx, tx, "claimJob", c.Attempt, nullString(c.ID), c.Line, c.Op, c.Stem,
 				jsonText(c.Fields, c.Fields == nil), c.Job)
 		}
-		if err == nil {
-			res.Claimed = true
-		}
+		res = batch.ClaimResult{Claimed: err == nil}
 		return err
 	})
 	if err != nil {
@@ -89,17 +81,21 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 	return res, nil
 }
 
-// lockJob locks the row of job where the engine locks rows (Dialect.ForUpdate),
-// and reads its last attempt: nil when it has none.
+// lock locks the row of job where the engine locks rows
+// (Dialect.ForUpdate).
+func (l *Ledger) lock(ctx context.Context, tx *sql.Tx, job string) error {
+	if l.d.ForUpdate == "" {
+		return nil
+	}
+	_, err := l.exec(ctx, tx, "lockJob", job)
+	return err
+}
+
+// lockJob locks the row of job and reads its last attempt: nil when it
+// has none.
 func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.Last, error) {
-	if l.d.ForUpdate != "" {
-		var n int
-		if err := l.row(ctx, tx, "lockJob", job).Scan(&n); err != nil || n == 0 {
-			if errors.Is(err, sql.ErrNoRows) {
-				err = nil
-			}
-			return nil, err
-		}
+	if err := l.lock(ctx, tx, job); err != nil {
+		return nil, err
 	}
 	var last batch.Last
 	switch err := scanEntry(l.row(ctx, tx, "lastOne", job), &last); {
@@ -153,14 +149,11 @@ func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
 		return nil // in a batch (Dialect.Batch)
 	}
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var n int
-		if l.d.ForUpdate != "" {
-			if err := l.row(ctx, tx, "lockJob", a.Job).Scan(&n); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
+		if err := l.lock(ctx, tx, a.Job); err != nil {
+			return err
 		}
 		var run, state, errText string
-		var lost, gone int
+		var lost, gone, n int
 		err := l.row(ctx, tx, "ownAttempt", a.Attempt, a.Job).Scan(&run, &state, &lost, &errText, &n, &gone)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || err == nil && run != a.Run:

@@ -33,22 +33,21 @@ type Dialect struct {
 	// Stale, when not "", is an SQL condition on the runs row r (with Now
 	// in it) under which the engine takes a run whose lock it cannot see
 	// for gone: in PostgreSQL its heartbeat older than its lease and a
-	// third, "r.beat < <Now> - r.lease_ms * 4 / 3". SQLite leaves it ""
-	// and has Probe: a live process's run is never taken for gone, however
-	// long it is suspended.
+	// third, "r.beat < <Now> - r.lease_ms * 4 / 3". SQLite leaves it "",
+	// its Probe alone saying: a live process's run is never taken for
+	// gone, however long it is suspended.
 	Stale string
 	// Lock takes the session lock of the run with token, held until its
 	// Release (PostgreSQL: pg_try_advisory_lock on a *sql.Conn of its own,
 	// never one the pool hands around; SQLite: a flock in the database's
 	// folder). An error means the run cannot start.
 	Lock func(ctx context.Context, token string) (Lock, error)
-	// Probe, when not nil, says whether the lock of the run with token is
-	// held by a live process (true) or free (false): a run whose lock is
-	// free is marked gone, at once. nil leaves liveness to Stale. In a
-	// claim, q is its transaction (see group.go).
+	// Probe says whether the lock of the run with token is held by a live
+	// process (true) or free (false): a run whose lock is free is marked
+	// gone, at once. In a claim, q is its transaction (see group.go).
 	Probe func(ctx context.Context, q Querier, token string) (held bool, err error)
 	// OneWriter sends the Ledger's write transactions through one group
-	// writer in the process, which commits every write waiting at that
+	// of one slot in the process, which commits every write waiting at that
 	// moment in one transaction (SQLite takes one writer at a time, and a
 	// commit costs a sync of its log: see group.go).
 	OneWriter bool

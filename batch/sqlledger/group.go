@@ -209,11 +209,10 @@ func many[T any](l *Ledger, k string, row func(T) (job string, values []any)) fu
 var batched = map[string]string{
 	// The values of the claims (see New); the first attempt of each job
 	// that has no row is made, by a run that is not gone.
-	"claimNew": `WITH u AS (
+	"claimNew": `WITH ok AS (
 	SELECT e->>0 AS job, e->>1 AS id, (e->>2)::bigint AS line, e->>3 AS op, e->>4 AS stem, e->>5 AS fields,
 		e->>6 AS kind, e->>7 AS run, e->>8 AS worker, e->>9 AS urls FROM json_array_elements(?::json) e
-), ok AS (
-	SELECT u.* FROM u WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = u.run AND NOT GONE)
+	WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = e->>7 AND NOT GONE)
 ), j AS (
 	INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state)
 	SELECT job, id, line, op, stem, fields, 1, 'claimed' FROM ok
@@ -226,12 +225,10 @@ RETURNING job`,
 	// written only where the attempt is its job's last, made by that run,
 	// not ended, and the run is not gone (the job's row locked as Record
 	// locks it).
-	"recordOwn": `WITH u AS (
-	SELECT e->>0 AS state, (e->>1)::int AS lost, e->>2 AS urls, e->>3 AS text, e->>4 AS files, e->>5 AS error,
+	"recordOwn": `WITH ok AS (
+	SELECT u.* FROM (SELECT e->>0 AS state, (e->>1)::int AS lost, e->>2 AS urls, e->>3 AS text, e->>4 AS files, e->>5 AS error,
 		(e->>6)::int AS requests, e->>7 AS request_id, (e->>8)::float8 AS seconds, e->>9 AS job, (e->>10)::int AS n,
-		e->>11 AS run FROM json_array_elements(?::json) e
-), ok AS (
-	SELECT u.* FROM u
+		e->>11 AS run FROM json_array_elements(?::json) e) u
 	JOIN jobs j ON j.job = u.job AND j.attempt = u.n
 	JOIN attempts a ON a.job = u.job AND a.n = u.n AND a.run = u.run AND a.state IN ('claimed', 'answered')
 	JOIN runs r ON r.token = u.run AND NOT GONE

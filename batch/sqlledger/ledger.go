@@ -96,17 +96,16 @@ const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.atte
 // queries are the statements, with ? for placeholders, NOW for the
 // database's clock and GONE for the condition that a run r is gone.
 var queries = map[string]string{
-	"hasRun":     `SELECT count(*) FROM runs WHERE token = ?`,
 	"savepoint":  `SAVEPOINT w`,
 	"release":    `RELEASE w`,
 	"rollbackTo": `ROLLBACK TO w`,
-	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
+	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW) ON CONFLICT (token) DO NOTHING`,
 	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
 	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
 	"open":       `SELECT token FROM runs WHERE gone = 0 AND ended IS NULL`,
 	"markGone":   `UPDATE runs SET gone = 1 WHERE token = ?`,
-	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed') ON CONFLICT (job) DO NOTHING`,
-	"lockJob":    `SELECT j.attempt FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
+	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, 1, 'claimed') ON CONFLICT (job) DO NOTHING`,
+	"lockJob":    `SELECT 1 FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
 	"lastOne":    `SELECT ` + entryCols + lastJoin + `WHERE j.job = ?`,
 	"ownAttempt": `SELECT a.run, a.state, a.lost, coalesce(a.error, ''), j.attempt, CASE WHEN GONE THEN 1 ELSE 0 END FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = ? LEFT JOIN runs r ON r.token = a.run WHERE j.job = ?`,
 	"claim": `INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
@@ -196,10 +195,7 @@ func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, e
 		return nil, fmt.Errorf("sqlledger: the run's lock: %w", err)
 	}
 	err = l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var n int
-		if err := l.row(ctx, tx, "hasRun", run.Token).Scan(&n); err != nil || n > 0 {
-			return err // a retry whose first try landed
-		}
+		// A retry whose first try landed inserts nothing.
 		_, err := l.exec(ctx, tx, "begin", run.Token, run.Worker, max(run.Lease.Milliseconds(), 1))
 		return err
 	})
@@ -215,9 +211,6 @@ func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, e
 
 // sweep marks gone the runs whose locks Probe finds free.
 func (l *Ledger) sweep(ctx context.Context) error {
-	if l.d.Probe == nil {
-		return nil
-	}
 	rows, err := l.db.QueryContext(ctx, l.q["open"])
 	if err != nil {
 		return err
