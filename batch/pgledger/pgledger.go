@@ -132,7 +132,6 @@ func configure(cfg *pgx.ConnConfig) {
 // dialect is PostgreSQL's, with the runs' locks on connections of cfg.
 func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 	return sqlledger.Dialect{
-		Dollar:    true,
 		Now:       now,
 		ForUpdate: " FOR UPDATE",
 		Stale:     "r.beat < NOW - r.lease_ms * 4 / 3",

@@ -19,9 +19,6 @@ import (
 
 // A Dialect is what a driver tells the Ledger of its engine.
 type Dialect struct {
-	// Dollar says that placeholders are $1, $2, ... (PostgreSQL); the
-	// statements are written with ?, as SQLite takes them.
-	Dollar bool
 	// Now is an SQL expression of the database's clock, in milliseconds
 	// since 1970, as a BIGINT: the one clock of heartbeats and records.
 	Now string
@@ -80,23 +77,20 @@ type Lock interface {
 	Release() error
 }
 
-// bind rewrites the ? placeholders of q as the dialect writes them.
+// bind writes NOW in q as the database's clock, and its placeholders ?
+// as $1, $2, ..., which PostgreSQL takes and SQLite takes as the same.
 func (d *Dialect) bind(q string) string {
 	q = strings.ReplaceAll(q, "NOW", d.Now)
-	if !d.Dollar {
-		return q
-	}
 	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
+	for n := 1; ; n++ {
+		before, after, found := strings.Cut(q, "?")
+		b.WriteString(before)
+		if !found {
+			return b.String()
 		}
-		b.WriteRune(r)
+		b.WriteString("$" + strconv.Itoa(n))
+		q = after
 	}
-	return b.String()
 }
 
 // gone is the SQL condition, on the runs row r, under which a run is gone.

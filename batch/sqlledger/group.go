@@ -1,6 +1,7 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -122,32 +123,24 @@ func (g *group[T]) flush(ctx context.Context) {
 func (l *Ledger) commitGroup(_ context.Context, fns []func(tx *sql.Tx) error) []error {
 	ctx := context.Background()
 	errs := make([]error, len(fns))
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err == nil {
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
 		for i, fn := range fns {
-			if _, err = l.exec(ctx, tx, "savepoint"); err != nil {
-				break
+			if _, err := l.exec(ctx, tx, "savepoint"); err != nil {
+				return err
 			}
 			if errs[i] = fn(tx); errs[i] != nil {
-				_, err = l.exec(ctx, tx, "rollbackTo")
+				if _, err := l.exec(ctx, tx, "rollbackTo"); err != nil {
+					return err
+				}
 			}
-			if err == nil {
-				_, err = l.exec(ctx, tx, "release")
-			}
-			if err != nil {
-				break
+			if _, err := l.exec(ctx, tx, "release"); err != nil {
+				return err
 			}
 		}
-		if err == nil {
-			err = tx.Commit()
-		} else {
-			_ = tx.Rollback()
-		}
-	}
+		return nil
+	})
 	for i := range errs {
-		if err != nil {
-			errs[i] = err
-		}
+		errs[i] = cmp.Or(err, errs[i])
 	}
 	return errs
 }

@@ -176,11 +176,16 @@ func (l *Ledger) try(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 		}
 		return l.writes.do(ctx, func(tx *sql.Tx) error { return fn(context.WithoutCancel(ctx), tx) })
 	}
+	return l.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+}
+
+// inTx runs fn in a transaction, committed when fn returns nil.
+func (l *Ledger) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(ctx, tx); err != nil {
+	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
