@@ -61,7 +61,7 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 			return err
 		}
 		if n == 0 {
-			return &answer{batch.ErrLeaseLost}
+			return batch.ErrLeaseLost
 		}
 		if c.Kind == batch.KindCall {
 			if err := l.spend(ctx, tx, c.Share); err != nil {
@@ -125,7 +125,7 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 			if c.cap == "spend" {
 				what = strconv.FormatFloat(float64(c.max)/1e6, 'f', -1, 64) + " in prices"
 			}
-			return &answer{fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, what)}
+			return fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, what)
 		}
 	}
 	return nil
@@ -135,8 +135,7 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 // commit landed and whose answer was lost is taken twice: the cap counts
 // more than was sent, never less.
 func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
-	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return l.spend(ctx, tx, s) })
-	if err != nil {
+	if err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return l.spend(ctx, tx, s) }); err != nil {
 		return fmt.Errorf("sqlledger: %w", err)
 	}
 	return nil
@@ -157,13 +156,13 @@ func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
 		err := l.row(ctx, tx, "ownAttempt", a.Attempt, a.Job).Scan(&run, &state, &lost, &errText, &n, &gone)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || err == nil && run != a.Run:
-			return &answer{batch.ErrFenced}
+			return batch.ErrFenced
 		case err != nil:
 			return err
 		case batch.State(state) == a.State && (lost != 0) == a.Lost && errText == a.Error:
 			return nil // an earlier try of this record landed
 		case n != a.Attempt || gone != 0 || state != string(batch.Claimed) && state != string(batch.Answered):
-			return &answer{batch.ErrFenced}
+			return batch.ErrFenced
 		}
 		args := recordArgs(a)
 		if _, err := l.exec(ctx, tx, "record", args...); err != nil {

@@ -169,29 +169,14 @@ func many[T any](l *Ledger, k string, row func(T) (job string, values []any)) fu
 			}
 		}
 		text, err := json.Marshal(rows)
-		var r *sql.Rows
+		var got []string
 		if err == nil {
-			r, err = l.db.QueryContext(ctx, l.q[k], string(text))
+			got, err = l.column(ctx, l.q[k], string(text))
 		}
-		if err != nil {
-			return errs
-		}
-		defer r.Close()
-		var taken []int
-		for r.Next() {
-			var j string
-			if err := r.Scan(&j); err != nil {
-				return errs
+		for _, j := range got {
+			if i, ok := first[j]; ok && err == nil {
+				errs[i] = nil
 			}
-			if i, ok := first[j]; ok {
-				taken = append(taken, i)
-			}
-		}
-		if r.Err() != nil {
-			return errs
-		}
-		for _, i := range taken {
-			errs[i] = nil
 		}
 		return errs
 	}

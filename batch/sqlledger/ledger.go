@@ -149,19 +149,15 @@ func (l *Ledger) write(ctx context.Context, fn func(ctx context.Context, tx *sql
 				return errors.Join(err, ctx.Err())
 			}
 		}
-		// An answer of the ledger's rules is not changed by trying again.
-		if err = l.try(ctx, fn); err == nil || errors.As(err, new(*answer)) || ctx.Err() != nil {
+		// An error of the ledger's rules is its answer, which trying again
+		// would not change.
+		if err = l.try(ctx, fn); err == nil || ctx.Err() != nil ||
+			errors.Is(err, batch.ErrFenced) || errors.Is(err, batch.ErrLeaseLost) || errors.Is(err, batch.ErrBudgetSpent) {
 			return err
 		}
 	}
 	return err
 }
-
-// An answer is an error that the ledger's rules gave, not the engine.
-type answer struct{ err error }
-
-func (a *answer) Error() string { return a.err.Error() }
-func (a *answer) Unwrap() error { return a.err }
 
 // try runs fn in one transaction. In the group writer's transaction,
 // shared with the writes of other callers, fn's statements run to their
@@ -216,20 +212,8 @@ func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, e
 
 // sweep marks gone the runs whose locks Probe finds free.
 func (l *Ledger) sweep(ctx context.Context) error {
-	rows, err := l.db.QueryContext(ctx, l.q["open"])
+	open, err := l.column(ctx, l.q["open"])
 	if err != nil {
-		return err
-	}
-	var open []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return err
-		}
-		open = append(open, t)
-	}
-	if err := rows.Close(); err != nil {
 		return err
 	}
 	for _, t := range open {
@@ -241,6 +225,25 @@ func (l *Ledger) sweep(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// column runs the query q on the database and returns the strings of its
+// one column, read whole before it returns.
+func (l *Ledger) column(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		got = append(got, s)
+	}
+	return got, rows.Err()
 }
 
 // A session is a run's hold on the ledger.
@@ -258,7 +261,7 @@ func (s *session) Beat(ctx context.Context) error {
 	return s.l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n, err := s.l.exec(ctx, tx, "beat", s.token, s.token)
 		if err == nil && n == 0 {
-			err = &answer{batch.ErrLeaseLost}
+			err = batch.ErrLeaseLost
 		}
 		return err
 	})
