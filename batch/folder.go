@@ -75,11 +75,7 @@ func (f *Folder) Exists(_ context.Context, key string) (bool, error) {
 	if err := f.check(key); err != nil {
 		return false, err
 	}
-	ok, err := f.dir.Check(key)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	return ok, err
+	return f.dir.Check(key)
 }
 
 // List yields the names in the folder of prefix that start with it,
