@@ -103,11 +103,11 @@ type reservation struct {
 }
 
 // reserve starts a call's part of the Client's budget.
-func (c *Client) reserve() *reservation {
+func (c *Client) reserve() reservation {
 	if c == nil || c.budget == nil {
-		return &reservation{b: newBudget(DefaultAnswerBudget)}
+		return reservation{b: newBudget(DefaultAnswerBudget)}
 	}
-	return &reservation{b: c.budget}
+	return reservation{b: c.budget}
 }
 
 // take adds n bytes to the reservation. Bytes that do not fit in the

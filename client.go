@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // Version is the version of this SDK, sent in the User-Agent header.
@@ -62,7 +60,7 @@ type Client struct {
 	hc      http.Client                                // the template of every call's http.Client, without transport or redirect rule
 	rt      http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
 	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
-	urls    map[string]string                          // operation name -> its URL under the base URL
+	targets map[string]*opTarget                       // operation name -> its URL under the base URL and header (request.go)
 	limiter RateLimiter                                // nil without WithRateLimiter
 	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
 	pauses  *sync.Map                                  // access key -> *pause, while one is asked of calls with a key of their own (pause.go)
@@ -116,10 +114,9 @@ func New(opts ...Option) (*Client, error) {
 		set:    s,
 		pause:  &pause{},
 		pauses: &sync.Map{},
-		urls:   make(map[string]string, len(ops.All)),
 	}
-	for _, o := range ops.All {
-		c.urls[o.Name] = c.prefix + o.Path()
+	if c.targets, err = c.newTargets(); err != nil {
+		return nil, errors.New(c.own().redact(err.Error()))
 	}
 	c.limiter = s.limiter
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
@@ -172,6 +169,9 @@ func (c *Client) sameOrigin(u *url.URL) bool { return sameOrigin(c.base, u) }
 
 // sameOrigin reports whether a and b have one scheme, host and port.
 func sameOrigin(a, b *url.URL) bool {
+	if b.Host == a.Host && b.Scheme == a.Scheme {
+		return true // as every call's URL is written (request.go)
+	}
 	return strings.EqualFold(b.Scheme, a.Scheme) &&
 		strings.EqualFold(b.Hostname(), a.Hostname()) &&
 		portOf(b) == portOf(a)
@@ -228,6 +228,8 @@ type call struct {
 	unknowns   int           // attempts whose outcome is unknown
 	retryAfter time.Duration // asked for by the last answer
 	ct         *callTrace    // nil without WithCallTrace (observe.go)
+	url        url.URL       // the URL of an operation's request, the call's own copy (request.go)
+	sent       *http.Request // the request of the last attempt of a JSON body (retry.go, lendBody)
 	ctx        callCtx       // the call's context, which holds the call (callctx.go)
 	resp       response      // the answer, once it came
 
@@ -371,7 +373,11 @@ func invokeJSON[R, T any](ctx context.Context, c *Client, op string, req R, opts
 		var zero T
 		return zero, err
 	}
-	return invokeRequest(ctx, c, &request{op: op, body: body, check: revalidate(op, req)}, opts, data)
+	r := &request{op: op, body: body}
+	if len(opts) > 0 { // only a call's options hold WithJSONSet
+		r.check = revalidate(op, req)
+	}
+	return invokeRequest(ctx, c, r, opts, data)
 }
 
 // inPlace reports whether results of type T are decoded over the body's own

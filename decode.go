@@ -30,16 +30,56 @@ func dataURL(d *bodyDecoder, where string) (URL, error) {
 		return "", fmt.Errorf("%w: %v", errSyntax, err)
 	}
 	s := tok.String()
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		// Not cut here: the message is bounded once redacted.
-		return "", fmt.Errorf("%s is %q, not an absolute http(s) URL", where, s)
+	if !plainHTTPURL(s) {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			// Not cut here: the message is bounded once redacted.
+			return "", fmt.Errorf("%s is %q, not an absolute http(s) URL", where, s)
+		}
 	}
 	if d.keys.holds(s) {
 		return "", fmt.Errorf("%s is %q, a URL that holds the access key: refused so that the key goes no further (the service answered, so the work was done)",
 			where, d.keys.redact(s))
 	}
 	return URL(s), nil
+}
+
+// plainHTTPURL reports whether s is an absolute http(s) URL in a shape
+// url.Parse accepts, with a host, so that dataURL need not parse it: the
+// scheme in lower case, then a host of letters, digits, dots and hyphens,
+// with a port of digits or none, then nothing, or a "/" and printable ASCII
+// without "%" (no escape to check) up to the end. It says nothing of any
+// other string: url.Parse judges those.
+func plainHTTPURL(s string) bool {
+	rest, ok := strings.CutPrefix(s, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
+			return false
+		}
+	}
+	host, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
+	name, port, withPort := strings.Cut(host, ":")
+	if name == "" || (withPort && !allDigits(port)) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isAlnum(c) && c != '.' && c != '-' {
+			return false
+		}
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c <= ' ' || c >= 0x7f || c == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // dataURLs decodes an array of URL strings, or a lone URL string as a list

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -236,4 +237,39 @@ func FuzzImages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzPlainHTTPURL holds dataURL's shortcut to url.Parse: every string it
+// takes for a plain http(s) URL, url.Parse takes for an absolute http(s)
+// URL with a host, as dataURL asks of every URL.
+func FuzzPlainHTTPURL(f *testing.F) {
+	for _, s := range []string{
+		"https://files.example.com/a.wav", "http://127.0.0.1:8080/x?y=1#z", "https://h", "https://h:",
+		"https://h:80", "https://:80/", "https://h/a b", "https://h/%zz", "https://h/%41", "https://u@h/",
+		"https://h?x/y", "https://h#f/x", "HTTPS://h/", "https://[::1]/", "https://h:8a/", "https://h/\x7f",
+		"https://h/é", "https://h.-_/x", "https://h//x@y:z", "ftp://h/", "https:/h", "https:///x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !plainHTTPURL(s) {
+			return
+		}
+		u, err := url.Parse(s)
+		require.NoError(t, err, "%q", s)
+		assert.NotEmpty(t, u.Host, "%q", s)
+		assert.Contains(t, []string{"http", "https"}, u.Scheme, "%q", s)
+	})
+}
+
+// TestPlainHTTPURL: the URLs an answer usually holds take the shortcut;
+// any other is left to url.Parse.
+func TestPlainHTTPURL(t *testing.T) {
+	for _, s := range []string{"https://files.example.com/a.wav", "http://127.0.0.1:8080/x?y=1#z", "https://h", "https://cdn-1.example.com:443/a/b.mp4?sig=AbC_-~.!$&'()*+,;=:@"} {
+		assert.True(t, plainHTTPURL(s), s)
+	}
+	for _, s := range []string{"", "https://", "https://:80/", "https://h/%41", "https://u@h/", "HTTPS://h/", "https://[::1]/",
+		"https://h:8a/", "https://h/a b", "https://h/\x7f", "https://h/é", "https://h_x/", "https://h?x", "ftp://h/", "https:/h", "https:///x"} {
+		assert.False(t, plainHTTPURL(s), s)
+	}
 }

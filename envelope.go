@@ -247,11 +247,11 @@ func (rs *response) serviceFailure(body []byte, msg string) *APIError {
 // decodeEnvelope reads the body of rs and decodes its data with data,
 // turning every failure into the *APIError a caller gets.
 func (rs *response) decodeEnvelope(inPlace bool, data func(d *bodyDecoder) error) error {
-	body, release, err := rs.readBody()
+	body, held, err := rs.readBody()
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer held.release()
 	if rs.endedByClose() && jsonCut(body) {
 		// The connection ended the answer before its JSON did: cut short,
 		// as a chunked answer whose last chunk never came.

@@ -35,7 +35,11 @@ func (c *Client) pauseOf(keys []string) *pause {
 // pause extends the pause the key has now, made when it has none, which
 // forgets itself once it ends.
 func (c *Client) reportPause(keys []string, p *pause, resp *http.Response, err error, l *slog.Logger, op string) {
-	if _, asks := retryAfter(resp, time.Now()); asks && p != c.pause {
+	asks := p != c.pause && asksWait(resp) // another key's pause, found or made
+	if asks {
+		_, asks = retryAfter(resp, time.Now())
+	}
+	if asks {
 		q := c.pauseOf(keys)
 		if q == nil {
 			made := &pause{}
@@ -181,7 +185,7 @@ func sleep(ctx context.Context, d time.Duration, change <-chan struct{}) error {
 // Client); either way, or after a failed attempt, the next attempt may go
 // first.
 func (p *pause) report(resp *http.Response, err error, l *slog.Logger, op string) {
-	if p == nil {
+	if p == nil || (!asksWait(resp) && !p.on.Load()) {
 		return
 	}
 	now := time.Now()

@@ -341,11 +341,11 @@ func (s *rawStream) Close() error { return s.rs.Close() }
 // is. A body that is the envelope with success false is the service's
 // failure.
 func (rs *response) readRaw(res any) error {
-	body, release, err := rs.readBody()
+	body, held, err := rs.readBody()
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer held.release()
 	if rs.endedByClose() && jsonCut(body) {
 		// As decodeEnvelope: JSON the closing connection cut short is an
 		// answer cut short, not an answer.

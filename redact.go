@@ -76,6 +76,7 @@ func (r *redactor) redactResponse(resp *http.Response, body io.ReadCloser) *http
 	}
 	if resp.Request != nil {
 		req := *resp.Request
+		req.GetBody = nil // the caller's copy is not for sending again
 		req.Header = r.redactHeader(req.Header)
 		req.Header.Del(headerAccessKey)
 		if req.Response != nil {

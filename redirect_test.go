@@ -182,3 +182,44 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
+
+// A 307 or 308 to the base URL's origin sends the call's JSON body again,
+// whole, to the hop: the attempt went to net/http without a GetBody (so
+// net/http could not send it again on its own), and the request gets one
+// only for the redirect. The captured chain carries none.
+func TestA307Or308SendsTheSameBodyToTheHop(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				bodies = map[string][]string{}
+			)
+			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				require.NoError(t, err)
+				mu.Lock()
+				bodies[r.URL.Path] = append(bodies[r.URL.Path], string(b))
+				mu.Unlock()
+				if r.URL.Path != "/moved" {
+					http.Redirect(w, r, "/moved", status)
+					return
+				}
+				replyJSON(200, musicOK)(w, r)
+			})
+			c := ts.client(t)
+			var resp *http.Response
+			ctx, cancel := context.WithTimeout(context.Background(), safety)
+			defer cancel()
+			require.NoError(t, music(ctx, c))
+			require.NoError(t, music(ctx, c, WithResponseInto(&resp)))
+			mu.Lock()
+			defer mu.Unlock()
+			want := []string{`{"prompt":"p"}`, `{"prompt":"p"}`}
+			assert.Equal(t, map[string][]string{"/audio/v1/text-to-music": want, "/moved": want}, bodies)
+			require.NotNil(t, resp.Request)
+			require.NotNil(t, resp.Request.Response)
+			assert.Nil(t, resp.Request.GetBody)
+			assert.Nil(t, resp.Request.Response.Request.GetBody)
+		})
+	}
+}

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+
+	"github.com/creativegen/creative-go/internal/ops"
 )
 
 // This file is the request side of a call: what one call sends on every
@@ -73,18 +77,49 @@ var (
 	_ requestBody = (*multipartBody)(nil)
 )
 
+// opTarget is where the calls of one operation go: its URL, parsed once
+// by New as http.NewRequest parses it, and the header of a call that sends
+// JSON with the Client's own settings, but for the access key, which is
+// kept nowhere else than where New keeps it.
+type opTarget struct {
+	url    url.URL
+	host   string      // the request's Host, as http.NewRequest sets it
+	header http.Header // every value a shared, read-only slice
+}
+
+// newTargets returns the target of each operation under the base URL,
+// each parsed and its header built by the code that serves every call
+// (http.NewRequest, setHeader), so a call that uses them sends what it
+// would have sent without them.
+func (c *Client) newTargets() (map[string]*opTarget, error) {
+	ts := make(map[string]*opTarget, len(ops.All))
+	cl := &call{s: &c.set}
+	jsonReq := &request{body: &jsonBody{data: []byte("{}")}}
+	for _, o := range ops.All {
+		req, err := http.NewRequest(http.MethodPost, c.prefix+o.Path(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("creative: %s: %w", o.Name, err)
+		}
+		c.setHeader(req.Header, cl, jsonReq)
+		delete(req.Header, headerAccessKey)
+		ts[o.Name] = &opTarget{url: *req.URL, host: req.Host, header: req.Header}
+	}
+	return ts, nil
+}
+
 // newRequest builds the request of every attempt of r: URL, method and
 // headers. The body is not set: the attempts open it, each anew.
 func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Request, error) {
-	target, method := r.rawURL, http.MethodGet
-	if r.target != "" {
-		target, method = r.target, r.method
-	} else if target == "" {
-		u, ok := c.urls[r.op]
+	if r.target == "" && r.rawURL == "" {
+		t, ok := c.targets[r.op]
 		if !ok {
 			return nil, fmt.Errorf("creative: %s: not an operation of the service", r.op)
 		}
-		target, method = u, http.MethodPost
+		return cl.opRequest(ctx, t, r), nil
+	}
+	target, method := r.rawURL, http.MethodGet
+	if r.target != "" {
+		target, method = r.target, r.method
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
@@ -92,6 +127,30 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 	}
 	c.setHeader(req.Header, cl, r)
 	return req, nil
+}
+
+// opRequest is the request of an operation r to t, as
+// http.NewRequestWithContext makes it from t's URL, without parsing it
+// again: a copy of the URL the call owns, and, for JSON sent with the
+// Client's own settings, a copy of t's header.
+func (cl *call) opRequest(ctx context.Context, t *opTarget, r *request) *http.Request {
+	cl.url = t.url
+	req := http.Request{
+		Method:     http.MethodPost,
+		URL:        &cl.url,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Host:       t.host,
+	}
+	if _, isJSON := r.body.(*jsonBody); isJSON && cl.s == &cl.c.set && r.accept == "" && r.body.size() != 0 {
+		req.Header = maps.Clone(t.header)
+		req.Header[headerAccessKey] = cl.keys
+	} else {
+		req.Header = make(http.Header)
+		cl.c.setHeader(req.Header, cl, r)
+	}
+	return req.WithContext(ctx)
 }
 
 // setHeader fills h, the header of every attempt of r. The values are

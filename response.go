@@ -41,8 +41,9 @@ type response struct {
 	cl     *call
 	cancel func() // ends the call's timeout
 	closed bool
-	handed bool  // WithResponseInto has it
-	err    error // how reading the answer failed, for the call trace (observe.go)
+	handed bool        // WithResponseInto has it
+	err    error       // how reading the answer failed, for the call trace (observe.go)
+	res    reservation // the answer's part of the Client's budget (readBody)
 }
 
 // Close closes the body and ends the call's timeout, and hands the response
@@ -197,14 +198,16 @@ func (cl *call) describeBody(contentType string, body []byte) string {
 // whose Content-Length is known is read into one buffer of that length,
 // made at once up to trustUpTo and past it once a 128th of the body came (a
 // header that lies must send that much first), so that its memory is its
-// length at any size; one without is read in chunks (readChunks).
-func (rs *response) readBody() (body []byte, release func(), err error) {
+// length at any size; one without is read in chunks (readChunks). The
+// reservation is the response's own: one body a response.
+func (rs *response) readBody() (body []byte, held *reservation, err error) {
 	limit := rs.cl.s.maxBytes
 	n := rs.ContentLength
 	if n > limit {
 		return nil, nil, rs.tooLarge(n)
 	}
-	r := rs.cl.c.reserve()
+	rs.res = rs.cl.c.reserve()
+	r := &rs.res
 	if n > r.b.size {
 		return nil, nil, rs.overBudget(n, r.b.size)
 	}
@@ -221,7 +224,7 @@ func (rs *response) readBody() (body []byte, release func(), err error) {
 	} else {
 		body, err = rs.readChunks(r, limit)
 	}
-	return body, r.release, err
+	return body, r, err
 }
 
 // trustUpTo is the Content-Length up to which a body's buffer is made

@@ -38,7 +38,6 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		CheckRetry:     checkRetryHook,
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
-	cl.started = time.Now()
 	return cl.rc.Do(rreq)
 }
 
@@ -47,17 +46,18 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 type retrier struct{ rc retryablehttp.Client }
 
 // setBody gives rreq the call's body, opened anew for each attempt. A JSON
-// body's bytes are handed to each attempt by onAttempt, through GetBody, in
-// the form net/http knows to be in memory (so the request goes out in one
-// write); any other body is opened by its own open, through go-retryablehttp,
-// which stops the call when it fails. ContentLength is the body's own word.
+// body's bytes are handed to each attempt by onAttempt, in the form
+// net/http knows to be in memory (so the request goes out in one write),
+// and its request has a GetBody only once an answer redirects it with a
+// 307 or 308 (lendBody); any other body is opened by its own open, through
+// go-retryablehttp, which stops the call when it fails. ContentLength is
+// the body's own word.
 func (cl *call) setBody(rreq *retryablehttp.Request) error {
 	var err error
 	switch b := cl.body.(type) {
 	case nil:
 		return nil
 	case *jsonBody:
-		rreq.GetBody = b.readCloser
 	default:
 		ctx, stall := rreq.Context(), mayStall(b)
 		err = rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) {
@@ -79,11 +79,14 @@ func (cl *call) setBody(rreq *retryablehttp.Request) error {
 // clears what the transport saw of the last one; go-retryablehttp calls it
 // before each attempt.
 func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
-	if _, ok := cl.body.(*jsonBody); ok {
-		req.Body, _ = req.GetBody()
+	if b, ok := cl.body.(*jsonBody); ok {
+		req.Body, _ = b.readCloser()
+		cl.sent = req
 	}
 	cl.attempts = i + 1
-	cl.started = time.Now()
+	if cl.s.logger != nil { // the attempt's duration is logged (logAttempt)
+		cl.started = time.Now()
+	}
 	cl.tr.clear()
 }
 
@@ -91,7 +94,7 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
 // it gathers what the attempt saw, decides with policy and logs the attempt
 // with its kind.
 func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	now := time.Now()
+	var now time.Time // read only when the answer may ask for a wait
 	seen := attemptSeen{
 		err:      err,
 		written:  cl.tr.written(),
@@ -102,7 +105,10 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	}
 	if resp != nil {
 		seen.status = resp.StatusCode
-		seen.retryAfter, seen.asked = retryAfter(resp, now)
+		if asksWait(resp) {
+			now = time.Now()
+			seen.retryAfter, seen.asked = retryAfter(resp, now)
+		}
 	}
 	seen.deadline, _ = ctx.Deadline()
 	v := policy(seen, now)
@@ -129,6 +135,17 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		resp.Body = http.NoBody
 	}
 	return v.retry, nil
+}
+
+// lendBody gives the attempt's request, which http.Client follows
+// redirects of, the GetBody of a JSON body, when an answer to it redirects
+// with a 307 or 308: http.Client follows one only when it can send the
+// body again, to the hop the redirect policy allowed (checkRedirect), and
+// the transport hands no hop's GetBody to net/http (roundTrip).
+func (cl *call) lendBody() {
+	if b, ok := cl.body.(*jsonBody); ok && cl.sent != nil && cl.sent.GetBody == nil {
+		cl.sent.GetBody = b.readCloser
+	}
 }
 
 // drainWait bounds the time drain spends on a failed answer's body.
@@ -305,7 +322,7 @@ func transient(err error) bool {
 // or as an HTTP date. A number of seconds too large to represent is the
 // longest duration there is: it asks for a wait longer than any call makes.
 func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
-	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+	if !asksWait(resp) {
 		return 0, false
 	}
 	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
@@ -323,6 +340,12 @@ func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// asksWait reports whether resp is an answer that may ask for a wait
+// (Retry-After): a 429 or a 503.
+func asksWait(resp *http.Response) bool {
+	return resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
 }
 
 func allDigits(s string) bool {

@@ -219,8 +219,10 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 		return nil, err
 	}
 	switch resp.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
-		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		t.cl.lendBody()
+		fallthrough
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
 		if loc := resp.Header.Get("Location"); loc != "" {
 			if _, err := req.URL.Parse(loc); err != nil {
 				_ = resp.Body.Close()
@@ -237,7 +239,9 @@ func (t *transport) network(req *http.Request, limit time.Duration) (*http.Respo
 // hold an Idempotency-Key) and when an HTTP/2 stream is reset or refused,
 // even after the service read the whole body. The SDK alone decides to send
 // again (retry.go), each attempt with a body opened anew. The http.Client
-// keeps the call's own GetBody, which it needs to follow a 307 or 308.
+// keeps the call's own GetBody, which it needs to follow a 307 or 308: an
+// attempt of a JSON body has none (lendBody), an upload's and a hop's are
+// left out of a copy.
 func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Response, error) {
 	if limit <= 0 {
 		if req.GetBody != nil {

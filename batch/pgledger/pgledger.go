@@ -59,8 +59,8 @@ func IsURL(s string) bool {
 // seconds) when it has one: each connection's opening, and Open's first
 // statements, are bounded by it.
 func Open(ctx context.Context, dsn string) (*Ledger, error) {
-	if !IsURL(dsn) {
-		return nil, fmt.Errorf("pgledger: %q is not a postgres:// URL", redact(dsn))
+	if u, err := url.Parse(dsn); !IsURL(dsn) || err != nil || u.Fragment != "" {
+		return nil, fmt.Errorf("pgledger: %s is not a postgres:// URL (a # in a password is written %%23)", redact(dsn))
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -213,15 +213,23 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return tx.Commit()
 }
 
-// redact is dsn without its password, for errors.
+// redact is dsn without its password, for errors: none of the user
+// information's, of a query parameter naming one (password, sslpassword,
+// in any case), or of a fragment (a password's unescaped #). What is not
+// a postgres:// URL (an opaque postgres:..., a key=value string) is not
+// shown at all.
 func redact(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil {
+	if err != nil || !IsURL(dsn) || u.Opaque != "" {
 		return "the ledger's URL"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	q := u.Query()
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+		}
 	}
+	u.RawQuery = q.Encode()
+	u.Fragment, u.RawFragment = "", ""
 	return u.Redacted()
 }

@@ -1,16 +1,21 @@
 package batchcmd
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/creativegen/creative-go/batch"
 	"github.com/creativegen/creative-go/cmd/creative/internal/cmdutil"
@@ -36,9 +41,35 @@ type owner struct {
 // String says where the ledger is, for messages.
 func (o *owner) String() string {
 	if o.Kind == "sqlite" {
-		return fmt.Sprintf("the SQLite ledger in %s on the machine %s", o.Where, o.Host)
+		return fmt.Sprintf("the SQLite ledger in %s on the machine %s", printable(o.Where), printable(o.Host))
 	}
-	return "the PostgreSQL ledger at " + o.Where
+	return "the PostgreSQL ledger at " + printable(o.Where)
+}
+
+// printable is s as a message shows what a record says: quoted, with
+// escapes, when it holds anything but printable text (a hostile record's
+// escape sequences never reach the terminal).
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+// sameLedger reports whether the record o names the ledger own: the same
+// identity and kind and, for SQLite, the same folder on the same machine.
+// A copy of ledger.db has the identity of its original, and is another
+// ledger: each would pay for the jobs the other did.
+func sameLedger(o, own *owner) bool {
+	if o.Ledger != own.Ledger || o.Kind != own.Kind {
+		return false
+	}
+	if own.Kind != "sqlite" || o.Where == own.Where && o.Host == own.Host {
+		return true
+	}
+	a, err := os.Stat(o.Where)
+	b, err2 := os.Stat(own.Where)
+	return o.Host == own.Host && err == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // ownerOf describes the ledger l, opened from name (a postgres:// URL or
@@ -58,7 +89,14 @@ func ownerOf(ctx context.Context, l batch.Ledger, name string) (*owner, error) {
 	o := &owner{Ledger: id, Kind: "postgres",
 		Note: "the ledger that keeps the jobs of the outputs here: every run writing here must use it (creative batch --ledger)"}
 	if u, err := url.Parse(name); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		o.Where = "postgres://" + cmp.Or(u.Host, u.Query().Get("host")) + u.Path
+		host := u.Host
+		if q := u.Query(); host == "" && q.Get("host") != "" {
+			host = q.Get("host")
+			if port := q.Get("port"); port != "" {
+				host = net.JoinHostPort(host, port)
+			}
+		}
+		o.Where = "postgres://" + host + u.Path
 		return o, nil
 	}
 	path, err := localPath(name)
@@ -76,21 +114,43 @@ func ownerOf(ctx context.Context, l batch.Ledger, name string) (*owner, error) {
 // readOwner reads the owner the outputs s name, or nil when they name
 // none.
 func readOwner(ctx context.Context, s getter) (*owner, error) {
-	b, err := s.Get(ctx, OwnerKey)
+	b, err := readBounded(ctx, s, OwnerKey, maxOwner)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	var o owner
-	if err == nil {
+	if err == nil && len(b) <= maxOwner {
 		err = json.Unmarshal(b, &o)
 	}
-	if _, herr := hex.DecodeString(o.Ledger); err == nil && (len(b) > 4096 || len(o.Ledger) != 32 || herr != nil || len(o.Host) > 255) {
+	if _, herr := hex.DecodeString(o.Ledger); err == nil && (len(b) > maxOwner || len(o.Ledger) != 32 || herr != nil || len(o.Host) > 255) {
 		err = errors.New("it is not the name of a ledger that creative batch writes")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", OwnerKey, err)
 	}
 	return &o, nil
+}
+
+// maxOwner bounds what is read of OwnerKey: a record creative batch
+// writes is a few hundred bytes.
+const maxOwner = 4096
+
+// readBounded reads key of s, but no more than max+1 bytes of it when s
+// reads a stream (a bucket, a folder), so that a huge object is refused
+// without being held in memory.
+func readBounded(ctx context.Context, s getter, key string, max int64) ([]byte, error) {
+	r, ok := s.(interface {
+		NewReader(ctx context.Context, key string) (io.ReadCloser, error)
+	})
+	if !ok {
+		return s.Get(ctx, key)
+	}
+	rc, err := r.NewReader(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, max+1))
 }
 
 // checkOwner refuses, before anything is sent, a run whose ledger, own,
@@ -115,12 +175,16 @@ func checkOwner(ctx context.Context, s batch.Store, out, ledger string, own *own
 	if err != nil {
 		return cmdutil.Usagef("--out %s: %v", redactURL(out), err)
 	}
-	if o == nil || o.Ledger == own.Ledger {
+	if o == nil || sameLedger(o, own) {
 		return nil
 	}
-	return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in --ledger %s (ledger %s), which would pay for them again; nothing was sent. "+
+	copied := ""
+	if o.Ledger == own.Ledger {
+		copied = ", a copy of it"
+	}
+	return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in --ledger %s (ledger %s%s), which would pay for them again; nothing was sent. "+
 		"Give every worker writing it --ledger naming that ledger (an SQLite ledger serves the workers of its own machine only), or another --out",
-		redactURL(out), o, o.Ledger, OwnerKey, redactURL(ledger), own.Ledger)
+		redactURL(out), o, o.Ledger, OwnerKey, redactURL(ledger), own.Ledger, copied)
 }
 
 // A getter reads a file of the outputs (batch.Store's Get).
@@ -145,6 +209,29 @@ func refuseNewLedger(ctx context.Context, s getter, dir, ledger string) error {
 	}
 	return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in a ledger of its own, which would pay for them again; "+
 		"nothing was sent. Give --ledger naming that ledger, or another --out", dir, o, o.Ledger, OwnerKey)
+}
+
+// namedLedger refuses a folder --out without a ledger of its own whose
+// OwnerKey names one elsewhere, saying which to give with --ledger; nil
+// when it names none (or is no folder).
+func namedLedger(ctx context.Context, out string) error {
+	path, err := localPath(out)
+	if err != nil || IsBucket(out) || !existsDir(path) {
+		return nil
+	}
+	d, err := outdir.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	o, err := readOwner(ctx, dirGetter{d})
+	if err != nil {
+		return cmdutil.Usagef("--out %s: %v", path, err)
+	}
+	if o == nil {
+		return nil
+	}
+	return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s): give --ledger naming that ledger", path, o, o.Ledger, OwnerKey)
 }
 
 // ownedStore is the outputs of p as checkOwner reads and writes them.
@@ -184,7 +271,36 @@ func (f folderOwner) Create(_ context.Context, key string, data []byte) error {
 	return err
 }
 
+// NewReader opens the file key through the folder's gate, for a bounded
+// read.
+func (f folderOwner) NewReader(_ context.Context, key string) (io.ReadCloser, error) {
+	d, err := outdir.Open(f.dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.OpenFile(key, os.O_RDONLY, 0)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return closeBoth{r, d}, nil
+}
+
+// closeBoth is a file read, and its folder, closed together.
+type closeBoth struct {
+	*os.File
+	d *outdir.Dir
+}
+
+func (c closeBoth) Close() error { return errors.Join(c.File.Close(), c.d.Close()) }
+
 // dirGetter reads the files of a folder through its gate.
 type dirGetter struct{ d *outdir.Dir }
 
 func (g dirGetter) Get(_ context.Context, key string) ([]byte, error) { return g.d.ReadFile(key) }
+
+// NewReader opens the file key through the folder's gate, for a bounded
+// read.
+func (g dirGetter) NewReader(_ context.Context, key string) (io.ReadCloser, error) {
+	return g.d.OpenFile(key, os.O_RDONLY, 0)
+}

@@ -200,8 +200,9 @@ func writeObject(t *testing.T, s batch.Store, key, data string) {
 // TestAFolderWhoseLedgerIsElsewhereNamesIt: a folder --out run with a
 // ledger elsewhere names it as a bucket does; another ledger is refused,
 // and so is a run that would begin a ledger of its own in the folder,
-// before that ledger is made; --start-over moves the name aside with the
-// earlier outputs.
+// before that ledger is made; --start-over is refused while the name is
+// there (that ledger's runs may be live), and moves the earlier outputs
+// once the user removed it.
 func TestAFolderWhoseLedgerIsElsewhereNamesIt(t *testing.T) {
 	out, first := t.TempDir(), t.TempDir()
 	if err := openAt(t, out, first, true); err != nil {
@@ -228,6 +229,17 @@ func TestAFolderWhoseLedgerIsElsewhereNamesIt(t *testing.T) {
 	}
 	if err := checkEarlier(io.Discard, out, "", false); err == nil || !strings.Contains(err.Error(), where) {
 		t.Fatalf("a run without --ledger on the folder's outputs: %v", err)
+	}
+	// Its runs may still be writing: --start-over moves nothing until the
+	// user removes the name.
+	if err := checkEarlier(io.Discard, out, "", true); err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), "--ledger") {
+		t.Fatalf("--start-over on a folder naming a ledger elsewhere: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "000001-image-text-to-image-3fa9c1.png")); err != nil {
+		t.Fatalf("a refused --start-over moved the outputs: %v", err)
+	}
+	if err := os.Remove(filepath.Join(out, OwnerKey)); err != nil {
+		t.Fatal(err)
 	}
 	if err := checkEarlier(io.Discard, out, "", true); err != nil {
 		t.Fatal(err)

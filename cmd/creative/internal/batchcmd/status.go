@@ -52,6 +52,9 @@ the ledger of its jobs in which-ledger.json: give that ledger with
 			a.load()
 			ledger = cmp.Or(ledger, a.getenv(envLedger))
 			if !hasLedger(out, ledger) {
+				if err := namedLedger(cmd.Context(), out); err != nil {
+					return spoken(err)
+				}
 				return cmdutil.Usagef("batch status: %s holds no ledger", out)
 			}
 			p, err := a.buckets.openPlace(cmd.Context(), out, ledger, false)

@@ -98,6 +98,9 @@ var openPostgres func(ctx context.Context, url string) (batch.Ledger, error)
 // with record writes where it names none: a run with another ledger is
 // refused before anything is sent (checkOwner, refuseNewLedger).
 func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool) (*place, error) {
+	if err := checkLedgerName(ledger); err != nil {
+		return nil, err
+	}
 	p := &place{}
 	if !IsBucket(out) {
 		path, err := localPath(out)
@@ -111,7 +114,7 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 			return nil, cmdutil.Usagef("--out: %v", err)
 		}
 		p.dir = path
-		if err := refuseNewLedger(ctx, p.out, path, ledger); err != nil {
+		if err := refuseNewLedger(ctx, folderOwner{p.out, path}, path, ledger); err != nil {
 			p.out.Close()
 			return nil, err
 		}
@@ -134,14 +137,8 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 		p.out = s
 	}
 	l, err := openLedger(ctx, cmp.Or(ledger, p.dir))
-	if err == nil && (p.dir == "" || ledger != "" && !ownFolder(p.dir, ledger)) {
-		var own *owner
-		if own, err = ownerOf(ctx, l, ledger); err != nil {
-			err = cmdutil.Usagef("--ledger: %v", err)
-		} else if own != nil {
-			err = checkOwner(ctx, ownedStore(p), out, ledger, own, record)
-		}
-		if err != nil {
+	if err == nil {
+		if err = checkPlace(ctx, p, l, out, ledger, record); err != nil {
 			l.Close()
 		}
 	}
@@ -151,6 +148,50 @@ func (b *Buckets) openPlace(ctx context.Context, out, ledger string, record bool
 	}
 	p.ledger = l
 	return p, nil
+}
+
+// checkPlace refuses the ledger l, opened from ledger (--ledger), for the
+// outputs of p (--out) when they name another (checkOwner). A folder's
+// own ledger and a ledger elsewhere are each checked after the other's
+// mark could have been made: a ledger elsewhere after it is named in the
+// folder, against a ledger.db made there meanwhile; the folder's own
+// after its ledger.db is made, against a name written meanwhile. Of two
+// first runs racing, one with each, one at least sees the other.
+func checkPlace(ctx context.Context, p *place, l batch.Ledger, out, ledger string, record bool) error {
+	if p.dir != "" && (ledger == "" || ownFolder(p.dir, ledger)) {
+		// The identity is asked for only when the folder names a ledger:
+		// a status of an older, read-only ledger.db writes nothing.
+		o, err := readOwner(ctx, ownedStore(p))
+		if err != nil {
+			return cmdutil.Usagef("--out %s: %v", p.dir, err)
+		}
+		if o == nil {
+			return nil
+		}
+		own, err := ownerOf(ctx, l, p.dir)
+		if err != nil {
+			return cmdutil.Usagef("--out: %v", err)
+		}
+		if own != nil && !sameLedger(o, own) {
+			return cmdutil.Usagef("--out %s keeps the jobs of its outputs in %s (ledger %s, named in its %s), not in a ledger of its own, which would pay for them again; "+
+				"nothing was sent. Give --ledger naming that ledger, or another --out", p.dir, o, o.Ledger, OwnerKey)
+		}
+		return nil
+	}
+	own, err := ownerOf(ctx, l, ledger)
+	if err != nil {
+		return cmdutil.Usagef("--ledger: %v", err)
+	}
+	if own == nil {
+		return nil
+	}
+	if err := checkOwner(ctx, ownedStore(p), out, ledger, own, record); err != nil {
+		return err
+	}
+	if p.dir != "" {
+		return refuseOtherLedger(p.dir, ledger)
+	}
+	return nil
 }
 
 // noLedger refuses a bucket --out given without --ledger, naming the
@@ -196,6 +237,27 @@ func ownFolder(dir, ledger string) bool {
 	a, err := os.Stat(dir)
 	b, err2 := os.Stat(path)
 	return path != "" && err == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// checkLedgerName refuses, without repeating it, a --ledger that names
+// no ledger but may hold a password: a URL that does not parse (a
+// password with an unescaped "/" or "@"), or a PostgreSQL connection
+// string of key=value words. Either would otherwise be taken for a
+// folder, made, and named in which-ledger.json and in messages.
+func checkLedgerName(ledger string) error {
+	if _, err := url.Parse(ledger); err != nil && strings.Contains(ledger, "://") {
+		return cmdutil.Usagef("--ledger: (a URL that does not parse): escape the characters of its password (%%2F for /, %%40 for @, ...)")
+	}
+	for _, f := range strings.Fields(ledger) {
+		k, _, ok := strings.Cut(f, "=")
+		switch strings.ToLower(k) {
+		case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "sslpassword", "service":
+			if ok {
+				return cmdutil.Usagef("--ledger: (a connection string of key=value words): a PostgreSQL ledger is a postgres:// URL, such as postgres://user@host:5432/db")
+			}
+		}
+	}
+	return nil
 }
 
 // openLedger opens the ledger named by name: a postgres:// URL, or a local
@@ -365,8 +427,18 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	if n == 0 {
 		return nil
 	}
-	if ok, _ := d.Check(OwnerKey); ok && !startOver {
-		return refuseNewLedger(context.Background(), dirGetter{d}, path, ledger)
+	if ok, _ := d.Check(OwnerKey); ok {
+		// A ledger elsewhere keeps these outputs, and its runs may be
+		// writing them now: --start-over would move them from under those
+		// runs and pay for their jobs again. Only the user, removing the
+		// name, says that ledger is gone.
+		err := refuseNewLedger(context.Background(), dirGetter{d}, path, ledger)
+		if err != nil && startOver {
+			err = cmdutil.Usagef("--start-over moves nothing: %v; or remove %s once no run of that ledger is live", err, OwnerKey)
+		}
+		if err != nil || !startOver {
+			return err
+		}
 	}
 	state := "missing"
 	if st, err := d.Lstat(sqliteledger.File); err == nil && st.Size() == 0 {

@@ -149,6 +149,22 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, nil
 }
 
+// NewReader opens key for reading as a stream, so that a caller bounds
+// what it reads, or returns an error matching fs.ErrNotExist.
+func (s *Store) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := batch.CheckKey(key); err != nil {
+		return nil, err
+	}
+	r, err := s.b.NewReader(ctx, key, nil)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("bucket: get %s: %w", key, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket: get %s: %w", key, err)
+	}
+	return r, nil
+}
+
 // List yields the keys under prefix in lexical order, asking the service
 // for one page of keys at a time.
 func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error] {
