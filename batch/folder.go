@@ -137,10 +137,7 @@ type folderWriter struct {
 }
 
 func (w *folderWriter) Write(p []byte) (int, error) {
-	if w.err == nil {
-		w.err = w.ctx.Err()
-	}
-	if w.err != nil {
+	if w.err = cmp.Or(w.err, w.ctx.Err()); w.err != nil {
 		return 0, w.err
 	}
 	n, err := w.t.Write(p)

@@ -31,19 +31,23 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 			}
 		}
 		if made == 0 {
-			last, err := l.lockJob(ctx, tx, c.Job)
-			switch {
+			if err := l.lock(ctx, tx, c.Job); err != nil {
+				return err
+			}
+			var last batch.Last
+			switch err := scanEntry(l.row(ctx, tx, "lastOne", c.Job), &last); {
+			case errors.Is(err, sql.ErrNoRows): // no attempt yet
 			case err != nil:
 				return err
-			case last != nil && last.Attempt == c.Attempt && last.Run == c.Run:
+			case last.Attempt == c.Attempt && last.Run == c.Run:
 				res.Claimed = true // an earlier try of this claim landed
 				return nil
-			case last != nil && last.Live:
-				if held, err := l.d.Probe(ctx, tx, last.Run); err == nil && !held {
-					last.Live = false
+			default:
+				if last.Live {
+					if held, err := l.d.Probe(ctx, tx, last.Run); err == nil && !held {
+						last.Live = false
+					}
 				}
-			}
-			if last != nil {
 				res.Last, res.Live = &last.Entry, last.Live
 			}
 		}
@@ -91,28 +95,13 @@ func (l *Ledger) lock(ctx context.Context, tx *sql.Tx, job string) error {
 	return err
 }
 
-// lockJob locks the row of job and reads its last attempt: nil when it
-// has none.
-func (l *Ledger) lockJob(ctx context.Context, tx *sql.Tx, job string) (*batch.Last, error) {
-	if err := l.lock(ctx, tx, job); err != nil {
-		return nil, err
-	}
-	var last batch.Last
-	switch err := scanEntry(l.row(ctx, tx, "lastOne", job), &last); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return &last, nil
-}
-
 // spend takes share s of the budget in tx, or answers ErrBudgetSpent.
 func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 	for _, c := range []struct {
-		cap         string
+		cap, what   string
 		amount, max int64
-	}{{"calls", s.Calls, s.MaxCalls}, {"spend", s.Spend, s.MaxSpend}} {
+	}{{"calls", strconv.FormatInt(s.MaxCalls, 10) + " calls", s.Calls, s.MaxCalls},
+		{"spend", strconv.FormatFloat(float64(s.MaxSpend)/1e6, 'f', -1, 64) + " in prices", s.Spend, s.MaxSpend}} {
 		if c.max <= 0 || c.amount <= 0 {
 			continue
 		}
@@ -121,11 +110,7 @@ func (l *Ledger) spend(ctx context.Context, tx *sql.Tx, s batch.Share) error {
 			return err
 		}
 		if n == 0 {
-			what := strconv.FormatInt(c.max, 10) + " calls"
-			if c.cap == "spend" {
-				what = strconv.FormatFloat(float64(c.max)/1e6, 'f', -1, 64) + " in prices"
-			}
-			return fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, what)
+			return fmt.Errorf("%w: a call would pass the cap of %s", batch.ErrBudgetSpent, c.what)
 		}
 	}
 	return nil

@@ -80,17 +80,11 @@ type Lock interface {
 // bind writes NOW in q as the database's clock, and its placeholders ?
 // as $1, $2, ..., which PostgreSQL takes and SQLite takes as the same.
 func (d *Dialect) bind(q string) string {
-	q = strings.ReplaceAll(q, "NOW", d.Now)
-	var b strings.Builder
-	for n := 1; ; n++ {
-		before, after, found := strings.Cut(q, "?")
-		b.WriteString(before)
-		if !found {
-			return b.String()
-		}
-		b.WriteString("$" + strconv.Itoa(n))
-		q = after
+	parts := strings.Split(strings.ReplaceAll(q, "NOW", d.Now), "?")
+	for n := 1; n < len(parts); n++ {
+		parts[n] = "$" + strconv.Itoa(n) + parts[n]
 	}
+	return strings.Join(parts, "")
 }
 
 // gone is the SQL condition, on the runs row r, under which a run is gone.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 )
@@ -58,9 +59,8 @@ type group[T any] struct {
 // A waiter is one request in a group's queue.
 type waiter[T any] struct {
 	v    T
-	sent bool  // in a batch (under the group's mu)
-	err  error // the batch's answer to it
-	done chan struct{}
+	sent atomic.Bool // in a batch
+	done chan error  // the batch's answer to it
 }
 
 func newGroup[T any](slots, max int, send func(context.Context, []T) []error) *group[T] {
@@ -69,24 +69,20 @@ func newGroup[T any](slots, max int, send func(context.Context, []T) []error) *g
 
 // do queues v and returns the answer of its batch to it.
 func (g *group[T]) do(ctx context.Context, v T) error {
-	w := &waiter[T]{v: v, done: make(chan struct{})}
+	w := &waiter[T]{v: v, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
 	g.mu.Unlock()
 	for {
 		select {
-		case <-w.done:
-			return w.err
+		case err := <-w.done:
+			return err
 		case g.slots <- struct{}{}:
 			g.flush(ctx)
 			<-g.slots
 		}
-		g.mu.Lock()
-		sent := w.sent
-		g.mu.Unlock()
-		if sent {
-			<-w.done // in a batch that another caller sends
-			return w.err
+		if w.sent.Load() {
+			return <-w.done // in a batch that this caller or another sent
 		}
 	}
 }
@@ -98,7 +94,7 @@ func (g *group[T]) flush(ctx context.Context) {
 	batch := g.pending[:n:n]
 	g.pending = g.pending[n:]
 	for _, w := range batch {
-		w.sent = true
+		w.sent.Store(true)
 	}
 	g.mu.Unlock()
 	if n == 0 {
@@ -110,8 +106,7 @@ func (g *group[T]) flush(ctx context.Context) {
 	}
 	errs := g.send(ctx, vs)
 	for i, w := range batch {
-		w.err = errs[i]
-		close(w.done)
+		w.done <- errs[i]
 	}
 }
 
