@@ -123,12 +123,11 @@ func (l *Ledger) commitGroup(_ context.Context, fns []func(tx *sql.Tx) error) []
 			if _, err := l.exec(ctx, tx, "savepoint"); err != nil {
 				return err
 			}
+			k := "release"
 			if errs[i] = fn(tx); errs[i] != nil {
-				if _, err := l.exec(ctx, tx, "rollbackTo"); err != nil {
-					return err
-				}
+				k = "rollbackTo" // the savepoint stays, released by the commit
 			}
-			if _, err := l.exec(ctx, tx, "release"); err != nil {
+			if _, err := l.exec(ctx, tx, k); err != nil {
 				return err
 			}
 		}

@@ -77,13 +77,8 @@ func (l *Ledger) SetPage(n int) {
 // DB returns the database, for drivers and tests.
 func (l *Ledger) DB() *sql.DB { return l.db }
 
-// Close closes the database.
-func (l *Ledger) Close() error {
-	for _, st := range l.stmts {
-		_ = st.Close()
-	}
-	return l.db.Close()
-}
+// Close closes the database, and with it the statements New prepared.
+func (l *Ledger) Close() error { return l.db.Close() }
 
 // entryCols are the columns of a job's last attempt, as scan reads them;
 // the statements that read them join jobs j, attempts a and runs r.
