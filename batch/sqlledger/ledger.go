@@ -154,7 +154,7 @@ func (l *Ledger) write(ctx context.Context, fn func(ctx context.Context, tx *sql
 	return err
 }
 
-// try runs fn in one transaction. In the group writer's transaction,
+// try runs fn in one transaction. In a group's transaction
 // shared with the writes of other callers, fn's statements run to their
 // end whatever ctx says: an engine that interrupts a statement rolls back
 // its whole transaction (SQLite does), which would undo the others'
