@@ -83,6 +83,32 @@ func TestTheIndexIsKeptCurrentWhileARunGoes(t *testing.T) {
 	})
 }
 
+// slowExists is a Store that takes 10 s to say whether a file is there.
+type slowExists struct{ indexWatch }
+
+func (s *slowExists) Exists(ctx context.Context, key string) (bool, error) {
+	time.Sleep(10 * time.Second)
+	return s.indexWatch.Exists(ctx, key)
+}
+
+// A run that claims and ends no job (a rerun of done jobs, 20 s of
+// checking their files) leaves the page alone while it goes.
+func TestARunThatChangesNothingLeavesTheIndexAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork())
+		f.write(t, imageJobs(2)...)
+		_, err := f.run(t, batch.Options{Concurrency: 1})
+		require.NoError(t, err)
+		store := &slowExists{indexWatch{Store: f.store}}
+		r, err := batch.New(f.c, f.ledger, store, batch.Options{Concurrency: 1, IndexEvery: time.Second, Base: filepath.Dir(f.jobs)})
+		require.NoError(t, err)
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		require.NoError(t, err)
+		assert.Equal(t, 2, sum.DoneBefore)
+		assert.Zero(t, store.writes.Load())
+	})
+}
+
 // slowIndex is a Store whose index takes 10 s to write, as a page of a
 // ledger of a million jobs may.
 type slowIndex struct{ indexWatch }

@@ -118,6 +118,7 @@ func (ru *run) claim(ctx context.Context, rec *record) (claimed bool, last *reco
 	switch {
 	case err == nil && res.Claimed:
 		ru.started.Add(1)
+		ru.changed.Add(1)
 		ru.event(JobStarted, rec)
 		return true, nil, false
 	case err == nil && res.Last != nil:

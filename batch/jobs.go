@@ -92,7 +92,7 @@ func JSONL(open func() (io.ReadCloser, error)) Source {
 		defer r.Close()
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), maxLine)
-		line := 0
+		line, dec := 0, jsontext.NewDecoder(bytes.NewReader(nil))
 		for sc.Scan() {
 			line++
 			text := sc.Bytes()
@@ -103,7 +103,7 @@ func JSONL(open func() (io.ReadCloser, error)) Source {
 			if len(raw) == 0 {
 				continue
 			}
-			j, err := parseLine(raw)
+			j, err := parseLine(dec, raw)
 			j.Line = line
 			if err != nil {
 				err = lineErrorOf(line, text, err)
@@ -168,11 +168,12 @@ func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
 // found by parseLine, which names the field.
 var lineOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
-// parseLine reads one line into a Job. Numbers become float64, null stays
-// nil (so that a default is not taken silently).
-func parseLine(raw []byte) (Job, error) {
+// parseLine reads one line into a Job with dec, reset to it. Numbers
+// become float64, null stays nil (so that a default is not taken
+// silently).
+func parseLine(dec *jsontext.Decoder, raw []byte) (Job, error) {
 	var j Job
-	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
+	dec.Reset(bytes.NewReader(raw), lineOptions)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return j, &fieldError{err: errors.New(notAnObject)}
 	}
@@ -195,7 +196,7 @@ func parseLine(raw []byte) (Job, error) {
 		if !utf8.Valid(val) {
 			return j, &fieldError{field: name, err: errors.New("holds invalid UTF-8")}
 		}
-		if !val.IsValid(jsontext.AllowDuplicateNames(true)) {
+		if bytes.Contains(val, []byte(`\u`)) && !val.IsValid(jsontext.AllowDuplicateNames(true)) {
 			return j, &fieldError{field: name, err: errLoneSurrogate}
 		}
 		if err := j.set(name, val); err != nil {

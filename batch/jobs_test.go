@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -145,7 +146,7 @@ func FuzzParseLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		j, err := parseLine(raw)
+		j, err := parseLine(jsontext.NewDecoder(bytes.NewReader(nil)), raw)
 		var fe *fieldError
 		if errors.As(err, &fe) {
 			if fe.at < 0 || fe.at > len(raw)+1 {

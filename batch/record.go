@@ -15,18 +15,26 @@ import (
 	"github.com/creativegen/creative-go/batch/page"
 )
 
-// finish records rec as it ends this run and counts it; err, when the
-// Store's, stops the run first.
+// finish records rec as it ends this run, and counts it once the ledger
+// took it; err, when the Store's, stops the run first. Its outputs are
+// durable already, so the worker goes on to its next job while the record
+// commits with others' (at most Concurrency wait so): Run returns only
+// once every record landed, and a kill before that leaves the job claimed
+// (maybe paid), as a kill a moment before the record would.
 func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err error) {
 	if _, ok := errors.AsType[*storeError](err); ok {
 		ru.failLedger(err, nil)
 	}
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
-	if err := ru.record(ctx, rec); err != nil {
-		ru.unrecorded(rec, err)
-	}
-	ru.end(rec)
+	ru.recording <- struct{}{}
+	ru.records.Go(func() {
+		defer func() { <-ru.recording }()
+		if err := ru.record(ctx, rec); err != nil {
+			ru.unrecorded(rec, err)
+		}
+		ru.end(rec)
+	})
 }
 
 // errTakenOver refuses a record of this run once another worker took its
@@ -79,7 +87,7 @@ func (ru *run) end(rec *record) {
 			s.countLeft(rec) // lost, claimed or unknown
 		}
 	})
-	ru.ended.Add(1)
+	ru.changed.Add(1)
 	ru.event(JobEnded, rec)
 }
 

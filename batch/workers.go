@@ -55,7 +55,11 @@ type run struct {
 	halt    error        // a refusal that every job would meet; guarded by mu
 	away    []string     // jobs left to other workers' runs, to check at the end; guarded by mu
 	started atomic.Int64
-	ended   atomic.Int64 // jobs that ended, for keepIndex
+	changed atomic.Int64 // claims and ends of jobs, for keepIndex
+	// records are the ends being recorded, recording their bound (see
+	// finish).
+	records   sync.WaitGroup
+	recording chan struct{}
 }
 
 // Run runs the jobs Check passed, reading them again. Jobs done, claimed
@@ -69,7 +73,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if r.ledger == nil || r.store == nil {
 		return Summary{}, errors.New("batch: a Runner without a Ledger and a Store can check and plan, not run")
 	}
-	ru := &run{Runner: r, token: newRunToken(), lease: newLease(r.o.Lease)}
+	ru := &run{Runner: r, token: newRunToken(), lease: newLease(r.o.Lease), recording: make(chan struct{}, r.o.Concurrency)}
 	ru.sum.Jobs = c.mine
 	stopBeats, err := ru.keepBeating(ctx, func(err error) { ru.failLedger(err, nil) })
 	if err != nil {
@@ -93,6 +97,7 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 		})
 	}
 	wg.Wait()
+	ru.records.Wait()
 	ru.recheck(ctx)
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
@@ -109,19 +114,20 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	return ru.sum, ctx.Err()
 }
 
-// keepIndex rewrites index.html every Options.IndexEvery while jobs end,
-// until the returned func is called; a page that cannot be written is left
-// as it was, since the ledger, not the page, is the record. A page that
+// keepIndex rewrites index.html every Options.IndexEvery while jobs are
+// claimed and end, until the returned func is called: a run that claims
+// and ends none leaves it alone. A page that cannot be written is left as
+// it was, since the ledger, not the page, is the record. A page that
 // took long to write (a ledger of a million jobs) waits ten times as long
 // before the next, so that the run's own work comes first.
 func (ru *run) keepIndex(ctx context.Context) (stop func()) {
 	if ru.o.IndexEvery <= 0 {
 		return func() {}
 	}
-	written := int64(-1)
+	var written int64
 	var next time.Time
 	return every(ru.o.IndexEvery, func() {
-		if n := ru.ended.Load(); n != written && !time.Now().Before(next) {
+		if n := ru.changed.Load(); n != written && !time.Now().Before(next) {
 			written = n
 			start := time.Now()
 			_ = WriteIndex(ctx, ru.ledger, ru.store)

@@ -3,11 +3,12 @@ package sqlledger
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -65,31 +66,46 @@ func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 }
 
 // Jobs yields every job's last attempt, a page at a time (Dialect.Page
-// rows, read after the last key of the page before): memory follows the
-// page, never the ledger.
+// rows, read after the last key of the page before), the next page read
+// while this one is handed on: memory follows two pages, never the
+// ledger.
 func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
 	q := l.q["jobs"]
 	if maybePaid {
 		q = l.q["maybePaid"]
 	}
 	return func(yield func(*batch.Entry, error) bool) {
-		after, page := "", l.page
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type rows struct {
+			got []batch.Last
+			err error
+		}
+		next := make(chan rows, 1)
+		read := func(after string) {
+			got := make([]batch.Last, 0, l.page)
+			err := l.query(ctx, &got, q, after, l.page)
+			next <- rows{got, err}
+		}
+		go read("")
 		for {
-			got := make([]batch.Last, 0, page)
-			err := l.query(ctx, &got, q, after, page)
-			if err != nil {
-				yield(nil, err)
+			r := <-next
+			if r.err != nil {
+				yield(nil, r.err)
 				return
 			}
-			for i := range got {
-				if !yield(&got[i].Entry, nil) {
+			more := len(r.got) == l.page
+			if more {
+				go read(r.got[len(r.got)-1].Job)
+			}
+			for i := range r.got {
+				if !yield(&r.got[i].Entry, nil) {
 					return
 				}
 			}
-			if len(got) < page {
+			if !more {
 				return
 			}
-			after = got[len(got)-1].Job
 		}
 	}
 }
@@ -107,7 +123,7 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 		args[i] = j
 	}
 	q := l.d.bind(strings.ReplaceAll(queries["last"], "GONE", l.d.gone()) + strings.Repeat("?, ", len(jobs)-1) + "?)")
-	var got []batch.Last
+	got := make([]batch.Last, 0, len(jobs))
 	if err := l.query(ctx, &got, q, args...); err != nil {
 		return nil, err
 	}
@@ -122,11 +138,10 @@ func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ..
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e batch.Last
-		if err := scanEntry(rows, &e); err != nil {
+		*got = append(*got, batch.Last{})
+		if err := scanEntry(rows, &(*got)[len(*got)-1]); err != nil {
 			return fmt.Errorf("sqlledger: %w", err)
 		}
-		*got = append(*got, e)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlledger: %w", err)
