@@ -63,10 +63,6 @@ type waiter[T any] struct {
 	done chan error  // the batch's answer to it
 }
 
-func newGroup[T any](slots, max int, send func(context.Context, []T) []error) *group[T] {
-	return &group[T]{max: max, slots: make(chan struct{}, slots), send: send}
-}
-
 // do queues v and returns the answer of its batch to it.
 func (g *group[T]) do(ctx context.Context, v T) error {
 	w := &waiter[T]{v: v, done: make(chan error, 1)}

@@ -42,16 +42,16 @@ func New(db *sql.DB, d Dialect) *Ledger {
 	}
 	bind(queries)
 	l.q["lockJob"] += d.ForUpdate
-	l.writes = newGroup(1, maxGroup, l.commitGroup)
+	l.writes = &group[func(tx *sql.Tx) error]{max: maxGroup, slots: make(chan struct{}, 1), send: l.commitGroup}
 	if d.Batch {
 		bind(batched)
-		l.claims = newGroup(slots, batchSize, many(l, "claimNew", func(c *batch.Claim) (string, []any) {
+		l.claims = &group[*batch.Claim]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew", func(c *batch.Claim) (string, []any) {
 			return c.Job, []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
 				string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}
-		}))
-		l.records = newGroup(slots, batchSize, many(l, "recordOwn", func(e *batch.Entry) (string, []any) {
+		})}
+		l.records = &group[*batch.Entry]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn", func(e *batch.Entry) (string, []any) {
 			return e.Job, append(recordArgs(e), e.Run)
-		}))
+		})}
 	}
 	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
 		for k, q := range l.q {
