@@ -17,7 +17,8 @@ import (
 // attempt is made only while c.Run is not gone.
 func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, error) {
 	if l.claims != nil && c.Attempt == 1 && c.Allowed(nil, false) && c.Share.MaxCalls <= 0 && c.Share.MaxSpend <= 0 &&
-		l.claims.do(ctx, c) == nil {
+		l.claims.do(ctx, batchRow{c.Job, []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
+			string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}}) == nil {
 		return batch.ClaimResult{Claimed: true}, nil // in a batch (Dialect.Batch)
 	}
 	var res batch.ClaimResult
@@ -129,7 +130,7 @@ func (l *Ledger) Take(ctx context.Context, run string, s batch.Share) error {
 // Record writes the answer or the end of an attempt, fenced: only while
 // the attempt is its job's last and its run is not gone.
 func (l *Ledger) Record(ctx context.Context, a *batch.Entry) error {
-	if l.records != nil && l.records.do(ctx, a) == nil {
+	if l.records != nil && l.records.do(ctx, batchRow{a.Job, append(recordArgs(a), a.Run)}) == nil {
 		return nil // in a batch (Dialect.Batch)
 	}
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -47,10 +48,20 @@ func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args ...any) *sq
 // network of 20 ms a round trip, PostgreSQL's batched claims and records
 // go through a few, a batch a statement (many): a run's 64 goroutines then
 // share a handful of round trips instead of taking one each.
+//
+// A caller whose context ends stops waiting: a request still queued
+// leaves the queue, and one in a batch already sent is left to it, to
+// land or not (the caller goes the one-at-a-time way, which reads back
+// what landed), unless the group waits for its batches' answers (wait).
 type group[T any] struct {
 	max   int
 	slots chan struct{}
 	send  func(ctx context.Context, batch []T) []error
+	// wait keeps a request sent in a batch waiting for the batch's answer
+	// whatever its context says: the writes of one transaction
+	// (commitGroup), which may land and whose functions write their
+	// callers' answers.
+	wait bool
 
 	mu      sync.Mutex
 	pending []*waiter[T]
@@ -73,14 +84,37 @@ func (g *group[T]) do(ctx context.Context, v T) error {
 		select {
 		case err := <-w.done:
 			return err
+		case <-ctx.Done():
+			if g.leave(w) {
+				return ctx.Err()
+			}
 		case g.slots <- struct{}{}:
 			g.flush(ctx)
 			<-g.slots
 		}
-		if w.sent.Load() {
-			return <-w.done // in a batch that this caller or another sent
+		if w.sent.Load() { // in a batch that this caller or another sent
+			if g.wait {
+				return <-w.done
+			}
+			select {
+			case err := <-w.done:
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
+}
+
+// leave takes w out of the queue, and reports whether it was there.
+func (g *group[T]) leave(w *waiter[T]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.pending, w)
+	if i >= 0 {
+		g.pending = slices.Delete(g.pending, i, i+1)
+	}
+	return i >= 0
 }
 
 // flush sends what is queued, up to max.
@@ -140,22 +174,29 @@ func (l *Ledger) commitGroup(_ context.Context, fns []func(tx *sql.Tx) error) []
 // answer was lost may have written, and applies every rule.
 var errNotTaken = errors.New("sqlledger: not taken by its batch")
 
+// A batchRow is one request of a batched statement: its job, and its
+// values, made when it is queued, so that nothing of the caller's request
+// is read once the caller may have left (see group).
+type batchRow struct {
+	job    string
+	values []any
+}
+
 // many is the send of a group of batched statement k (Dialect.Batch): it
-// runs k over the rows of the requests, row's values of each, as a JSON
-// array of arrays, one a job (a job twice in one batch goes once, and the
-// second the one-at-a-time way), and answers nil to each whose job the
-// statement returns.
-func many[T any](l *Ledger, k string, row func(T) (job string, values []any)) func(context.Context, []T) []error {
-	return func(ctx context.Context, vs []T) []error {
+// runs k over the rows of the requests as a JSON array of arrays, one a
+// job (a job twice in one batch goes once, and the second the
+// one-at-a-time way), and answers nil to each whose job the statement
+// returns.
+func many(l *Ledger, k string) func(context.Context, []batchRow) []error {
+	return func(ctx context.Context, vs []batchRow) []error {
 		errs := make([]error, len(vs))
 		first := make(map[string]int, len(vs))
 		var rows [][]any
 		for i, v := range vs {
 			errs[i] = errNotTaken
-			job, values := row(v)
-			if _, ok := first[job]; !ok {
-				first[job] = i
-				rows = append(rows, values)
+			if _, ok := first[v.job]; !ok {
+				first[v.job] = i
+				rows = append(rows, v.values)
 			}
 		}
 		text, _ := json.Marshal(rows) // strings, integers, finite numbers: were it to fail, the statement would, on no rows

@@ -25,8 +25,8 @@ type Ledger struct {
 	// The groups of the write transactions (Dialect.OneWriter), and of
 	// the batched claims and records (Dialect.Batch).
 	writes  *group[func(tx *sql.Tx) error]
-	claims  *group[*batch.Claim]
-	records *group[*batch.Entry]
+	claims  *group[batchRow]
+	records *group[batchRow]
 }
 
 var _ batch.Ledger = (*Ledger)(nil)
@@ -42,16 +42,11 @@ func New(db *sql.DB, d Dialect) *Ledger {
 	}
 	bind(queries)
 	l.q["lockJob"] += d.ForUpdate
-	l.writes = &group[func(tx *sql.Tx) error]{max: maxGroup, slots: make(chan struct{}, 1), send: l.commitGroup}
+	l.writes = &group[func(tx *sql.Tx) error]{max: maxGroup, slots: make(chan struct{}, 1), send: l.commitGroup, wait: true}
 	if d.Batch {
 		bind(batched)
-		l.claims = &group[*batch.Claim]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew", func(c *batch.Claim) (string, []any) {
-			return c.Job, []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
-				string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}
-		})}
-		l.records = &group[*batch.Entry]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn", func(e *batch.Entry) (string, []any) {
-			return e.Job, append(recordArgs(e), e.Run)
-		})}
+		l.claims = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew")}
+		l.records = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn")}
 	}
 	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
 		for k, q := range l.q {
