@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,4 +53,116 @@ func TestAttackAnEndRecordedBehindItsJobKeepsTheFullBound(t *testing.T) {
 	for i, b := range l.bounds {
 		assert.Greater(t, b, 8*time.Second, "record %d of a run never cancelled was given %v", i, b)
 	}
+}
+
+// gatedLedger holds every record of a job's end until release is
+// closed, refuses the fenced-th (as a ledger whose run was taken over
+// does), and counts the records in flight.
+type gatedLedger struct {
+	batch.Ledger
+	release  chan struct{}
+	fenced   int32
+	ends     atomic.Int32
+	inFlight atomic.Int32
+	held     atomic.Int32
+	mu       sync.Mutex
+	refused  map[string]bool
+}
+
+func (l *gatedLedger) Record(ctx context.Context, a *batch.Entry) error {
+	if a.State == batch.Answered && !a.Lost && a.Error == "" {
+		return l.Ledger.Record(ctx, a)
+	}
+	l.inFlight.Add(1)
+	defer l.inFlight.Add(-1)
+	n := l.ends.Add(1)
+	l.held.Add(1)
+	select {
+	case <-l.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if n == l.fenced {
+		l.mu.Lock()
+		l.refused[a.Job] = true
+		l.mu.Unlock()
+		return fmt.Errorf("attack: %w", batch.ErrFenced)
+	}
+	return l.Ledger.Record(ctx, a)
+}
+
+// While the ends of jobs wait for the ledger, the run neither reports
+// them ended nor returns; an end the ledger refuses is never reported
+// done, its paid answer is handed back, and every job reported done has
+// its record and its files.
+func TestAttackEndsWaitingForTheLedgerAreNotReportedAndARefusedOneNeverDone(t *testing.T) {
+	f := newFixture(t)
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf(`{"op":"audio/text-to-music","prompt":"tune %d"}`, i))
+	}
+	f.write(t, lines...)
+	l := &gatedLedger{Ledger: f.ledger, release: make(chan struct{}), fenced: 3, refused: map[string]bool{}}
+	var mu sync.Mutex
+	ended := map[string]batch.State{}
+	r, err := batch.New(f.c, l, f.store, batch.Options{Concurrency: 4, Base: filepath.Dir(f.jobs), OnEvent: func(e batch.Event) {
+		if e.Type == batch.JobEnded {
+			mu.Lock()
+			ended[e.Record.Job] = e.Record.State
+			mu.Unlock()
+		}
+	}})
+	require.NoError(t, err)
+	type result struct {
+		sum batch.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := checkAndRun(r, batch.File(f.jobs))
+		done <- result{sum, err}
+	}()
+	// Every worker's end waits: at most Concurrency of them.
+	require.Eventually(t, func() bool { return l.held.Load() == 4 }, 10*time.Second, time.Millisecond)
+	mu.Lock()
+	require.Empty(t, ended, "a job reported ended before the ledger took its end")
+	mu.Unlock()
+	select {
+	case <-done:
+		t.Fatal("the run returned while ends were waiting for the ledger")
+	default:
+	}
+	close(l.release)
+	res := <-done
+	require.Zero(t, l.inFlight.Load(), "the run returned with records in flight")
+	var le *batch.LedgerError
+	require.ErrorAs(t, res.err, &le)
+	require.ErrorIs(t, res.err, batch.ErrFenced)
+	require.Len(t, l.refused, 1)
+	for job := range l.refused {
+		require.NotEqual(t, batch.Done, ended[job], "the refused end is reported done")
+		require.Len(t, le.Unrecorded, 1, "the refused end's paid answer is handed back")
+		require.Equal(t, job, le.Unrecorded[0].Job)
+	}
+	// Every job reported done is done in the ledger, with its files.
+	last := map[string]*batch.Entry{}
+	for e, err := range f.ledger.Jobs(context.Background(), false) {
+		require.NoError(t, err)
+		last[e.Job] = e
+	}
+	doneJobs := 0
+	for job, st := range ended {
+		if st != batch.Done {
+			continue
+		}
+		doneJobs++
+		require.Equal(t, batch.Done, last[job].State, "job %s reported done", job)
+		for _, file := range last[job].Files {
+			ok, err := f.store.Exists(context.Background(), file)
+			require.NoError(t, err)
+			require.True(t, ok, "job %s reported done has no %s", job, file)
+		}
+	}
+	require.Equal(t, res.sum.Done, doneJobs)
+	require.Equal(t, f.srv.Count("audio/text-to-music"), int(l.ends.Load()), "every call sent has its end tried")
 }
