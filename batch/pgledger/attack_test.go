@@ -68,10 +68,10 @@ func TestAttackACancelledClaimQueuedBehindHeldBatchesReturns(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = s.End(context.Background()) }()
 	const batches = 8 // the batches a ledger has in flight at once
-	p.SetDelay(12 * time.Second)
+	p.SetDelay(8 * time.Second)
 	bg, stopBG := context.WithCancel(context.Background())
 	var held sync.WaitGroup
-	defer func() { stopBG(); held.Wait() }()
+	defer func() { p.SetDelay(0); stopBG(); held.Wait() }()
 	for i := range batches {
 		// Each its own batch, holding a slot: it sent its statement (or
 		// the ping of its connection, or opened one), and the answer is
