@@ -3,16 +3,19 @@ package batch_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/creativetest"
 )
 
 // boundLedger notes how long each record of a job's end is given.
@@ -165,4 +168,52 @@ func TestAttackEndsWaitingForTheLedgerAreNotReportedAndARefusedOneNeverDone(t *t
 	}
 	require.Equal(t, res.sum.Done, doneJobs)
 	require.Equal(t, f.srv.Count("audio/text-to-music"), int(l.ends.Load()), "every call sent has its end tried")
+}
+
+// indexCounter counts the writes of index.html, and makes each check of
+// an output take a second, so that a rerun lasts many of the page's
+// periods.
+type indexCounter struct {
+	batch.Store
+	writes atomic.Int32
+}
+
+func (s *indexCounter) NewWriter(ctx context.Context, key string, meta map[string]string) (io.WriteCloser, error) {
+	if key == batch.IndexFile {
+		s.writes.Add(1)
+	}
+	return s.Store.NewWriter(ctx, key, meta)
+}
+
+func (s *indexCounter) Exists(ctx context.Context, key string) (bool, error) {
+	time.Sleep(time.Second)
+	return s.Store.Exists(ctx, key)
+}
+
+// A rerun that claims and ends nothing (jobs done, or maybe paid) leaves
+// the page alone while it runs.
+func TestAttackARerunThatChangesNothingLeavesThePageAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork())
+		lines := imageJobs(12)
+		f.write(t, lines...)
+		sum, err := f.run(t, batch.Options{Concurrency: 2})
+		require.NoError(t, err)
+		require.Equal(t, 12, sum.Done)
+		// A maybe paid job.
+		f.write(t, append(lines, `{"op":"audio/text-to-music","prompt":"maybe paid"}`)...)
+		f.srv.Fail("audio/text-to-music", creativetest.Fault{Drop: true})
+		_, _ = f.run(t, batch.Options{Concurrency: 2})
+		calls := len(f.srv.Requests())
+
+		s := &indexCounter{Store: f.store}
+		r, err := batch.New(f.c, f.ledger, s, batch.Options{Concurrency: 2, Base: filepath.Dir(f.jobs), IndexEvery: 100 * time.Millisecond})
+		require.NoError(t, err)
+		sum, err = checkAndRun(r, batch.File(f.jobs))
+		require.NoError(t, err)
+		require.Equal(t, 12, sum.DoneBefore, "%+v", sum)
+		require.Equal(t, 1, sum.Unknown+sum.Claimed, "%+v", sum)
+		require.Equal(t, calls, len(f.srv.Requests()), "the rerun sent nothing")
+		require.Zero(t, s.writes.Load(), "a rerun that claimed and ended nothing rewrote the page while it ran")
+	})
 }
