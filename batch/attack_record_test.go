@@ -217,3 +217,51 @@ func TestAttackARerunThatChangesNothingLeavesThePageAlone(t *testing.T) {
 		require.Zero(t, s.writes.Load(), "a rerun that claimed and ended nothing rewrote the page while it ran")
 	})
 }
+
+// hungLedger holds every record of a job's end until its context ends.
+type hungLedger struct {
+	batch.Ledger
+	hung atomic.Int32
+}
+
+func (l *hungLedger) Record(ctx context.Context, a *batch.Entry) error {
+	if a.State == batch.Answered && !a.Lost && a.Error == "" {
+		return l.Ledger.Record(ctx, a)
+	}
+	l.hung.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A run cancelled while its ends wait for a ledger that does not answer
+// returns within the bound of a record (10 s from the cancel), not after
+// the ends queued behind them had each waited a bound of their own.
+func TestAttackACancelledRunWaitsForItsRecordsWithinOneBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, creativetest.WithInMemoryNetwork())
+		var lines []string
+		for i := range 8 {
+			lines = append(lines, fmt.Sprintf(`{"op":"audio/text-to-music","prompt":"tune %d"}`, i))
+		}
+		f.write(t, lines...)
+		l := &hungLedger{Ledger: f.ledger}
+		r, err := batch.New(f.c, l, f.store, batch.Options{Concurrency: 2, Base: filepath.Dir(f.jobs)})
+		require.NoError(t, err)
+		checked, err := r.Check(context.Background(), batch.File(f.jobs))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Run(ctx, checked)
+			done <- err
+		}()
+		// Two ends hang, and the workers' next ends wait behind them.
+		synctest.Wait()
+		require.Equal(t, int32(2), l.hung.Load())
+		start := time.Now()
+		cancel()
+		<-done
+		took := time.Since(start)
+		require.LessOrEqual(t, took, 10*time.Second, "a cancelled run waited %v for its records", took)
+	})
+}
