@@ -27,12 +27,24 @@ func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err err
 	}
 	rec.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	rec.Time = time.Now().UTC()
+	// At most Concurrency ends wait so, unless the run is told to stop:
+	// then each is written at once, within the shorter bound, rather than
+	// after those before it took theirs.
+	slot := true
+	select {
+	case ru.recording <- struct{}{}:
+	case <-ctx.Done():
+		slot = false
+	}
 	// The bound is the job's as it ends: its context is cancelled once the
 	// worker goes on, which is no stop of the run.
 	bound := recordBound(ctx)
-	ru.recording <- struct{}{}
 	ru.records.Go(func() {
-		defer func() { <-ru.recording }()
+		defer func() {
+			if slot {
+				<-ru.recording
+			}
+		}()
 		if err := ru.recordWithin(ctx, rec, bound); err != nil {
 			ru.unrecorded(rec, err)
 		}
