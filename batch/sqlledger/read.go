@@ -1,6 +1,7 @@
 package sqlledger
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -137,9 +139,10 @@ func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ..
 		return fmt.Errorf("sqlledger: %w", err)
 	}
 	defer rows.Close()
+	var js rowJSON
 	for rows.Next() {
 		*got = append(*got, batch.Last{})
-		if err := scanEntry(rows, &(*got)[len(*got)-1]); err != nil {
+		if err := js.scan(rows, &(*got)[len(*got)-1]); err != nil {
 			return fmt.Errorf("sqlledger: %w", err)
 		}
 	}
@@ -151,27 +154,122 @@ func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ..
 
 // scanEntry reads the entryCols of a row into e.
 func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var id, fields, urls, text, files, errText, reqID sql.NullString
+	var js rowJSON
+	return js.scan(row, e, extra...)
+}
+
+// rowJSON reads rows' entryCols, their JSON columns (fields, URLs, files)
+// read in place from *sql.Rows and decoded by one decoder for them all.
+type rowJSON struct {
+	raw [3]sql.RawBytes
+	r   bytes.Reader
+	dec jsontext.Decoder
+}
+
+// scan reads the entryCols of a row into e.
+func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
+	var id, text, errText, reqID sql.NullString
 	var ms int64
 	var secs sql.NullFloat64
 	var lost, live int
-	dst := append(extra, &e.Job, &id, &e.Line, &e.Op, &e.Stem, &fields, &e.Attempt, &e.Kind, &e.Run, &e.Worker,
-		&e.State, &lost, &urls, &text, &files, &errText, &e.Requests, &reqID, &ms, &secs, &live)
+	var cols [3]any // a *sql.Row copies; RawBytes are for *sql.Rows only
+	var copied [3]sql.NullString
+	for i := range cols {
+		cols[i] = &js.raw[i]
+		if _, ok := row.(*sql.Rows); !ok {
+			cols[i] = &copied[i]
+		}
+	}
+	dst := append(extra, &e.Job, &id, &e.Line, &e.Op, &e.Stem, cols[0], &e.Attempt, &e.Kind, &e.Run, &e.Worker,
+		&e.State, &lost, cols[1], &text, cols[2], &errText, &e.Requests, &reqID, &ms, &secs, &live)
 	if err := row.Scan(dst...); err != nil {
 		return err
 	}
 	e.ID, e.Text, e.Error, e.RequestID = id.String, text.String, errText.String, reqID.String
 	e.Lost, e.Live, e.Seconds = lost != 0, live != 0, secs.Float64
 	e.Time = time.UnixMilli(ms).UTC()
-	for _, f := range []struct {
-		s   sql.NullString
-		dst any
-	}{{fields, &e.Fields}, {urls, &e.URLs}, {files, &e.Files}} {
-		if f.s.Valid {
-			if err := json.Unmarshal([]byte(f.s.String), f.dst); err != nil {
+	for i, c := range copied {
+		if c.Valid {
+			js.raw[i] = []byte(c.String)
+		}
+	}
+	if err := js.fields(js.raw[0], &e.Fields); err != nil {
+		return err
+	}
+	if err := js.strings(js.raw[1], &e.URLs); err != nil {
+		return err
+	}
+	return js.strings(js.raw[2], &e.Files)
+}
+
+// reset points the decoder at b, which holds one JSON value of kind.
+func (js *rowJSON) reset(b []byte, kind jsontext.Kind) error {
+	js.r.Reset(b)
+	js.dec.Reset(&js.r)
+	if tok, err := js.dec.ReadToken(); err != nil || tok.Kind() != kind {
+		return fmt.Errorf("a column holds no JSON %v: %w", kind, err)
+	}
+	return nil
+}
+
+// fields decodes a job's fields, as json.Unmarshal into a map[string]any
+// does: strings, numbers as float64, anything else by Unmarshal.
+func (js *rowJSON) fields(b []byte, dst *map[string]any) error {
+	if b == nil {
+		return nil
+	}
+	if err := js.reset(b, '{'); err != nil {
+		return err
+	}
+	m := make(map[string]any, 4)
+	for js.dec.PeekKind() != '}' {
+		tok, err := js.dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		name, v := tok.String(), any(nil)
+		switch js.dec.PeekKind() {
+		case '"', '0':
+			tok, err := js.dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			v = tok.String()
+			if tok.Kind() == '0' {
+				if v, err = tok.Float(); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := json.UnmarshalDecode(&js.dec, &v); err != nil {
 				return err
 			}
 		}
+		m[name] = v
 	}
+	*dst = m
+	return nil
+}
+
+// strings decodes a list of strings.
+func (js *rowJSON) strings(b []byte, dst *[]string) error {
+	if b == nil {
+		return nil
+	}
+	if err := js.reset(b, '['); err != nil {
+		return err
+	}
+	list := []string{}
+	for js.dec.PeekKind() == '"' {
+		tok, err := js.dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		list = append(list, tok.String())
+	}
+	if _, err := js.dec.ReadToken(); err != nil {
+		return err
+	}
+	*dst = list
 	return nil
 }
