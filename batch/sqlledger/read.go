@@ -158,37 +158,40 @@ func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any)
 	return js.scan(row, e, extra...)
 }
 
-// rowJSON reads rows' entryCols, their JSON columns (fields, URLs, files)
-// read in place from *sql.Rows and decoded by one decoder for them all.
+// rowJSON reads rows' entryCols into scratch kept from row to row, their
+// JSON columns (fields, URLs, files) read in place from *sql.Rows and
+// decoded by one decoder for them all.
 type rowJSON struct {
-	raw [3]sql.RawBytes
-	r   bytes.Reader
-	dec jsontext.Decoder
+	id, text, errText, reqID sql.NullString
+	ms                       int64
+	secs                     sql.NullFloat64
+	lost, live               int
+	raw                      [3]sql.RawBytes
+	copied                   [3]sql.NullString // a *sql.Row's: RawBytes are for *sql.Rows only
+	dst                      []any
+	r                        bytes.Reader
+	dec                      jsontext.Decoder
 }
 
 // scan reads the entryCols of a row into e.
 func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var id, text, errText, reqID sql.NullString
-	var ms int64
-	var secs sql.NullFloat64
-	var lost, live int
-	var cols [3]any // a *sql.Row copies; RawBytes are for *sql.Rows only
-	var copied [3]sql.NullString
+	var cols [3]any
 	for i := range cols {
 		cols[i] = &js.raw[i]
 		if _, ok := row.(*sql.Rows); !ok {
-			cols[i] = &copied[i]
+			cols[i] = &js.copied[i]
 		}
 	}
-	dst := append(extra, &e.Job, &id, &e.Line, &e.Op, &e.Stem, cols[0], &e.Attempt, &e.Kind, &e.Run, &e.Worker,
-		&e.State, &lost, cols[1], &text, cols[2], &errText, &e.Requests, &reqID, &ms, &secs, &live)
-	if err := row.Scan(dst...); err != nil {
+	js.dst = append(append(js.dst[:0], extra...), &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, cols[0], &e.Attempt, &e.Kind,
+		&e.Run, &e.Worker, &e.State, &js.lost, cols[1], &js.text, cols[2], &js.errText, &e.Requests, &js.reqID, &js.ms,
+		&js.secs, &js.live)
+	if err := row.Scan(js.dst...); err != nil {
 		return err
 	}
-	e.ID, e.Text, e.Error, e.RequestID = id.String, text.String, errText.String, reqID.String
-	e.Lost, e.Live, e.Seconds = lost != 0, live != 0, secs.Float64
-	e.Time = time.UnixMilli(ms).UTC()
-	for i, c := range copied {
+	e.ID, e.Text, e.Error, e.RequestID = js.id.String, js.text.String, js.errText.String, js.reqID.String
+	e.Lost, e.Live, e.Seconds = js.lost != 0, js.live != 0, js.secs.Float64
+	e.Time = time.UnixMilli(js.ms).UTC()
+	for i, c := range js.copied {
 		if c.Valid {
 			js.raw[i] = []byte(c.String)
 		}
