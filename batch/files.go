@@ -67,21 +67,14 @@ func (f *files) openFile(p string) (fs.File, error) {
 	if err == nil {
 		file, err = f.fsys.Open(p)
 	}
-	if err != nil {
-		return nil, f.leaves(p, err)
-	}
-	return file, nil
-}
-
-// leaves names a failure to reach p that a symbolic link leaving the
-// jobs file's folder caused; any other it returns as it is.
-func (f *files) leaves(p string, err error) error {
-	if f.base != "" && !f.outside && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && f.base != "" && !f.outside && !errors.Is(err, fs.ErrNotExist) {
+		// A failure to reach p that a symbolic link leaving the jobs
+		// file's folder caused is named so.
 		if _, serr := os.Stat(filepath.Join(f.base, p)); serr == nil {
-			return fmt.Errorf("%s leads outside the jobs file's folder (through a symbolic link)", p)
+			return nil, fmt.Errorf("%s leads outside the jobs file's folder (through a symbolic link)", p)
 		}
 	}
-	return err
+	return file, err
 }
 
 // request makes the task's request, its files opened as uploads;

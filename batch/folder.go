@@ -56,13 +56,14 @@ func (f *Folder) NewWriter(ctx context.Context, key string, _ map[string]string)
 	if err := f.check(key); err != nil {
 		return nil, err
 	}
-	if err := f.dir.MkdirAll(path.Dir(key)); err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
+	var t *outdir.Temp
+	err := f.dir.MkdirAll(path.Dir(key))
+	if err == nil {
+		_, err = f.dir.Check(key)
 	}
-	if _, err := f.dir.Check(key); err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
+	if err == nil {
+		t, err = f.dir.CreateTemp(path.Dir(key), tempPrefix)
 	}
-	t, err := f.dir.CreateTemp(path.Dir(key), tempPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
@@ -74,11 +75,7 @@ func (f *Folder) Exists(_ context.Context, key string) (bool, error) {
 	if err := f.check(key); err != nil {
 		return false, err
 	}
-	ok, err := f.dir.Check(key)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	return ok, err
+	return f.dir.Check(key)
 }
 
 // List yields the names in the folder of prefix that start with it,
@@ -87,28 +84,23 @@ func (f *Folder) List(_ context.Context, prefix string) iter.Seq2[string, error]
 	return func(yield func(string, error) bool) {
 		dir, base := path.Split(prefix)
 		d, err := f.dir.Root().Open(path.Clean("./" + dir))
-		if errors.Is(err, fs.ErrNotExist) {
-			return
+		if err == nil {
+			defer d.Close()
 		}
-		if err != nil {
-			yield("", fmt.Errorf("batch: %w", err))
-			return
-		}
-		defer d.Close()
-		for {
-			es, err := d.ReadDir(256)
+		for err == nil {
+			var es []fs.DirEntry
+			es, err = d.ReadDir(256)
 			for _, e := range es {
 				if n := e.Name(); strings.HasPrefix(n, base) && !strings.HasPrefix(n, ".") && e.Type().IsRegular() && !yield(dir+n, nil) {
 					return
 				}
 			}
-			if errors.Is(err, io.EOF) || err == nil && len(es) == 0 {
+			if err == nil && len(es) == 0 {
 				return
 			}
-			if err != nil {
-				yield("", fmt.Errorf("batch: %w", err))
-				return
-			}
+		}
+		if !errors.Is(err, io.EOF) && !errors.Is(err, fs.ErrNotExist) { // a folder not there holds no names
+			yield("", fmt.Errorf("batch: %w", err))
 		}
 	}
 }
@@ -137,19 +129,15 @@ func (f *Folder) Close() error { return f.dir.Close() }
 
 // A folderWriter is a temporary file that becomes key when closed whole.
 type folderWriter struct {
-	ctx    context.Context
-	dir    *outdir.Dir
-	key    string
-	t      *outdir.Temp
-	err    error
-	closed bool
+	ctx context.Context
+	dir *outdir.Dir
+	key string
+	t   *outdir.Temp
+	err error
 }
 
 func (w *folderWriter) Write(p []byte) (int, error) {
-	if w.err == nil {
-		w.err = w.ctx.Err()
-	}
-	if w.err != nil {
+	if w.err = cmp.Or(w.err, w.ctx.Err()); w.err != nil {
 		return 0, w.err
 	}
 	n, err := w.t.Write(p)
@@ -159,11 +147,9 @@ func (w *folderWriter) Write(p []byte) (int, error) {
 	return n, w.err
 }
 
+// Close gives the file its key; a second Close finds the file closed,
+// and fails.
 func (w *folderWriter) Close() error {
-	if w.closed {
-		return fmt.Errorf("batch: %s: writer already closed", w.key)
-	}
-	w.closed = true
 	defer w.t.Remove()
 	if err := cmp.Or(w.err, w.ctx.Err()); err != nil {
 		return err

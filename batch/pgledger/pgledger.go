@@ -33,6 +33,10 @@ const (
 	conns = 32
 )
 
+// A Ledger is the batch.Ledger in a PostgreSQL database: sqlledger's, with
+// the two writes of every job sent in batches (sqlledger.Dialect.Batch).
+type Ledger = sqlledger.Ledger
+
 // IsURL reports whether s names a PostgreSQL database (postgres:// or
 // postgresql://).
 func IsURL(s string) bool {
@@ -73,8 +77,7 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("pgledger: %s: %w", redact(dsn), err)
 	}
-	d := dialect(cfg)
-	return newLedger(sqlledger.New(db, d), d), nil
+	return sqlledger.New(db, dialect(cfg)), nil
 }
 
 // answerWait bounds, unless the URL's connect_timeout says otherwise, the
@@ -129,15 +132,14 @@ func configure(cfg *pgx.ConnConfig) {
 // dialect is PostgreSQL's, with the runs' locks on connections of cfg.
 func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 	return sqlledger.Dialect{
-		Name:      "postgres",
-		Dollar:    true,
 		Now:       now,
 		ForUpdate: " FOR UPDATE",
 		Stale:     "r.beat < NOW - r.lease_ms * 4 / 3",
-		Lock: func(ctx context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
+		Lock: func(ctx context.Context, token string) (sqlledger.Lock, error) {
 			return takeLock(ctx, cfg.Copy(), token)
 		},
 		Probe: probe,
+		Batch: true,
 		Page:  page,
 	}
 }

@@ -125,10 +125,9 @@ func dsn(file string) string {
 // dialect is SQLite's, with the runs' locks in dir.
 func dialect(dir string) sqlledger.Dialect {
 	return sqlledger.Dialect{
-		Name:      "sqlite",
 		Now:       `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`,
 		OneWriter: true,
-		Lock: func(_ context.Context, _ *sql.DB, token string) (sqlledger.Lock, error) {
+		Lock: func(_ context.Context, token string) (sqlledger.Lock, error) {
 			return lockRun(dir, token)
 		},
 		Probe: func(_ context.Context, _ sqlledger.Querier, token string) (bool, error) {

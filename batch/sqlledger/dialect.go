@@ -19,11 +19,6 @@ import (
 
 // A Dialect is what a driver tells the Ledger of its engine.
 type Dialect struct {
-	// Name names the engine in errors: "sqlite", "postgres".
-	Name string
-	// Dollar says that placeholders are $1, $2, ... (PostgreSQL); the
-	// statements are written with ?, as SQLite takes them.
-	Dollar bool
 	// Now is an SQL expression of the database's clock, in milliseconds
 	// since 1970, as a BIGINT: the one clock of heartbeats and records.
 	Now string
@@ -35,25 +30,31 @@ type Dialect struct {
 	// Stale, when not "", is an SQL condition on the runs row r (with Now
 	// in it) under which the engine takes a run whose lock it cannot see
 	// for gone: in PostgreSQL its heartbeat older than its lease and a
-	// third, "r.beat < <Now> - r.lease_ms * 4 / 3". SQLite leaves it ""
-	// and has Probe: a live process's run is never taken for gone, however
-	// long it is suspended.
+	// third, "r.beat < <Now> - r.lease_ms * 4 / 3". SQLite leaves it "",
+	// its Probe alone saying: a live process's run is never taken for
+	// gone, however long it is suspended.
 	Stale string
 	// Lock takes the session lock of the run with token, held until its
 	// Release (PostgreSQL: pg_try_advisory_lock on a *sql.Conn of its own,
 	// never one the pool hands around; SQLite: a flock in the database's
 	// folder). An error means the run cannot start.
-	Lock func(ctx context.Context, db *sql.DB, token string) (Lock, error)
-	// Probe, when not nil, says whether the lock of the run with token is
-	// held by a live process (true) or free (false): a run whose lock is
-	// free is marked gone, at once. nil leaves liveness to Stale. In a
-	// claim, q is its transaction (see group.go).
+	Lock func(ctx context.Context, token string) (Lock, error)
+	// Probe says whether the lock of the run with token is held by a live
+	// process (true) or free (false): a run whose lock is free is marked
+	// gone, at once. In a claim, q is its transaction (see group.go).
 	Probe func(ctx context.Context, q Querier, token string) (held bool, err error)
 	// OneWriter sends the Ledger's write transactions through one group
-	// writer in the process, which commits every write waiting at that
+	// of one slot in the process, which commits every write waiting at that
 	// moment in one transaction (SQLite takes one writer at a time, and a
 	// commit costs a sync of its log: see group.go).
 	OneWriter bool
+	// Batch sends the claims of jobs the ledger has never seen that take
+	// nothing of a capped budget, and the records of a run's own attempts
+	// that are still their jobs' last, as one statement for all the
+	// goroutines that ask at once (its own transaction: one round trip),
+	// in PostgreSQL's SQL (see group.go). What the statement does not
+	// take goes the one-at-a-time way.
+	Batch bool
 	// Page is how many rows Jobs reads in one query, 0 for 500: over a
 	// network each page is a round trip waited for before the next, so a
 	// server far away wants a larger one (memory follows the page).
@@ -76,23 +77,14 @@ type Lock interface {
 	Release() error
 }
 
-// bind rewrites the ? placeholders of q as the dialect writes them.
+// bind writes NOW in q as the database's clock, and its placeholders ?
+// as $1, $2, ..., which PostgreSQL takes and SQLite takes as the same.
 func (d *Dialect) bind(q string) string {
-	q = strings.ReplaceAll(q, "NOW", d.Now)
-	if !d.Dollar {
-		return q
+	parts := strings.Split(strings.ReplaceAll(q, "NOW", d.Now), "?")
+	for n := 1; n < len(parts); n++ {
+		parts[n] = "$" + strconv.Itoa(n) + parts[n]
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return strings.Join(parts, "")
 }
 
 // gone is the SQL condition, on the runs row r, under which a run is gone.

@@ -1,10 +1,14 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json"
 )
 
 // With one writer (Dialect.OneWriter: SQLite, which spends more preparing a
@@ -12,138 +16,193 @@ import (
 // a transaction sends their text (pgx prepares it once a connection): one
 // that waited for a second connection while holding one could wait for ever.
 
-// A statement is one of the ledger's in a transaction: a *sql.Stmt, or text.
-type statement interface {
-	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, args ...any) *sql.Row
-}
-
-// text is the statement q, sent as its text in tx.
-type text struct {
-	tx *sql.Tx
-	q  string
-}
-
-func (t text) ExecContext(ctx context.Context, a ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.q, a...)
-}
-
-func (t text) QueryRowContext(ctx context.Context, a ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.q, a...)
-}
-
-// stmt returns statement k of the ledger in tx.
-func (l *Ledger) stmt(ctx context.Context, tx *sql.Tx, k string) statement {
-	if st := l.stmts[k]; st != nil {
-		return tx.StmtContext(ctx, st)
-	}
-	return text{tx, l.q[k]}
-}
-
-// exec runs statement k in tx and returns the rows it changed.
+// exec runs statement k of the ledger in tx and returns the rows it
+// changed.
 func (l *Ledger) exec(ctx context.Context, tx *sql.Tx, k string, args ...any) (int64, error) {
-	res, err := l.stmt(ctx, tx, k).ExecContext(ctx, args...)
+	var res sql.Result
+	var err error
+	if st := l.stmts[k]; st != nil {
+		res, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		res, err = tx.ExecContext(ctx, l.q[k], args...)
+	}
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
-// row runs the query k in tx and scans its one row into dst.
-func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args []any, dst ...any) error {
-	return l.stmt(ctx, tx, k).QueryRowContext(ctx, args...).Scan(dst...)
-}
-
-// An op is one write transaction waiting for the group writer.
-type op struct {
-	fn   func(tx *sql.Tx) error
-	done chan error
-}
-
-// maxGroup bounds the writes one group transaction commits.
-const maxGroup = 256
-
-// group runs fn in the transaction of the group writer, with the others
-// waiting at that moment (Dialect.OneWriter): each write is a savepoint of
-// one transaction, undone alone when it fails, and all are made durable by
-// one commit (one sync of the log), rather than one each. It waits for
-// the commit, since the write may land; fn's statements are not cut
-// short (see try).
-func (l *Ledger) group(fn func(tx *sql.Tx) error) error {
-	o := &op{fn: fn, done: make(chan error, 1)}
-	l.startGroup.Do(func() { go l.groupWriter() })
-	select {
-	case l.ops <- o:
-	case <-l.closed:
-		return errClosed
+// row runs the query k of the ledger in tx, for its one row.
+func (l *Ledger) row(ctx context.Context, tx *sql.Tx, k string, args ...any) *sql.Row {
+	if st := l.stmts[k]; st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
-	return <-o.done
+	return tx.QueryRowContext(ctx, l.q[k], args...)
 }
 
-var errClosed = errors.New("sqlledger: the ledger is closed")
+// A group sends the requests that wait at the same moment together:
+// while every slot has a batch in flight, requests queue, and the next
+// caller to find a slot free sends all that queued (up to max). SQLite's
+// writes go through one slot, a batch a transaction (commitGroup); over a
+// network of 20 ms a round trip, PostgreSQL's batched claims and records
+// go through a few, a batch a statement (many): a run's 64 goroutines then
+// share a handful of round trips instead of taking one each.
+type group[T any] struct {
+	max   int
+	slots chan struct{}
+	send  func(ctx context.Context, batch []T) []error
 
-// groupWriter commits the waiting writes, a group at a time, until Close.
-func (l *Ledger) groupWriter() {
+	mu      sync.Mutex
+	pending []*waiter[T]
+}
+
+// A waiter is one request in a group's queue.
+type waiter[T any] struct {
+	v    T
+	sent atomic.Bool // in a batch
+	done chan error  // the batch's answer to it
+}
+
+// do queues v and returns the answer of its batch to it.
+func (g *group[T]) do(ctx context.Context, v T) error {
+	w := &waiter[T]{v: v, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.pending = append(g.pending, w)
+	g.mu.Unlock()
 	for {
-		var batch []*op
 		select {
-		case o := <-l.ops:
-			batch = append(batch, o)
-		case <-l.closed:
-			return
+		case err := <-w.done:
+			return err
+		case g.slots <- struct{}{}:
+			g.flush(ctx)
+			<-g.slots
 		}
-	more:
-		for len(batch) < maxGroup {
-			select {
-			case o := <-l.ops:
-				batch = append(batch, o)
-			default:
-				break more
-			}
+		if w.sent.Load() {
+			return <-w.done // in a batch that this caller or another sent
 		}
-		l.commitGroup(batch)
 	}
 }
 
-// commitGroup runs the writes of batch in one transaction, each in a
-// savepoint, and tells each its answer once the commit is known.
-func (l *Ledger) commitGroup(batch []*op) {
+// flush sends what is queued, up to max.
+func (g *group[T]) flush(ctx context.Context) {
+	g.mu.Lock()
+	n := min(len(g.pending), g.max)
+	batch := g.pending[:n:n]
+	g.pending = g.pending[n:]
+	for _, w := range batch {
+		w.sent.Store(true)
+	}
+	g.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	vs := make([]T, n)
+	for i, w := range batch {
+		vs[i] = w.v
+	}
+	errs := g.send(ctx, vs)
+	for i, w := range batch {
+		w.done <- errs[i]
+	}
+}
+
+// commitGroup runs the writes of fns (Dialect.OneWriter) in one
+// transaction, each in a savepoint, undone alone when it fails, all made
+// durable by one commit (one sync of the log), rather than one each; it
+// answers each once the commit is known, since the write may land. The
+// statements are not cut short (see try).
+func (l *Ledger) commitGroup(_ context.Context, fns []func(tx *sql.Tx) error) []error {
 	ctx := context.Background()
-	errs := make([]error, len(batch))
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err == nil {
-		for i, o := range batch {
-			if _, err = l.exec(ctx, tx, "savepoint"); err != nil {
-				break
+	errs := make([]error, len(fns))
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
+		for i, fn := range fns {
+			if _, err := l.exec(ctx, tx, "savepoint"); err != nil {
+				return err
 			}
-			if errs[i] = o.fn(tx); errs[i] != nil {
-				_, err = l.exec(ctx, tx, "rollbackTo")
+			k := "release"
+			if errs[i] = fn(tx); errs[i] != nil {
+				k = "rollbackTo" // the savepoint stays, released by the commit
 			}
-			if err == nil {
-				_, err = l.exec(ctx, tx, "release")
-			}
-			if err != nil {
-				break
+			if _, err := l.exec(ctx, tx, k); err != nil {
+				return err
 			}
 		}
-		if err == nil {
-			err = tx.Commit()
-		} else {
-			_ = tx.Rollback()
-		}
+		return nil
+	})
+	for i := range errs {
+		errs[i] = cmp.Or(err, errs[i])
 	}
-	for i, o := range batch {
-		if err != nil {
-			errs[i] = err
+	return errs
+}
+
+// errNotTaken answers a request that its batch's statement did not take:
+// it goes the one-at-a-time way, which reads back what a batch whose
+// answer was lost may have written, and applies every rule.
+var errNotTaken = errors.New("sqlledger: not taken by its batch")
+
+// many is the send of a group of batched statement k (Dialect.Batch): it
+// runs k over the rows of the requests, row's values of each, as a JSON
+// array of arrays, one a job (a job twice in one batch goes once, and the
+// second the one-at-a-time way), and answers nil to each whose job the
+// statement returns.
+func many[T any](l *Ledger, k string, row func(T) (job string, values []any)) func(context.Context, []T) []error {
+	return func(ctx context.Context, vs []T) []error {
+		errs := make([]error, len(vs))
+		first := make(map[string]int, len(vs))
+		var rows [][]any
+		for i, v := range vs {
+			errs[i] = errNotTaken
+			job, values := row(v)
+			if _, ok := first[job]; !ok {
+				first[job] = i
+				rows = append(rows, values)
+			}
 		}
-		o.done <- errs[i]
+		text, _ := json.Marshal(rows) // strings, integers, finite numbers: were it to fail, the statement would, on no rows
+		got, err := l.column(ctx, l.q[k], string(text))
+		for _, j := range got {
+			if i, ok := first[j]; ok && err == nil {
+				errs[i] = nil
+			}
+		}
+		return errs
 	}
 }
 
-// groupState is the Ledger's group writer.
-type groupState struct {
-	ops        chan *op
-	closed     chan struct{}
-	closeOnce  sync.Once
-	startGroup sync.Once
+// The batched statements (Dialect.Batch), in PostgreSQL's SQL: each takes
+// a JSON array of rows, and returns the jobs it wrote.
+var batched = map[string]string{
+	// The values of the claims (see New); the first attempt of each job
+	// that has no row is made, by a run that is not gone.
+	"claimNew": `WITH ok AS (
+	SELECT e->>0 AS job, e->>1 AS id, (e->>2)::bigint AS line, e->>3 AS op, e->>4 AS stem, e->>5 AS fields,
+		e->>6 AS kind, e->>7 AS run, e->>8 AS worker, e->>9 AS urls FROM json_array_elements(?::json) e
+	WHERE EXISTS (SELECT 1 FROM runs r WHERE r.token = e->>7 AND NOT GONE)
+), j AS (
+	INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state)
+	SELECT job, id, line, op, stem, fields, 1, 'claimed' FROM ok
+	ON CONFLICT (job) DO NOTHING RETURNING job
+)
+INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
+SELECT ok.job, 1, ok.kind, ok.run, ok.worker, 'claimed', ok.urls, NOW FROM ok JOIN j USING (job)
+RETURNING job`,
+	// The values of "record" (recordArgs) and the run; each stage is
+	// written only where the attempt is its job's last, made by that run,
+	// not ended, and the run is not gone (the job's row locked as Record
+	// locks it).
+	"recordOwn": `WITH ok AS (
+	SELECT u.* FROM (SELECT e->>0 AS state, (e->>1)::int AS lost, e->>2 AS urls, e->>3 AS text, e->>4 AS files, e->>5 AS error,
+		(e->>6)::int AS requests, e->>7 AS request_id, (e->>8)::float8 AS seconds, e->>9 AS job, (e->>10)::int AS n,
+		e->>11 AS run FROM json_array_elements(?::json) e) u
+	JOIN jobs j ON j.job = u.job AND j.attempt = u.n
+	JOIN attempts a ON a.job = u.job AND a.n = u.n AND a.run = u.run AND a.state IN ('claimed', 'answered')
+	JOIN runs r ON r.token = u.run AND NOT GONE
+	FOR UPDATE OF j
+), jj AS (
+	UPDATE jobs j SET state = ok.state, lost = ok.lost FROM ok WHERE j.job = ok.job
+)
+UPDATE attempts a SET state = ok.state, lost = ok.lost, urls = ok.urls, text = ok.text, files = ok.files,
+	error = ok.error, requests = ok.requests, request_id = ok.request_id, ended = NOW, seconds = ok.seconds
+FROM ok WHERE a.job = ok.job AND a.n = ok.n
+RETURNING a.job`,
 }

@@ -22,7 +22,11 @@ type Ledger struct {
 	page  int // rows a query of Jobs reads
 	q     map[string]string
 	stmts map[string]*sql.Stmt // prepared by New, by key of q (see group.go)
-	groupState
+	// The groups of the write transactions (Dialect.OneWriter), and of
+	// the batched claims and records (Dialect.Batch).
+	writes  *group[func(tx *sql.Tx) error]
+	claims  *group[*batch.Claim]
+	records *group[*batch.Entry]
 }
 
 var _ batch.Ledger = (*Ledger)(nil)
@@ -30,12 +34,25 @@ var _ batch.Ledger = (*Ledger)(nil)
 // New returns the Ledger of db, whose schema is Schema, for the engine d
 // describes. Close closes db.
 func New(db *sql.DB, d Dialect) *Ledger {
-	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{},
-		groupState: groupState{ops: make(chan *op), closed: make(chan struct{})}}
-	for k, q := range queries {
-		l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
+	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{}}
+	bind := func(qs map[string]string) {
+		for k, q := range qs {
+			l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
+		}
 	}
+	bind(queries)
 	l.q["lockJob"] += d.ForUpdate
+	l.writes = &group[func(tx *sql.Tx) error]{max: maxGroup, slots: make(chan struct{}, 1), send: l.commitGroup}
+	if d.Batch {
+		bind(batched)
+		l.claims = &group[*batch.Claim]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew", func(c *batch.Claim) (string, []any) {
+			return c.Job, []any{c.Job, nullString(c.ID), c.Line, c.Op, c.Stem, jsonText(c.Fields, c.Fields == nil),
+				string(c.Kind), c.Run, c.Worker, jsonText(c.URLs, c.URLs == nil)}
+		})}
+		l.records = &group[*batch.Entry]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn", func(e *batch.Entry) (string, []any) {
+			return e.Job, append(recordArgs(e), e.Run)
+		})}
+	}
 	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
 		for k, q := range l.q {
 			if st, err := db.Prepare(q); err == nil {
@@ -60,14 +77,8 @@ func (l *Ledger) SetPage(n int) {
 // DB returns the database, for drivers and tests.
 func (l *Ledger) DB() *sql.DB { return l.db }
 
-// Close stops the group writer and closes the database.
-func (l *Ledger) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
-	for _, st := range l.stmts {
-		_ = st.Close()
-	}
-	return l.db.Close()
-}
+// Close closes the database, and with it the statements New prepared.
+func (l *Ledger) Close() error { return l.db.Close() }
 
 // entryCols are the columns of a job's last attempt, as scan reads them;
 // the statements that read them join jobs j, attempts a and runs r.
@@ -80,17 +91,16 @@ const lastJoin = ` FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = j.atte
 // queries are the statements, with ? for placeholders, NOW for the
 // database's clock and GONE for the condition that a run r is gone.
 var queries = map[string]string{
-	"hasRun":     `SELECT count(*) FROM runs WHERE token = ?`,
 	"savepoint":  `SAVEPOINT w`,
 	"release":    `RELEASE w`,
 	"rollbackTo": `ROLLBACK TO w`,
-	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW)`,
+	"begin":      `INSERT INTO runs (token, worker, lease_ms, started, beat) VALUES (?, ?, ?, NOW, NOW) ON CONFLICT (token) DO NOTHING`,
 	"beat":       `UPDATE runs SET beat = NOW WHERE token = ? AND NOT (SELECT GONE FROM runs r WHERE r.token = ?)`,
 	"end":        `UPDATE runs SET ended = NOW WHERE token = ? AND ended IS NULL`,
 	"open":       `SELECT token FROM runs WHERE gone = 0 AND ended IS NULL`,
 	"markGone":   `UPDATE runs SET gone = 1 WHERE token = ?`,
-	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed') ON CONFLICT (job) DO NOTHING`,
-	"lockJob":    `SELECT j.attempt FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
+	"newJob":     `INSERT INTO jobs (job, id, line, op, stem, fields, attempt, state) VALUES (?, ?, ?, ?, ?, ?, 1, 'claimed') ON CONFLICT (job) DO NOTHING`,
+	"lockJob":    `SELECT 1 FROM jobs j WHERE j.job = ?`, // and Dialect.ForUpdate
 	"lastOne":    `SELECT ` + entryCols + lastJoin + `WHERE j.job = ?`,
 	"ownAttempt": `SELECT a.run, a.state, a.lost, coalesce(a.error, ''), j.attempt, CASE WHEN GONE THEN 1 ELSE 0 END FROM jobs j JOIN attempts a ON a.job = j.job AND a.n = ? LEFT JOIN runs r ON r.token = a.run WHERE j.job = ?`,
 	"claim": `INSERT INTO attempts (job, n, kind, run, worker, state, urls, claimed)
@@ -106,6 +116,15 @@ var queries = map[string]string{
 	"maybePaid": `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? AND (j.state = 'unknown' OR j.state = 'claimed' AND a.kind = 'call' AND GONE) ORDER BY j.job LIMIT ?`,
 	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
 }
+
+// Groups: how many batches of claims or records may be in flight at once
+// (Dialect.Batch), and how many claims, records or writes (Dialect.OneWriter) one
+// takes.
+const (
+	slots     = 8
+	batchSize = 128
+	maxGroup  = 256
+)
 
 // defaultPage is how many rows Jobs reads at once when the Dialect does
 // not say.
@@ -125,27 +144,17 @@ func (l *Ledger) write(ctx context.Context, fn func(ctx context.Context, tx *sql
 				return errors.Join(err, ctx.Err())
 			}
 		}
-		if err = l.try(ctx, fn); err == nil || final(ctx, err) {
+		// An error of the ledger's rules is its answer, which trying again
+		// would not change.
+		if err = l.try(ctx, fn); err == nil || ctx.Err() != nil ||
+			errors.Is(err, batch.ErrFenced) || errors.Is(err, batch.ErrLeaseLost) || errors.Is(err, batch.ErrBudgetSpent) {
 			return err
 		}
 	}
 	return err
 }
 
-// final reports whether err is an answer that trying again would not
-// change.
-func final(ctx context.Context, err error) bool {
-	var a *answer
-	return errors.As(err, &a) || ctx.Err() != nil
-}
-
-// An answer is an error that the ledger's rules gave, not the engine.
-type answer struct{ err error }
-
-func (a *answer) Error() string { return a.err.Error() }
-func (a *answer) Unwrap() error { return a.err }
-
-// try runs fn in one transaction. In the group writer's transaction,
+// try runs fn in one transaction. In a group's transaction
 // shared with the writes of other callers, fn's statements run to their
 // end whatever ctx says: an engine that interrupts a statement rolls back
 // its whole transaction (SQLite does), which would undo the others'
@@ -156,13 +165,18 @@ func (l *Ledger) try(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return l.group(func(tx *sql.Tx) error { return fn(context.WithoutCancel(ctx), tx) })
+		return l.writes.do(ctx, func(tx *sql.Tx) error { return fn(context.WithoutCancel(ctx), tx) })
 	}
+	return l.inTx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+}
+
+// inTx runs fn in a transaction, committed when fn returns nil.
+func (l *Ledger) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(ctx, tx); err != nil {
+	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -172,15 +186,12 @@ func (l *Ledger) try(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 // Begin records the run, takes its lock, and marks gone the runs whose
 // locks are free.
 func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, error) {
-	lock, err := l.d.Lock(ctx, l.db, run.Token)
+	lock, err := l.d.Lock(ctx, run.Token)
 	if err != nil {
 		return nil, fmt.Errorf("sqlledger: the run's lock: %w", err)
 	}
 	err = l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var n int
-		if err := l.row(ctx, tx, "hasRun", []any{run.Token}, &n); err != nil || n > 0 {
-			return err // a retry whose first try landed
-		}
+		// A retry whose first try landed inserts nothing.
 		_, err := l.exec(ctx, tx, "begin", run.Token, run.Worker, max(run.Lease.Milliseconds(), 1))
 		return err
 	})
@@ -196,23 +207,8 @@ func (l *Ledger) Begin(ctx context.Context, run batch.RunInfo) (batch.Session, e
 
 // sweep marks gone the runs whose locks Probe finds free.
 func (l *Ledger) sweep(ctx context.Context) error {
-	if l.d.Probe == nil {
-		return nil
-	}
-	rows, err := l.db.QueryContext(ctx, l.q["open"])
+	open, err := l.column(ctx, l.q["open"])
 	if err != nil {
-		return err
-	}
-	var open []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return err
-		}
-		open = append(open, t)
-	}
-	if err := rows.Close(); err != nil {
 		return err
 	}
 	for _, t := range open {
@@ -224,6 +220,25 @@ func (l *Ledger) sweep(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// column runs the query q on the database and returns the strings of its
+// one column, read whole before it returns.
+func (l *Ledger) column(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		got = append(got, s)
+	}
+	return got, rows.Err()
 }
 
 // A session is a run's hold on the ledger.
@@ -241,7 +256,7 @@ func (s *session) Beat(ctx context.Context) error {
 	return s.l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n, err := s.l.exec(ctx, tx, "beat", s.token, s.token)
 		if err == nil && n == 0 {
-			err = &answer{batch.ErrLeaseLost}
+			err = batch.ErrLeaseLost
 		}
 		return err
 	})

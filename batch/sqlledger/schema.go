@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"strings"
 )
 
 // Version is the version of Schema: SQLite keeps it in PRAGMA
@@ -79,7 +78,7 @@ var Schema = []string{
 	identity,
 }
 
-const identity = `CREATE TABLE ledger (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL CHECK (length(id) = 32))`
+const identity = `CREATE TABLE IF NOT EXISTS ledger (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL CHECK (length(id) = 32))`
 
 // Create makes the schema in tx, in a database that has none, and the
 // ledger's identity.
@@ -109,7 +108,7 @@ func (l *Ledger) ID(ctx context.Context) (string, error) {
 		return id, nil
 	}
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		for _, s := range []string{strings.Replace(identity, "TABLE", "TABLE IF NOT EXISTS", 1), newID()} {
+		for _, s := range []string{identity, newID()} {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
 				return err
 			}
