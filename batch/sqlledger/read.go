@@ -1,7 +1,6 @@
 package sqlledger
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/creativegen/creative-go/batch"
 )
@@ -159,8 +157,7 @@ func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any)
 }
 
 // rowJSON reads rows' entryCols into scratch kept from row to row, their
-// JSON columns (fields, URLs, files) read in place from *sql.Rows and
-// decoded by one decoder for them all.
+// JSON columns (fields, URLs, files) decoded in place from *sql.Rows.
 type rowJSON struct {
 	id, text, errText, reqID sql.NullString
 	ms                       int64
@@ -169,8 +166,6 @@ type rowJSON struct {
 	raw                      [3]sql.RawBytes
 	copied                   [3]sql.NullString // a *sql.Row's: RawBytes are for *sql.Rows only
 	dst                      []any
-	r                        bytes.Reader
-	dec                      jsontext.Decoder
 }
 
 // scan reads the entryCols of a row into e.
@@ -196,83 +191,12 @@ func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extr
 			js.raw[i] = []byte(c.String)
 		}
 	}
-	if err := js.fields(js.raw[0], &e.Fields); err != nil {
-		return err
-	}
-	if err := js.strings(js.raw[1], &e.URLs); err != nil {
-		return err
-	}
-	return js.strings(js.raw[2], &e.Files)
-}
-
-// reset points the decoder at b, which holds one JSON value of kind.
-func (js *rowJSON) reset(b []byte, kind jsontext.Kind) error {
-	js.r.Reset(b)
-	js.dec.Reset(&js.r)
-	if tok, err := js.dec.ReadToken(); err != nil || tok.Kind() != kind {
-		return fmt.Errorf("a column holds no JSON %v: %w", kind, err)
-	}
-	return nil
-}
-
-// fields decodes a job's fields, as json.Unmarshal into a map[string]any
-// does: strings, numbers as float64, anything else by Unmarshal.
-func (js *rowJSON) fields(b []byte, dst *map[string]any) error {
-	if b == nil {
-		return nil
-	}
-	if err := js.reset(b, '{'); err != nil {
-		return err
-	}
-	m := make(map[string]any, 4)
-	for js.dec.PeekKind() != '}' {
-		tok, err := js.dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		name, v := tok.String(), any(nil)
-		switch js.dec.PeekKind() {
-		case '"', '0':
-			tok, err := js.dec.ReadToken()
-			if err != nil {
-				return err
-			}
-			v = tok.String()
-			if tok.Kind() == '0' {
-				if v, err = tok.Float(); err != nil {
-					return err
-				}
-			}
-		default:
-			if err := json.UnmarshalDecode(&js.dec, &v); err != nil {
+	for i, dst := range []any{&e.Fields, &e.URLs, &e.Files} {
+		if js.raw[i] != nil {
+			if err := json.Unmarshal(js.raw[i], dst); err != nil {
 				return err
 			}
 		}
-		m[name] = v
 	}
-	*dst = m
-	return nil
-}
-
-// strings decodes a list of strings.
-func (js *rowJSON) strings(b []byte, dst *[]string) error {
-	if b == nil {
-		return nil
-	}
-	if err := js.reset(b, '['); err != nil {
-		return err
-	}
-	list := []string{}
-	for js.dec.PeekKind() == '"' {
-		tok, err := js.dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		list = append(list, tok.String())
-	}
-	if _, err := js.dec.ReadToken(); err != nil {
-		return err
-	}
-	*dst = list
 	return nil
 }
