@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"os"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -251,24 +250,19 @@ func (j *Job) set(name string, val jsontext.Value) error {
 		if name == "id" {
 			dst = &j.ID
 		}
-		if s, ok := plainString(val); ok {
-			*dst = s
-		} else if val.Kind() != '"' || json.Unmarshal(val, dst) != nil {
+		if val.Kind() != '"' || json.Unmarshal(val, dst) != nil {
 			return errors.New("must be a string")
 		}
 		return nil
 	}
-	var v any
-	if s, ok := plainString(val); ok {
-		v = s
-	} else if val.Kind() == '0' {
-		n, err := strconv.ParseFloat(string(val), 64)
-		if err != nil {
-			return errors.New("not a number that fits")
+	v, plain := plainString(val)
+	if !plain {
+		if err := json.Unmarshal(val, &v); err != nil {
+			if val.Kind() == '0' {
+				return errors.New("not a number that fits")
+			}
+			return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 		}
-		v = n
-	} else if err := json.Unmarshal(val, &v); err != nil {
-		return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	j.Fields[name] = v
 	return nil
@@ -276,9 +270,9 @@ func (j *Job) set(name string, val jsontext.Value) error {
 
 // plainString is val, a JSON string without escapes (its UTF-8 checked),
 // as Go reads it.
-func plainString(val jsontext.Value) (string, bool) {
+func plainString(val jsontext.Value) (any, bool) {
 	if val.Kind() != '"' || bytes.IndexByte(val, '\\') >= 0 {
-		return "", false
+		return nil, false
 	}
 	return string(val[1 : len(val)-1]), true
 }

@@ -1,6 +1,7 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -16,53 +17,51 @@ import (
 // Status counts the jobs by state.
 func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 	st := batch.Status{States: map[batch.State]int{}}
-	if err := l.sweep(ctx); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
+	err := l.sweep(ctx)
+	if err == nil {
+		err = l.each(ctx, l.q["status"], nil, func(rows *sql.Rows) error {
+			var state string
+			var lost, n int
+			err := rows.Scan(&state, &lost, &n)
+			st.Jobs += n
+			st.States[batch.State(state)] += n
+			st.Lost += n * lost
+			return err
+		})
 	}
-	rows, err := l.db.QueryContext(ctx, l.q["status"])
+	if err == nil {
+		err = l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight)
+	}
+	if err == nil {
+		err = l.each(ctx, l.q["budget"], nil, func(rows *sql.Rows) error {
+			var c string
+			var spent, lim int64
+			err := rows.Scan(&c, &spent, &lim)
+			if c == "calls" {
+				st.Budget.Calls, st.Budget.CallsLimit = spent, lim
+			} else {
+				st.Budget.Spent, st.Budget.SpendLimit = float64(spent)/1e6, float64(lim)/1e6
+			}
+			return err
+		})
+	}
 	if err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var lost, n int
-		if err := rows.Scan(&state, &lost, &n); err != nil {
-			return st, fmt.Errorf("sqlledger: %w", err)
-		}
-		st.Jobs += n
-		st.States[batch.State(state)] += n
-		if lost != 0 {
-			st.Lost += n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	if err := l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	brows, err := l.db.QueryContext(ctx, l.q["budget"])
-	if err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	defer brows.Close()
-	for brows.Next() {
-		var c string
-		var spent, lim int64
-		if err := brows.Scan(&c, &spent, &lim); err != nil {
-			return st, fmt.Errorf("sqlledger: %w", err)
-		}
-		if c == "calls" {
-			st.Budget.Calls, st.Budget.CallsLimit = spent, lim
-		} else {
-			st.Budget.Spent, st.Budget.SpendLimit = float64(spent)/1e6, float64(lim)/1e6
-		}
-	}
-	if err := brows.Err(); err != nil {
 		return st, fmt.Errorf("sqlledger: %w", err)
 	}
 	return st, nil
+}
+
+// each runs q and calls f for each row, until f fails.
+func (l *Ledger) each(ctx context.Context, q string, args []any, f func(*sql.Rows) error) error {
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for err == nil && rows.Next() {
+		err = f(rows)
+	}
+	return cmp.Or(err, rows.Err())
 }
 
 // Jobs yields every job's last attempt, a page at a time (Dialect.Page
@@ -132,19 +131,12 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 
 // query reads the entries q selects into got.
 func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ...any) error {
-	rows, err := l.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("sqlledger: %w", err)
-	}
-	defer rows.Close()
 	var js rowJSON
-	for rows.Next() {
+	err := l.each(ctx, q, args, func(rows *sql.Rows) error {
 		*got = append(*got, batch.Last{})
-		if err := js.scan(rows, &(*got)[len(*got)-1]); err != nil {
-			return fmt.Errorf("sqlledger: %w", err)
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return js.scan(rows, &(*got)[len(*got)-1])
+	})
+	if err != nil {
 		return fmt.Errorf("sqlledger: %w", err)
 	}
 	return nil
@@ -156,29 +148,21 @@ func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any)
 	return js.scan(row, e, extra...)
 }
 
-// rowJSON reads rows' entryCols into scratch kept from row to row, their
-// JSON columns (fields, URLs, files) decoded in place from *sql.Rows.
+// rowJSON is what scan reads a row's entryCols into, kept from row to
+// row: the JSON columns (fields, URLs, files) as bytes, decoded from them.
 type rowJSON struct {
 	id, text, errText, reqID sql.NullString
 	ms                       int64
 	secs                     sql.NullFloat64
 	lost, live               int
-	raw                      [3]sql.RawBytes
-	copied                   [3]sql.NullString // a *sql.Row's: RawBytes are for *sql.Rows only
+	raw                      [3][]byte
 	dst                      []any
 }
 
 // scan reads the entryCols of a row into e.
 func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var cols [3]any
-	for i := range cols {
-		cols[i] = &js.raw[i]
-		if _, ok := row.(*sql.Rows); !ok {
-			cols[i] = &js.copied[i]
-		}
-	}
-	js.dst = append(append(js.dst[:0], extra...), &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, cols[0], &e.Attempt, &e.Kind,
-		&e.Run, &e.Worker, &e.State, &js.lost, cols[1], &js.text, cols[2], &js.errText, &e.Requests, &js.reqID, &js.ms,
+	js.dst = append(append(js.dst[:0], extra...), &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, &js.raw[0], &e.Attempt, &e.Kind,
+		&e.Run, &e.Worker, &e.State, &js.lost, &js.raw[1], &js.text, &js.raw[2], &js.errText, &e.Requests, &js.reqID, &js.ms,
 		&js.secs, &js.live)
 	if err := row.Scan(js.dst...); err != nil {
 		return err
@@ -186,11 +170,6 @@ func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extr
 	e.ID, e.Text, e.Error, e.RequestID = js.id.String, js.text.String, js.errText.String, js.reqID.String
 	e.Lost, e.Live, e.Seconds = js.lost != 0, js.live != 0, js.secs.Float64
 	e.Time = time.UnixMilli(js.ms).UTC()
-	for i, c := range js.copied {
-		if c.Valid {
-			js.raw[i] = []byte(c.String)
-		}
-	}
 	for i, dst := range []any{&e.Fields, &e.URLs, &e.Files} {
 		if js.raw[i] != nil {
 			if err := json.Unmarshal(js.raw[i], dst); err != nil {
