@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,12 +27,6 @@ import (
 func (a *app) runBatch(ctx context.Context, path string, f *batchFlags) error {
 	a.load()
 	ignoreSIGPIPE(a)
-	if os.Getenv("GOGC") == "" {
-		// The heap follows the jobs in flight and the ledger's pages read
-		// ahead: collected at 5 times its live size rather than twice,
-		// the collector runs a quarter as often.
-		debug.SetGCPercent(400)
-	}
 	shardI, shardN, err := f.check()
 	if err != nil {
 		return err
