@@ -27,7 +27,7 @@ type task struct {
 	job     Job
 	op      ops.Op
 	vals    map[string]any    // resolved: ids as ids, numbers as float64
-	paths   map[string]string // file fields: the path in the FS
+	paths   map[string]string // file fields: the path in the FS (nil: none)
 	content string            // the canonical form the identity hashes, without the occurrence
 	key     string            // the identity: 32 hex digits
 	last    *record           // its last attempt in the ledger, when read
@@ -61,7 +61,7 @@ func (c *checker) check(j Job) (*task, error) {
 	if j.ID != "" && (!idPattern.MatchString(j.ID) || strings.Trim(j.ID, "0123456789") == "") {
 		return nil, lineErr(j, "id", `must be letters, digits, ".", "_" or "-", starting with a letter or digit and not digits only (it names files), got %q`, j.ID)
 	}
-	t := &task{job: j, op: op, vals: map[string]any{}, paths: map[string]string{}}
+	t := &task{job: j, op: op, vals: make(map[string]any, len(j.Fields))}
 	for _, name := range slices.Sorted(maps.Keys(j.Fields)) {
 		f, ok := op.Field(name)
 		if !ok {
@@ -124,6 +124,9 @@ func (c *checker) set(t *task, f ops.Field, v any) error {
 	case ops.ID:
 		s, err = ids.Parse(f.IDKind, s)
 	case ops.File:
+		if t.paths == nil {
+			t.paths = map[string]string{}
+		}
 		t.paths[f.Name], err = c.files.check(s)
 	}
 	t.vals[f.Name] = s
@@ -218,7 +221,11 @@ func lineError(line int, err error) *LineError {
 // resolved fields, each file field replaced by the SHA-256 of the file's
 // content, as JSON with sorted keys.
 func (c *checker) identify(t *task) error {
-	canon := maps.Clone(t.vals)
+	canon := t.vals // Content adds "op", which no field is named, taken out below
+	if len(t.paths) > 0 {
+		canon = maps.Clone(t.vals)
+	}
+	defer delete(canon, "op")
 	for field, p := range t.paths {
 		sum, err := c.files.hash(p)
 		if err != nil {

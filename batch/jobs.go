@@ -178,17 +178,23 @@ func parseLine(dec *jsontext.Decoder, raw []byte) (Job, error) {
 		return j, &fieldError{err: errors.New(notAnObject)}
 	}
 	j.Fields = map[string]any{}
-	seen := map[string]bool{}
+	var op, id bool // given
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return j, syntaxError(raw)
 		}
 		name := tok.String()
-		if seen[name] {
+		_, twice := j.Fields[name]
+		switch name {
+		case "op":
+			twice, op = op, true
+		case "id":
+			twice, id = id, true
+		}
+		if twice {
 			return j, &fieldError{field: name, err: errors.New("given twice (which one was meant?)")}
 		}
-		seen[name] = true
 		val, err := dec.ReadValue()
 		if err != nil {
 			return j, syntaxError(raw)
@@ -249,15 +255,26 @@ func (j *Job) set(name string, val jsontext.Value) error {
 		}
 		return nil
 	}
-	var v any
-	if err := json.Unmarshal(val, &v); err != nil {
-		if val.Kind() == '0' {
-			return errors.New("not a number that fits")
+	v, plain := plainString(val)
+	if !plain {
+		if err := json.Unmarshal(val, &v); err != nil {
+			if val.Kind() == '0' {
+				return errors.New("not a number that fits")
+			}
+			return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 		}
-		return fmt.Errorf("cannot be read: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	j.Fields[name] = v
 	return nil
+}
+
+// plainString is val, a JSON string without escapes (its UTF-8 checked),
+// as Go reads it.
+func plainString(val jsontext.Value) (any, bool) {
+	if val.Kind() != '"' || bytes.IndexByte(val, '\\') >= 0 {
+		return nil, false
+	}
+	return string(val[1 : len(val)-1]), true
 }
 
 // notAnObject refuses a line that holds something else than a job.

@@ -175,3 +175,11 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+func TestJSONLReadsValuesAsJSONDoes(t *testing.T) {
+	jobs, errs := lines(t, `{"op":"a\/b","id":"x\u0031","s":"plain","e":"a \"fox\"\n","n":-1.5e3,"i":7,"a":["x",1],"o":{"k":true},"b":false}`+"\n"+`{"op":"a/b","n":1e400}`+"\n")
+	require.NoError(t, errs[0])
+	assert.Equal(t, Job{Op: "a/b", ID: "x1", Line: 1, Fields: map[string]any{"s": "plain", "e": "a \"fox\"\n", "n": -1500.0, "i": 7.0,
+		"a": []any{"x", 1.0}, "o": map[string]any{"k": true}, "b": false}}, jobs[0])
+	assert.EqualError(t, errs[1], "line 2: n: not a number that fits")
+}

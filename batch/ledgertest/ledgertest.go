@@ -81,7 +81,7 @@ func begin(t *testing.T, l batch.Ledger) (string, batch.Session) {
 // claim asks for attempt n of job, a call by run.
 func claim(job string, n int, run string) *batch.Claim {
 	return &batch.Claim{Entry: batch.Entry{Record: batch.Record{Job: job, Line: 7, Op: "image/text-to-image", Attempt: n,
-		Fields: map[string]any{"prompt": "a fox", "n": 2.0}, Worker: "w", Run: run}, Kind: batch.KindCall, Stem: "000007-text-to-image-" + job[:6]}}
+		Fields: map[string]any{"prompt": "a \"fox\"\n", "n": 2.0, "inputs": []any{"a", 1.0, map[string]any{"k": nil}}}, Worker: "w", Run: run}, Kind: batch.KindCall, Stem: "000007-text-to-image-" + job[:6]}}
 }
 
 func mustClaim(t *testing.T, l batch.Ledger, c *batch.Claim) {
@@ -114,7 +114,7 @@ func claimNew(t *testing.T, l batch.Ledger) {
 	assert.Equal(t, 1, got.Attempt)
 	assert.Equal(t, a, got.Run)
 	assert.Equal(t, batch.KindCall, got.Kind)
-	assert.Equal(t, map[string]any{"prompt": "a fox", "n": 2.0}, got.Fields)
+	assert.Equal(t, map[string]any{"prompt": "a \"fox\"\n", "n": 2.0, "inputs": []any{"a", 1.0, map[string]any{"k": nil}}}, got.Fields)
 	assert.Equal(t, "image/text-to-image", got.Op)
 	assert.Equal(t, 7, got.Line)
 	assert.Equal(t, "000007-text-to-image-"+j[:6], got.Stem)

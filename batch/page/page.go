@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/creativegen/creative-go/ids"
 )
@@ -277,16 +276,12 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i, runes := 0, 0
-	for i < len(s) && runes < n {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		runes++
+	for i := range s {
+		if n--; n < 0 {
+			return s[:i] + fmt.Sprintf("… (%d more bytes)", len(s)-i)
+		}
 	}
-	if i == len(s) {
-		return s
-	}
-	return s[:i] + fmt.Sprintf("… (%d more bytes)", len(s)-i)
+	return s
 }
 
 // href is the link to the file at the slash-separated path p relative to

@@ -102,6 +102,10 @@ func (l *sessionLock) own(ctx context.Context) {
 		case <-ctx.Done():
 		case err := <-waited:
 			cancel()
+			if ctx.Err() != nil { // released: the wait ended for that
+				l.unlock()
+				return
+			}
 			l.fail(err)
 			return
 		}

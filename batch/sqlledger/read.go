@@ -1,6 +1,7 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -16,53 +17,51 @@ import (
 // Status counts the jobs by state.
 func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 	st := batch.Status{States: map[batch.State]int{}}
-	if err := l.sweep(ctx); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
+	err := l.sweep(ctx)
+	if err == nil {
+		err = l.each(ctx, l.q["status"], nil, func(rows *sql.Rows) error {
+			var state string
+			var lost, n int
+			err := rows.Scan(&state, &lost, &n)
+			st.Jobs += n
+			st.States[batch.State(state)] += n
+			st.Lost += n * lost
+			return err
+		})
 	}
-	rows, err := l.db.QueryContext(ctx, l.q["status"])
+	if err == nil {
+		err = l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight)
+	}
+	if err == nil {
+		err = l.each(ctx, l.q["budget"], nil, func(rows *sql.Rows) error {
+			var c string
+			var spent, lim int64
+			err := rows.Scan(&c, &spent, &lim)
+			if c == "calls" {
+				st.Budget.Calls, st.Budget.CallsLimit = spent, lim
+			} else {
+				st.Budget.Spent, st.Budget.SpendLimit = float64(spent)/1e6, float64(lim)/1e6
+			}
+			return err
+		})
+	}
 	if err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var lost, n int
-		if err := rows.Scan(&state, &lost, &n); err != nil {
-			return st, fmt.Errorf("sqlledger: %w", err)
-		}
-		st.Jobs += n
-		st.States[batch.State(state)] += n
-		if lost != 0 {
-			st.Lost += n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	if err := l.db.QueryRowContext(ctx, l.q["inFlight"]).Scan(&st.InFlight); err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	brows, err := l.db.QueryContext(ctx, l.q["budget"])
-	if err != nil {
-		return st, fmt.Errorf("sqlledger: %w", err)
-	}
-	defer brows.Close()
-	for brows.Next() {
-		var c string
-		var spent, lim int64
-		if err := brows.Scan(&c, &spent, &lim); err != nil {
-			return st, fmt.Errorf("sqlledger: %w", err)
-		}
-		if c == "calls" {
-			st.Budget.Calls, st.Budget.CallsLimit = spent, lim
-		} else {
-			st.Budget.Spent, st.Budget.SpendLimit = float64(spent)/1e6, float64(lim)/1e6
-		}
-	}
-	if err := brows.Err(); err != nil {
 		return st, fmt.Errorf("sqlledger: %w", err)
 	}
 	return st, nil
+}
+
+// each runs q and calls f for each row, until f fails.
+func (l *Ledger) each(ctx context.Context, q string, args []any, f func(*sql.Rows) error) error {
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for err == nil && rows.Next() {
+		err = f(rows)
+	}
+	return cmp.Or(err, rows.Err())
 }
 
 // Jobs yields every job's last attempt, a page at a time (Dialect.Page
@@ -132,18 +131,12 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 
 // query reads the entries q selects into got.
 func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ...any) error {
-	rows, err := l.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("sqlledger: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	var js rowJSON
+	err := l.each(ctx, q, args, func(rows *sql.Rows) error {
 		*got = append(*got, batch.Last{})
-		if err := scanEntry(rows, &(*got)[len(*got)-1]); err != nil {
-			return fmt.Errorf("sqlledger: %w", err)
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return js.scan(rows, &(*got)[len(*got)-1])
+	})
+	if err != nil {
 		return fmt.Errorf("sqlledger: %w", err)
 	}
 	return nil
@@ -151,24 +144,35 @@ func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ..
 
 // scanEntry reads the entryCols of a row into e.
 func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var id, fields, urls, text, files, errText, reqID sql.NullString
-	var ms int64
-	var secs sql.NullFloat64
-	var lost, live int
-	dst := append(extra, &e.Job, &id, &e.Line, &e.Op, &e.Stem, &fields, &e.Attempt, &e.Kind, &e.Run, &e.Worker,
-		&e.State, &lost, &urls, &text, &files, &errText, &e.Requests, &reqID, &ms, &secs, &live)
-	if err := row.Scan(dst...); err != nil {
+	var js rowJSON
+	return js.scan(row, e, extra...)
+}
+
+// rowJSON is what scan reads a row's entryCols into, kept from row to
+// row: the JSON columns (fields, URLs, files) as bytes, decoded from them.
+type rowJSON struct {
+	id, text, errText, reqID sql.NullString
+	ms                       int64
+	secs                     sql.NullFloat64
+	lost, live               int
+	raw                      [3][]byte
+	dst                      []any
+}
+
+// scan reads the entryCols of a row into e.
+func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
+	js.dst = append(append(js.dst[:0], extra...), &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, &js.raw[0], &e.Attempt, &e.Kind,
+		&e.Run, &e.Worker, &e.State, &js.lost, &js.raw[1], &js.text, &js.raw[2], &js.errText, &e.Requests, &js.reqID, &js.ms,
+		&js.secs, &js.live)
+	if err := row.Scan(js.dst...); err != nil {
 		return err
 	}
-	e.ID, e.Text, e.Error, e.RequestID = id.String, text.String, errText.String, reqID.String
-	e.Lost, e.Live, e.Seconds = lost != 0, live != 0, secs.Float64
-	e.Time = time.UnixMilli(ms).UTC()
-	for _, f := range []struct {
-		s   sql.NullString
-		dst any
-	}{{fields, &e.Fields}, {urls, &e.URLs}, {files, &e.Files}} {
-		if f.s.Valid {
-			if err := json.Unmarshal([]byte(f.s.String), f.dst); err != nil {
+	e.ID, e.Text, e.Error, e.RequestID = js.id.String, js.text.String, js.errText.String, js.reqID.String
+	e.Lost, e.Live, e.Seconds = js.lost != 0, js.live != 0, js.secs.Float64
+	e.Time = time.UnixMilli(js.ms).UTC()
+	for i, dst := range []any{&e.Fields, &e.URLs, &e.Files} {
+		if js.raw[i] != nil {
+			if err := json.Unmarshal(js.raw[i], dst); err != nil {
 				return err
 			}
 		}

@@ -260,3 +260,17 @@ func TestHideWritesOverEveryFormAndKeepsTheLength(t *testing.T) {
 		t.Errorf("Hide changed a text without a key: %q", clean)
 	}
 }
+
+// BenchmarkHoldsURL is the check of each link of an answer: a URL of the
+// length the service gives, holding no key.
+func BenchmarkHoldsURL(b *testing.B) {
+	r := New([]string{"sk-live-0123456789abcdef0123456789abcdef"})
+	u := "https://cdn.example.com/files/2026/11/28/3fa9c1d2e4b5a6978f01.png"
+	r.Holds(u)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.Holds(u) {
+			b.Fatal("held")
+		}
+	}
+}
