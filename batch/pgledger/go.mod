@@ -11,6 +11,7 @@ require (
 require (
 	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
+	github.com/hajimehoshi/go-mp3 v0.3.4 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -23,6 +24,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
+	rsc.io/qr v0.2.0 // indirect
 )
 
 replace github.com/creativegen/creative-go => ../..
