@@ -60,7 +60,9 @@ type group[T any] struct {
 	// wait keeps a request sent in a batch waiting for the batch's answer
 	// whatever its context says: the writes of one transaction
 	// (commitGroup), which may land and whose functions write their
-	// callers' answers.
+	// callers' answers; and the records, whose callers' contexts are
+	// bounded, so that a run that returns has no record of its own still
+	// on its way. A claim's context may have no bound: it leaves.
 	wait bool
 
 	mu      sync.Mutex

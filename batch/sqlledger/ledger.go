@@ -46,7 +46,7 @@ func New(db *sql.DB, d Dialect) *Ledger {
 	if d.Batch {
 		bind(batched)
 		l.claims = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew")}
-		l.records = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn")}
+		l.records = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn"), wait: true}
 	}
 	if d.OneWriter { // see group.go; a statement that fails to prepare is sent as its text
 		for k, q := range l.q {
