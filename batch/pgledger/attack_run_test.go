@@ -66,7 +66,7 @@ func TestAttackWorkersUnderATinyCapWithCutsPayEachJobOnce(t *testing.T) {
 	open := func() *Ledger {
 		l, err := Open(t.Context(), purl)
 		require.NoError(t, err)
-		l.DB().SetMaxOpenConns(3)
+		l.DB().SetMaxOpenConns(1)
 		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}

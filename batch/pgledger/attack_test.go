@@ -106,7 +106,7 @@ type claimOutcome struct {
 	other   string // the run of the last attempt, when refused
 }
 
-// Two runs on a small pool claim the same jobs with contexts cancelled at
+// Two runs on a pool of one connection claim the same jobs with contexts cancelled at
 // random and the proxy resetting connections and cutting them around
 // their commits; with a cap, each claim takes one share. Nothing hangs,
 // every connection is free at the end, a job is the claim of one run
@@ -129,7 +129,7 @@ func randomCancels(t *testing.T, capped bool) {
 	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
 
 	l, p := atkProxied(t)
-	l.DB().SetMaxOpenConns(2)
+	l.DB().SetMaxOpenConns(1)
 	const jobs, workers, maxCalls = 120, 12, 40
 	runs := []string{hexToken(), hexToken()}
 	for _, run := range runs {
