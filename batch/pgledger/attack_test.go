@@ -355,3 +355,42 @@ func recordAll(t *testing.T, l *Ledger, p *pgproxy.Proxy, held map[string]string
 	require.Equal(t, len(held), n)
 	t.Logf("records: %d failed and tried again", len(failed))
 }
+
+// Claims of the one-at-a-time way (a capped budget) whose contexts are
+// cancelled while the network holds their transactions return, and give
+// their connections back, while the network still holds everything.
+func TestAttackCancelledClaimsInHeldTransactionsReturnTheirConnections(t *testing.T) {
+	l, p := atkProxied(t)
+	l.DB().SetMaxOpenConns(2)
+	run := hexToken()
+	s, err := l.Begin(t.Context(), batch.RunInfo{Token: run, Worker: "atk", Lease: time.Minute})
+	require.NoError(t, err)
+	defer func() { _ = s.End(context.Background()) }()
+	p.Stall()
+	defer p.Resume()
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		c := newClaim(run, i)
+		c.Share = batch.Share{Calls: 1, MaxCalls: 100}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Duration(50*i)*time.Millisecond, cancel)
+		wg.Go(func() {
+			_, err := l.Claim(ctx, c)
+			errs <- err
+		})
+	}
+	returned := make(chan struct{})
+	go func() { wg.Wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled claims hung while the network held their transactions")
+	}
+	close(errs)
+	for err := range errs {
+		require.Error(t, err)
+	}
+	require.Eventually(t, func() bool { return l.DB().Stats().InUse == 0 }, 10*time.Second, 10*time.Millisecond,
+		"connections left in use: %+v", l.DB().Stats())
+}
