@@ -86,23 +86,7 @@ func TestAttackWorkersUnderATinyCapWithCutsPayEachJobOnce(t *testing.T) {
 		return r.Run(ctx, checked)
 	}
 
-	stop := make(chan struct{})
-	var faults sync.WaitGroup
-	faults.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(10+rnd(60)) * time.Millisecond):
-			}
-			switch rnd(3) {
-			case 0:
-				p.CutCommit(1+rnd(4), pgproxy.BeforeCommit)
-			case 1:
-				p.CutCommit(1+rnd(4), pgproxy.AfterCommit)
-			}
-		}
-	})
+	stop := cutAtRandom(p, rnd, 10, 60, false, 4)
 	var wg sync.WaitGroup
 	for i, l := range ledgers {
 		wg.Go(func() {
@@ -118,8 +102,7 @@ func TestAttackWorkersUnderATinyCapWithCutsPayEachJobOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	faults.Wait()
+	stop()
 	p.CutCommit(0, 0)
 	for i, l := range ledgers {
 		sum, err := run(context.Background(), l, fmt.Sprintf("w%d again", i))

@@ -145,25 +145,7 @@ func randomCancels(t *testing.T, capped bool) {
 		return c
 	}
 
-	stop := make(chan struct{})
-	var faults sync.WaitGroup
-	faults.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(5+rnd(30)) * time.Millisecond):
-			}
-			switch rnd(4) {
-			case 0:
-				p.Reset()
-			case 1:
-				p.CutCommit(1+rnd(3), pgproxy.BeforeCommit)
-			case 2:
-				p.CutCommit(1+rnd(3), pgproxy.AfterCommit)
-			}
-		}
-	})
+	stop := cutAtRandom(p, rnd, 5, 30, true, 3)
 
 	outcomes := make([]map[string]claimOutcome, jobs)
 	for i := range outcomes {
@@ -195,8 +177,7 @@ func randomCancels(t *testing.T, capped bool) {
 		}
 	}
 	wg.Wait()
-	close(stop)
-	faults.Wait()
+	stop()
 	p.CutCommit(0, 0)
 	require.NoError(t, deadline.Err(), "claims hung")
 
@@ -274,25 +255,7 @@ func randomCancels(t *testing.T, capped bool) {
 // record of a job another run holds is refused, never taken, and a
 // record that failed is, tried again, found landed or made.
 func recordAll(t *testing.T, l *Ledger, p *pgproxy.Proxy, held map[string]string, runs []string, rnd func(int) int) {
-	stop := make(chan struct{})
-	var faults sync.WaitGroup
-	faults.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(5+rnd(30)) * time.Millisecond):
-			}
-			switch rnd(4) {
-			case 0:
-				p.Reset()
-			case 1:
-				p.CutCommit(1+rnd(3), pgproxy.BeforeCommit)
-			case 2:
-				p.CutCommit(1+rnd(3), pgproxy.AfterCommit)
-			}
-		}
-	})
+	stop := cutAtRandom(p, rnd, 5, 30, true, 3)
 	entry := func(job, run string) *batch.Entry {
 		return &batch.Entry{Record: batch.Record{Job: job, Attempt: 1, State: batch.Done, Run: run, Worker: "atk",
 			Files: []string{"j" + job + ".png"}, Requests: 1}, Kind: batch.KindCall, Stem: "j" + job}
@@ -330,8 +293,7 @@ func recordAll(t *testing.T, l *Ledger, p *pgproxy.Proxy, held map[string]string
 		}
 	}
 	wg.Wait()
-	close(stop)
-	faults.Wait()
+	stop()
 	p.CutCommit(0, 0)
 	require.NoError(t, deadline.Err(), "records hung")
 	require.Eventually(t, func() bool { return l.DB().Stats().InUse == 0 }, 10*time.Second, 10*time.Millisecond,
@@ -397,4 +359,41 @@ func TestAttackCancelledClaimsInHeldTransactionsReturnTheirConnections(t *testin
 	require.Eventually(t, func() bool { return l.DB().Stats().InUse == 0 }, 45*time.Second, 10*time.Millisecond,
 		"connections left in use: %+v", l.DB().Stats())
 	t.Logf("the pool was free %v after the claims returned", time.Since(start))
+}
+
+// cutAtRandom, until the stop it returns has been called, cuts one of
+// the next 1 to next commits through p before or after it is sent (with
+// reset, or resets every connection instead), or does nothing, each at
+// random moments least to least+spread milliseconds apart.
+func cutAtRandom(p *pgproxy.Proxy, rnd func(int) int, least, spread int, reset bool, next int) (stop func()) {
+	done := make(chan struct{})
+	var faults sync.WaitGroup
+	faults.Go(func() {
+		kinds := 3
+		if reset {
+			kinds = 4
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Duration(least+rnd(spread)) * time.Millisecond):
+			}
+			k := rnd(kinds)
+			if reset {
+				if k == 0 {
+					p.Reset()
+					continue
+				}
+				k--
+			}
+			switch k {
+			case 0:
+				p.CutCommit(1+rnd(next), pgproxy.BeforeCommit)
+			case 1:
+				p.CutCommit(1+rnd(next), pgproxy.AfterCommit)
+			}
+		}
+	})
+	return func() { close(done); faults.Wait() }
 }
