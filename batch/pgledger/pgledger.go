@@ -138,11 +138,19 @@ func dialect(cfg *pgx.ConnConfig) sqlledger.Dialect {
 		Lock: func(ctx context.Context, token string) (sqlledger.Lock, error) {
 			return takeLock(ctx, cfg.Copy(), token)
 		},
-		Probe: probe,
-		Batch: true,
-		Page:  page,
+		Probe:   probe,
+		Batch:   true,
+		Page:    page,
+		Version: version,
 	}
 }
+
+// version is the ledger's id and a digest of every row of jobs and of
+// attempts, each row's text hashed and the hashes summed: any change to a
+// row changes it, but for a chance of one in 2^64.
+const version = `SELECT (SELECT id FROM ledger) || ' ' ||
+	(SELECT count(*) || ' ' || coalesce(sum(hashtextextended(j::text, 0)), 0) FROM jobs j) || ' ' ||
+	(SELECT count(*) || ' ' || coalesce(sum(hashtextextended(a::text, 0)), 0) FROM attempts a)`
 
 // page is how many rows a read of every job takes in one round trip: a
 // rerun of 100,000 jobs reads them in 20.

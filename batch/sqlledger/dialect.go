@@ -59,6 +59,9 @@ type Dialect struct {
 	// network each page is a round trip waited for before the next, so a
 	// server far away wants a larger one (memory follows the page).
 	Page int
+	// Version, when not "", is a query of one text value that changes
+	// whenever a row of jobs or attempts does (see Ledger.Version).
+	Version string
 }
 
 // A Querier runs a query: a *sql.DB or a *sql.Tx.

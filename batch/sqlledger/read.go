@@ -51,6 +51,15 @@ func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 	return st, nil
 }
 
+// Version is the Dialect's version of the jobs and their attempts (see
+// batch.Versioned), or "" where the engine has none.
+func (l *Ledger) Version(ctx context.Context) (v string, err error) {
+	if l.d.Version != "" {
+		err = l.db.QueryRowContext(ctx, l.d.Version).Scan(&v)
+	}
+	return v, err
+}
+
 // each runs q and calls f for each row, until f fails.
 func (l *Ledger) each(ctx context.Context, q string, args []any, f func(*sql.Rows) error) error {
 	rows, err := l.db.QueryContext(ctx, q, args...)
