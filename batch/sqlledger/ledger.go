@@ -220,20 +220,14 @@ func (l *Ledger) sweep(ctx context.Context) error {
 // column runs the query q on the database and returns the strings of its
 // one column, read whole before it returns.
 func (l *Ledger) column(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := l.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var got []string
-	for rows.Next() {
+	err := l.each(ctx, q, args, func(rows *sql.Rows) error {
 		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&s)
 		got = append(got, s)
-	}
-	return got, rows.Err()
+		return err
+	})
+	return got, err
 }
 
 // A session is a run's hold on the ledger.

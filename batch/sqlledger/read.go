@@ -151,12 +151,6 @@ func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ..
 	return nil
 }
 
-// scanEntry reads the entryCols of a row into e.
-func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var js rowJSON
-	return js.scan(row, e, extra...)
-}
-
 // rowJSON is what scan reads a row's entryCols into, kept from row to
 // row: the JSON columns (fields, URLs, files) as bytes, decoded from them.
 type rowJSON struct {
@@ -169,8 +163,8 @@ type rowJSON struct {
 }
 
 // scan reads the entryCols of a row into e.
-func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	js.dst = append(append(js.dst[:0], extra...), &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, &js.raw[0], &e.Attempt, &e.Kind,
+func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last) error {
+	js.dst = append(js.dst[:0], &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, &js.raw[0], &e.Attempt, &e.Kind,
 		&e.Run, &e.Worker, &e.State, &js.lost, &js.raw[1], &js.text, &js.raw[2], &js.errText, &e.Requests, &js.reqID, &js.ms,
 		&js.secs, &js.live)
 	if err := row.Scan(js.dst...); err != nil {
