@@ -212,10 +212,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err := sqlledger.Create(ctx, tx); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE `+versionTable+` (version INTEGER NOT NULL)`); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+versionTable+` (version) VALUES ($1)`, sqlledger.Version); err != nil {
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE %[1]s (version INTEGER NOT NULL); INSERT INTO %[1]s (version) VALUES (%d)`,
+		versionTable, sqlledger.Version)); err != nil {
 		return err
 	}
 	return tx.Commit()
