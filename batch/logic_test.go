@@ -82,7 +82,7 @@ func TestASummaryCountsEachJobLeftByItsLastAttempt(t *testing.T) {
 // A job's fields are checked against the table before anything else: each
 // refusal names the field.
 func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
-	c := newChecker(&files{fsys: nil})
+	c := &checker{files: &files{fsys: nil}}
 	for _, tc := range []struct {
 		job   Job
 		field string
@@ -114,7 +114,7 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 // Jobs whose requests the SDK sends alike are one job, whatever the line
 // left out: a rerun of either pays nothing twice.
 func TestJobsSentAlikeAreOneJob(t *testing.T) {
-	c := newChecker(&files{fsys: nil})
+	c := &checker{files: &files{fsys: nil}}
 	letter := map[string]any{"inputs": []any{map[string]any{"jobRole": "r", "jobSkills": "s"}}, "language": "en", "useCase": "CoverLetter", "tone": "warm"}
 	with := func(m map[string]any, k string, v any) map[string]any {
 		m = maps.Clone(m)

@@ -148,7 +148,7 @@ func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{c: c, ledger: l, store: out, o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
+	return &Runner{c: c, ledger: l, store: out, o: o, checker: &checker{files: f}, st: newStarter(), spend: sp}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for

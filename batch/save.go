@@ -126,7 +126,7 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 	}
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
-	if err := ru.record(ctx, rec); err != nil {
+	if err := ru.record(ctx, rec, recordBound(ctx)); err != nil {
 		ru.unrecorded(rec, err)
 		ru.end(rec)
 		return
