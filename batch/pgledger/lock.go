@@ -1,6 +1,7 @@
 package pgledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,10 +75,7 @@ func takeLock(ctx context.Context, cfg *pgx.ConnConfig, token string) (*sessionL
 	var got bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil || !got {
 		_ = conn.Close(context.Background())
-		if err == nil {
-			err = errLockTaken
-		}
-		return nil, fmt.Errorf("pgledger: taking the run's lock: %w", err)
+		return nil, fmt.Errorf("pgledger: taking the run's lock: %w", cmp.Or(err, errLockTaken))
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	lost, lose := context.WithCancelCause(context.Background())
@@ -197,10 +195,7 @@ func (l *sessionLock) on(ctx context.Context, fn func(ctx context.Context) error
 	case <-l.lost.Done():
 		return context.Cause(l.lost)
 	case <-l.done:
-		if err := context.Cause(l.lost); err != nil {
-			return err
-		}
-		return errors.New("pgledger: the run's lock was released")
+		return cmp.Or(context.Cause(l.lost), errors.New("pgledger: the run's lock was released"))
 	case <-ctx.Done():
 		return fmt.Errorf("pgledger: checking the run's lock: %w", ctx.Err())
 	}
