@@ -39,7 +39,7 @@ func (ru *run) do(ctx context.Context, t *task) {
 		case actCheck:
 			last, live, again = ru.checkDone(ctx, t, last)
 		case actLeave:
-			ru.skip(last, func(s *Summary) { s.countLeft(last) })
+			ru.skip(last, func(s *Summary) { s.tally(last) })
 		case actElsewhere:
 			ru.elsewhere(last)
 		}

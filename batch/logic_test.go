@@ -70,13 +70,14 @@ func TestOutputNames(t *testing.T) {
 	}
 }
 
-// A summary counts each job left alone by its last attempt.
+// A summary counts each job, ended or left alone, by its last attempt.
 func TestASummaryCountsEachJobLeftByItsLastAttempt(t *testing.T) {
 	var sum Summary
-	for _, r := range []Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown}} {
-		sum.countLeft(&record{Record: r})
+	for _, r := range []Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown},
+		{State: Done}, {State: Failed}, {State: Refused}, {State: Refused}, {State: Answered}} {
+		sum.tally(&record{Record: r})
 	}
-	assert.Equal(t, Summary{Lost: 1, Claimed: 1, Unknown: 2}, sum)
+	assert.Equal(t, Summary{Lost: 1, Claimed: 1, Unknown: 2, Done: 1, Failed: 1, Refused: 2, Waiting: 1}, sum)
 }
 
 // A job's fields are checked against the table before anything else: each

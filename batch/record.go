@@ -90,18 +90,7 @@ func recordBound(ctx context.Context) time.Duration {
 func (ru *run) end(rec *record) {
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
-		switch {
-		case rec.State == Done:
-			s.Done++
-		case rec.State == Failed:
-			s.Failed++
-		case rec.State == Refused:
-			s.Refused++
-		case rec.State == Answered && !rec.Lost:
-			s.Waiting++
-		default:
-			s.countLeft(rec) // lost, claimed or unknown
-		}
+		s.tally(rec)
 	})
 	ru.changed.Add(1)
 	ru.event(JobEnded, rec)

@@ -325,10 +325,19 @@ type Summary struct {
 	Stopped string
 }
 
-// countLeft counts a job left alone at its last attempt.
-func (s *Summary) countLeft(last *record) {
+// tally counts a job by its last attempt, as a run ended it or left it
+// alone.
+func (s *Summary) tally(last *record) {
 	switch {
-	case last.State == Answered && last.Lost:
+	case last.State == Done:
+		s.Done++
+	case last.State == Failed:
+		s.Failed++
+	case last.State == Refused:
+		s.Refused++
+	case last.State == Answered && !last.Lost:
+		s.Waiting++
+	case last.State == Answered:
 		s.Lost++
 	case last.State == Claimed:
 		s.Claimed++
