@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,16 +34,15 @@ var _ batch.Ledger = (*Ledger)(nil)
 // describes. Close closes db.
 func New(db *sql.DB, d Dialect) *Ledger {
 	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{}}
-	bind := func(qs map[string]string) {
-		for k, q := range qs {
-			l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
-		}
+	for k, q := range queries {
+		l.q[k] = d.bind(q)
 	}
-	bind(queries)
 	l.q["lockJob"] += d.ForUpdate
 	l.writes = &group[func(tx *sql.Tx) error]{max: maxGroup, slots: make(chan struct{}, 1), send: l.commitGroup, wait: true}
 	if d.Batch {
-		bind(batched)
+		for k, q := range batched {
+			l.q[k] = d.bind(q)
+		}
 		l.claims = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew")}
 		l.records = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn"), wait: true}
 	}

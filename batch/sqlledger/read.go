@@ -130,7 +130,7 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 	for i, j := range jobs {
 		args[i] = j
 	}
-	q := l.d.bind(strings.ReplaceAll(queries["last"], "GONE", l.d.gone()) + strings.Repeat("?, ", len(jobs)-1) + "?)")
+	q := l.d.bind(queries["last"] + strings.Repeat("?, ", len(jobs)-1) + "?)")
 	got := make([]batch.Last, 0, len(jobs))
 	if err := l.query(ctx, &got, q, args...); err != nil {
 		return nil, err
