@@ -185,10 +185,9 @@ func (w *folderWriter) place() error {
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		if same, err := w.same(); err != nil || same {
-			if err != nil {
-				return err
-			}
+		if same, err := w.same(); err != nil {
+			return err
+		} else if same {
 			return w.t.Rename(w.key)
 		}
 		if _, err := w.dir.MoveAside(w.key); err != nil && !errors.Is(err, fs.ErrNotExist) {

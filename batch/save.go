@@ -60,13 +60,17 @@ func (e *rejectedError) Error() string {
 
 func (e *rejectedError) Unwrap() error { return e.err }
 
-// joinErrors says errs in one line.
-func joinErrors(errs []error) string {
-	s := make([]string, len(errs))
-	for i, err := range errs {
-		s[i] = err.Error()
+// settle marks rec done, or answered with the refusals of the files kept
+// as rejected, said in one line.
+func settle(rec *record, rejected []error) {
+	rec.State, rec.Error, rec.Lost = Done, "", false
+	if len(rejected) > 0 {
+		s := make([]string, len(rejected))
+		for i, err := range rejected {
+			s[i] = err.Error()
+		}
+		rec.State, rec.Error = Answered, strings.Join(s, "; ")
 	}
-	return strings.Join(s, "; ")
 }
 
 // kept names the files of an answer beside its stem: its outputs
@@ -239,10 +243,7 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 	}
 	rec.Files = nil
 	rejected, err := writeEach(len(rec.URLs), func(i int) error { return ru.fetch(ctx, rec, i, rec.URLs[i]) })
-	rec.State, rec.Error, rec.Lost = Done, "", false
-	if err == nil && len(rejected) > 0 {
-		rec.State, rec.Error = Answered, joinErrors(rejected)
-	}
+	settle(rec, rejected)
 	if err != nil {
 		why := strings.TrimPrefix(err.Error(), "creative: ")
 		rec.State, rec.Error = Answered, "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): "+why
@@ -316,12 +317,10 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 			return err
 		})
 	}
-	rec.State, rec.Error, rec.Lost = Done, "", false
+	settle(rec, rejected)
 	switch {
 	case err != nil:
 		rec.State, rec.Error = Answered, "the answer's kept files could not be checked again (a rerun tries again): "+err.Error()
-	case len(rejected) > 0:
-		rec.State, rec.Error = Answered, joinErrors(rejected)
 	case len(kept) == 0 && len(rec.Files) == 0:
 		rec.State, rec.Lost, rec.Error = Answered, true, "the answer's kept files are gone: only paying again gets it"
 	}
