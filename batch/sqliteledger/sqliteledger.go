@@ -54,10 +54,7 @@ func open(dir string, netFS func(string) (string, error)) (*sqlledger.Ledger, er
 	// The file system is that of the folder, or of the nearest folder
 	// above it that is there: a refused folder is not made.
 	there := dir
-	for {
-		if _, err := os.Stat(there); err == nil || filepath.Dir(there) == there {
-			break
-		}
+	for _, err := os.Stat(there); err != nil && filepath.Dir(there) != there; _, err = os.Stat(there) {
 		there = filepath.Dir(there)
 	}
 	if name, err := netFS(there); err != nil {
