@@ -94,30 +94,26 @@ func (l *sessionLock) own(ctx context.Context) {
 		wait, cancel := context.WithCancel(ctx)
 		waited := make(chan error, 1)
 		go func() { waited <- l.conn.PgConn().WaitForNotification(wait) }()
-		var c check
+		var c check // none when the wait ended by itself: the connection did
 		select {
 		case c = <-l.checks:
 		case <-ctx.Done():
 		case err := <-waited:
-			cancel()
-			if ctx.Err() != nil { // released: the wait ended for that
-				l.unlock()
-				return
-			}
-			l.fail(err)
-			return
+			waited <- err // read below, as after a wait cut short
 		}
 		cancel()
 		err := <-waited
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // released: the wait ended for that
 			l.unlock()
 			return
 		}
-		if !l.conn.PgConn().IsClosed() {
-			err = c.fn(c.ctx) // the wait was cut short for the check
+		if c.reply != nil {
+			if !l.conn.PgConn().IsClosed() {
+				err = c.fn(c.ctx) // the wait was cut short for the check
+			}
+			c.reply <- err
 		}
-		c.reply <- err
-		if err != nil {
+		if err != nil || c.reply == nil {
 			l.fail(err)
 			return
 		}
@@ -146,8 +142,7 @@ func (l *sessionLock) ping(ctx context.Context) error {
 			_, err = l.conn.Exec(ctx, keepaliveSQL(time.Duration(ms)*time.Millisecond))
 			l.tuned = err == nil
 		}
-		var pgErr *pgconn.PgError
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) && !(errors.As(err, &pgErr) && pgErr.Code == "42P01") {
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); err != nil && !errors.Is(err, pgx.ErrNoRows) && !(ok && pgErr.Code == "42P01") {
 			return err // not "no row yet" nor "no table yet"
 		}
 	}
