@@ -5,10 +5,13 @@ package pgledger
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -127,3 +130,43 @@ func TestIndexIsWrittenAgainOnlyWhenTheLedgerChanged(t *testing.T) {
 
 // ino is the inode of the file st describes.
 func ino(st os.FileInfo) uint64 { return st.Sys().(*syscall.Stat_t).Ino }
+
+// A run's lookup of 500 jobs, on a ledger of 100,000, reads them by the
+// index: no scan of the whole jobs table, which the planner picks with
+// parallel workers for it (three processes' CPU for each lookup, most of a
+// rerun's wall time on a small server). Counted by the server's own
+// statistics, on the one connection the lookup used.
+func TestALookupOfManyJobsReadsThemByTheIndexNotTheWholeTable(t *testing.T) {
+	l, err := Open(t.Context(), pgtest.Database(t))
+	require.NoError(t, err)
+	defer l.Close()
+	ctx := t.Context()
+	db := l.DB()
+	run, _ := beginRun(t, l, time.Minute)
+	_, err = db.ExecContext(ctx, `INSERT INTO jobs (job, line, op, stem, fields, attempt, state)
+		SELECT md5(i::text), i, 'image/text-to-image', 'stem' || i, '{"prompt":"a fox"}', 1, 'done' FROM generate_series(1, 100000) i`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO attempts (job, n, kind, run, worker, state, files, requests, claimed, ended)
+		SELECT md5(i::text), 1, 'call', $1, 'w', 'done', '["a.png"]', 1, 1, 2 FROM generate_series(1, 100000) i`, run)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `ANALYZE jobs; ANALYZE attempts`)
+	require.NoError(t, err)
+	keys := make([]string, batch.MaxLast)
+	for i := range keys {
+		sum := md5.Sum([]byte(strconv.Itoa(1 + i*197)))
+		keys[i] = hex.EncodeToString(sum[:])
+	}
+	db.SetMaxOpenConns(1) // the lookup and the statistics on one session
+	scans := func() (n int64) {
+		t.Helper()
+		_, err := db.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'jobs'`).Scan(&n))
+		return n
+	}
+	before := scans()
+	got, err := l.Last(ctx, keys)
+	require.NoError(t, err)
+	require.Len(t, got, batch.MaxLast)
+	assert.Equal(t, before, scans(), "the lookup scanned the jobs table whole")
+}

@@ -121,6 +121,12 @@ func configure(cfg *pgx.ConnConfig) {
 		p["application_name"] = "creative batch"
 	}
 	p["idle_in_transaction_session_timeout"] = fmt.Sprint(idleInTransaction.Milliseconds())
+	// A run's lookups are of a few hundred jobs by key: with parallel
+	// workers, the planner scans the whole table for them in three
+	// processes (35 ms a lookup at 100,000 jobs, 10 ms by the index alone).
+	if p["max_parallel_workers_per_gather"] == "" {
+		p["max_parallel_workers_per_gather"] = "0"
+	}
 	maps.Copy(p, keepalives(defaultLease))
 	// The worker's own keepalives: a server that went silent is found
 	// gone within about 30 s, and the run's lock with it.
