@@ -91,8 +91,7 @@ func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entr
 		}
 		next := make(chan rows, 1)
 		read := func(after string) {
-			got := make([]batch.Last, 0, l.page)
-			err := l.query(ctx, &got, q, after, l.page)
+			got, err := l.query(ctx, l.page, q, after, l.page)
 			next <- rows{got, err}
 		}
 		go read("")
@@ -131,24 +130,21 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 		args[i] = j
 	}
 	q := l.d.bind(queries["last"] + strings.Repeat("?, ", len(jobs)-1) + "?)")
-	got := make([]batch.Last, 0, len(jobs))
-	if err := l.query(ctx, &got, q, args...); err != nil {
-		return nil, err
-	}
-	return got, nil
+	return l.query(ctx, len(jobs), q, args...)
 }
 
-// query reads the entries q selects into got.
-func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ...any) error {
+// query reads the entries q selects, at most n.
+func (l *Ledger) query(ctx context.Context, n int, q string, args ...any) ([]batch.Last, error) {
+	got := make([]batch.Last, 0, n)
 	var js rowJSON
 	err := l.each(ctx, q, args, func(rows *sql.Rows) error {
-		*got = append(*got, batch.Last{})
-		return js.scan(rows, &(*got)[len(*got)-1])
+		got = append(got, batch.Last{})
+		return js.scan(rows, &got[len(got)-1])
 	})
 	if err != nil {
-		return fmt.Errorf("sqlledger: %w", err)
+		return nil, fmt.Errorf("sqlledger: %w", err)
 	}
-	return nil
+	return got, nil
 }
 
 // rowJSON is what scan reads a row's entryCols into, kept from row to
