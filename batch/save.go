@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,11 +180,8 @@ func writeEach(n int, write func(i int) error) (rejected []error, err error) {
 func (ru *run) keep(ctx context.Context, rec *record, key string, fill func(io.Writer) (int64, error)) error {
 	w, err := ru.store.NewWriter(context.WithoutCancel(ctx), key, meta(rec))
 	if err == nil {
-		if _, err = fill(w); err != nil {
-			_ = w.Close()
-		} else {
-			err = w.Close()
-		}
+		_, err = fill(w)
+		err = cmp.Or(err, w.Close())
 	}
 	if err != nil {
 		return &storeError{err}
@@ -362,8 +360,6 @@ func (l *lazyWriter) close() error {
 	if l.w == nil {
 		return l.err
 	}
-	if err := l.w.Close(); l.err == nil {
-		l.err = err
-	}
+	l.err = cmp.Or(l.err, l.w.Close())
 	return l.err
 }
