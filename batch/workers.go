@@ -205,8 +205,6 @@ func (ru *run) stopFor(why string, err error) {
 	defer ru.mu.Unlock()
 	if ru.halt == nil {
 		ru.halt = fmt.Errorf("batch: %s, so the run stopped: %w", why, err)
-		if ru.sum.Stopped == "" {
-			ru.sum.Stopped = why
-		}
+		ru.sum.Stopped = cmp.Or(ru.sum.Stopped, why)
 	}
 }
