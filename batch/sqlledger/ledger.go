@@ -1,6 +1,7 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -253,11 +254,7 @@ func (s *session) Lost() <-chan struct{} { return s.lock.Lost() }
 
 func (s *session) End(ctx context.Context) error {
 	err := s.l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { _, err := s.l.exec(ctx, tx, "end", s.token); return err })
-	s.once.Do(func() {
-		if rerr := s.lock.Release(); err == nil {
-			err = rerr
-		}
-	})
+	s.once.Do(func() { err = cmp.Or(err, s.lock.Release()) })
 	return err
 }
 
