@@ -22,7 +22,7 @@ import (
 // test holds the two to it); anything else goes to Marshal.
 func Content(op string, canon map[string]any) (string, error) {
 	canon["op"] = op
-	if b, ok := appendCanonical(make([]byte, 0, 256), canon); ok {
+	if b, ok := appendCanonical(make([]byte, 0, 256), canon, 0); ok {
 		return string(b), nil
 	}
 	b, err := json.Marshal(canon, json.Deterministic(true))
@@ -32,9 +32,13 @@ func Content(op string, canon map[string]any) (string, error) {
 // appendCanonical appends v to b as json.Marshal with Deterministic would
 // write it, where v is made only of what a decoded JSON value holds; ok
 // is false for anything else (another type, a string that is not UTF-8, a
-// number JSON has not), which the caller gives to Marshal.
-func appendCanonical(b []byte, v any) (_ []byte, ok bool) {
+// number JSON has not, a value nested deeper than maxDepth), which the
+// caller gives to Marshal. depth is how deep v is nested.
+func appendCanonical(b []byte, v any, depth int) (_ []byte, ok bool) {
 	var err error
+	if depth >= maxDepth {
+		return b, false
+	}
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), true
@@ -54,7 +58,7 @@ func appendCanonical(b []byte, v any) (_ []byte, ok bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, ok = appendCanonical(b, e); !ok {
+			if b, ok = appendCanonical(b, e, depth+1); !ok {
 				return b, false
 			}
 		}
@@ -73,7 +77,7 @@ func appendCanonical(b []byte, v any) (_ []byte, ok bool) {
 			if b, err = jsontext.AppendQuote(b, k); err != nil {
 				return b, false
 			}
-			if b, ok = appendCanonical(append(b, ':'), v[k]); !ok {
+			if b, ok = appendCanonical(append(b, ':'), v[k], depth+1); !ok {
 				return b, false
 			}
 		}
@@ -81,3 +85,9 @@ func appendCanonical(b []byte, v any) (_ []byte, ok bool) {
 	}
 	return b, false
 }
+
+// maxDepth is how deep appendCanonical writes values: deeper ones go to
+// Marshal, which refuses a value nested deeper than JSON text may be
+// (10,000) and one that holds itself, where appendCanonical would write
+// the one and never end the other.
+const maxDepth = 1000
