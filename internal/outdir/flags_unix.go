@@ -5,7 +5,10 @@ package outdir
 import (
 	"io/fs"
 	"os"
+	"path"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // openFlags are added to every open of an existing name: no link is
@@ -41,4 +44,15 @@ func holdTemp(root *os.Root, name string) (*os.File, error) {
 // tryLock takes the lock of f unless another holds it.
 func tryLock(f *os.File) bool {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// removeFile removes the name name of root if it is not a folder: unlink,
+// never rmdir, so that a folder that took a file's name is left.
+func removeFile(root *os.Root, name string) error {
+	dir, err := root.Open(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return unix.Unlinkat(int(dir.Fd()), path.Base(name), 0)
 }

@@ -57,5 +57,8 @@ func (d *Dir) removeDead(name string) bool {
 		return false
 	}
 	defer f.Close()
-	return tryLock(f) && d.root.Remove(name) == nil
+	// The file opened is the one looked at (a folder may have taken its
+	// name meanwhile), and the removal takes no folder in its place.
+	fst, err := f.Stat()
+	return err == nil && fst.Mode().IsRegular() && os.SameFile(st, fst) && tryLock(f) && removeFile(d.root, name) == nil
 }
