@@ -123,7 +123,7 @@ func configure(cfg *pgx.ConnConfig) {
 	// three processes (35 ms a lookup at 100,000 jobs, 10 ms by the index
 	// alone).
 	for k, v := range map[string]string{"application_name": "creative batch", "max_parallel_workers_per_gather": "0"} {
-		if p[k] == "" {
+		if !urlSets(p, k) {
 			p[k] = v
 		}
 	}
@@ -134,6 +134,35 @@ func configure(cfg *pgx.ConnConfig) {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: net.KeepAliveConfig{
 		Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	cfg.DialFunc = d.DialContext
+}
+
+// urlSets reports whether the URL's parameters p set the setting name:
+// as a parameter of its own (in any case), or in options as libpq passes
+// them to the server ("-c name=value", "-cname=value", "--name=value",
+// dashes for underscores), which a parameter of its own would override.
+func urlSets(p map[string]string, name string) bool {
+	is := func(k string) bool { return strings.EqualFold(strings.ReplaceAll(k, "-", "_"), name) }
+	for k, v := range p {
+		if is(k) && v != "" {
+			return true
+		}
+	}
+	fields := strings.Fields(p["options"])
+	for i, f := range fields {
+		var kv string
+		switch {
+		case f == "-c" && i+1 < len(fields):
+			kv = fields[i+1]
+		case strings.HasPrefix(f, "--"), strings.HasPrefix(f, "-c"):
+			kv = f[2:]
+		default:
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); ok && is(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // dialect is PostgreSQL's, with the runs' locks on connections of cfg.
