@@ -55,9 +55,10 @@ type Dialect struct {
 	// in PostgreSQL's SQL (see group.go). What the statement does not
 	// take goes the one-at-a-time way.
 	Batch bool
-	// Page is how many rows Jobs reads in one query, 0 for 500: over a
-	// network each page is a round trip waited for before the next, so a
-	// server far away wants a larger one (memory follows the page).
+	// Page is how many rows Jobs reads of the jobs maybe paid in one
+	// query, 0 for 500: over a network each page is a round trip waited
+	// for before the next, so a server far away wants a larger one
+	// (memory follows the page).
 	Page int
 	// Version, when not "", is a query of one text value that changes
 	// whenever a row of jobs or attempts does (see Ledger.Version).

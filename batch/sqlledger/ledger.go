@@ -58,9 +58,9 @@ func New(db *sql.DB, d Dialect) *Ledger {
 	return l
 }
 
-// SetPage sets how many rows Jobs reads in one query (0: the default); a
-// test sets a small page to cross pages with few jobs. Call it before the
-// Ledger is used.
+// SetPage sets how many rows Jobs reads of the jobs maybe paid in one
+// query (0: the default); a test sets a small page to cross pages with
+// few jobs. Call it before the Ledger is used.
 func (l *Ledger) SetPage(n int) {
 	if n <= 0 {
 		n = defaultPage
@@ -106,7 +106,7 @@ var queries = map[string]string{
 	"recordJob": `UPDATE jobs SET state = ?, lost = ? WHERE job = ?`,
 	"status":    `SELECT state, lost, count(*) FROM jobs WHERE attempt > 0 GROUP BY state, lost`,
 	"inFlight":  `SELECT count(*)` + lastJoin + `WHERE j.state = 'claimed' AND NOT GONE`,
-	"jobs":      `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? ORDER BY j.job LIMIT ?`,
+	"jobs":      `SELECT ` + entryCols + lastJoin + `ORDER BY j.job`,
 	"maybePaid": `SELECT ` + entryCols + lastJoin + `WHERE j.job > ? AND (j.state = 'unknown' OR j.state = 'claimed' AND a.kind = 'call' AND GONE) ORDER BY j.job LIMIT ?`,
 	"last":      `SELECT ` + entryCols + lastJoin + `WHERE j.job IN (`,
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -73,15 +74,18 @@ func (l *Ledger) each(ctx context.Context, q string, args []any, f func(*sql.Row
 	return cmp.Or(err, rows.Err())
 }
 
-// Jobs yields every job's last attempt, a page at a time (Dialect.Page
-// rows, read after the last key of the page before), the next page read
-// while this one is handed on: memory follows two pages, never the
-// ledger.
+// Jobs yields every job's last attempt. Every job (maybePaid false) is
+// read in one statement, a row at a time as the rows are handed on: the
+// ledger as it was at one moment (rows read by several statements would
+// show a change made between two without one made before it). Those
+// maybe paid are read a page at a time (Dialect.Page rows, read after the
+// last key of the page before), the next page read while this one is
+// handed on. Memory follows a row or two pages, never the ledger.
 func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
-	q := l.q["jobs"]
-	if maybePaid {
-		q = l.q["maybePaid"]
+	if !maybePaid {
+		return l.every(ctx)
 	}
+	q := l.q["maybePaid"]
 	return func(yield func(*batch.Entry, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -113,6 +117,27 @@ func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entr
 			if !more {
 				return
 			}
+		}
+	}
+}
+
+// every yields every job's last attempt, read in one statement.
+func (l *Ledger) every(ctx context.Context) iter.Seq2[*batch.Entry, error] {
+	return func(yield func(*batch.Entry, error) bool) {
+		var js rowJSON
+		stopped := errors.New("stopped")
+		err := l.each(ctx, l.q["jobs"], nil, func(rows *sql.Rows) error {
+			e := new(batch.Last)
+			if err := js.scan(rows, e); err != nil {
+				return err
+			}
+			if !yield(&e.Entry, nil) {
+				return stopped
+			}
+			return nil
+		})
+		if err != nil && err != stopped {
+			yield(nil, fmt.Errorf("sqlledger: %w", err))
 		}
 	}
 }
