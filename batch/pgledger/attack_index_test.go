@@ -107,6 +107,7 @@ func (h *hookLedger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.
 func TestAttackIndexShowsOneMomentAcrossPages(t *testing.T) {
 
 	l, run := atkIndexLedger(t, 3)
+	l.SetPage(1) // a page of rows a statement, were they read so
 	h := &hookLedger{Ledger: l, hook: func() {
 		atkEnd(t, l, run, 0, "first-ended")
 		atkEnd(t, l, run, 2, "second-ended")
