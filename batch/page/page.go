@@ -107,6 +107,13 @@ func Write(w io.Writer, title string, entries iter.Seq[Entry]) error {
 // tells whether a page bears a stamp, so that a writer whose source has
 // not changed since leaves the page as it is.
 func WriteStamped(w io.Writer, title, stamp string, entries iter.Seq[Entry]) error {
+	// A stamped page ends with the digest of what comes before it, so
+	// that a page cut short or changed since is not taken for the one
+	// that bears its stamp.
+	sum := sha256.New()
+	if stamp != "" {
+		w = io.MultiWriter(w, sum)
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	t := html.EscapeString(title)
 	bw.WriteString(top(stamp))
@@ -124,21 +131,55 @@ func WriteStamped(w io.Writer, title, stamp string, entries iter.Seq[Entry]) err
 		}
 	}
 	fmt.Fprintf(bw, tail, script)
-	if err := bw.Flush(); err != nil {
+	err := bw.Flush()
+	if err == nil && stamp != "" {
+		_, err = io.WriteString(w, trailer(sum.Sum(nil)))
+	}
+	if err != nil {
 		return fmt.Errorf("page: %w", err)
 	}
 	return nil
 }
 
-// Stamped reports whether the page r reads begins as WriteStamped, in this
-// build of the package, begins a page stamped with stamp (not ""). It
-// reads no more than that beginning, a few hundred bytes, however large
-// the page.
+// trailer ends a stamped page whose bytes before it have the SHA-256
+// digest sum.
+func trailer(sum []byte) string { return fmt.Sprintf("<!-- sha256 %x -->\n", sum) }
+
+// trailerLen is the length of every trailer.
+var trailerLen = len(trailer(make([]byte, sha256.Size)))
+
+// Stamped reports whether the page r reads is one WriteStamped, in this
+// build of the package, wrote stamped with stamp (not ""), whole and
+// unchanged since: it begins as such a page begins, and ends with the
+// digest of the bytes before that end. A page of another stamp is told
+// by its first few hundred bytes; one of the same stamp is read to its
+// end.
 func Stamped(r io.Reader, stamp string) bool {
 	want := top(stamp)
 	got := make([]byte, len(want))
-	_, err := io.ReadFull(r, got)
-	return stamp != "" && err == nil && string(got) == want
+	if _, err := io.ReadFull(r, got); stamp == "" || err != nil || string(got) != want {
+		return false
+	}
+	sum := sha256.New()
+	sum.Write(got)
+	// The last trailerLen bytes read are held back from the digest: they
+	// are the trailer, at the end.
+	buf := make([]byte, 64<<10)
+	held := 0
+	for {
+		n, err := r.Read(buf[held:])
+		held += n
+		if keep := held - trailerLen; keep > 0 && (held == len(buf) || err != nil) {
+			sum.Write(buf[:keep])
+			held = copy(buf, buf[keep:held])
+		}
+		if err == io.EOF {
+			return held == trailerLen && string(buf[:held]) == trailer(sum.Sum(nil))
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // top is the beginning of a page stamped with stamp (see WriteStamped):

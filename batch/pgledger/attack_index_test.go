@@ -57,11 +57,10 @@ func atkFolder(t *testing.T) (*batch.Folder, string) {
 	return f, filepath.Join(dir, batch.IndexFile)
 }
 
-// A page cut short (by a user, a copy that ran out of room) keeps the
-// stamp at its top: the next WriteIndex must not take it for the ledger's
-// page, which it is not.
-func TestAttackIndexTruncatedPageIsRewritten(t *testing.T) {
-	t.Skip("finding: a page cut short below its stamp is left as it is (indexStamped reads only the page's top), so index.html stays broken until the ledger changes")
+// A page cut short (by a user, a copy that ran out of room) or edited
+// keeps the stamp at its top: the next WriteIndex must not take it for
+// the ledger's page, which it is not.
+func TestAttackIndexTruncatedOrEditedPageIsRewritten(t *testing.T) {
 	l, run := atkIndexLedger(t, 3)
 	atkEnd(t, l, run, 2, "the-last-job-failed")
 	out, page := atkFolder(t)
@@ -69,14 +68,27 @@ func TestAttackIndexTruncatedPageIsRewritten(t *testing.T) {
 	whole, err := os.ReadFile(page)
 	require.NoError(t, err)
 	require.Contains(t, string(whole), "the-last-job-failed")
-	require.NoError(t, os.WriteFile(page, whole[:len(whole)/2], 0o644))
-
-	require.NoError(t, batch.WriteIndex(t.Context(), l, out))
-	got, err := os.ReadFile(page)
-	require.NoError(t, err)
-	if string(got) != string(whole) {
-		t.Fatalf("the page cut short (%d bytes of %d) was left as the ledger's page", len(got), len(whole))
+	for what, changed := range map[string]string{
+		"cut short": string(whole[:len(whole)/2]),
+		"edited":    strings.Replace(string(whole), "the-last-job-failed", "the-last-job-is-fine", 1),
+		"added to":  string(whole) + "<p>a note</p>\n",
+	} {
+		require.NoError(t, os.WriteFile(page, []byte(changed), 0o644))
+		require.NoError(t, batch.WriteIndex(t.Context(), l, out))
+		got, err := os.ReadFile(page)
+		require.NoError(t, err)
+		if string(got) != string(whole) {
+			t.Errorf("the page %s (%d bytes of %d) was left as the ledger's page", what, len(got), len(whole))
+		}
 	}
+	// Unchanged, it is left alone.
+	st, err := os.Stat(page)
+	require.NoError(t, err)
+	require.NoError(t, os.Chtimes(page, st.ModTime().Add(-time.Hour), st.ModTime().Add(-time.Hour)))
+	require.NoError(t, batch.WriteIndex(t.Context(), l, out))
+	again, err := os.Stat(page)
+	require.NoError(t, err)
+	require.Equal(t, st.ModTime().Add(-time.Hour), again.ModTime(), "the ledger's page was written again")
 }
 
 // hookLedger runs hook once Jobs has handed on its first entry.
