@@ -13,11 +13,12 @@ const IndexFile = "index.html"
 
 // WriteIndex writes index.html to out, beside the outputs: the contact
 // sheet of package page, showing every job of the ledger by its last
-// attempt, read a page of rows at a time as the page is written. The page
-// is written as one object: a reader sees the old page or the new one.
-// A Versioned ledger's page is stamped with the version read before its
-// rows, and a page already stamped with the ledger's version is left as it
-// is: no job changed since its rows were read.
+// attempt, read as the page is written. The page is written as one
+// object: a reader sees the old page or the new one. A Versioned ledger's
+// page is stamped with the version read before its rows, and a page
+// already stamped with the ledger's version is left as it is, unless it
+// was cut short or changed since: no job changed since its rows were
+// read.
 func WriteIndex(ctx context.Context, l Ledger, out Store) error {
 	var stamp string
 	if v, ok := l.(Versioned); ok {
@@ -51,9 +52,10 @@ func WriteIndex(ctx context.Context, l Ledger, out Store) error {
 	return w.Close()
 }
 
-// indexStamped reports whether out's index.html bears stamp (see
-// page.Stamped), reading its first few hundred bytes; a store that cannot
-// read a part of an object says no.
+// indexStamped reports whether out's index.html bears stamp, whole and
+// unchanged since it was written (see page.Stamped: one of another stamp
+// is told by its first few hundred bytes); a store that cannot read an
+// object says no.
 func indexStamped(ctx context.Context, out Store, stamp string) bool {
 	r, ok := out.(interface {
 		NewReader(ctx context.Context, key string) (io.ReadCloser, error)
