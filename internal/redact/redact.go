@@ -81,7 +81,7 @@ func (r *Redactor) Redact(s string) string {
 	// what holds a form then holds it as it is too, or across a line
 	// break, unless a form holds a "=" (see joinLines), when both are
 	// looked through.
-	lines := strings.ContainsAny(s, "\r\n")
+	lines, escapes := marks(s)
 	var plain, joined bool
 	if lines && !r.eq {
 		joined = r.holdsJoined(s)
@@ -102,10 +102,27 @@ func (r *Redactor) Redact(s string) string {
 	if joined {
 		s = r.redactJoined(s)
 	}
-	if strings.ContainsAny(s, `&\%`) {
+	if plain || joined {
+		escapes = strings.ContainsAny(s, `&\%`) // of what is left
+	}
+	if escapes {
 		s = r.redactEscaped(s)
 	}
 	return s
+}
+
+// marks reports whether s holds a line break (CR or LF), and whether it
+// holds a byte that may start an escape (& \ %), in one pass.
+func marks(s string) (lines, escapes bool) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\r', '\n':
+			lines = true
+		case '&', '\\', '%':
+			escapes = true
+		}
+	}
+	return lines, escapes
 }
 
 // holdsForm reports whether s holds one of the forms, in any case,
