@@ -41,8 +41,6 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // before a call; it is safe for concurrent use.
 type checker struct{ files *files }
 
-func newChecker(f *files) *checker { return &checker{files: f} }
-
 func lineErr(j Job, field string, format string, args ...any) error {
 	return &LineError{Line: j.Line, Field: field, Err: fmt.Errorf(format, args...)}
 }

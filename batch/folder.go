@@ -113,6 +113,15 @@ func (f *Folder) Get(_ context.Context, key string) ([]byte, error) {
 	return f.dir.ReadFile(key)
 }
 
+// NewReader opens the file key for reading as a stream, through the
+// folder's gate, or returns an error matching fs.ErrNotExist.
+func (f *Folder) NewReader(_ context.Context, key string) (io.ReadCloser, error) {
+	if err := f.check(key); err != nil {
+		return nil, err
+	}
+	return f.dir.OpenFile(key, os.O_RDONLY, 0)
+}
+
 // Delete removes the file key.
 func (f *Folder) Delete(_ context.Context, key string) error {
 	if err := f.check(key); err != nil {
@@ -176,10 +185,9 @@ func (w *folderWriter) place() error {
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		if same, err := w.same(); err != nil || same {
-			if err != nil {
-				return err
-			}
+		if same, err := w.same(); err != nil {
+			return err
+		} else if same {
 			return w.t.Rename(w.key)
 		}
 		if _, err := w.dir.MoveAside(w.key); err != nil && !errors.Is(err, fs.ErrNotExist) {

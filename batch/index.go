@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/creativegen/creative-go/batch/page"
 )
@@ -14,7 +15,17 @@ const IndexFile = "index.html"
 // sheet of package page, showing every job of the ledger by its last
 // attempt, read a page of rows at a time as the page is written. The page
 // is written as one object: a reader sees the old page or the new one.
+// A Versioned ledger's page is stamped with the version read before its
+// rows, and a page already stamped with the ledger's version is left as it
+// is: no job changed since its rows were read.
 func WriteIndex(ctx context.Context, l Ledger, out Store) error {
+	var stamp string
+	if v, ok := l.(Versioned); ok {
+		stamp, _ = v.Version(ctx) // none: the page is written unstamped
+		if indexStamped(ctx, out, stamp) {
+			return nil
+		}
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := out.NewWriter(wctx, IndexFile, map[string]string{"content-type": "text/html; charset=utf-8"})
@@ -29,7 +40,7 @@ func WriteIndex(ctx context.Context, l Ledger, out Store) error {
 			}
 		}
 	}
-	if err = page.Write(w, "batch", entries); err == nil {
+	if err = page.WriteStamped(w, "batch", stamp, entries); err == nil {
 		err = walkErr
 	}
 	if err != nil {
@@ -38,6 +49,24 @@ func WriteIndex(ctx context.Context, l Ledger, out Store) error {
 		return err
 	}
 	return w.Close()
+}
+
+// indexStamped reports whether out's index.html bears stamp (see
+// page.Stamped), reading its first few hundred bytes; a store that cannot
+// read a part of an object says no.
+func indexStamped(ctx context.Context, out Store, stamp string) bool {
+	r, ok := out.(interface {
+		NewReader(ctx context.Context, key string) (io.ReadCloser, error)
+	})
+	if !ok || stamp == "" {
+		return false
+	}
+	rc, err := r.NewReader(ctx, IndexFile)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	return page.Stamped(rc, stamp)
 }
 
 // WriteIndex is the package's WriteIndex over the Runner's Ledger and

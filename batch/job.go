@@ -30,20 +30,21 @@ func (ru *run) do(ctx context.Context, t *task) {
 	}
 	last, live := t.last, t.live
 	for range 3 {
-		var again bool
 		switch decide(last, &ru.o, live) {
 		case actCall:
-			last, live, again = ru.send(ctx, t, last)
+			last, live = ru.send(ctx, t, last)
 		case actDownload:
-			last, live, again = ru.redownload(ctx, last)
+			last, live = ru.redownload(ctx, last)
 		case actCheck:
-			last, live, again = ru.checkDone(ctx, t, last)
+			last, live = ru.checkDone(ctx, t, last)
 		case actLeave:
-			ru.skip(last, func(s *Summary) { s.countLeft(last) })
+			ru.skip(last, func(s *Summary) { s.tally(last) })
+			return
 		case actElsewhere:
 			ru.elsewhere(last)
+			return
 		}
-		if !again {
+		if last == nil {
 			return
 		}
 	}
@@ -271,19 +272,20 @@ func maybePaid(rec *record) bool {
 
 // send claims the next attempt of t after last and sends its request; an
 // earlier attempt that may have been paid is sent again on the caller's
-// say-so (Options.ResendUnknown). It returns what claim returns when the
-// ledger did not allow the claim.
-func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, bool) {
+// say-so (Options.ResendUnknown). When the ledger did not allow the claim,
+// it returns the job's last attempt as claim does, to decide again; else
+// nil.
+func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool) {
 	jr, ctx, ok := ru.st.begin(ctx)
 	if !ok {
-		return nil, false, false
+		return nil, false
 	}
 	defer ru.st.end(jr)
 	after := maybePaid(last)
 	rec := &record{Record: Record{Job: t.key, ID: t.job.ID, Line: t.job.Line, Op: t.op.Name, Attempt: nextAttempt(last), State: Claimed,
 		Fields: t.vals, Worker: ru.o.Worker, Run: ru.token, Time: time.Now().UTC()}, Kind: KindCall, Stem: t.stem()}
 	if ok, last, live := ru.claim(ctx, rec); !ok {
-		return last, live, last != nil
+		return last, live
 	}
 	start := time.Now()
 	req, closeFiles, err := ru.checker.files.request(t)
@@ -317,10 +319,10 @@ func (ru *run) send(ctx context.Context, t *task, last *record) (*record, bool, 
 			rec.Error += "; an earlier attempt may have been paid"
 		}
 		ru.finish(ctx, rec, start, nil)
-		return nil, false, false
+		return nil, false
 	}
 	ru.save(ctx, rec, res, start)
-	return nil, false, false
+	return nil, false
 }
 
 // nextAttempt is the number of the attempt after last.
@@ -358,7 +360,7 @@ func everyJobAlike(err error) string {
 // answer had none (its bytes came in the answer, which is kept nowhere
 // else), only paying again writes them: on the caller's say-so
 // (Options.RepayLost).
-func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, bool, bool) {
+func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, bool) {
 	for _, f := range last.Files {
 		ok, err := ru.store.Exists(ctx, f)
 		if err != nil {
@@ -366,7 +368,7 @@ func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, b
 				ru.started.Add(1)
 				ru.failLedger(&storeError{err}, nil)
 			}
-			return nil, false, false
+			return nil, false
 		}
 		if !ok && len(last.URLs) > 0 {
 			return ru.redownload(ctx, last)
@@ -376,23 +378,23 @@ func (ru *run) checkDone(ctx context.Context, t *task, last *record) (*record, b
 		}
 		if !ok {
 			ru.skip(last, func(s *Summary) { s.Missing++ })
-			return nil, false, false
+			return nil, false
 		}
 	}
 	ru.skip(last, func(s *Summary) { s.DoneBefore++ })
-	return nil, false, false
+	return nil, false
 }
 
 // redownload claims the attempt after last, an answered job's, to fetch
 // its files again.
-func (ru *run) redownload(ctx context.Context, last *record) (*record, bool, bool) {
+func (ru *run) redownload(ctx context.Context, last *record) (*record, bool) {
 	rec := *last
 	rec.Attempt, rec.Kind, rec.State, rec.Worker, rec.Run = last.Attempt+1, KindDownload, Claimed, ru.o.Worker, ru.token
 	rec.Files, rec.Error, rec.Requests, rec.Seconds, rec.Lost = nil, "", 0, 0, false
 	rec.Time = time.Now().UTC()
 	if ok, last, live := ru.claim(ctx, &rec); !ok {
-		return last, live, last != nil
+		return last, live
 	}
 	ru.download(ctx, &rec, time.Now())
-	return nil, false, false
+	return nil, false
 }

@@ -122,16 +122,15 @@ func decide(r *record, o *Options, live bool) action {
 	case Done:
 		return actCheck
 	case Answered:
-		if !r.Lost && live {
+		switch {
+		case r.Lost && o.RepayLost:
+			return actCall
+		case r.Lost:
+			return actLeave
+		case live:
 			return actElsewhere // its run fetches the files
 		}
-		if !r.Lost {
-			return actDownload
-		}
-		if o.RepayLost {
-			return actCall
-		}
-		return actLeave
+		return actDownload
 	case Claimed:
 		if live {
 			return actElsewhere

@@ -87,6 +87,14 @@ type Ledger interface {
 	Close() error
 }
 
+// A Versioned Ledger tells, in one query, a version of its jobs and their
+// attempts that changes whenever one of them does, or "" where its engine
+// cannot: WriteIndex stamps index.html with it, and leaves a page that
+// bears the current version as it is.
+type Versioned interface {
+	Version(ctx context.Context) (string, error)
+}
+
 // MaxLast bounds the jobs of one Ledger.Last.
 const MaxLast = 500
 

@@ -70,19 +70,20 @@ func TestOutputNames(t *testing.T) {
 	}
 }
 
-// A summary counts each job left alone by its last attempt.
+// A summary counts each job, ended or left alone, by its last attempt.
 func TestASummaryCountsEachJobLeftByItsLastAttempt(t *testing.T) {
 	var sum Summary
-	for _, r := range []Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown}} {
-		sum.countLeft(&record{Record: r})
+	for _, r := range []Record{{State: Answered, Lost: true}, {State: Claimed}, {State: Unknown}, {State: Unknown},
+		{State: Done}, {State: Failed}, {State: Refused}, {State: Refused}, {State: Answered}} {
+		sum.tally(&record{Record: r})
 	}
-	assert.Equal(t, Summary{Lost: 1, Claimed: 1, Unknown: 2}, sum)
+	assert.Equal(t, Summary{Lost: 1, Claimed: 1, Unknown: 2, Done: 1, Failed: 1, Refused: 2, Waiting: 1}, sum)
 }
 
 // A job's fields are checked against the table before anything else: each
 // refusal names the field.
 func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
-	c := newChecker(&files{fsys: nil})
+	c := &checker{files: &files{fsys: nil}}
 	for _, tc := range []struct {
 		job   Job
 		field string
@@ -114,7 +115,7 @@ func TestAJobsFieldsAreCheckedAgainstTheTable(t *testing.T) {
 // Jobs whose requests the SDK sends alike are one job, whatever the line
 // left out: a rerun of either pays nothing twice.
 func TestJobsSentAlikeAreOneJob(t *testing.T) {
-	c := newChecker(&files{fsys: nil})
+	c := &checker{files: &files{fsys: nil}}
 	letter := map[string]any{"inputs": []any{map[string]any{"jobRole": "r", "jobSkills": "s"}}, "language": "en", "useCase": "CoverLetter", "tone": "warm"}
 	with := func(m map[string]any, k string, v any) map[string]any {
 		m = maps.Clone(m)

@@ -30,7 +30,7 @@ func (r *Runner) Plan(ctx context.Context, c *Checked) (*Plan, error) {
 		case act == actCheck:
 			out.Summary.DoneBefore++
 		case act == actLeave:
-			out.Summary.countLeft(t.last)
+			out.Summary.tally(t.last)
 		case act == actElsewhere:
 			out.Summary.Elsewhere++
 		}

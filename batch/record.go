@@ -45,16 +45,12 @@ func (ru *run) finish(ctx context.Context, rec *record, start time.Time, err err
 				<-ru.recording
 			}
 		}()
-		if err := ru.recordWithin(ctx, rec, bound); err != nil {
+		if err := ru.record(ctx, rec, bound); err != nil {
 			ru.unrecorded(rec, err)
 		}
 		ru.end(rec)
 	})
 }
-
-// errTakenOver refuses a record of this run once another worker took its
-// job over (the ledger fenced it).
-var errTakenOver = ErrFenced
 
 // recordTimeout bounds each record's write: a record is written even once
 // the run's context ended (the call ended, and may have been paid), within
@@ -62,29 +58,13 @@ var errTakenOver = ErrFenced
 const recordTimeout = 10 * time.Second
 
 // record writes rec's answer or end in the ledger, even when ctx was
-// cancelled, within recordTimeout, or abandonedWrite once the run was
-// cancelled (a caller's grace ended: a process told to stop ends before
-// it is killed; a record not written in time leaves the job as the ledger
-// had it, claimed (maybe paid) or answered). The ledger takes it only
-// while the attempt is its job's last and this run is not gone (fencing,
-// checked in the transaction): when another worker took the job over
-// meanwhile, the record is refused (errTakenOver), so the job is not
-// shown done twice and a second payment is not hidden behind a done
-// record; the run's LedgerError hands the answer back.
-func (ru *run) record(ctx context.Context, rec *record) error {
-	return ru.recordWithin(ctx, rec, recordBound(ctx))
-}
-
-// recordBound is the bound of a record written now under ctx.
-func recordBound(ctx context.Context) time.Duration {
-	if ctx.Err() != nil {
-		return abandonedWrite
-	}
-	return recordTimeout
-}
-
-// recordWithin writes rec as record does, within bound.
-func (ru *run) recordWithin(ctx context.Context, rec *record, bound time.Duration) error {
+// cancelled, within bound: recordBound(ctx) as the job ends. The ledger
+// takes it only while the attempt is its job's last and this run is not
+// gone (fencing, checked in the transaction): when another worker took
+// the job over meanwhile, the record is refused (ErrFenced), so the job
+// is not shown done twice and a second payment is not hidden behind a
+// done record; the run's LedgerError hands the answer back.
+func (ru *run) record(ctx context.Context, rec *record, bound time.Duration) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	return ru.ledger.Record(wctx, rec)
@@ -94,22 +74,23 @@ func (ru *run) recordWithin(ctx context.Context, rec *record, bound time.Duratio
 // cancelled.
 const abandonedWrite = 5 * time.Second
 
+// recordBound is the bound of a record written now under ctx:
+// recordTimeout, or abandonedWrite once the run was cancelled (a caller's
+// grace ended: a process told to stop ends before it is killed; a record
+// not written in time leaves the job as the ledger had it, claimed (maybe
+// paid) or answered).
+func recordBound(ctx context.Context) time.Duration {
+	if ctx.Err() != nil {
+		return abandonedWrite
+	}
+	return recordTimeout
+}
+
 // end counts rec as it ends this run, and tells of it.
 func (ru *run) end(rec *record) {
 	ru.count(func(s *Summary) {
 		s.Requests += rec.Requests
-		switch {
-		case rec.State == Done:
-			s.Done++
-		case rec.State == Failed:
-			s.Failed++
-		case rec.State == Refused:
-			s.Refused++
-		case rec.State == Answered && !rec.Lost:
-			s.Waiting++
-		default:
-			s.countLeft(rec) // lost, claimed or unknown
-		}
+		s.tally(rec)
 	})
 	ru.changed.Add(1)
 	ru.event(JobEnded, rec)
@@ -126,7 +107,7 @@ func (ru *run) unrecorded(rec *record, err error) {
 		paid = &cp
 	}
 	ru.failLedger(err, paid)
-	if paid == nil && (rec.Requests > 0 || errors.Is(err, errTakenOver)) {
+	if paid == nil && (rec.Requests > 0 || errors.Is(err, ErrFenced)) {
 		ru.maybePaid(rec)
 	}
 	state := Claimed

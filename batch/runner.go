@@ -148,7 +148,7 @@ func New(c *creative.Client, l Ledger, out Store, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{c: c, ledger: l, store: out, o: o, checker: newChecker(f), st: newStarter(), spend: sp}, nil
+	return &Runner{c: c, ledger: l, store: out, o: o, checker: &checker{files: f}, st: newStarter(), spend: sp}, nil
 }
 
 // Stop stops starting jobs: those waiting to send their first request (for
@@ -325,10 +325,19 @@ type Summary struct {
 	Stopped string
 }
 
-// countLeft counts a job left alone at its last attempt.
-func (s *Summary) countLeft(last *record) {
+// tally counts a job by its last attempt, as a run ended it or left it
+// alone.
+func (s *Summary) tally(last *record) {
 	switch {
-	case last.State == Answered && last.Lost:
+	case last.State == Done:
+		s.Done++
+	case last.State == Failed:
+		s.Failed++
+	case last.State == Refused:
+		s.Refused++
+	case last.State == Answered && !last.Lost:
+		s.Waiting++
+	case last.State == Answered:
 		s.Lost++
 	case last.State == Claimed:
 		s.Claimed++

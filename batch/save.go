@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,13 +61,17 @@ func (e *rejectedError) Error() string {
 
 func (e *rejectedError) Unwrap() error { return e.err }
 
-// joinErrors says errs in one line.
-func joinErrors(errs []error) string {
-	s := make([]string, len(errs))
-	for i, err := range errs {
-		s[i] = err.Error()
+// settle marks rec done, or answered with the refusals of the files kept
+// as rejected, said in one line.
+func settle(rec *record, rejected []error) {
+	rec.State, rec.Error, rec.Lost = Done, "", false
+	if len(rejected) > 0 {
+		s := make([]string, len(rejected))
+		for i, err := range rejected {
+			s[i] = err.Error()
+		}
+		rec.State, rec.Error = Answered, strings.Join(s, "; ")
 	}
-	return strings.Join(s, "; ")
 }
 
 // kept names the files of an answer beside its stem: its outputs
@@ -126,7 +131,7 @@ func (ru *run) answered(ctx context.Context, rec *record, us []creative.URL, sta
 	}
 	rec.State = Answered
 	rec.Time = time.Now().UTC()
-	if err := ru.record(ctx, rec); err != nil {
+	if err := ru.record(ctx, rec, recordBound(ctx)); err != nil {
 		ru.unrecorded(rec, err)
 		ru.end(rec)
 		return
@@ -175,11 +180,8 @@ func writeEach(n int, write func(i int) error) (rejected []error, err error) {
 func (ru *run) keep(ctx context.Context, rec *record, key string, fill func(io.Writer) (int64, error)) error {
 	w, err := ru.store.NewWriter(context.WithoutCancel(ctx), key, meta(rec))
 	if err == nil {
-		if _, err = fill(w); err != nil {
-			_ = w.Close()
-		} else {
-			err = w.Close()
-		}
+		_, err = fill(w)
+		err = cmp.Or(err, w.Close())
 	}
 	if err != nil {
 		return &storeError{err}
@@ -239,10 +241,7 @@ func (ru *run) download(ctx context.Context, rec *record, start time.Time) {
 	}
 	rec.Files = nil
 	rejected, err := writeEach(len(rec.URLs), func(i int) error { return ru.fetch(ctx, rec, i, rec.URLs[i]) })
-	rec.State, rec.Error, rec.Lost = Done, "", false
-	if err == nil && len(rejected) > 0 {
-		rec.State, rec.Error = Answered, joinErrors(rejected)
-	}
+	settle(rec, rejected)
 	if err != nil {
 		why := strings.TrimPrefix(err.Error(), "creative: ")
 		rec.State, rec.Error = Answered, "the call was answered but its files were not all downloaded (a rerun downloads them without paying again): "+why
@@ -316,12 +315,10 @@ func (ru *run) checkKept(ctx context.Context, rec *record, start time.Time) {
 			return err
 		})
 	}
-	rec.State, rec.Error, rec.Lost = Done, "", false
+	settle(rec, rejected)
 	switch {
 	case err != nil:
 		rec.State, rec.Error = Answered, "the answer's kept files could not be checked again (a rerun tries again): "+err.Error()
-	case len(rejected) > 0:
-		rec.State, rec.Error = Answered, joinErrors(rejected)
 	case len(kept) == 0 && len(rec.Files) == 0:
 		rec.State, rec.Lost, rec.Error = Answered, true, "the answer's kept files are gone: only paying again gets it"
 	}
@@ -363,8 +360,6 @@ func (l *lazyWriter) close() error {
 	if l.w == nil {
 		return l.err
 	}
-	if err := l.w.Close(); l.err == nil {
-		l.err = err
-	}
+	l.err = cmp.Or(l.err, l.w.Close())
 	return l.err
 }

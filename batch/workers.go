@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,13 +106,8 @@ func (r *Runner) Run(ctx context.Context, c *Checked) (Summary, error) {
 	if ru.fatal != nil {
 		return ru.sum, ru.fatal
 	}
-	if ru.halt != nil {
-		return ru.sum, ru.halt
-	}
-	if err := <-readErr; err != nil {
-		return ru.sum, err
-	}
-	return ru.sum, ctx.Err()
+	// The reader sent its error before the queue closed.
+	return ru.sum, cmp.Or(ru.halt, <-readErr, ctx.Err())
 }
 
 // keepIndex rewrites index.html every Options.IndexEvery while jobs are
@@ -209,8 +205,6 @@ func (ru *run) stopFor(why string, err error) {
 	defer ru.mu.Unlock()
 	if ru.halt == nil {
 		ru.halt = fmt.Errorf("batch: %s, so the run stopped: %w", why, err)
-		if ru.sum.Stopped == "" {
-			ru.sum.Stopped = why
-		}
+		ru.sum.Stopped = cmp.Or(ru.sum.Stopped, why)
 	}
 }

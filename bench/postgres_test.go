@@ -23,7 +23,8 @@ import (
 // 100,000) at --concurrency 64 with --ledger a PostgreSQL database reached
 // through a proxy that adds 20 ms to every round trip (BENCH_PG_DELAY_MS
 // sets another), against an instant service; then a rerun of the finished
-// jobs (counted at the service: none sent) and creative batch status. It reports the wall time of each phase
+// jobs (counted at the service: none sent; BENCH_PG_RERUNS of them, default
+// 1) and creative batch status. It reports the wall time of each phase
 // and the ledger's round trips a job, counted at the proxy.
 func BenchmarkPostgresLedger(b *testing.B) {
 	lines := envInt("BENCH_PG_LINES", 1000)
@@ -77,7 +78,9 @@ func BenchmarkPostgresLedger(b *testing.B) {
 				trips, float64(trips)/float64(lines), sent)
 		}
 		cli("run", "batch", jobs, "--out", out, "--concurrency", strconv.Itoa(concurrency))
-		cli("rerun", "batch", jobs, "--out", out, "--concurrency", strconv.Itoa(concurrency))
+		for range envInt("BENCH_PG_RERUNS", 1) {
+			cli("rerun", "batch", jobs, "--out", out, "--concurrency", strconv.Itoa(concurrency))
+		}
 		cli("status", "batch", "status", "--out", out)
 		os.RemoveAll(out)
 	}

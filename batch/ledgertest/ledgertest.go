@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) batch.Ledger) {
 		{"Take takes shares outside claims, against the same caps", take},
 		{"Status, Jobs and Last read every job in few queries", readers},
 		{"claims cancelled midway never undo the claims of others", cancelledClaims},
+		{"a Versioned ledger's version changes with each claim and record, and with nothing read", versions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -380,4 +381,65 @@ func readers(t *testing.T, l batch.Ledger) {
 	for _, e := range some {
 		assert.Equal(t, e.State == batch.Claimed || e.State == batch.Answered && !e.Lost && e.Error == "", e.Live)
 	}
+}
+
+// versions checks a batch.Versioned ledger: each claim, record, lost
+// answer and take-over gives a version never seen before; reading and
+// taking shares of the budget change nothing the page shows, and keep it.
+// A ledger whose engine has no version ("") is skipped.
+func versions(t *testing.T, l batch.Ledger) {
+	vl, ok := l.(batch.Versioned)
+	version := func() string {
+		t.Helper()
+		v, err := vl.Version(t.Context())
+		require.NoError(t, err)
+		return v
+	}
+	if !ok || version() == "" {
+		t.Skip("the ledger tells no version")
+	}
+	seen := map[string]string{}
+	changed := func(what string) {
+		t.Helper()
+		v := version()
+		if before, ok := seen[v]; ok {
+			t.Fatalf("after %s the version is the one seen after %s: %q", what, before, v)
+		}
+		seen[v] = what
+		require.Equal(t, v, version(), "read twice after %s", what)
+	}
+	changed("nothing")
+	a, sa := begin(t, l)
+	j, k := jobKey("version a"), jobKey("version b")
+	mustClaim(t, l, claim(j, 1, a))
+	changed("a claim")
+	mustClaim(t, l, claim(k, 1, a))
+	changed("another claim")
+	ans := end(j, 1, a, batch.Answered)
+	ans.URLs = []string{"https://cdn.example/v.png"}
+	require.NoError(t, l.Record(t.Context(), ans))
+	changed("an answer")
+	done := *ans
+	done.State, done.Files = batch.Done, []string{"v.png"}
+	require.NoError(t, l.Record(t.Context(), &done))
+	changed("its end")
+	lost := end(k, 1, a, batch.Answered)
+	lost.Lost = true
+	require.NoError(t, l.Record(t.Context(), lost))
+	changed("a lost answer")
+	v := version()
+	_, _ = l.Status(t.Context())
+	for _, err := range l.Jobs(t.Context(), false) {
+		require.NoError(t, err)
+	}
+	_, err := l.Last(t.Context(), []string{j, k})
+	require.NoError(t, err)
+	require.NoError(t, l.Take(t.Context(), a, batch.Share{Calls: 1, MaxCalls: 10}))
+	assert.Equal(t, v, version(), "reading the jobs and taking a share change no job")
+	require.NoError(t, sa.End(t.Context()))
+	b, _ := begin(t, l)
+	c := claim(k, 2, b)
+	c.RepayLost = true
+	mustClaim(t, l, c)
+	changed("a lost answer claimed again by another run")
 }

@@ -23,9 +23,11 @@ import (
 	"html"
 	"io"
 	"iter"
+	"maps"
 	"net"
 	"net/url"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -97,8 +99,17 @@ func hash(s string) string {
 // w. It reads entries once, one at a time, and holds none of them after
 // writing it: the page may hold any number of jobs.
 func Write(w io.Writer, title string, entries iter.Seq[Entry]) error {
+	return WriteStamped(w, title, "", entries)
+}
+
+// WriteStamped is Write, the page stamped with stamp (when not ""): what
+// the entries were read from, such as a version of the ledger. Stamped
+// tells whether a page bears a stamp, so that a writer whose source has
+// not changed since leaves the page as it is.
+func WriteStamped(w io.Writer, title, stamp string, entries iter.Seq[Entry]) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	t := html.EscapeString(title)
+	bw.WriteString(top(stamp))
 	fmt.Fprintf(bw, head, html.EscapeString(csp), t, css, t)
 	// encoding/json escapes <, > and & (and U+2028, U+2029), so no value
 	// can close the script element that holds the data.
@@ -119,14 +130,59 @@ func Write(w io.Writer, title string, entries iter.Seq[Entry]) error {
 	return nil
 }
 
-// The page around the data: head takes the CSP, the title (twice) and the
-// style; tail takes the script.
+// Stamped reports whether the page r reads begins as WriteStamped, in this
+// build of the package, begins a page stamped with stamp (not ""). It
+// reads no more than that beginning, a few hundred bytes, however large
+// the page.
+func Stamped(r io.Reader, stamp string) bool {
+	want := top(stamp)
+	got := make([]byte, len(want))
+	_, err := io.ReadFull(r, got)
+	return stamp != "" && err == nil && string(got) == want
+}
+
+// top is the beginning of a page stamped with stamp (see WriteStamped):
+// the stamp, after the build's own (build), in the page's head.
+func top(stamp string) string {
+	s := "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	if stamp != "" {
+		s += `<meta name="creative-source" content="` + html.EscapeString(build+" "+stamp) + "\">\n"
+	}
+	return s
+}
+
+// build tells this build's pages from another's made of the same entries:
+// a digest of the page's format, its style and script, the labels it
+// shows for ids, and the version of the module that wrote it. A page
+// written by another build is written again, whatever its stamp.
+var build = func() string {
+	h := sha256.New()
+	fmt.Fprintln(h, format, head, tail, css, script)
+	for _, id := range slices.Sorted(maps.Keys(labels)) {
+		fmt.Fprintln(h, id, labels[id])
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintln(h, bi.Main.Path, bi.Main.Version, bi.Main.Sum)
+		for _, d := range bi.Deps {
+			fmt.Fprintln(h, d.Path, d.Version, d.Sum)
+		}
+		for _, s := range bi.Settings {
+			if strings.HasPrefix(s.Key, "vcs.") {
+				fmt.Fprintln(h, s.Key, s.Value)
+			}
+		}
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}()
+
+// format is the version of how an Entry becomes a card: raise it when
+// cardOf shows an entry otherwise.
+const format = 1
+
+// The page around the data, after top: head takes the CSP, the title
+// (twice) and the style; tail takes the script.
 const (
-	head = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="%s">
+	head = `<meta http-equiv="Content-Security-Policy" content="%s">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>%s</title>

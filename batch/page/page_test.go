@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/creativegen/creative-go/ids"
 )
 
@@ -362,4 +365,28 @@ func TestWriteFile(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "page: ") {
 		t.Errorf("WriteFile into a missing folder = %v", err)
 	}
+}
+
+// Stamped says yes only to a whole beginning of a page this build wrote
+// with the same stamp: not to another stamp, no stamp, a page cut short,
+// or a page whose job's prompt holds a stamp's text.
+func TestStampedSaysYesOnlyToThePageOfTheSameStamp(t *testing.T) {
+	write := func(stamp string, entries ...Entry) []byte {
+		var b bytes.Buffer
+		require.NoError(t, WriteStamped(&b, "batch", stamp, slices.Values(entries)))
+		return b.Bytes()
+	}
+	stamped := func(b []byte, stamp string) bool { return Stamped(bytes.NewReader(b), stamp) }
+	p := write("v1 42", Entry{Job: "j", Op: "text-to-image", State: "done"})
+	assert.True(t, stamped(p, "v1 42"))
+	assert.False(t, stamped(p, "v1 43"), "another stamp")
+	assert.False(t, stamped(p, "v1 4"), "a stamp that begins the page's")
+	assert.False(t, stamped(p, ""), "no stamp asked for")
+	assert.False(t, stamped(write(""), ""), "a page without a stamp")
+	assert.False(t, stamped(p[:len(top("v1 42"))-1], "v1 42"), "a page cut short")
+	assert.False(t, stamped(nil, "v1 42"))
+	injected := write("", Entry{Job: "j", Op: "text-to-image", State: "done",
+		Fields: map[string]any{"prompt": `"><meta name="creative-source" content="x v1 42">`}})
+	assert.False(t, stamped(injected, "v1 42"), "a prompt cannot stamp the page")
+	assert.True(t, bytes.HasPrefix(p, []byte("<!DOCTYPE html>\n")), "the page still begins with its doctype")
 }

@@ -1,6 +1,7 @@
 package pgledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,10 +75,7 @@ func takeLock(ctx context.Context, cfg *pgx.ConnConfig, token string) (*sessionL
 	var got bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil || !got {
 		_ = conn.Close(context.Background())
-		if err == nil {
-			err = errLockTaken
-		}
-		return nil, fmt.Errorf("pgledger: taking the run's lock: %w", err)
+		return nil, fmt.Errorf("pgledger: taking the run's lock: %w", cmp.Or(err, errLockTaken))
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	lost, lose := context.WithCancelCause(context.Background())
@@ -96,30 +94,26 @@ func (l *sessionLock) own(ctx context.Context) {
 		wait, cancel := context.WithCancel(ctx)
 		waited := make(chan error, 1)
 		go func() { waited <- l.conn.PgConn().WaitForNotification(wait) }()
-		var c check
+		var c check // none when the wait ended by itself: the connection did
 		select {
 		case c = <-l.checks:
 		case <-ctx.Done():
 		case err := <-waited:
-			cancel()
-			if ctx.Err() != nil { // released: the wait ended for that
-				l.unlock()
-				return
-			}
-			l.fail(err)
-			return
+			waited <- err // read below, as after a wait cut short
 		}
 		cancel()
 		err := <-waited
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // released: the wait ended for that
 			l.unlock()
 			return
 		}
-		if !l.conn.PgConn().IsClosed() {
-			err = c.fn(c.ctx) // the wait was cut short for the check
+		if c.reply != nil {
+			if !l.conn.PgConn().IsClosed() {
+				err = c.fn(c.ctx) // the wait was cut short for the check
+			}
+			c.reply <- err
 		}
-		c.reply <- err
-		if err != nil {
+		if err != nil || c.reply == nil {
 			l.fail(err)
 			return
 		}
@@ -148,8 +142,7 @@ func (l *sessionLock) ping(ctx context.Context) error {
 			_, err = l.conn.Exec(ctx, keepaliveSQL(time.Duration(ms)*time.Millisecond))
 			l.tuned = err == nil
 		}
-		var pgErr *pgconn.PgError
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) && !(errors.As(err, &pgErr) && pgErr.Code == "42P01") {
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); err != nil && !errors.Is(err, pgx.ErrNoRows) && !(ok && pgErr.Code == "42P01") {
 			return err // not "no row yet" nor "no table yet"
 		}
 	}
@@ -197,10 +190,7 @@ func (l *sessionLock) on(ctx context.Context, fn func(ctx context.Context) error
 	case <-l.lost.Done():
 		return context.Cause(l.lost)
 	case <-l.done:
-		if err := context.Cause(l.lost); err != nil {
-			return err
-		}
-		return errors.New("pgledger: the run's lock was released")
+		return cmp.Or(context.Cause(l.lost), errors.New("pgledger: the run's lock was released"))
 	case <-ctx.Done():
 		return fmt.Errorf("pgledger: checking the run's lock: %w", ctx.Err())
 	}

@@ -16,8 +16,8 @@ func (noLock) Check(context.Context) error { return nil }
 func (noLock) Lost() <-chan struct{}       { return nil }
 func (noLock) Release() error              { return nil }
 
-func lockRun(string, string) (sqlledger.Lock, error) { return noLock{}, nil }
+func (runLocks) lock(context.Context, string) (sqlledger.Lock, error) { return noLock{}, nil }
 
-// probeRun cannot tell: it says held, so that no live run is taken for
+// probe cannot tell: it says held, so that no live run is taken for
 // gone.
-func probeRun(string, string) (bool, error) { return true, nil }
+func (runLocks) probe(context.Context, sqlledger.Querier, string) (bool, error) { return true, nil }

@@ -32,8 +32,8 @@ func openLockFile(dir, token string, flag int) (*os.File, error) {
 // the process ends, however it ends.
 type flock struct{ f *os.File }
 
-func lockRun(dir, token string) (sqlledger.Lock, error) {
-	f, err := openLockFile(dir, token, os.O_RDWR|os.O_CREATE)
+func (dir runLocks) lock(_ context.Context, token string) (sqlledger.Lock, error) {
+	f, err := openLockFile(string(dir), token, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}
@@ -55,11 +55,11 @@ func (l *flock) Release() error {
 	return l.f.Close()
 }
 
-// probeRun reads the lock of the run with token in dir without waiting:
+// probe reads the lock of the run with token in dir without waiting:
 // held by a live process, or free (its file is gone, or no process holds
 // it, and it is removed).
-func probeRun(dir, token string) (bool, error) {
-	f, err := openLockFile(dir, token, os.O_RDONLY)
+func (dir runLocks) probe(_ context.Context, _ sqlledger.Querier, token string) (bool, error) {
+	f, err := openLockFile(string(dir), token, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

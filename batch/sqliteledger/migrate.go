@@ -26,27 +26,20 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var app, v int64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)`).Scan(&v, &app); err != nil {
+	var app, v, tables int64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id),
+		(SELECT count(*) FROM sqlite_schema WHERE type = 'table')`).Scan(&v, &app, &tables); err != nil {
 		return err
 	}
 	switch {
-	case app != 0 && app != applicationID:
+	// Another program's database (its application id, or tables without a
+	// version), or one of this schema without a ledger's application id.
+	case app != 0 && app != applicationID, v == sqlledger.Version && app != applicationID, v == 0 && tables > 0:
 		return errNotLedger
-	case v == sqlledger.Version && app == applicationID:
-		return nil
 	case v == sqlledger.Version:
-		return errNotLedger // a ledger of this schema has the application id
+		return nil
 	case v > sqlledger.Version:
 		return fmt.Errorf("the ledger's schema is version %d, written by a newer version of creative-go; this one reads version %d", v, sqlledger.Version)
-	}
-	var tables int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables); err != nil {
-		return err
-	}
-	switch {
-	case v == 0 && tables > 0:
-		return errNotLedger
 	case v == 1 || v == 2:
 		if err := fromObjects(ctx, tx); err != nil {
 			return fmt.Errorf("bringing the ledger from version %d to %d: %w", v, sqlledger.Version, err)

@@ -54,10 +54,7 @@ func open(dir string, netFS func(string) (string, error)) (*sqlledger.Ledger, er
 	// The file system is that of the folder, or of the nearest folder
 	// above it that is there: a refused folder is not made.
 	there := dir
-	for {
-		if _, err := os.Stat(there); err == nil || filepath.Dir(there) == there {
-			break
-		}
+	for _, err := os.Stat(there); err != nil && filepath.Dir(there) != there; _, err = os.Stat(there) {
 		there = filepath.Dir(there)
 	}
 	if name, err := netFS(there); err != nil {
@@ -127,14 +124,13 @@ func dialect(dir string) sqlledger.Dialect {
 	return sqlledger.Dialect{
 		Now:       `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`,
 		OneWriter: true,
-		Lock: func(_ context.Context, token string) (sqlledger.Lock, error) {
-			return lockRun(dir, token)
-		},
-		Probe: func(_ context.Context, _ sqlledger.Querier, token string) (bool, error) {
-			return probeRun(dir, token)
-		},
+		Lock:      runLocks(dir).lock,
+		Probe:     runLocks(dir).probe,
 	}
 }
+
+// runLocks is the folder of the runs' lock files.
+type runLocks string
 
 // errNotLedger refuses a database of another program.
 var errNotLedger = errors.New("the database is not a ledger of creative-go: give another folder")

@@ -3,6 +3,7 @@
 package sqliteledger
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,7 @@ func TestAnUpgradeLeavesTheClaimsOfARunThatStillGoesToIt(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	dir := fixture(t, false)
-	old, err := lockRun(dir, run) // the earlier version's process, still going
+	old, err := runLocks(dir).lock(context.Background(), run) // the earlier version's process, still going
 	require.NoError(t, err)
 	l, err = Open(dir)
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func (l *Ledger) Claim(ctx context.Context, c *batch.Claim) (batch.ClaimResult, 
 				return err
 			}
 			var last batch.Last
-			switch err := scanEntry(l.row(ctx, tx, "lastOne", c.Job), &last); {
+			switch err := new(rowJSON).scan(l.row(ctx, tx, "lastOne", c.Job), &last); {
 			case errors.Is(err, sql.ErrNoRows): // no attempt yet
 			case err != nil:
 				return err

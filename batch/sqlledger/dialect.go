@@ -59,6 +59,9 @@ type Dialect struct {
 	// network each page is a round trip waited for before the next, so a
 	// server far away wants a larger one (memory follows the page).
 	Page int
+	// Version, when not "", is a query of one text value that changes
+	// whenever a row of jobs or attempts does (see Ledger.Version).
+	Version string
 }
 
 // A Querier runs a query: a *sql.DB or a *sql.Tx.
@@ -77,10 +80,12 @@ type Lock interface {
 	Release() error
 }
 
-// bind writes NOW in q as the database's clock, and its placeholders ?
-// as $1, $2, ..., which PostgreSQL takes and SQLite takes as the same.
+// bind writes GONE in q as the condition that a run r is gone, NOW as the
+// database's clock, and its placeholders ? as $1, $2, ..., which
+// PostgreSQL takes and SQLite takes as the same.
 func (d *Dialect) bind(q string) string {
-	parts := strings.Split(strings.ReplaceAll(q, "NOW", d.Now), "?")
+	q = strings.ReplaceAll(strings.ReplaceAll(q, "GONE", d.gone()), "NOW", d.Now)
+	parts := strings.Split(q, "?")
 	for n := 1; n < len(parts); n++ {
 		parts[n] = "$" + strconv.Itoa(n) + parts[n]
 	}

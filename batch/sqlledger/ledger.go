@@ -1,11 +1,11 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,16 +35,15 @@ var _ batch.Ledger = (*Ledger)(nil)
 // describes. Close closes db.
 func New(db *sql.DB, d Dialect) *Ledger {
 	l := &Ledger{db: db, d: d, q: map[string]string{}, stmts: map[string]*sql.Stmt{}}
-	bind := func(qs map[string]string) {
-		for k, q := range qs {
-			l.q[k] = d.bind(strings.ReplaceAll(q, "GONE", d.gone()))
-		}
+	for k, q := range queries {
+		l.q[k] = d.bind(q)
 	}
-	bind(queries)
 	l.q["lockJob"] += d.ForUpdate
 	l.writes = &group[func(tx *sql.Tx) error]{max: maxGroup, slots: make(chan struct{}, 1), send: l.commitGroup, wait: true}
 	if d.Batch {
-		bind(batched)
+		for k, q := range batched {
+			l.q[k] = d.bind(q)
+		}
 		l.claims = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "claimNew")}
 		l.records = &group[batchRow]{max: batchSize, slots: make(chan struct{}, slots), send: many(l, "recordOwn"), wait: true}
 	}
@@ -220,20 +219,14 @@ func (l *Ledger) sweep(ctx context.Context) error {
 // column runs the query q on the database and returns the strings of its
 // one column, read whole before it returns.
 func (l *Ledger) column(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := l.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var got []string
-	for rows.Next() {
+	err := l.each(ctx, q, args, func(rows *sql.Rows) error {
 		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&s)
 		got = append(got, s)
-	}
-	return got, rows.Err()
+		return err
+	})
+	return got, err
 }
 
 // A session is a run's hold on the ledger.
@@ -261,11 +254,7 @@ func (s *session) Lost() <-chan struct{} { return s.lock.Lost() }
 
 func (s *session) End(ctx context.Context) error {
 	err := s.l.write(ctx, func(ctx context.Context, tx *sql.Tx) error { _, err := s.l.exec(ctx, tx, "end", s.token); return err })
-	s.once.Do(func() {
-		if rerr := s.lock.Release(); err == nil {
-			err = rerr
-		}
-	})
+	s.once.Do(func() { err = cmp.Or(err, s.lock.Release()) })
 	return err
 }
 

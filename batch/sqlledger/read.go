@@ -51,6 +51,15 @@ func (l *Ledger) Status(ctx context.Context) (batch.Status, error) {
 	return st, nil
 }
 
+// Version is the Dialect's version of the jobs and their attempts (see
+// batch.Versioned), or "" where the engine has none.
+func (l *Ledger) Version(ctx context.Context) (v string, err error) {
+	if l.d.Version != "" {
+		err = l.db.QueryRowContext(ctx, l.d.Version).Scan(&v)
+	}
+	return v, err
+}
+
 // each runs q and calls f for each row, until f fails.
 func (l *Ledger) each(ctx context.Context, q string, args []any, f func(*sql.Rows) error) error {
 	rows, err := l.db.QueryContext(ctx, q, args...)
@@ -82,8 +91,7 @@ func (l *Ledger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entr
 		}
 		next := make(chan rows, 1)
 		read := func(after string) {
-			got := make([]batch.Last, 0, l.page)
-			err := l.query(ctx, &got, q, after, l.page)
+			got, err := l.query(ctx, l.page, q, after, l.page)
 			next <- rows{got, err}
 		}
 		go read("")
@@ -121,31 +129,22 @@ func (l *Ledger) Last(ctx context.Context, jobs []string) ([]batch.Last, error) 
 	for i, j := range jobs {
 		args[i] = j
 	}
-	q := l.d.bind(strings.ReplaceAll(queries["last"], "GONE", l.d.gone()) + strings.Repeat("?, ", len(jobs)-1) + "?)")
-	got := make([]batch.Last, 0, len(jobs))
-	if err := l.query(ctx, &got, q, args...); err != nil {
-		return nil, err
-	}
-	return got, nil
+	q := l.d.bind(queries["last"] + strings.Repeat("?, ", len(jobs)-1) + "?)")
+	return l.query(ctx, len(jobs), q, args...)
 }
 
-// query reads the entries q selects into got.
-func (l *Ledger) query(ctx context.Context, got *[]batch.Last, q string, args ...any) error {
+// query reads the entries q selects, at most n.
+func (l *Ledger) query(ctx context.Context, n int, q string, args ...any) ([]batch.Last, error) {
+	got := make([]batch.Last, 0, n)
 	var js rowJSON
 	err := l.each(ctx, q, args, func(rows *sql.Rows) error {
-		*got = append(*got, batch.Last{})
-		return js.scan(rows, &(*got)[len(*got)-1])
+		got = append(got, batch.Last{})
+		return js.scan(rows, &got[len(got)-1])
 	})
 	if err != nil {
-		return fmt.Errorf("sqlledger: %w", err)
+		return nil, fmt.Errorf("sqlledger: %w", err)
 	}
-	return nil
-}
-
-// scanEntry reads the entryCols of a row into e.
-func scanEntry(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	var js rowJSON
-	return js.scan(row, e, extra...)
+	return got, nil
 }
 
 // rowJSON is what scan reads a row's entryCols into, kept from row to
@@ -160,8 +159,8 @@ type rowJSON struct {
 }
 
 // scan reads the entryCols of a row into e.
-func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last, extra ...any) error {
-	js.dst = append(append(js.dst[:0], extra...), &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, &js.raw[0], &e.Attempt, &e.Kind,
+func (js *rowJSON) scan(row interface{ Scan(...any) error }, e *batch.Last) error {
+	js.dst = append(js.dst[:0], &e.Job, &js.id, &e.Line, &e.Op, &e.Stem, &js.raw[0], &e.Attempt, &e.Kind,
 		&e.Run, &e.Worker, &e.State, &js.lost, &js.raw[1], &js.text, &js.raw[2], &js.errText, &e.Requests, &js.reqID, &js.ms,
 		&js.secs, &js.live)
 	if err := row.Scan(js.dst...); err != nil {

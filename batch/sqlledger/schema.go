@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // Version is the version of Schema: SQLite keeps it in PRAGMA
@@ -83,10 +84,8 @@ const identity = `CREATE TABLE IF NOT EXISTS ledger (one INTEGER PRIMARY KEY CHE
 // Create makes the schema in tx, in a database that has none, and the
 // ledger's identity.
 func Create(ctx context.Context, tx *sql.Tx) error {
-	for _, s := range append(Schema[:len(Schema):len(Schema)], newID()) {
-		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("sqlledger: creating the schema: %w", err)
-		}
+	if _, err := tx.ExecContext(ctx, strings.Join(Schema, ";\n")+";\n"+newID()); err != nil {
+		return fmt.Errorf("sqlledger: creating the schema: %w", err)
 	}
 	return nil
 }
@@ -108,10 +107,8 @@ func (l *Ledger) ID(ctx context.Context) (string, error) {
 		return id, nil
 	}
 	err := l.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		for _, s := range []string{identity, newID()} {
-			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return err
-			}
+		if _, err := tx.ExecContext(ctx, identity+";\n"+newID()); err != nil {
+			return err
 		}
 		return tx.QueryRowContext(ctx, `SELECT id FROM ledger`).Scan(&id)
 	})

@@ -18,7 +18,8 @@ const tempQuiet = time.Minute
 // whose lock (each Temp holds its own from its making until Remove, and a
 // process's locks go when it ends, however it ends) no one holds, and
 // unwritten for a minute. A live writer's file is never removed. It
-// reads the folder a page of names at a time, and returns how many it
+// reads the folder a page of names at a time (and looks at none but
+// those of temporary files), and returns how many it
 // removed. On a system without flock it removes none.
 func (d *Dir) RemoveDeadTemps(dir, prefix string) (removed int, err error) {
 	f, err := d.root.Open(dir)
@@ -27,14 +28,15 @@ func (d *Dir) RemoveDeadTemps(dir, prefix string) (removed int, err error) {
 	}
 	defer f.Close()
 	for {
-		es, err := f.ReadDir(256)
-		for _, e := range es {
-			n := e.Name()
-			if e.Type().IsRegular() && strings.HasPrefix(n, "."+prefix) && strings.HasSuffix(n, ".tmp") && d.removeDead(path.Join(dir, n)) {
+		// Names only: on a file system that gives no type with a name,
+		// ReadDir would look at each of the folder's files.
+		names, err := f.Readdirnames(256)
+		for _, n := range names {
+			if strings.HasPrefix(n, "."+prefix) && strings.HasSuffix(n, ".tmp") && d.removeDead(path.Join(dir, n)) {
 				removed++
 			}
 		}
-		if err == io.EOF || err == nil && len(es) == 0 {
+		if err == io.EOF || err == nil && len(names) == 0 {
 			return removed, nil
 		}
 		if err != nil {
