@@ -25,11 +25,11 @@ func dataURL(d *bodyDecoder, where string) (URL, error) {
 	if k := d.PeekKind(); k != '"' {
 		return "", fmt.Errorf("%s is %s, want a non-empty URL string", where, kindName(k))
 	}
-	tok, err := d.ReadToken()
+	v, err := d.ReadValue()
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errSyntax, err)
 	}
-	s := tok.String()
+	s := stringOf(v)
 	if !plainHTTPURL(s) {
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -42,6 +42,16 @@ func dataURL(d *bodyDecoder, where string) (URL, error) {
 			where, d.keys.redact(s))
 	}
 	return URL(s), nil
+}
+
+// stringOf returns the text of v, a JSON string the decoder read and
+// checked whole: the bytes between its quotes when it holds no escape, as
+// jsontext's Token.String gives them without scanning them again.
+func stringOf(v jsontext.Value) string {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
+	}
+	return unquote(v)
 }
 
 // plainHTTPURL reports whether s is an absolute http(s) URL in a shape

@@ -161,6 +161,22 @@ func TestURLResultsMustBeAbsoluteHTTPURLs(t *testing.T) {
 	assert.Equal(t, []URL{"https://f.example/a.wav"}, list, "a lone URL is a list of one")
 }
 
+// A URL written with JSON escapes (a "\/" for each slash, as PHP's
+// encoder writes it, or a \u escape) is the URL they stand for, checked as
+// that URL.
+func TestAURLWithJSONEscapesIsTheURLTheyStandFor(t *testing.T) {
+	got, err := gate([]byte(`{"success":true,"data":"https:\/\/f.example\/a\u002ewav"}`), dataURLOf)
+	require.NoError(t, err)
+	assert.Equal(t, URL("https://f.example/a.wav"), got)
+	list, err := gate([]byte(`{"success":true,"data":["https:\/\/f.example\/1.wav","https://f.example/2.wav"]}`), dataURLs)
+	require.NoError(t, err)
+	assert.Equal(t, []URL{"https://f.example/1.wav", "https://f.example/2.wav"}, list)
+	_, err = gate([]byte(`{"success":true,"data":"javascript:\/\/alert(1)"}`), dataURLOf)
+	assert.ErrorIs(t, err, ErrUnexpectedResponse)
+	_, err = gate([]byte(`{"success":true,"data":"https:\/\/f.example\/a.wav\ud800"}`), dataURLOf)
+	assert.ErrorIs(t, err, ErrUnexpectedResponse, "a lone surrogate is no text")
+}
+
 func TestLargeImagesAreDecodedInPlaceInTheBody(t *testing.T) {
 	var want [][]byte
 	var b strings.Builder

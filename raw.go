@@ -73,7 +73,7 @@ func (c *Client) Execute(ctx context.Context, method, path string, params any, r
 	if res != nil && !isPointer(res) { // a nil *[]byte or **http.Response too: the answer would have nowhere to go
 		return &ValidationError{Operation: op, Field: "res", Rule: "must be nil, *[]byte, **http.Response or a pointer to a value to decode the answer into, and not a nil pointer", Value: fmt.Sprintf("%T", res)}
 	}
-	rs, err := c.do(ctx, &request{op: op, method: method, target: target, body: body}, opts)
+	rs, err := c.do(ctx, &request{op: op, method: method, target: target, body: body, accept: jsonValue[0]}, opts)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ type request struct {
 	op     string             // "image/text-to-image"; the path is /image/v1/text-to-image
 	rawURL string             // set for Download: an absolute URL, sent without the key
 	body   requestBody        // nil for a request without a body (Download)
-	accept string             // "" is application/json
+	accept string             // the Accept header; "" sends none: an operation answers its JSON envelope whatever it is asked
 	method string             // a raw call's method (raw.go); "" is POST
 	target string             // a raw call's URL under the base URL, sent with the key
 	check  func([]byte) error // the request type's validation, run again on a body WithJSONSet changed (jsonset.go)
@@ -176,9 +176,16 @@ func (c *Client) setHeader(h http.Header, cl *call, r *request) {
 			h["Content-Type"] = []string{ct}
 		}
 	}
-	if r.accept == "" {
+	// The spec asks for no Accept header: an operation answers its JSON
+	// envelope (or text-to-speech its audio) whatever a request accepts.
+	// It is sent where it says what the SDK reads: audio or the error
+	// envelope (speech), any file (a Download), JSON from an endpoint the
+	// spec does not describe (a raw call).
+	switch r.accept {
+	case "":
+	case jsonValue[0]:
 		h["Accept"] = jsonValue
-	} else {
+	default:
 		h["Accept"] = []string{r.accept}
 	}
 	h["User-Agent"] = cl.s.uaValue

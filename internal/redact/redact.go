@@ -44,6 +44,8 @@ type Redactor struct {
 	escaped  int      // the longest escaped form of a key redactEscaped reads
 	eq       bool     // a form holds "=", which joinLines may take out
 	shortest int      // the shortest key looked for: no shorter text holds one in any form
+	heads    heads    // the first headLen bytes of each form (holdsIn)
+	short    bool     // a form is shorter than headLen: holdsIn looks at every offset
 }
 
 // New returns the Redactor of the keys of every list, each once, in the
@@ -79,7 +81,7 @@ func (r *Redactor) Redact(s string) string {
 	// what holds a form then holds it as it is too, or across a line
 	// break, unless a form holds a "=" (see joinLines), when both are
 	// looked through.
-	lines := strings.ContainsAny(s, "\r\n")
+	lines, escapes := marks(s)
 	var plain, joined bool
 	if lines && !r.eq {
 		joined = r.holdsJoined(s)
@@ -100,33 +102,89 @@ func (r *Redactor) Redact(s string) string {
 	if joined {
 		s = r.redactJoined(s)
 	}
-	if strings.ContainsAny(s, `&\%`) {
+	if plain || joined {
+		escapes = strings.ContainsAny(s, `&\%`) // of what is left
+	}
+	if escapes {
 		s = r.redactEscaped(s)
 	}
 	return s
 }
 
-// holdsForm reports whether s holds one of the forms, in any case. A text
-// of up to 1 KiB (an error message, a header) is folded on the stack:
-// one that holds no key costs no allocation.
-func (r *Redactor) holdsForm(s string) bool {
-	var buf [1 << 10]byte
-	folded := buf[:0]
-	if len(s) > len(buf) {
-		folded = make([]byte, 0, len(s))
-	}
+// marks reports whether s holds a line break (CR or LF), and whether it
+// holds a byte that may start an escape (& \ %), in one pass.
+func marks(s string) (lines, escapes bool) {
 	for i := 0; i < len(s); i++ {
-		folded = append(folded, lowerASCII(s[i]))
+		switch s[i] {
+		case '\r', '\n':
+			lines = true
+		case '&', '\\', '%':
+			escapes = true
+		}
 	}
-	return r.holdsFolded(folded)
+	return lines, escapes
 }
 
+// holdsForm reports whether s holds one of the forms, in any case,
+// without copying it.
+func (r *Redactor) holdsForm(s string) bool { return holdsIn(r, s) }
+
 // holdsFolded reports whether folded, folded text, holds one of the forms.
-func (r *Redactor) holdsFolded(folded []byte) bool {
-	for _, f := range r.bforms {
-		if bytes.Contains(folded, f) {
+func (r *Redactor) holdsFolded(folded []byte) bool { return holdsIn(r, folded) }
+
+// headLen is the length of the start of a form that heads holds.
+const headLen = 4
+
+// heads is the set of the first headLen bytes of the forms, each hashed to
+// one of 4096 bits. A form starts in a text only at an offset whose
+// headLen bytes, folded, are in the set; at almost every offset of a text
+// that holds no key they are not, and one lookup passes the offset over.
+type heads [4096 / 64]uint64
+
+// headBit is the bit of heads that the headLen bytes w hash to.
+func headBit(w uint32) uint32 { return (w * 0x9e3779b1) >> (32 - 12) }
+
+func (h *heads) add(w uint32)      { b := headBit(w); h[b/64] |= 1 << (b % 64) }
+func (h *heads) has(w uint32) bool { b := headBit(w); return h[b/64]&(1<<(b%64)) != 0 }
+
+// holdsIn reports whether s holds one of the forms, in any case: its bytes
+// are folded as they are read (folded text reads the same), each offset's
+// headLen bytes looked up in heads, and the forms compared whole only at
+// an offset they may start at.
+func holdsIn[T string | []byte](r *Redactor, s T) bool {
+	if r.short {
+		for at := range len(s) {
+			if formAt(r, s, at) {
+				return true
+			}
+		}
+		return false
+	}
+	var w uint32 // the last headLen bytes read, folded, the first of them highest
+	for i := 0; i < len(s); i++ {
+		w = w<<8 | uint32(lowerASCII(s[i]))
+		if i >= headLen-1 && r.heads.has(w) && formAt(r, s, i-(headLen-1)) {
 			return true
 		}
+	}
+	return false
+}
+
+// formAt reports whether one of the forms starts at offset at of s, in any
+// case.
+func formAt[T string | []byte](r *Redactor, s T, at int) bool {
+	rest := s[at:]
+forms:
+	for _, f := range r.forms {
+		if len(f) > len(rest) {
+			continue
+		}
+		for j := 0; j < len(f); j++ {
+			if lowerASCII(rest[j]) != f[j] {
+				continue forms
+			}
+		}
+		return true
 	}
 	return false
 }
@@ -393,6 +451,11 @@ func (r *Redactor) workOut() {
 	for _, f := range forms {
 		r.eq = r.eq || strings.Contains(f, "=")
 		r.bforms = append(r.bforms, []byte(f))
+		if len(f) < headLen {
+			r.short = true
+			continue
+		}
+		r.heads.add(uint32(f[0])<<24 | uint32(f[1])<<16 | uint32(f[2])<<8 | uint32(f[3]))
 	}
 }
 

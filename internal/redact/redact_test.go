@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"testing"
@@ -272,5 +273,55 @@ func BenchmarkHoldsURL(b *testing.B) {
 		if r.Holds(u) {
 			b.Fatal("held")
 		}
+	}
+}
+
+// holdsIn, which passes over the offsets where no form starts, finds a
+// form exactly where looking for each form at every offset finds one: in
+// texts of random bytes with a form, or a form but for one byte, put in at
+// random offsets in a random case, with the lookup and without it.
+func TestHoldsFindsWhatLookingEverywhereFinds(t *testing.T) {
+	r := New([]string{key, "sk-live-0123456789abcdef"})
+	forms := r.Forms()
+	rng := rand.New(rand.NewPCG(1, 2))
+	everywhere := func(s string) bool {
+		folded := strings.ToLower(s)
+		for _, f := range forms {
+			if strings.Contains(folded, f) {
+				return true
+			}
+		}
+		return false
+	}
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/+=%&~.:"
+	held := 0
+	for range 20000 {
+		b := make([]byte, rng.IntN(120))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if rng.IntN(2) == 0 {
+			f := []byte(forms[rng.IntN(len(forms))])
+			if rng.IntN(3) == 0 {
+				f[rng.IntN(len(f))] ^= 1 // all but one byte of a form
+			}
+			at := rng.IntN(len(b) + 1)
+			b = append(b[:at], append([]byte(mixCase(string(f))), b[at:]...)...)
+		}
+		s := string(b)
+		want := everywhere(s)
+		if want {
+			held++
+		}
+		r.short = false
+		fast := holdsIn(r, s)
+		r.short = true
+		slow := holdsIn(r, []byte(s))
+		if fast != want || slow != want {
+			t.Fatalf("holdsIn(%q) = %v, %v looking everywhere; want %v", s, fast, slow, want)
+		}
+	}
+	if held < 5000 {
+		t.Fatalf("only %d texts of 20000 held a form: the test looked at too few", held)
 	}
 }

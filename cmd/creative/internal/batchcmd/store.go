@@ -420,11 +420,15 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 		return cmdutil.Usagef("--out: %v", err)
 	}
 	defer d.Close()
+	afterFirstLook()
 	found, n, err := earlierFiles(d)
 	if err != nil {
 		return cmdutil.Usagef("--out: %v", err)
 	}
-	if n == 0 {
+	if n == 0 || hasLedger(path, "") {
+		// Asked again after the listing: a worker starting beside this
+		// one makes its ledger, then its files, between the first look
+		// and the listing.
 		return nil
 	}
 	if ok, _ := d.Check(OwnerKey); ok {
@@ -451,6 +455,10 @@ func checkEarlier(w io.Writer, out, ledger string, startOver bool) error {
 	}
 	return moveEarlier(w, d)
 }
+
+// afterFirstLook is called by checkEarlier between its first look for a
+// ledger and its listing of the folder: a test makes a ledger there.
+var afterFirstLook = func() {}
 
 // earlierFiles lists (the first few) and counts the files at the top of
 // the folder that a run writes: results.jsonl, the page, and outputs named

@@ -1,6 +1,7 @@
 package batchcmd
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -123,5 +124,43 @@ func TestOpenJobs(t *testing.T) {
 		if err := closer.Close(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A worker starting beside another on a fresh folder: the other makes its
+// ledger, then its results, between this one's first look for a ledger
+// (none yet) and its listing of the folder (results there). The folder is
+// a ledger's, not earlier runs' without one: checkEarlier lets the run go.
+// Without a ledger the same results are refused.
+func TestCheckEarlierSeesALedgerMadeWhileItLooked(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := func(withLedger bool) func() {
+		return func() {
+			if withLedger {
+				l, err := sqliteledger.Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Close()
+			}
+			if err := os.WriteFile(filepath.Join(out, ResultsFile), []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() { afterFirstLook = func() {} })
+	afterFirstLook = other(true)
+	if err := checkEarlier(io.Discard, out, "", false); err != nil {
+		t.Fatalf("a ledger made while the folder was looked at: %v", err)
+	}
+	for _, n := range []string{sqliteledger.File, sqliteledger.File + "-wal", sqliteledger.File + "-shm"} {
+		_ = os.Remove(filepath.Join(out, n))
+	}
+	afterFirstLook = other(false)
+	if err := checkEarlier(io.Discard, out, "", false); err == nil || !strings.Contains(err.Error(), "earlier runs") {
+		t.Fatalf("results without a ledger: %v", err)
 	}
 }
