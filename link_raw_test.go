@@ -66,7 +66,7 @@ func TestALinkIsTheTextOfItsJSONStringWhateverItsEscapes(t *testing.T) {
 			}
 			u, perr := url.Parse(want)
 			ok := refErr == nil && perr == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") && !red.holds(want)
-			for _, body := range []string{`{"success":true,"data":` + raw + `}`, `{"success":true,"data":["https://f.example/0.wav",` + raw + `]}`} {
+			for _, body := range []string{`{"success":true,"data":` + raw + `}`, `{"success":true,"data":["https://f.example/0.wav",` + raw + `]}`, "{\"success\":true,\"data\": [ \"https://f.example/0.wav\" ,\n\t" + raw + " \r\n] }"} {
 				got, err := gate([]byte(body), dataURLs)
 				if ok {
 					require.NoError(t, err)
@@ -81,4 +81,26 @@ func TestALinkIsTheTextOfItsJSONStringWhateverItsEscapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stringOf gives the text a token's String gives, for every JSON string
+// the decoder accepts, with its escapes or without.
+func FuzzStringOfIsTheTokensText(f *testing.F) {
+	for _, s := range []string{`a`, `\/`, `\u0041`, `\u0000`, `\ud83d\ude00`, `\ud800`, "\xff", `\\`, `\"`, "é", `\u00e9`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		raw := append(append([]byte{'"'}, text...), '"')
+		v, err := jsontext.NewDecoder(bytes.NewReader(raw)).ReadValue()
+		tok, tokErr := jsontext.NewDecoder(bytes.NewReader(raw)).ReadToken()
+		if (err == nil) != (tokErr == nil) {
+			t.Fatalf("%q: ReadValue says %v, ReadToken %v", raw, err, tokErr)
+		}
+		if err != nil {
+			return
+		}
+		if got, want := stringOf(v), tok.String(); got != want {
+			t.Fatalf("%q: stringOf = %q, the token's text %q", raw, got, want)
+		}
+	})
 }
