@@ -15,7 +15,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) batch.Ledger) {
 		{"Status, Jobs and Last read every job in few queries", readers},
 		{"claims cancelled midway never undo the claims of others", cancelledClaims},
 		{"a Versioned ledger's version changes with each claim and record, and with nothing read", versions},
+		{"the page shows the ledger at one moment, however its rows are read", pageAtOneMoment},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -442,4 +447,58 @@ func versions(t *testing.T, l batch.Ledger) {
 	c.RepayLost = true
 	mustClaim(t, l, c)
 	changed("a lost answer claimed again by another run")
+}
+
+// hookLedger is a Ledger whose Jobs runs hook once it has handed on its
+// first entry.
+type hookLedger struct {
+	batch.Ledger
+	hook func()
+}
+
+func (h *hookLedger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
+	return func(yield func(*batch.Entry, error) bool) {
+		first := true
+		for e, err := range h.Ledger.Jobs(ctx, maybePaid) {
+			if !yield(e, err) {
+				return
+			}
+			if first {
+				first = false
+				h.hook()
+			}
+		}
+	}
+}
+
+// pageAtOneMoment: two ends recorded one after the other while the page
+// is read (between its first row and the rest, on a ledger that would
+// read a row a query were its rows read in pages) are shown both, the
+// first alone or neither, never the second without the first.
+func pageAtOneMoment(t *testing.T, l batch.Ledger) {
+	if p, ok := l.(interface{ SetPage(int) }); ok {
+		p.SetPage(1)
+	}
+	a, _ := begin(t, l)
+	jobs := []string{jobKey("moment 0"), jobKey("moment 1"), jobKey("moment 2")}
+	slices.Sort(jobs)
+	for _, j := range jobs {
+		mustClaim(t, l, claim(j, 1, a))
+	}
+	ended := func(j, why string) {
+		e := end(j, 1, a, batch.Failed)
+		e.Error = why
+		require.NoError(t, l.Record(context.Background(), e))
+	}
+	h := &hookLedger{Ledger: l, hook: func() { ended(jobs[0], "first-ended"); ended(jobs[2], "second-ended") }}
+	dir := t.TempDir()
+	out, err := batch.OpenFolder(dir)
+	require.NoError(t, err)
+	defer out.Close()
+	require.NoError(t, batch.WriteIndex(t.Context(), h, out))
+	page, err := os.ReadFile(filepath.Join(dir, batch.IndexFile))
+	require.NoError(t, err)
+	if p := string(page); strings.Contains(p, "second-ended") && !strings.Contains(p, "first-ended") {
+		t.Fatal("the page shows the second end without the first, which was recorded before it")
+	}
 }

@@ -5,7 +5,6 @@ package pgledger
 import (
 	"context"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,47 +88,4 @@ func TestAttackIndexTruncatedOrEditedPageIsRewritten(t *testing.T) {
 	again, err := os.Stat(page)
 	require.NoError(t, err)
 	require.Equal(t, st.ModTime().Add(-time.Hour), again.ModTime(), "the ledger's page was written again")
-}
-
-// hookLedger runs hook once Jobs has handed on its first entry.
-type hookLedger struct {
-	*Ledger
-	hook func()
-}
-
-func (h *hookLedger) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
-	return func(yield func(*batch.Entry, error) bool) {
-		first := true
-		for e, err := range h.Ledger.Jobs(ctx, maybePaid) {
-			if !yield(e, err) {
-				return
-			}
-			if first {
-				first = false
-				h.hook()
-			}
-		}
-	}
-}
-
-// The page shows the ledger as it was at one moment: two ends recorded
-// one after the other while the page is read (here between its first
-// row and the rest) are shown both, the first alone or neither, never
-// the second without the first.
-func TestAttackIndexShowsOneMomentAcrossPages(t *testing.T) {
-
-	l, run := atkIndexLedger(t, 3)
-	l.SetPage(1) // a page of rows a statement, were they read so
-	h := &hookLedger{Ledger: l, hook: func() {
-		atkEnd(t, l, run, 0, "first-ended")
-		atkEnd(t, l, run, 2, "second-ended")
-	}}
-	out, page := atkFolder(t)
-	require.NoError(t, batch.WriteIndex(t.Context(), h, out))
-	b, err := os.ReadFile(page)
-	require.NoError(t, err)
-	s := string(b)
-	if strings.Contains(s, "second-ended") && !strings.Contains(s, "first-ended") {
-		t.Fatal("the page shows the second end without the first, which was recorded before it")
-	}
 }
