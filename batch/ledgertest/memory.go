@@ -193,19 +193,20 @@ func (m *Memory) Last(_ context.Context, jobs []string) ([]batch.Last, error) {
 	return out, nil
 }
 
-// Jobs yields every job's last attempt, in the order of their keys.
+// Jobs yields every job's last attempt, in the order of their keys, as
+// the ledger was when it was called: a copy, as a test's ledger may hold.
 func (m *Memory) Jobs(ctx context.Context, maybePaid bool) iter.Seq2[*batch.Entry, error] {
 	return func(yield func(*batch.Entry, error) bool) {
 		m.mu.Lock()
-		keys := slices.Sorted(maps.Keys(m.jobs))
-		m.mu.Unlock()
-		for _, k := range keys {
-			m.mu.Lock()
+		var entries []*batch.Entry
+		for _, k := range slices.Sorted(maps.Keys(m.jobs)) {
 			e, live := m.last(k)
-			m.mu.Unlock()
-			if maybePaid && !(e.State == batch.Unknown || e.State == batch.Claimed && e.Kind == batch.KindCall && !live) {
-				continue
+			if !maybePaid || e.State == batch.Unknown || e.State == batch.Claimed && e.Kind == batch.KindCall && !live {
+				entries = append(entries, e)
 			}
+		}
+		m.mu.Unlock()
+		for _, e := range entries {
 			if !yield(e, nil) {
 				return
 			}
