@@ -121,6 +121,7 @@ func New(opts ...Option) (*Client, error) {
 	c.limiter = s.limiter
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
+	c.shareHeaders()
 	c.origins = s.origins
 	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))
 	c.dl = c.downloadTransport()

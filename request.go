@@ -79,12 +79,13 @@ var (
 
 // opTarget is where the calls of one operation go: its URL, parsed once
 // by New as http.NewRequest parses it, and the header of a call that sends
-// JSON with the Client's own settings, but for the access key, which is
-// kept nowhere else than where New keeps it.
+// JSON with the Client's own settings, but for the access key; the same
+// header with the key is kept behind a closure, as New keeps the key.
 type opTarget struct {
 	url    url.URL
-	host   string      // the request's Host, as http.NewRequest sets it
-	header http.Header // every value a shared, read-only slice
+	host   string             // the request's Host, as http.NewRequest sets it
+	header http.Header        // every value a shared, read-only slice
+	sent   func() http.Header // header with the Client's key, shared by its calls when no code of the caller sees their requests (shareHeaders), nil otherwise; a closure, which fmt prints as an address
 }
 
 // newTargets returns the target of each operation under the base URL,
@@ -132,7 +133,8 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 // opRequest is the request of an operation r to t, as
 // http.NewRequestWithContext makes it from t's URL, without parsing it
 // again: a copy of the URL the call owns, and, for JSON sent with the
-// Client's own settings, a copy of t's header.
+// Client's own settings, t's header shared or, when the caller's code may
+// see the request, a copy of it.
 func (cl *call) opRequest(ctx context.Context, t *opTarget, r *request) *http.Request {
 	cl.url = t.url
 	req := http.Request{
@@ -143,14 +145,38 @@ func (cl *call) opRequest(ctx context.Context, t *opTarget, r *request) *http.Re
 		ProtoMinor: 1,
 		Host:       t.host,
 	}
-	if _, isJSON := r.body.(*jsonBody); isJSON && cl.s == &cl.c.set && r.accept == "" && r.body.size() != 0 {
-		req.Header = maps.Clone(t.header)
-		req.Header[headerAccessKey] = cl.keys
-	} else {
+	_, isJSON := r.body.(*jsonBody)
+	switch {
+	case !isJSON || cl.s != &cl.c.set || r.accept != "" || r.body.size() == 0:
 		req.Header = make(http.Header)
 		cl.c.setHeader(req.Header, cl, r)
+	case t.sent != nil:
+		req.Header = t.sent()
+	default:
+		req.Header = maps.Clone(t.header)
+		req.Header[headerAccessKey] = cl.keys
 	}
 	return req.WithContext(ctx)
+}
+
+// shareHeaders gives each operation's target the header its calls send
+// with the Client's own settings, key included, for them to share instead
+// of a copy each, when nothing but net/http reads a call's first request:
+// no middleware (which may change the request), no CheckRedirect of the
+// caller's (which sees it in via) and net/http's own transport (a
+// RoundTripper of the caller's might change it, though it should not).
+// net/http only reads it: a redirect's request gets a header of its own,
+// which the redirect policy may change (checkRedirect), and the request a
+// caller gets through WithResponseInto carries a redacted copy.
+func (c *Client) shareHeaders() {
+	if _, std := c.rt.(*http.Transport); !std || len(c.set.middleware) > 0 || c.redir != nil {
+		return
+	}
+	for _, t := range c.targets {
+		h := maps.Clone(t.header)
+		h[headerAccessKey] = c.key()
+		t.sent = func() http.Header { return h }
+	}
 }
 
 // setHeader fills h, the header of every attempt of r. The values are

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/jarcoal/httpmock"
@@ -222,4 +223,48 @@ func TestPathsJoinTheBaseURLWithoutDoubledOrDroppedSlashes(t *testing.T) {
 			assert.Equal(t, 1, mt.GetCallCountInfo()["POST "+tt.want])
 		})
 	}
+}
+
+// Calls of one Client at once each send their own headers: those of a
+// call's options and middleware go with that call alone, and the calls
+// without options, which share the Client's header, send it whole.
+func TestCallsAtOnceEachSendTheirOwnHeaders(t *testing.T) {
+	ss := newStampServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { replyJSON(200, musicOK)(w, r) })
+	c := newTestClient(t, ss.URL)
+	const workers, calls = 8, 4
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Go(func() {
+			for i := range calls {
+				var opts []Option
+				if g%2 == 1 {
+					job := fmt.Sprintf("%d-%d", g, i)
+					opts = []Option{WithHeader("X-Job", job), WithMiddleware(func(req *http.Request, next MiddlewareNext) (*http.Response, error) {
+						req.Header.Set("X-Mw", job)
+						req.Header.Set("User-Agent", "changed/"+job)
+						return next(req)
+					})}
+				}
+				assert.NoError(t, music(context.Background(), c, opts...))
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, workers*calls, ss.count())
+	ua := fmt.Sprintf("creative-go/%s (%s)", Version, runtime.Version())
+	plain := 0
+	for i := 1; i <= ss.count(); i++ {
+		h := ss.header(i)
+		assert.Equal(t, testKey, h.Get(headerAccessKey))
+		assert.Equal(t, "application/json", h.Get("Content-Type"))
+		if job := h.Get("X-Job"); job != "" {
+			assert.Equal(t, job, h.Get("X-Mw"))
+			assert.Equal(t, "changed/"+job, h.Get("User-Agent"))
+			continue
+		}
+		plain++
+		assert.Empty(t, h.Values("X-Mw"), "request %d", i)
+		assert.Equal(t, ua, h.Get("User-Agent"), "request %d", i)
+	}
+	assert.Equal(t, workers*calls/2, plain)
 }

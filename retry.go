@@ -87,7 +87,9 @@ func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
 	if cl.s.logger != nil { // the attempt's duration is logged (logAttempt)
 		cl.started = time.Now()
 	}
-	cl.tr.clear()
+	if i > 0 { // a call's transport starts clear
+		cl.tr.clear()
+	}
 }
 
 // checkRetry is the client's retry policy as go-retryablehttp asks for it:
@@ -97,7 +99,7 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 	var now time.Time // read only when the answer may ask for a wait
 	seen := attemptSeen{
 		err:      err,
-		written:  cl.tr.written(),
+		written:  err != nil && cl.tr.written(), // kindOf reads it for a failure only
 		free:     cl.body == nil,
 		ctxDone:  ctx.Err() != nil,
 		payAgain: cl.s.payAgain,
