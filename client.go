@@ -68,6 +68,7 @@ type Client struct {
 	private bool                                       // Downloads may reach private addresses (download.go)
 	origins []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
 	budget  *budget                                    // the answer bytes its calls hold at once (budget.go)
+	direct  bool                                       // no rate limiter, middleware or call trace: an attempt of a call with the Client's settings waits for the pause alone
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -119,6 +120,7 @@ func New(opts ...Option) (*Client, error) {
 		return nil, errors.New(c.own().redact(err.Error()))
 	}
 	c.limiter = s.limiter
+	c.direct = s.limiter == nil && len(s.middleware) == 0 && len(s.traces) == 0
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
 	c.shareHeaders()
@@ -230,6 +232,7 @@ type call struct {
 	retryAfter time.Duration // asked for by the last answer
 	ct         *callTrace    // nil without WithCallTrace (observe.go)
 	url        url.URL       // the URL of an operation's request, the call's own copy (request.go)
+	direct     bool          // an operation's call with the Client's settings, which leave its attempts nothing to look up (transport.go)
 	sent       *http.Request // the request of the last attempt of a JSON body (retry.go, lendBody)
 	ctx        callCtx       // the call's context, which holds the call (callctx.go)
 	resp       response      // the answer, once it came

@@ -137,6 +137,7 @@ func (c *Client) newRequest(ctx context.Context, cl *call, r *request) (*http.Re
 // see the request, a copy of it.
 func (cl *call) opRequest(ctx context.Context, t *opTarget, r *request) *http.Request {
 	cl.url = t.url
+	cl.direct = cl.c.direct && cl.s == &cl.c.set
 	req := http.Request{
 		Method:     http.MethodPost,
 		URL:        &cl.url,

@@ -153,6 +153,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.clear()
 		return t.network(req, 0)
 	}
+	if t.cl.direct && req.URL == &t.cl.url && !t.cl.c.pause.active() {
+		// What the rest would do, without the look-ups whose answers New
+		// and the call's settings fixed: the URL is the operation's, under
+		// the base URL, the key and so the pause the Client's, and there
+		// is no trace, rate limiter or middleware.
+		resp, err := t.network(req, t.cl.s.attemptLimit)
+		t.cl.c.pause.report(resp, err, t.cl.s.logger, t.cl.op)
+		return resp, err
+	}
 	c, l := t.cl.c, t.cl.s.logger
 	if t.cl.ct != nil {
 		req = t.cl.traceAttempt(req)
