@@ -164,13 +164,14 @@ func (cl *call) opRequest(ctx context.Context, t *opTarget, r *request) *http.Re
 // with the Client's own settings, key included, for them to share instead
 // of a copy each, when nothing but net/http reads a call's first request:
 // no middleware (which may change the request), no CheckRedirect of the
-// caller's (which sees it in via) and net/http's own transport (a
+// caller's (which sees it in via), no cookie jar (http.Client adds its
+// cookies to the request's own header) and net/http's own transport (a
 // RoundTripper of the caller's might change it, though it should not).
 // net/http only reads it: a redirect's request gets a header of its own,
 // which the redirect policy may change (checkRedirect), and the request a
 // caller gets through WithResponseInto carries a redacted copy.
 func (c *Client) shareHeaders() {
-	if _, std := c.rt.(*http.Transport); !std || len(c.set.middleware) > 0 || c.redir != nil {
+	if _, std := c.rt.(*http.Transport); !std || len(c.set.middleware) > 0 || c.redir != nil || c.hc.Jar != nil {
 		return
 	}
 	for _, t := range c.targets {
