@@ -2,8 +2,10 @@ package creative
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -50,4 +52,82 @@ func TestAJarsCookiesStayInTheirCallsRequest(t *testing.T) {
 	for i, got := range cookies[1:] {
 		assert.Equal(t, "s=1", got, "call %d", i+2)
 	}
+}
+
+// Plain calls, which share their operation's header, beside calls with a
+// header of their own, a redirect back to the base URL and a caller who
+// writes into the request WithResponseInto handed: each request carries
+// its own headers only, and the key goes with every one of them.
+func TestPlainCallsNeverSeeAnotherCallsHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var bad []string
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hop") == "" && r.Header.Get("X-Own") != "" {
+			http.Redirect(w, r, r.URL.Path+"?hop=1", http.StatusTemporaryRedirect)
+			return
+		}
+		own, key := r.Header.Get("X-Own"), r.Header.Get(headerAccessKey)
+		if (own != "" && own != r.Header.Get("X-Echo")) || key != testKey || r.Header.Get("X-Caller") != "" || len(r.Header.Values("X-Own")) > 1 {
+			mu.Lock()
+			bad = append(bad, fmt.Sprintf("own=%q echo=%q caller=%q key ok=%v", own, r.Header.Get("X-Echo"), r.Header.Get("X-Caller"), key == testKey))
+			mu.Unlock()
+		}
+		replyJSON(200, writerOK)(w, r)
+	})
+	var last *http.Response
+	c := ts.client(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			switch i % 3 {
+			case 0:
+				v := strconv.Itoa(i)
+				assert.NoError(t, writerCall(ctx, c, WithHeader("X-Own", v), WithHeader("X-Echo", v)))
+			case 1:
+				var resp *http.Response
+				assert.NoError(t, writerCall(ctx, c, WithResponseInto(&resp)))
+				if assert.NotNil(t, resp) {
+					assert.Empty(t, resp.Request.Header.Get(headerAccessKey))
+					resp.Request.Header.Set("X-Caller", "1")
+					mu.Lock()
+					last = resp
+					mu.Unlock()
+				}
+			default:
+				assert.NoError(t, writerCall(ctx, c))
+			}
+		})
+	}
+	wg.Wait()
+	require.NotNil(t, last)
+	for range 3 {
+		require.NoError(t, writerCall(ctx, c))
+	}
+	assert.Empty(t, bad)
+	assert.Equal(t, int64(40+14+3), ts.hits.Load(), "each call once, and the calls with a header of their own once more after the redirect")
+}
+
+// WithResponseInto given to the Client: the request it hands over is a
+// copy without the key, and what the caller writes into it reaches no
+// later call.
+func TestTheClientsResponseIntoHandsACopyOfTheSharedHeader(t *testing.T) {
+	var callers, keys []string
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		callers = append(callers, r.Header.Get("X-Caller"))
+		keys = append(keys, r.Header.Get(headerAccessKey))
+		replyJSON(200, writerOK)(w, r)
+	})
+	var resp *http.Response
+	c := ts.client(t, WithResponseInto(&resp))
+	for range 3 {
+		require.NoError(t, writerCall(context.Background(), c))
+		require.NotNil(t, resp)
+		assert.Empty(t, resp.Request.Header.Values(headerAccessKey))
+		assert.NotContains(t, fmt.Sprintf("%v %+v %#v %#v", resp, resp, resp, resp.Request), testKey)
+		resp.Request.Header.Set("X-Caller", "1")
+		resp.Request.Header.Set(headerAccessKey, "changed")
+	}
+	assert.Equal(t, []string{"", "", ""}, callers)
+	assert.Equal(t, []string{testKey, testKey, testKey}, keys)
 }
