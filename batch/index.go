@@ -15,10 +15,9 @@ const IndexFile = "index.html"
 // sheet of package page, showing every job of the ledger by its last
 // attempt, read as the page is written. The page is written as one
 // object: a reader sees the old page or the new one. A Versioned ledger's
-// page is stamped with the version read before its rows, and a page
-// already stamped with the ledger's version is left as it is, unless it
-// was cut short or changed since: no job changed since its rows were
-// read.
+// page is stamped with the version read before its rows. A page that
+// bears the ledger's current version, whole and unchanged, is left as it
+// is: no job has changed since its rows were read.
 func WriteIndex(ctx context.Context, l Ledger, out Store) error {
 	var stamp string
 	if v, ok := l.(Versioned); ok {
