@@ -123,7 +123,7 @@ func New(opts ...Option) (*Client, error) {
 	c.direct = s.limiter == nil && len(s.middleware) == 0 && len(s.traces) == 0
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
-	c.shareHeaders()
+	c.shareHeaders(s.hc == nil)
 	c.origins = s.origins
 	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))
 	c.dl = c.downloadTransport()

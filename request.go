@@ -166,12 +166,15 @@ func (cl *call) opRequest(ctx context.Context, t *opTarget, r *request) *http.Re
 // no middleware (which may change the request), no CheckRedirect of the
 // caller's (which sees it in via), no cookie jar (http.Client adds its
 // cookies to the request's own header) and net/http's own transport (a
-// RoundTripper of the caller's might change it, though it should not).
+// RoundTripper of the caller's might change it, though it should not),
+// with no Proxy function of the caller's, which is given the request: own
+// says the transport is the one New built, whose Proxy is net/http's.
 // net/http only reads it: a redirect's request gets a header of its own,
 // which the redirect policy may change (checkRedirect), and the request a
 // caller gets through WithResponseInto carries a redacted copy.
-func (c *Client) shareHeaders() {
-	if _, std := c.rt.(*http.Transport); !std || len(c.set.middleware) > 0 || c.redir != nil || c.hc.Jar != nil {
+func (c *Client) shareHeaders(own bool) {
+	tr, std := c.rt.(*http.Transport)
+	if !std || (tr.Proxy != nil && !own) || len(c.set.middleware) > 0 || c.redir != nil || c.hc.Jar != nil {
 		return
 	}
 	for _, t := range c.targets {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -130,4 +132,25 @@ func TestTheClientsResponseIntoHandsACopyOfTheSharedHeader(t *testing.T) {
 	}
 	assert.Equal(t, []string{"", "", ""}, callers)
 	assert.Equal(t, []string{testKey, testKey, testKey}, keys)
+}
+
+// A caller's transport whose Proxy function writes into the request it is
+// given (caller's code that sees the request): what it writes into one
+// call's request never shows in the next's.
+func TestAProxyFunctionsWriteStaysInItsCallsRequest(t *testing.T) {
+	var seen []string
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, strings.Join(r.Header.Values("X-Proxy-Note"), ","))
+		replyJSON(200, writerOK)(w, r)
+	})
+	tr := &http.Transport{Proxy: func(r *http.Request) (*url.URL, error) {
+		r.Header.Add("X-Proxy-Note", "1")
+		return nil, nil
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := ts.client(t, WithHTTPClient(&http.Client{Transport: tr}))
+	for range 3 {
+		require.NoError(t, writerCall(context.Background(), c))
+	}
+	assert.Equal(t, []string{"1", "1", "1"}, seen)
 }

@@ -120,14 +120,15 @@ func TestEachConnectionFailureTellsWhatTheServiceMayHaveReceived(t *testing.T) {
 	})
 	t.Run("a TLS failure is not sent and not retried", func(t *testing.T) {
 		var hits atomic.Int64
-		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-		t.Cleanup(srv.Close)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 		var handshakes atomic.Int64
 		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
 				handshakes.Add(1)
 			}
 		}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
 		c := newTestClient(t, srv.URL) // the Client does not trust the test certificate
 		err := writerCall(context.Background(), c)
 		require.ErrorIs(t, err, ErrNotSent)
@@ -135,6 +136,7 @@ func TestEachConnectionFailureTellsWhatTheServiceMayHaveReceived(t *testing.T) {
 		var ne *NetworkError
 		require.ErrorAs(t, err, &ne)
 		assert.Equal(t, 1, ne.Attempts, strconv.Quote(err.Error()))
+		assert.Equal(t, int64(1), handshakes.Load(), "one handshake, not retried")
 		assert.NotContains(t, err.Error(), testKey)
 	})
 }
