@@ -6,10 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,14 +30,7 @@ import (
 // ResendUnknown), no more calls than the cap and than the ledger took;
 // every job reported done is done in the ledger, with its files.
 func TestAttackWorkersUnderATinyCapWithCutsPayEachJobOnce(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("ATK_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("ATK_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
-	var rmu sync.Mutex
-	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+	rnd := seeded(t, 2)
 
 	const jobs, maxCalls = 80, 25
 	srv := pgtest.Shared(t)

@@ -119,14 +119,7 @@ func TestAttackRandomCancelsAndCutsOnASmallPool(t *testing.T) {
 }
 
 func randomCancels(t *testing.T, capped bool) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("ATK_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("ATK_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var rmu sync.Mutex
-	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+	rnd := seeded(t, 1)
 
 	l, p := atkProxied(t)
 	l.DB().SetMaxOpenConns(1)
@@ -396,4 +389,19 @@ func cutAtRandom(p *pgproxy.Proxy, rnd func(int) int, least, spread int, reset b
 		}
 	})
 	return func() { close(done); faults.Wait() }
+}
+
+// seeded returns a draw of 0 to n-1, safe for concurrent use, from a
+// generator seeded by ATK_SEED when it is set, else by the clock: the seed
+// is logged, so that a failing run is replayed with ATK_SEED=<seed>.
+// stream tells one test's draws from another's.
+func seeded(t *testing.T, stream uint64) func(n int) int {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("ATK_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("ATK_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, stream))
+	var mu sync.Mutex
+	return func(n int) int { mu.Lock(); defer mu.Unlock(); return rng.IntN(n) }
 }
