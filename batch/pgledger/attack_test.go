@@ -396,6 +396,7 @@ func cutAtRandom(p *pgproxy.Proxy, rnd func(int) int, least, spread int, reset b
 // is logged, so that a failing run is replayed with ATK_SEED=<seed>.
 // stream tells one test's draws from another's.
 func seeded(t *testing.T, stream uint64) func(n int) int {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("ATK_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
