@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/creativegen/creative-go/batch"
+	"github.com/creativegen/creative-go/batch/ledgertest"
 	"github.com/creativegen/creative-go/creativetest"
 )
 
@@ -148,24 +149,7 @@ func TestAttackEndsWaitingForTheLedgerAreNotReportedAndARefusedOneNeverDone(t *t
 		require.Equal(t, job, le.Unrecorded[0].Job)
 	}
 	// Every job reported done is done in the ledger, with its files.
-	last := map[string]*batch.Entry{}
-	for e, err := range f.ledger.Jobs(context.Background(), false) {
-		require.NoError(t, err)
-		last[e.Job] = e
-	}
-	doneJobs := 0
-	for job, st := range ended {
-		if st != batch.Done {
-			continue
-		}
-		doneJobs++
-		require.Equal(t, batch.Done, last[job].State, "job %s reported done", job)
-		for _, file := range last[job].Files {
-			ok, err := f.store.Exists(context.Background(), file)
-			require.NoError(t, err)
-			require.True(t, ok, "job %s reported done has no %s", job, file)
-		}
-	}
+	doneJobs := ledgertest.RequireDoneRecorded(t, f.ledger, f.store, ended)
 	require.Equal(t, res.sum.Done, doneJobs)
 	require.Equal(t, f.srv.Count("audio/text-to-music"), int(l.ends.Load()), "every call sent has its end tried")
 }

@@ -502,3 +502,30 @@ func pageAtOneMoment(t *testing.T, l batch.Ledger) {
 		t.Fatal("the page shows the second end without the first, which was recorded before it")
 	}
 }
+
+// RequireDoneRecorded fails t unless every job reported done (in
+// reported, by its key) is done in the ledger l, its files in store; it
+// returns how many were reported done.
+func RequireDoneRecorded(t *testing.T, l batch.Ledger, store batch.Store, reported map[string]batch.State) int {
+	t.Helper()
+	last := map[string]*batch.Entry{}
+	for e, err := range l.Jobs(context.Background(), false) {
+		require.NoError(t, err)
+		last[e.Job] = e
+	}
+	done := 0
+	for job, st := range reported {
+		if st != batch.Done {
+			continue
+		}
+		done++
+		require.NotNil(t, last[job], "job %s reported done is not in the ledger", job)
+		require.Equal(t, batch.Done, last[job].State, "job %s reported done", job)
+		for _, file := range last[job].Files {
+			ok, err := store.Exists(context.Background(), file)
+			require.NoError(t, err)
+			require.True(t, ok, "job %s reported done has no %s", job, file)
+		}
+	}
+	return done
+}

@@ -124,24 +124,6 @@ func TestAttackWorkersUnderATinyCapWithCutsPayEachJobOnce(t *testing.T) {
 	require.LessOrEqual(t, st.Budget.Calls, int64(maxCalls))
 
 	// Every job reported done is done in the ledger, with its files.
-	last := map[string]*batch.Entry{}
-	for e, err := range ledgers[0].Jobs(context.Background(), false) {
-		require.NoError(t, err)
-		last[e.Job] = e
-	}
-	done := 0
-	for job, state := range reported {
-		if state != batch.Done {
-			continue
-		}
-		done++
-		require.NotNil(t, last[job])
-		require.Equal(t, batch.Done, last[job].State, "job %s reported done", job)
-		for _, f := range last[job].Files {
-			ok, err := store.Exists(context.Background(), f)
-			require.NoError(t, err)
-			require.True(t, ok, "job %s reported done lacks %s", job, f)
-		}
-	}
+	done := ledgertest.RequireDoneRecorded(t, ledgers[0], store, reported)
 	t.Logf("calls %d, ledger's shares %d, done %d, states %v, proxy %+v", total, st.Budget.Calls, done, st.States, p.Stats())
 }
