@@ -52,23 +52,24 @@ const (
 // access key and a pooled HTTP client; it is safe for concurrent use and is
 // meant to be created once and shared.
 type Client struct {
-	base    *url.URL                                   // scheme and host the access key may be sent to
-	prefix  string                                     // base URL without a trailing slash
-	key     func() []string                            // the x-access-key header value; a closure, which fmt prints as an address
-	own     func() *redactor                           // the redactor of calls that send the Client's key, its forms worked out once
-	set     settings                                   // the Client's options, without the key
-	hc      http.Client                                // the template of every call's http.Client, without transport or redirect rule
-	rt      http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
-	redir   func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
-	targets map[string]*opTarget                       // operation name -> its URL under the base URL and header (request.go)
-	limiter RateLimiter                                // nil without WithRateLimiter
-	pause   *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
-	pauses  *sync.Map                                  // access key -> *pause, while one is asked of calls with a key of their own (pause.go)
-	dl      http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
-	private bool                                       // Downloads may reach private addresses (download.go)
-	origins []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
-	budget  *budget                                    // the answer bytes its calls hold at once (budget.go)
-	direct  bool                                       // no rate limiter, middleware or call trace: an attempt of a call with the Client's settings waits for the pause alone
+	base      *url.URL                                   // scheme and host the access key may be sent to
+	prefix    string                                     // base URL without a trailing slash
+	key       func() []string                            // the x-access-key header value; a closure, which fmt prints as an address
+	own       func() *redactor                           // the redactor of calls that send the Client's key, its forms worked out once
+	set       settings                                   // the Client's options, without the key
+	hc        http.Client                                // the template of every call's http.Client, without transport or redirect rule
+	rt        http.RoundTripper                          // the transport every attempt ends in: pooled, or the user's
+	redir     func(*http.Request, []*http.Request) error // the user's CheckRedirect, run after the Client's
+	targets   map[string]*opTarget                       // operation name -> its URL under the base URL and header (request.go)
+	limiter   RateLimiter                                // nil without WithRateLimiter
+	pause     *pause                                     // the wait a 429 or 503 asked of every call with the Client's key
+	pauses    *sync.Map                                  // access key -> *pause, while one is asked of calls with a key of their own (pause.go)
+	dl        http.RoundTripper                          // the transport of Downloads: rt, refusing private addresses unless allowed
+	private   bool                                       // Downloads may reach private addresses (download.go)
+	origins   []*url.URL                                 // WithPrivateOrigin: the private origins Downloads may reach, and no other
+	budget    *budget                                    // the answer bytes its calls hold at once (budget.go)
+	direct    bool                                       // no rate limiter, middleware or call trace: an attempt of a call with the Client's settings waits for the pause alone
+	plainHTTP bool                                       // hc has no cookie jar and no Timeout: on a 2xx answer without a redirect, its Do adds nothing to its transport's (retry.go, firstAnswer)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -123,6 +124,7 @@ func New(opts ...Option) (*Client, error) {
 	c.direct = s.limiter == nil && len(s.middleware) == 0 && len(s.traces) == 0
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
+	c.plainHTTP = c.hc.Jar == nil && c.hc.Timeout == 0
 	c.shareHeaders(s.hc == nil)
 	c.origins = s.origins
 	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))
@@ -227,15 +229,16 @@ type call struct {
 	outer      *httptrace.ClientTrace // the caller's hooks that trace composed with (callctx.go)
 	attempts   int
 	started    time.Time
-	last       verdict       // the retry policy's word on the last attempt
-	unknowns   int           // attempts whose outcome is unknown
-	retryAfter time.Duration // asked for by the last answer
-	ct         *callTrace    // nil without WithCallTrace (observe.go)
-	url        url.URL       // the URL of an operation's request, the call's own copy (request.go)
-	direct     bool          // an operation's call with the Client's settings, which leave its attempts nothing to look up (transport.go)
-	sent       *http.Request // the request of the last attempt of a JSON body (retry.go, lendBody)
-	ctx        callCtx       // the call's context, which holds the call (callctx.go)
-	resp       response      // the answer, once it came
+	last       verdict         // the retry policy's word on the last attempt
+	unknowns   int             // attempts whose outcome is unknown
+	retryAfter time.Duration   // asked for by the last answer
+	ct         *callTrace      // nil without WithCallTrace (observe.go)
+	url        url.URL         // the URL of an operation's request, the call's own copy (request.go)
+	direct     bool            // an operation's call with the Client's settings, which leave its attempts nothing to look up (transport.go)
+	sent       *http.Request   // the request of the last attempt of a JSON body (retry.go, lendBody)
+	replay     *attemptOutcome // the first attempt's outcome, sent by firstAnswer, for go-retryablehttp's first attempt to get (retry.go)
+	ctx        callCtx         // the call's context, which holds the call (callctx.go)
+	resp       response        // the answer, once it came
 
 	*redactor // the call's keys and the Client's, removed from every text
 	retrier   // go-retryablehttp's client of this call (retry.go)

@@ -29,6 +29,11 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 	if err := cl.setBody(rreq); err != nil {
 		return nil, err
 	}
+	if _, isJSON := cl.body.(*jsonBody); isJSON && cl.direct && cl.c.plainHTTP {
+		if resp, err, done := cl.firstAnswer(req); done {
+			return resp, err
+		}
+	}
 	cl.rc = retryablehttp.Client{
 		HTTPClient:     &cl.hc,
 		RetryWaitMin:   cl.s.waitMin,
@@ -39,6 +44,35 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
 	return cl.rc.Do(rreq)
+}
+
+// firstAnswer sends the first attempt of a plain call (an operation's
+// JSON with the Client's settings, whose http.Client has no cookie jar and
+// no Timeout) straight to the call's transport. A 2xx answer is the call's
+// end: go-retryablehttp would hand it back after the same policy's word
+// (checkRetry), and the http.Client would add nothing to it. Anything else
+// (a failure, a redirect, an error status) is kept for go-retryablehttp,
+// whose first attempt gets it from the transport instead of the network
+// (replay): the http.Client follows or refuses the redirect and wraps the
+// failure, the policy judges it, and any retry is sent, each as for any
+// call. Nothing is sent twice.
+func (cl *call) firstAnswer(req *http.Request) (resp *http.Response, err error, done bool) {
+	cl.onAttempt(nil, req, 0)
+	resp, err = cl.tr.RoundTrip(req)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		cl.replay = &attemptOutcome{resp: resp, err: err}
+		return nil, nil, false
+	}
+	// A 2xx is answered: never retried. A context that ended after it is
+	// the error go-retryablehttp's PassthroughErrorHandler returns.
+	_, err = cl.checkRetry(req.Context(), resp, nil)
+	return resp, err, true
+}
+
+// attemptOutcome is what an attempt's transport returned.
+type attemptOutcome struct {
+	resp *http.Response
+	err  error
 }
 
 // retrier holds go-retryablehttp's client of one call inside the call, so
@@ -79,6 +113,9 @@ func (cl *call) setBody(rreq *retryablehttp.Request) error {
 // clears what the transport saw of the last one; go-retryablehttp calls it
 // before each attempt.
 func (cl *call) onAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
+	if cl.replay != nil { // the first attempt was sent (firstAnswer)
+		return
+	}
 	if b, ok := cl.body.(*jsonBody); ok {
 		req.Body, _ = b.readCloser()
 		cl.sent = req

@@ -147,6 +147,11 @@ func (e *attemptError) Unwrap() error { return e.err }
 
 // RoundTrip sends one attempt of the call, or one redirect of it.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r := t.cl.replay; r != nil && req.Response == nil {
+		// go-retryablehttp's first attempt, which firstAnswer sent.
+		t.cl.replay = nil
+		return r.resp, r.err
+	}
 	if req.Response != nil { // a redirect: the attempt is under way
 		// What counts is whether this request, not the redirected one,
 		// was written whole.
@@ -262,7 +267,7 @@ func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Res
 		if err != nil {
 			return nil, newAttemptError(err)
 		}
-		return resp, nil
+		return t.whole(resp)
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	timer := time.AfterFunc(limit, cancel)
@@ -282,7 +287,29 @@ func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Res
 		cancel()
 		return nil, newAttemptError(err)
 	}
+	if resp, err = t.whole(resp); err != nil {
+		cancel()
+		return nil, err
+	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// whole returns what the next RoundTripper answered as the http.Client
+// takes it: a body of no length may be missing (it becomes http.NoBody);
+// no answer, or an answer of a length without its body, is an error, not
+// an attempt to send again. net/http's own transport returns neither; a
+// caller's RoundTripper may.
+func (t *transport) whole(resp *http.Response) (*http.Response, error) {
+	switch {
+	case resp == nil:
+		return nil, fmt.Errorf("the transport (%T) returned neither an answer nor an error", t.next)
+	case resp.Body != nil:
+		return resp, nil
+	case resp.ContentLength > 0:
+		return nil, fmt.Errorf("the transport (%T) returned an answer of %d bytes without its body", t.next, resp.ContentLength)
+	}
+	resp.Body = http.NoBody
 	return resp, nil
 }
 
