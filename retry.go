@@ -284,6 +284,10 @@ func kindOf(a attemptSeen) attemptKind {
 		return attemptUnknown
 	case a.err != nil:
 		return attemptNotSent
+	case a.ctxDone && a.status >= 200 && a.status <= 299:
+		// The work is done, and the call fails with its context: sending
+		// it again may pay again.
+		return attemptUnknown
 	case a.status == http.StatusRequestTimeout, a.status == http.StatusTooManyRequests, a.status == http.StatusServiceUnavailable:
 		return attemptRefused
 	case a.status >= 500 && a.status <= 599 && a.status != http.StatusNotImplemented && a.status != http.StatusHTTPVersionNotSupported:

@@ -1,0 +1,483 @@
+package creative
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The attacks on a plain call's first answer (retry.go, firstAnswer): a
+// call with the Client's own settings whose http.Client has no cookie jar
+// and no Timeout sends its first attempt straight to its transport. A
+// Client whose http.Client has a cookie jar that keeps nothing takes the
+// road through go-retryablehttp and http.Client.Do for every attempt and
+// sends the same bytes: the reference. Each scenario runs both roads
+// against one server and compares everything a caller or the service can
+// see: the requests that arrived whole (their bytes), each call's result
+// or error (its text, the sentinels it is, every field of *APIError and
+// *NetworkError), the attempt records logged, the response kept by
+// WithResponseInto, and the connections left open.
+
+// faJar is a cookie jar that keeps nothing.
+type faJar struct{}
+
+func (faJar) SetCookies(*url.URL, []*http.Cookie) {}
+func (faJar) Cookies(*url.URL) []*http.Cookie     { return nil }
+
+// faScenario is one way the other end answers, and how the calls are made.
+type faScenario struct {
+	name     string
+	h        func(n int, w http.ResponseWriter, r *http.Request) // n: the arrival's index; the body was read whole
+	opts     []Option
+	calls    int                                          // calls made one after another; 1 when zero
+	cancelAt string                                       // the httptrace hook of the caller's that cancels the first call
+	redirect func(*http.Request, []*http.Request) error // the caller's CheckRedirect
+}
+
+// faRecorder counts, at the server, the requests that arrived whole and
+// keeps their bytes.
+type faRecorder struct {
+	mu   sync.Mutex
+	wire []string
+	h    func(int, http.ResponseWriter, *http.Request)
+}
+
+func (rec *faRecorder) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // not arrived whole
+	}
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s host=%s", r.Method, r.RequestURI, r.Proto, r.Host)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n%s: %q", k, r.Header[k])
+	}
+	fmt.Fprintf(&b, "\n\n%s", body)
+	rec.mu.Lock()
+	n := len(rec.wire)
+	rec.wire = append(rec.wire, b.String())
+	rec.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec.h(n, w, r)
+}
+
+func (rec *faRecorder) take() []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	w := rec.wire
+	rec.wire = nil
+	return w
+}
+
+// faSeen is everything one road showed.
+type faSeen struct {
+	wire    []string
+	results []string
+	logs    []string
+	into    []string
+	open    int64 // connections the server still held open once the calls were done
+}
+
+// faRun runs sc on both roads, each in a bubble of its own (so that both
+// see the same clock) with a server of its own, and returns what each
+// showed, the server's address written as HOST: the plain road first, the
+// reference second.
+func faRun(t *testing.T, sc faScenario) (plain, ref faSeen) {
+	synctest.Test(t, func(t *testing.T) { plain = faRoad(t, sc, false) })
+	synctest.Test(t, func(t *testing.T) { ref = faRoad(t, sc, true) })
+	return plain, ref
+}
+
+// faRoad runs the calls of sc on one road, in a bubble.
+func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
+	rec := &faRecorder{h: sc.h}
+	ts := newMemServer(t, rec.serve)
+	var open atomic.Int64
+	count := ts.Config.ConnState
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		count(c, s)
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	tr := ts.Client().Transport.(*http.Transport).Clone()
+	hc := &http.Client{Transport: tr, CheckRedirect: sc.redirect}
+	if jar {
+		hc.Jar = faJar{}
+	}
+	logs := &logCapture{}
+	var into *http.Response
+	opts := append([]Option{WithHTTPClient(hc), WithLogger(slog.New(logs)), WithResponseInto(&into)}, sc.opts...)
+	c := newTestClient(t, ts.URL, opts...)
+	require.Equal(t, !jar, c.plainHTTP && c.direct, "the road taken")
+	var seen faSeen
+	for i := range max(sc.calls, 1) {
+		ctx := context.Background()
+		if i == 0 && sc.cancelAt != "" {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			ctx = httptrace.WithClientTrace(ctx, faCancelAt(sc.cancelAt, cancel))
+		}
+		into = nil
+		res, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+		seen.results = append(seen.results, faDescribe(res, err))
+		seen.into = append(seen.into, faDescribeResponse(into))
+	}
+	c.CloseIdleConnections()
+	synctest.Wait()
+	seen.wire = rec.take()
+	seen.logs = faLogs(logs)
+	seen.open = open.Load()
+	host := ts.Listener.Addr().String()
+	for _, l := range [][]string{seen.wire, seen.results, seen.logs, seen.into} {
+		for i := range l {
+			l[i] = strings.ReplaceAll(l[i], host, "HOST")
+		}
+	}
+	return seen
+}
+
+// faCancelAt returns the caller's hooks, cancel run at the one named.
+func faCancelAt(hook string, cancel context.CancelFunc) *httptrace.ClientTrace {
+	tr := &httptrace.ClientTrace{}
+	switch hook {
+	case "GotConn":
+		tr.GotConn = func(httptrace.GotConnInfo) { cancel() }
+	case "WroteHeaders":
+		tr.WroteHeaders = cancel
+	case "WroteRequest":
+		tr.WroteRequest = func(httptrace.WroteRequestInfo) { cancel() }
+	case "GotFirstResponseByte":
+		tr.GotFirstResponseByte = cancel
+	default:
+		panic("no hook " + hook)
+	}
+	return tr
+}
+
+// faDescribe is a call's outcome as a caller can see it.
+func faDescribe(res URL, err error) string {
+	if err == nil {
+		return "ok " + string(res)
+	}
+	s := fmt.Sprintf("error %q notSent=%v unknown=%v refused=%v canceled=%v deadline=%v",
+		err.Error(), errors.Is(err, ErrNotSent), errors.Is(err, ErrOutcomeUnknown), errors.Is(err, ErrRefused),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded))
+	var ae *APIError
+	if errors.As(err, &ae) {
+		h := ae.Header.Clone()
+		h.Del("Date")
+		s += fmt.Sprintf("\nAPIError{op=%s status=%d message=%q attempts=%d retryAfter=%v body=%q header=%v requestID=%q unexpected=%v paused=%v kind=%v paid=%d resent=%v}",
+			ae.Operation, ae.StatusCode, ae.Message, ae.Attempts, ae.RetryAfter, ae.Body, h, ae.RequestID,
+			ae.unexpected, ae.paused, ae.kind, ae.mayHavePaid, ae.resent)
+	}
+	var ne *NetworkError
+	if errors.As(err, &ne) {
+		s += fmt.Sprintf("\nNetworkError{op=%s attempts=%d err=%q kind=%v paid=%d resent=%v}",
+			ne.Operation, ne.Attempts, ne.Err.Error(), ne.kind, ne.mayHavePaid, ne.resent)
+	}
+	return s
+}
+
+// faDescribeResponse is what WithResponseInto kept.
+func faDescribeResponse(r *http.Response) string {
+	if r == nil {
+		return "none"
+	}
+	h := r.Header.Clone()
+	h.Del("Date")
+	s := fmt.Sprintf("%s %d header=%v length=%d", r.Status, r.StatusCode, h, r.ContentLength)
+	for req := r.Request; req != nil; {
+		s += fmt.Sprintf("\n  request %s %s header=%v", req.Method, req.URL, req.Header)
+		if req.Response == nil {
+			break
+		}
+		h := req.Response.Header.Clone()
+		h.Del("Date")
+		s += fmt.Sprintf("\n  after %d header=%v", req.Response.StatusCode, h)
+		req = req.Response.Request
+	}
+	return s
+}
+
+// faLogs is the records logged, without what varies by itself: an
+// attempt's duration and a backoff's random wait.
+func faLogs(l *logCapture) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for i, attrs := range l.attrs {
+		keys := make([]string, 0, len(attrs))
+		for k := range attrs {
+			if k != "duration" && k != "wait" && k != "until" { // until: the backoff before it was random
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		s := fmt.Sprintf("%v %s", l.level[i], strings.SplitN(l.lines[i], " ", 3)[0:2])
+		for _, k := range keys {
+			s += fmt.Sprintf(" %s=%v", k, attrs[k])
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// faKeyForms are forms of testKey a server may echo that no text the
+// caller sees may hold.
+func faKeyForms() []string {
+	var pct, uni strings.Builder
+	for _, c := range []byte(testKey) {
+		fmt.Fprintf(&pct, "%%%02X", c)
+		fmt.Fprintf(&uni, `\u%04x`, c)
+	}
+	return []string{testKey, strings.ToUpper(testKey), pct.String(), uni.String(),
+		base64.StdEncoding.EncodeToString([]byte(testKey)), base64.URLEncoding.EncodeToString([]byte(testKey))}
+}
+
+// faNoKey fails when any text of seen but the requests holds the key.
+func faNoKey(t *testing.T, road string, seen faSeen) {
+	t.Helper()
+	red := newRedactor([]string{testKey})
+	for _, s := range slices.Concat(seen.results, seen.logs, seen.into) {
+		assert.False(t, red.holds(s), "%s: a text holds the key: %s", road, s)
+		for _, f := range faKeyForms() {
+			assert.NotContains(t, s, f, road)
+		}
+	}
+}
+
+// Handlers of the scenarios.
+
+func faReply(status int, body string, header ...string) func(int, http.ResponseWriter, *http.Request) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// faSeq answers the n-th arrival with hs[n], the last one ever after.
+func faSeq(hs ...func(int, http.ResponseWriter, *http.Request)) func(int, http.ResponseWriter, *http.Request) {
+	return func(n int, w http.ResponseWriter, r *http.Request) { hs[min(n, len(hs)-1)](n, w, r) }
+}
+
+// faMoved redirects with status to loc, and answers /moved with a success.
+func faMoved(status int, loc string) func(int, http.ResponseWriter, *http.Request) {
+	return func(n int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			faReply(200, musicOK)(n, w, r)
+			return
+		}
+		l := strings.ReplaceAll(loc, "{host}", r.Host)
+		l = strings.ReplaceAll(l, "{path}", r.URL.Path)
+		w.Header().Set("Location", l)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"success":false,"message":"moved"}`)
+	}
+}
+
+// faRaw writes head and then body on the hijacked connection, then closes
+// it: nothing at all, a cut answer, a malformed one.
+func faRaw(raw string) func(int, http.ResponseWriter, *http.Request) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_, _ = io.WriteString(conn, raw)
+		_ = conn.Close()
+	}
+}
+
+func faScenarios() []faScenario {
+	ok := faReply(200, musicOK)
+	ra := func(status int, secs string) func(int, http.ResponseWriter, *http.Request) {
+		return faReply(status, `{"success":false,"message":"later"}`, "Retry-After", secs)
+	}
+	cut := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n" + musicOK[:20]
+	var scs []faScenario
+	for _, st := range []int{200, 201, 202, 203, 204, 206, 226, 299} {
+		scs = append(scs, faScenario{name: fmt.Sprint(st), h: faReply(st, musicOK)})
+	}
+	for _, st := range []int{300, 304, 305, 306, 400, 401, 403, 404, 408, 409, 413, 422, 429, 451, 499, 500, 501, 502, 503, 504, 505, 599} {
+		scs = append(scs, faScenario{name: fmt.Sprint(st), h: faReply(st, `{"success":false,"message":"no"}`, "X-Request-Id", "rid-1")})
+		scs = append(scs, faScenario{name: fmt.Sprint(st, " pay again"), h: faReply(st, `{"success":false,"message":"no"}`), opts: []Option{WithRetryMayPayAgain()}})
+		scs = append(scs, faScenario{name: fmt.Sprint(st, " then a success"), h: faSeq(faReply(st, `{"success":false}`), ok)})
+		scs = append(scs, faScenario{name: fmt.Sprint(st, " no retries"), h: faReply(st, `{}`), opts: []Option{WithMaxRetries(0)}})
+	}
+	scs = append(scs,
+		faScenario{name: "a success not JSON", h: faReply(200, `<html>`)},
+		faScenario{name: "a success of another shape", h: faReply(200, `{"success":true,"message":"ok","data":[1]}`)},
+		faScenario{name: "a failure envelope with 200", h: faReply(200, `{"success":false,"message":"no"}`)},
+		faScenario{name: "429 Retry-After then a success", h: faSeq(ra(429, "2"), ok)},
+		faScenario{name: "503 Retry-After then a success", h: faSeq(ra(503, "1"), ok)},
+		faScenario{name: "429 Retry-After too long", h: ra(429, "100000")},
+		faScenario{name: "503 Retry-After past the deadline", h: ra(503, "30"), opts: []Option{WithTimeout(10 * time.Second)}},
+		faScenario{name: "429 Retry-After as a date", h: ra(429, "Sat, 01 Jan 2000 00:00:03 GMT")},
+		faScenario{name: "the pause after a 429 holds the next call", h: faSeq(ra(429, "5"), ok), opts: []Option{WithMaxRetries(0)}, calls: 2},
+		faScenario{name: "the pause after a 503 holds the next calls", h: faSeq(ra(503, "3"), ra(503, "3"), ok), opts: []Option{WithMaxRetries(1)}, calls: 3},
+		faScenario{name: "a pause longer than the next call's timeout", h: faSeq(ra(429, "50"), ok), opts: []Option{WithMaxRetries(0), WithTimeout(10 * time.Second)}, calls: 2},
+		faScenario{name: "closed without an answer", h: faRaw("")},
+		faScenario{name: "closed without an answer, pay again", h: faSeq(faRaw(""), ok), opts: []Option{WithRetryMayPayAgain()}},
+		faScenario{name: "a cut success", h: faRaw(cut)},
+		faScenario{name: "a cut success, pay again", h: faSeq(faRaw(cut), ok), opts: []Option{WithRetryMayPayAgain()}},
+		faScenario{name: "a cut 500", h: faRaw("HTTP/1.1 500 X\r\nContent-Length: 50\r\n\r\n{")},
+		faScenario{name: "a malformed status line", h: faRaw("HTTP/1.1 2000 OK\r\n\r\n")},
+		faScenario{name: "a malformed header echoing the key", h: faRaw("HTTP/1.1 200 OK\r\nX-Key " + testKey + "\r\n\r\n")},
+		faScenario{name: "a 1xx then a success", h: faRaw("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(musicOK)) + "\r\n\r\n" + musicOK)},
+		faScenario{name: "a 101", h: faRaw("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")},
+		faScenario{name: "a success with Connection: close", h: faReply(200, musicOK, "Connection", "close")},
+		faScenario{name: "a success echoing the key", h: faReply(200, musicOK, "X-Echo", testKey, "X-Request-Id", testKey)},
+		faScenario{name: "a 400 echoing the key in every form", h: faReply(400, `{"success":false,"message":"`+strings.Join(faKeyForms(), " ")+`"}`, "X-Echo", testKey, "X-Request-Id", base64.StdEncoding.EncodeToString([]byte(testKey)))},
+		faScenario{name: "a 500 echoing the key", h: faReply(500, testKey+" "+url.QueryEscape(testKey), "X-Echo", testKey)},
+	)
+	for _, st := range []int{301, 302, 303, 307, 308} {
+		for _, loc := range []struct{ name, loc string }{
+			{"relative", "/moved"},
+			{"absolute", "http://{host}/moved"},
+			{"to itself", "{path}"},
+			{"to another origin", "http://127.0.0.2:9/moved"},
+			{"to https", "https://{host}/moved"},
+			{"not a URL", "http://[::1/moved"},
+			{"holding the key", "/moved?k=" + testKey},
+			{"holding the key escaped", "/moved?k=%74%6B-" + testKey[3:]},
+			{"holding the key in user information", "http://" + testKey + "@{host}/moved"},
+			{"to another origin holding the key", "http://127.0.0.2:9/" + testKey},
+			{"empty", ""},
+			{"to a scheme not http", "ftp://{host}/moved"},
+		} {
+			scs = append(scs, faScenario{name: fmt.Sprint(st, " ", loc.name), h: faMoved(st, loc.loc)})
+		}
+		scs = append(scs,
+			faScenario{name: fmt.Sprint(st, " then a 500"), h: faSeq(faMoved(st, "/moved"), faReply(500, `{}`))},
+			faScenario{name: fmt.Sprint(st, " then a 503, pay again"), h: faSeq(faMoved(st, "/moved"), faReply(503, `{}`), ok), opts: []Option{WithRetryMayPayAgain()}},
+			faScenario{name: fmt.Sprint(st, " then closed"), h: faSeq(faMoved(st, "/moved"), faRaw(""))},
+			faScenario{name: fmt.Sprint(st, " refused by the caller's CheckRedirect"), h: faMoved(st, "/moved"),
+				redirect: func(*http.Request, []*http.Request) error { return errors.New("the caller's no") }},
+			faScenario{name: fmt.Sprint(st, " kept by the caller's CheckRedirect"), h: faMoved(st, "/moved"),
+				redirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+			faScenario{name: fmt.Sprint(st, " seen by the caller's CheckRedirect"), h: faMoved(st, "/moved"),
+				redirect: func(r *http.Request, via []*http.Request) error {
+					if len(via) != 1 || via[0].Method != http.MethodPost || r.URL.Path != "/moved" {
+						return fmt.Errorf("unexpected hop %s %s after %d", r.Method, r.URL.Path, len(via))
+					}
+					return nil
+				}},
+		)
+	}
+	for _, hook := range []string{"GotFirstResponseByte"} {
+		scs = append(scs,
+			faScenario{name: "a success, cancelled at " + hook, h: ok, cancelAt: hook},
+			faScenario{name: "a 503, cancelled at " + hook, h: faSeq(faReply(503, `{}`), ok), cancelAt: hook},
+			faScenario{name: "a 302, cancelled at " + hook, h: faMoved(302, "/moved"), cancelAt: hook},
+		)
+	}
+	return scs
+}
+
+// TestFirstAnswerAttackSameAsThroughHTTPClient is the comparison of the
+// two roads, scenario by scenario.
+func TestFirstAnswerAttackSameAsThroughHTTPClient(t *testing.T) {
+	for _, sc := range faScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			plain, ref := faRun(t, sc)
+			if testing.Verbose() {
+				t.Logf("%q", plain.results)
+			}
+			assert.Equal(t, len(ref.wire), len(plain.wire), "requests that arrived whole")
+			assert.Equal(t, ref.wire, plain.wire, "the bytes that arrived")
+			assert.Equal(t, ref.results, plain.results, "what each call returned")
+			assert.Equal(t, ref.logs, plain.logs, "the records logged")
+			assert.Equal(t, ref.into, plain.into, "the response kept by WithResponseInto")
+			assert.Equal(t, ref.open, plain.open, "connections left open")
+			assert.Zero(t, plain.open, "connections left open")
+			faNoKey(t, "plain", plain)
+			faNoKey(t, "reference", ref)
+		})
+	}
+}
+
+// TestFirstAnswerAttackCancelNeverClaimsNotSentWhatArrived cancels a call
+// from each of the caller's httptrace hooks, on both roads, many times
+// over, for answers of each class: whatever the race between the
+// cancellation and the request's write, a call whose request arrived whole
+// never says ErrNotSent (a caller would send it again, and pay twice), and
+// nothing is sent twice.
+func TestFirstAnswerAttackCancelNeverClaimsNotSentWhatArrived(t *testing.T) {
+	answers := map[string]func(int, http.ResponseWriter, *http.Request){
+		"200": faReply(200, musicOK),
+		"503": faReply(503, `{}`),
+		"500": faReply(500, `{}`),
+		"302": faMoved(302, "/moved"),
+	}
+	for _, hook := range []string{"GotConn", "WroteHeaders", "WroteRequest", "GotFirstResponseByte"} {
+		for name, h := range answers {
+			for _, jar := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s at %s jar=%v", name, hook, jar), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						rec := &faRecorder{h: h}
+						ts := newMemServer(t, rec.serve)
+						hc := &http.Client{Transport: ts.Client().Transport}
+						if jar {
+							hc.Jar = faJar{}
+						}
+						c := newTestClient(t, ts.URL, WithHTTPClient(hc))
+						for range 50 {
+							ctx, cancel := context.WithCancel(context.Background())
+							ctx = httptrace.WithClientTrace(ctx, faCancelAt(hook, cancel))
+							_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+							cancel()
+							synctest.Wait()
+							wire := rec.take()
+							require.LessOrEqual(t, len(wire), 2, "the POST and at most its one redirect")
+							arrived := 0 // the requests whose answer was not a redirect: a 302 does no work
+							for _, w := range wire {
+								if name != "302" || strings.HasPrefix(w, "POST /moved ") {
+									arrived++
+								}
+							}
+							if err == nil {
+								continue
+							}
+							if errors.Is(err, ErrNotSent) {
+								require.Zero(t, arrived, "ErrNotSent, yet the request arrived whole: %v", err)
+							}
+						}
+					})
+				})
+			}
+		}
+	}
+}
