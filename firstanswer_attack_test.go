@@ -48,8 +48,8 @@ type faScenario struct {
 	name     string
 	h        func(n int, w http.ResponseWriter, r *http.Request) // n: the arrival's index; the body was read whole
 	opts     []Option
-	calls    int                                          // calls made one after another; 1 when zero
-	cancelAt string                                       // the httptrace hook of the caller's that cancels the first call
+	calls    int                                        // calls made one after another; 1 when zero
+	cancelAt string                                     // the httptrace hook of the caller's that cancels the first call
 	redirect func(*http.Request, []*http.Request) error // the caller's CheckRedirect
 }
 
