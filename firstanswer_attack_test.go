@@ -48,9 +48,30 @@ type faScenario struct {
 	name     string
 	h        func(n int, w http.ResponseWriter, r *http.Request) // n: the arrival's index; the body was read whole
 	opts     []Option
-	calls    int                                        // calls made one after another; 1 when zero
-	cancelAt string                                     // the httptrace hook of the caller's that cancels the first call
-	redirect func(*http.Request, []*http.Request) error // the caller's CheckRedirect
+	calls    int                                                  // calls made one after another; 1 when zero
+	cancelAt string                                               // the httptrace hook of the caller's that cancels the first call
+	redirect func(*http.Request, []*http.Request) error           // the caller's CheckRedirect
+	rt       func(n int, r *http.Request) (*http.Response, error) // the caller's RoundTripper, instead of the server
+}
+
+// faTransport is a caller's RoundTripper: it reads each request's body
+// whole, keeps its bytes as the server does, and answers with rt.
+type faTransport struct {
+	rec *faRecorder
+	rt  func(int, *http.Request) (*http.Response, error)
+}
+
+func (f *faTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		_ = r.Body.Close()
+	}
+	f.rec.mu.Lock()
+	n := len(f.rec.wire)
+	f.rec.wire = append(f.rec.wire, fmt.Sprintf("%s %s %v\n\n%s", r.Method, r.URL, r.Header, body))
+	f.rec.mu.Unlock()
+	return f.rt(n, r)
 }
 
 // faRecorder counts, at the server, the requests that arrived whole and
@@ -129,6 +150,9 @@ func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
 	}
 	tr := ts.Client().Transport.(*http.Transport).Clone()
 	hc := &http.Client{Transport: tr, CheckRedirect: sc.redirect}
+	if sc.rt != nil {
+		hc.Transport = &faTransport{rec: rec, rt: sc.rt}
+	}
 	if jar {
 		hc.Jar = faJar{}
 	}
@@ -479,5 +503,155 @@ func TestFirstAnswerAttackCancelNeverClaimsNotSentWhatArrived(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// faResponse is an answer of a caller's RoundTripper.
+func faResponse(r *http.Request, status int, body io.ReadCloser, length int64) *http.Response {
+	return &http.Response{StatusCode: status, Status: fmt.Sprint(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: body, ContentLength: length, Request: r}
+}
+
+// faBody is a body that reads s, then fails with err (io.EOF: ends), and
+// whose Close fails with closeErr.
+type faBody struct {
+	r        io.Reader
+	err      error
+	closeErr error
+	closed   atomic.Int32
+}
+
+func newFaBody(s string, err, closeErr error) *faBody {
+	return &faBody{r: strings.NewReader(s), err: err, closeErr: closeErr}
+}
+
+func (b *faBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = b.err
+	}
+	return n, err
+}
+
+func (b *faBody) Close() error { b.closed.Add(1); return b.closeErr }
+
+// faTransports are caller's RoundTrippers that misbehave, each as a
+// scenario.
+func faTransports() []faScenario {
+	ok := func(status int, body string) func(int, *http.Request) (*http.Response, error) {
+		return func(_ int, r *http.Request) (*http.Response, error) {
+			return faResponse(r, status, io.NopCloser(strings.NewReader(body)), int64(len(body))), nil
+		}
+	}
+	boom := errors.New("the caller's transport failed")
+	var shared *http.Response
+	var scs []faScenario
+	for _, st := range []int{200, 302, 400, 500, 503} {
+		scs = append(scs,
+			faScenario{name: fmt.Sprint("no answer and no error, ", st), rt: func(int, *http.Request) (*http.Response, error) { return nil, nil }},
+			faScenario{name: fmt.Sprint("an answer without its body, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, nil, 10), nil
+			}},
+			faScenario{name: fmt.Sprint("an empty answer without a body, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, nil, 0), nil
+			}},
+			faScenario{name: fmt.Sprint("an answer of unknown length without a body, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, nil, -1), nil
+			}},
+			faScenario{name: fmt.Sprint("an answer and an error, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, io.NopCloser(strings.NewReader(musicOK)), int64(len(musicOK))), boom
+			}},
+			faScenario{name: fmt.Sprint("a body that fails, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, newFaBody(musicOK[:10], boom, nil), int64(len(musicOK))), nil
+			}},
+			faScenario{name: fmt.Sprint("a body whose Close fails, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, newFaBody(musicOK, io.EOF, boom), int64(len(musicOK))), nil
+			}},
+			faScenario{name: fmt.Sprint("a body longer than its length, ", st), rt: func(_ int, r *http.Request) (*http.Response, error) {
+				return faResponse(r, st, io.NopCloser(strings.NewReader(musicOK+musicOK)), int64(len(musicOK))), nil
+			}},
+			faScenario{name: fmt.Sprint("the same answer every time, ", st), rt: func(n int, r *http.Request) (*http.Response, error) {
+				if n == 0 { // each road's own
+					shared = faResponse(r, st, io.NopCloser(strings.NewReader(`{"success":false,"message":"x"}`)), -1)
+				}
+				return shared, nil
+			}, calls: 2},
+		)
+	}
+	// Late: the answer comes once WithRequestTimeout's limit ended the
+	// attempt's context.
+	late := func(answer func(r *http.Request) (*http.Response, error)) func(int, *http.Request) (*http.Response, error) {
+		return func(_ int, r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return answer(r)
+		}
+	}
+	limit := []Option{WithRequestTimeout(time.Second)}
+	scs = append(scs,
+		faScenario{name: "late: an answer without a body", opts: limit, rt: late(func(r *http.Request) (*http.Response, error) {
+			return faResponse(r, 200, nil, 0), nil
+		})},
+		faScenario{name: "late: an answer of a length without its body", opts: limit, rt: late(func(r *http.Request) (*http.Response, error) {
+			return faResponse(r, 200, nil, 10), nil
+		})},
+		faScenario{name: "late: no answer and no error", opts: limit, rt: late(func(*http.Request) (*http.Response, error) { return nil, nil })},
+		faScenario{name: "late: an answer and an error", opts: limit, rt: late(func(r *http.Request) (*http.Response, error) {
+			return faResponse(r, 200, nil, 0), r.Context().Err()
+		})},
+		faScenario{name: "late: a success", opts: limit, rt: late(func(r *http.Request) (*http.Response, error) {
+			return faResponse(r, 200, io.NopCloser(strings.NewReader(musicOK)), -1), nil
+		})},
+		faScenario{name: "late: the context's error", opts: limit, rt: late(func(r *http.Request) (*http.Response, error) {
+			return nil, r.Context().Err()
+		})},
+	)
+	scs = append(scs,
+		faScenario{name: "a failure, then a success", rt: func(n int, r *http.Request) (*http.Response, error) {
+			if n == 0 {
+				return nil, boom
+			}
+			return ok(200, musicOK)(n, r)
+		}},
+		faScenario{name: "a failure echoing the key", rt: func(int, *http.Request) (*http.Response, error) {
+			return nil, fmt.Errorf("dial %s: %s", testKey, base64.StdEncoding.EncodeToString([]byte(testKey)))
+		}},
+		faScenario{name: "an answer to another request", rt: func(_ int, r *http.Request) (*http.Response, error) {
+			other, _ := http.NewRequest(http.MethodGet, "http://127.0.0.9/elsewhere", nil)
+			return faResponse(other, 200, io.NopCloser(strings.NewReader(musicOK)), -1), nil
+		}},
+		faScenario{name: "an answer without a request or header", rt: func(int, *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(musicOK)), ContentLength: -1}, nil
+		}},
+		faScenario{name: "a status of 0", rt: ok(0, musicOK)},
+		faScenario{name: "a status of 1000", rt: ok(1000, musicOK)},
+		faScenario{name: "a 101", rt: ok(101, musicOK)},
+		faScenario{name: "a 199", rt: ok(199, musicOK)},
+		faScenario{name: "a 307 to a Location that is not a URL", rt: func(_ int, r *http.Request) (*http.Response, error) {
+			resp := faResponse(r, 307, http.NoBody, 0)
+			resp.Header.Set("Location", "http://[::1/"+testKey)
+			return resp, nil
+		}},
+	)
+	return scs
+}
+
+// TestFirstAnswerAttackCallersTransport is the comparison of the two roads
+// through a caller's RoundTripper that misbehaves: no answer, an answer
+// without its body, an answer and an error, a body that fails, the same
+// answer twice. Neither road panics.
+func TestFirstAnswerAttackCallersTransport(t *testing.T) {
+	for _, sc := range faTransports() {
+		t.Run(sc.name, func(t *testing.T) {
+			plain, ref := faRun(t, sc)
+			if testing.Verbose() {
+				t.Logf("%q", plain.results)
+			}
+			assert.Equal(t, ref.wire, plain.wire, "the requests the transport was given")
+			assert.Equal(t, ref.results, plain.results, "what each call returned")
+			assert.Equal(t, ref.logs, plain.logs, "the records logged")
+			assert.Equal(t, ref.into, plain.into, "the response kept by WithResponseInto")
+			faNoKey(t, "plain", plain)
+			faNoKey(t, "reference", ref)
+		})
 	}
 }

@@ -276,7 +276,7 @@ func (t *transport) roundTrip(req *http.Request, limit time.Duration) (*http.Res
 	resp, err := t.next.RoundTrip(once)
 	if !timer.Stop() {
 		cancel()
-		if resp != nil {
+		if resp != nil && resp.Body != nil { // a caller's RoundTripper may answer without one (whole)
 			_ = resp.Body.Close()
 		}
 		if req.Context().Err() == nil {
