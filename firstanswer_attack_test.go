@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // The attacks on a plain call's first answer (retry.go, firstAnswer): a
@@ -52,6 +54,7 @@ type faScenario struct {
 	cancelAt string                                               // the httptrace hook of the caller's that cancels the first call
 	redirect func(*http.Request, []*http.Request) error           // the caller's CheckRedirect
 	rt       func(n int, r *http.Request) (*http.Response, error) // the caller's RoundTripper, instead of the server
+	hooks    bool                                                 // the caller's httptrace hooks record what they are told
 }
 
 // faTransport is a caller's RoundTripper: it reads each request's body
@@ -120,7 +123,8 @@ type faSeen struct {
 	results []string
 	logs    []string
 	into    []string
-	open    int64 // connections the server still held open once the calls were done
+	open    int64    // connections the server still held open once the calls were done
+	hooks   []string // what the caller's httptrace hooks were told
 }
 
 // faRun runs sc on both roads, each in a bubble of its own (so that both
@@ -170,6 +174,9 @@ func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
 			defer cancel()
 			ctx = httptrace.WithClientTrace(ctx, faCancelAt(sc.cancelAt, cancel))
 		}
+		if sc.hooks {
+			ctx = httptrace.WithClientTrace(ctx, faHooks(&seen.hooks))
+		}
 		into = nil
 		res, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
 		seen.results = append(seen.results, faDescribe(res, err))
@@ -181,7 +188,7 @@ func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
 	seen.logs = faLogs(logs)
 	seen.open = open.Load()
 	host := ts.Listener.Addr().String()
-	for _, l := range [][]string{seen.wire, seen.results, seen.logs, seen.into} {
+	for _, l := range [][]string{seen.wire, seen.results, seen.logs, seen.into, seen.hooks} {
 		for i := range l {
 			l[i] = strings.ReplaceAll(l[i], host, "HOST")
 		}
@@ -205,6 +212,21 @@ func faCancelAt(hook string, cancel context.CancelFunc) *httptrace.ClientTrace {
 		panic("no hook " + hook)
 	}
 	return tr
+}
+
+// faHooks returns the caller's hooks, which append to seen what they are
+// told (the calls are made one after another).
+func faHooks(seen *[]string) *httptrace.ClientTrace {
+	add := func(s string) { *seen = append(*seen, s) }
+	return &httptrace.ClientTrace{
+		GetConn:              func(hostPort string) { add("GetConn " + hostPort) },
+		GotConn:              func(i httptrace.GotConnInfo) { add(fmt.Sprint("GotConn reused=", i.Reused)) },
+		PutIdleConn:          func(err error) { add(fmt.Sprint("PutIdleConn ", err)) },
+		GotFirstResponseByte: func() { add("GotFirstResponseByte") },
+		WroteHeaderField:     func(k string, v []string) { add(fmt.Sprint("WroteHeaderField ", k, v)) },
+		WroteHeaders:         func() { add("WroteHeaders") },
+		WroteRequest:         func(i httptrace.WroteRequestInfo) { add(fmt.Sprint("WroteRequest ", i.Err)) },
+	}
 }
 
 // faDescribe is a call's outcome as a caller can see it.
@@ -421,6 +443,36 @@ func faScenarios() []faScenario {
 				}},
 		)
 	}
+	never := func(_ int, w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	stall := func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", fmt.Sprint(len(musicOK)))
+		_, _ = io.WriteString(w, musicOK[:10])
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}
+	slow := func(n int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(2 * time.Second):
+			faReply(200, musicOK)(n, w, r)
+		case <-r.Context().Done(): // the client left
+		}
+	}
+	scs = append(scs,
+		faScenario{name: "no answer within WithTimeout", h: never, opts: []Option{WithTimeout(5 * time.Second)}},
+		faScenario{name: "no answer within WithRequestTimeout", h: never, opts: []Option{WithRequestTimeout(time.Second)}},
+		faScenario{name: "no answer within WithRequestTimeout, pay again", h: faSeq(never, ok), opts: []Option{WithRequestTimeout(time.Second), WithRetryMayPayAgain()}},
+		faScenario{name: "a success after WithRequestTimeout", h: slow, opts: []Option{WithRequestTimeout(time.Second), WithTimeout(time.Minute)}},
+		faScenario{name: "a success within WithRequestTimeout", h: slow, opts: []Option{WithRequestTimeout(3 * time.Second)}},
+		faScenario{name: "a success that stalls past WithTimeout", h: stall, opts: []Option{WithTimeout(5 * time.Second)}},
+		faScenario{name: "a success that stalls past WithRequestTimeout", h: stall, opts: []Option{WithRequestTimeout(time.Second), WithTimeout(5 * time.Second)}},
+		faScenario{name: "headers and a user agent of the Client", h: ok, opts: []Option{WithHeader("X-Team", "a"), WithUserAgent("app/1")}, calls: 2},
+		faScenario{name: "the caller's hooks, a success", h: ok, hooks: true, calls: 2},
+		faScenario{name: "the caller's hooks, a 503 then a success", h: faSeq(faReply(503, `{}`), ok), hooks: true},
+		faScenario{name: "the caller's hooks, a 307", h: faMoved(307, "/moved"), hooks: true},
+		faScenario{name: "the caller's hooks, a 500", h: faReply(500, `{}`), hooks: true},
+		faScenario{name: "the caller's hooks, closed", h: faRaw(""), hooks: true},
+	)
 	for _, hook := range []string{"GotFirstResponseByte"} {
 		scs = append(scs,
 			faScenario{name: "a success, cancelled at " + hook, h: ok, cancelAt: hook},
@@ -445,6 +497,7 @@ func TestFirstAnswerAttackSameAsThroughHTTPClient(t *testing.T) {
 			assert.Equal(t, ref.results, plain.results, "what each call returned")
 			assert.Equal(t, ref.logs, plain.logs, "the records logged")
 			assert.Equal(t, ref.into, plain.into, "the response kept by WithResponseInto")
+			assert.Equal(t, ref.hooks, plain.hooks, "what the caller's hooks were told")
 			assert.Equal(t, ref.open, plain.open, "connections left open")
 			assert.Zero(t, plain.open, "connections left open")
 			faNoKey(t, "plain", plain)
@@ -654,4 +707,96 @@ func TestFirstAnswerAttackCallersTransport(t *testing.T) {
 			faNoKey(t, "reference", ref)
 		})
 	}
+}
+
+// TestFirstAnswerAttackConcurrentCallsShareThePause makes 16 calls at once
+// on one Client, on both roads: the first request to arrive meets a 429
+// with Retry-After, which pauses every call with the Client's key. Each
+// call gets its own answer, and each request arrives once, but the one
+// refused, which arrives twice.
+func TestFirstAnswerAttackConcurrentCallsShareThePause(t *testing.T) {
+	for _, jar := range []bool{false, true} {
+		t.Run(fmt.Sprint("jar=", jar), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				arrivals := map[string]int{}
+				ts := newMemServer(t, func(w http.ResponseWriter, r *http.Request) {
+					var req TextToMusicRequest
+					body, err := io.ReadAll(r.Body)
+					if err != nil {
+						return
+					}
+					require.NoError(t, json.Unmarshal(body, &req))
+					mu.Lock()
+					first := len(arrivals) == 0
+					arrivals[req.Prompt]++
+					mu.Unlock()
+					if first {
+						faReply(429, `{"success":false,"message":"later"}`, "Retry-After", "2")(0, w, r)
+						return
+					}
+					faReply(200, `{"success":true,"message":"ok","data":"http://127.0.0.1/`+req.Prompt+`.wav"}`)(0, w, r)
+				})
+				hc := &http.Client{Transport: ts.Client().Transport}
+				if jar {
+					hc.Jar = faJar{}
+				}
+				c := newTestClient(t, ts.URL, WithHTTPClient(hc))
+				var wg sync.WaitGroup
+				for i := range 16 {
+					wg.Go(func() {
+						p := fmt.Sprint("p", i)
+						u, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: p})
+						assert.NoError(t, err)
+						assert.Equal(t, URL("http://127.0.0.1/"+p+".wav"), u)
+					})
+				}
+				wg.Wait()
+				twice := 0
+				for p, n := range arrivals {
+					switch n {
+					case 1:
+					case 2:
+						twice++
+					default:
+						t.Errorf("%s arrived %d times", p, n)
+					}
+				}
+				assert.Len(t, arrivals, 16)
+				assert.Equal(t, 1, twice, "the request refused with a 429, sent again")
+			})
+		})
+	}
+}
+
+// TestFirstAnswerAttackLeavesNoGoroutine makes plain calls of every
+// outcome against a server on 127.0.0.1: once the Client's idle
+// connections and the server are closed, no goroutine is left.
+func TestFirstAnswerAttackLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var n atomic.Int64
+	answers := []func(int, http.ResponseWriter, *http.Request){
+		faReply(200, musicOK), faReply(400, `{}`), faReply(500, `{}`), faReply(503, `{}`),
+		faMoved(302, "/moved"), faMoved(307, "/moved"), faMoved(302, "http://127.0.0.2:9/"), faRaw(""),
+		faRaw("HTTP/1.1 200 OK\r\nContent-Length: 90\r\n\r\n{"),
+	}
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		i := int(n.Load())
+		if r.URL.Path == "/moved" {
+			faReply(200, musicOK)(0, w, r)
+			return
+		}
+		answers[i%len(answers)](0, w, r)
+	})
+	c := newTestClient(t, ts.URL, WithMaxRetries(0))
+	require.True(t, c.plainHTTP && c.direct)
+	for i := range 3 * len(answers) {
+		n.Store(int64(i))
+		ctx, cancel := context.WithCancel(context.Background())
+		_, _ = c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+		cancel()
+	}
+	c.CloseIdleConnections()
+	ts.Close()
 }
