@@ -55,6 +55,8 @@ type faScenario struct {
 	redirect func(*http.Request, []*http.Request) error           // the caller's CheckRedirect
 	rt       func(n int, r *http.Request) (*http.Response, error) // the caller's RoundTripper, instead of the server
 	hooks    bool                                                 // the caller's httptrace hooks record what they are told
+	cancel   time.Duration                                        // the last call's context is cancelled this long after it starts
+	unread   bool                                                 // the handler gets the request before its body is read, and it is not recorded
 }
 
 // faTransport is a caller's RoundTripper: it reads each request's body
@@ -80,12 +82,17 @@ func (f *faTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // faRecorder counts, at the server, the requests that arrived whole and
 // keeps their bytes.
 type faRecorder struct {
-	mu   sync.Mutex
-	wire []string
-	h    func(int, http.ResponseWriter, *http.Request)
+	unread bool
+	mu     sync.Mutex
+	wire   []string
+	h      func(int, http.ResponseWriter, *http.Request)
 }
 
 func (rec *faRecorder) serve(w http.ResponseWriter, r *http.Request) {
+	if rec.unread {
+		rec.h(-1, w, r)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return // not arrived whole
@@ -125,6 +132,7 @@ type faSeen struct {
 	into    []string
 	open    int64    // connections the server still held open once the calls were done
 	hooks   []string // what the caller's httptrace hooks were told
+	shown   []string // each error as fmt formats it with %v, %+v, %#v and %s: checked for the key only
 }
 
 // faRun runs sc on both roads, each in a bubble of its own (so that both
@@ -139,7 +147,7 @@ func faRun(t *testing.T, sc faScenario) (plain, ref faSeen) {
 
 // faRoad runs the calls of sc on one road, in a bubble.
 func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
-	rec := &faRecorder{h: sc.h}
+	rec := &faRecorder{h: sc.h, unread: sc.unread}
 	ts := newMemServer(t, rec.serve)
 	var open atomic.Int64
 	count := ts.Config.ConnState
@@ -174,12 +182,24 @@ func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
 			defer cancel()
 			ctx = httptrace.WithClientTrace(ctx, faCancelAt(sc.cancelAt, cancel))
 		}
+		if i == max(sc.calls, 1)-1 && sc.cancel > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			time.AfterFunc(sc.cancel, cancel)
+		}
 		if sc.hooks {
 			ctx = httptrace.WithClientTrace(ctx, faHooks(&seen.hooks))
 		}
 		into = nil
 		res, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
 		seen.results = append(seen.results, faDescribe(res, err))
+		if err != nil {
+			seen.shown = append(seen.shown, fmt.Sprintf("%v %+v %#v %s", err, err, err, err))
+			for e := err; e != nil; e = errors.Unwrap(e) {
+				seen.shown = append(seen.shown, fmt.Sprintf("%#v", e))
+			}
+		}
 		seen.into = append(seen.into, faDescribeResponse(into))
 	}
 	c.CloseIdleConnections()
@@ -223,9 +243,14 @@ func faHooks(seen *[]string) *httptrace.ClientTrace {
 		GotConn:              func(i httptrace.GotConnInfo) { add(fmt.Sprint("GotConn reused=", i.Reused)) },
 		PutIdleConn:          func(err error) { add(fmt.Sprint("PutIdleConn ", err)) },
 		GotFirstResponseByte: func() { add("GotFirstResponseByte") },
-		WroteHeaderField:     func(k string, v []string) { add(fmt.Sprint("WroteHeaderField ", k, v)) },
-		WroteHeaders:         func() { add("WroteHeaders") },
-		WroteRequest:         func(i httptrace.WroteRequestInfo) { add(fmt.Sprint("WroteRequest ", i.Err)) },
+		WroteHeaderField: func(k string, v []string) {
+			if k == headerAccessKey { // net/http tells the caller's own hooks the key the caller gave
+				v = []string{fmt.Sprint(len(v[0]), " bytes")}
+			}
+			add(fmt.Sprint("WroteHeaderField ", k, v))
+		},
+		WroteHeaders: func() { add("WroteHeaders") },
+		WroteRequest: func(i httptrace.WroteRequestInfo) { add(fmt.Sprint("WroteRequest ", i.Err)) },
 	}
 }
 
@@ -313,7 +338,7 @@ func faKeyForms() []string {
 func faNoKey(t *testing.T, road string, seen faSeen) {
 	t.Helper()
 	red := newRedactor([]string{testKey})
-	for _, s := range slices.Concat(seen.results, seen.logs, seen.into) {
+	for _, s := range slices.Concat(seen.results, seen.logs, seen.into, seen.hooks, seen.shown) {
 		assert.False(t, red.holds(s), "%s: a text holds the key: %s", road, s)
 		for _, f := range faKeyForms() {
 			assert.NotContains(t, s, f, road)
@@ -472,6 +497,14 @@ func faScenarios() []faScenario {
 		faScenario{name: "the caller's hooks, a 307", h: faMoved(307, "/moved"), hooks: true},
 		faScenario{name: "the caller's hooks, a 500", h: faReply(500, `{}`), hooks: true},
 		faScenario{name: "the caller's hooks, closed", h: faRaw(""), hooks: true},
+	)
+	scs = append(scs,
+		faScenario{name: "a call cancelled while the pause holds it", h: faSeq(ra(429, "10"), ok), opts: []Option{WithMaxRetries(0)}, calls: 2, cancel: 3 * time.Second},
+		faScenario{name: "a call cancelled in its backoff", h: faSeq(ra(503, "10"), ok), cancel: 3 * time.Second},
+		faScenario{name: "a call cancelled while the server works", h: never, cancel: 3 * time.Second},
+		faScenario{name: "closed before the body is read", h: faRaw(""), unread: true},
+		faScenario{name: "a 400 before the body is read", h: faReply(400, `{"success":false,"message":"no"}`, "Connection", "close"), unread: true},
+		faScenario{name: "a success before the body is read", h: faReply(200, musicOK), unread: true},
 	)
 	for _, hook := range []string{"GotFirstResponseByte"} {
 		scs = append(scs,
