@@ -22,6 +22,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/creativegen/creative-go/ids"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -57,6 +58,7 @@ type faScenario struct {
 	hooks    bool                                                 // the caller's httptrace hooks record what they are told
 	cancel   time.Duration                                        // the last call's context is cancelled this long after it starts
 	unread   bool                                                 // the handler gets the request before its body is read, and it is not recorded
+	speech   bool                                                 // the calls are TextToSpeech, their stream read to its end
 }
 
 // faTransport is a caller's RoundTripper: it reads each request's body
@@ -192,7 +194,7 @@ func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
 			ctx = httptrace.WithClientTrace(ctx, faHooks(&seen.hooks))
 		}
 		into = nil
-		res, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+		res, err := faCall(ctx, c, sc.speech)
 		seen.results = append(seen.results, faDescribe(res, err))
 		if err != nil {
 			seen.shown = append(seen.shown, fmt.Sprintf("%v %+v %#v %s", err, err, err, err))
@@ -214,6 +216,21 @@ func faRoad(t *testing.T, sc faScenario, jar bool) faSeen {
 		}
 	}
 	return seen
+}
+
+// faCall makes one call: TextToMusic, or TextToSpeech whose stream it
+// reads to its end and closes, its result the stream's bytes.
+func faCall(ctx context.Context, c *Client, speech bool) (URL, error) {
+	if !speech {
+		return c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+	}
+	a, err := c.TextToSpeech(ctx, TextToSpeechRequest{Prompt: "p", VoiceID: ids.VoiceFemale1})
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(a)
+	cerr := a.Close()
+	return URL(fmt.Sprintf("%s %d %q close=%v", a.ContentType, a.ContentLength, b, cerr)), err
 }
 
 // faCancelAt returns the caller's hooks, cancel run at the one named.
@@ -505,6 +522,31 @@ func faScenarios() []faScenario {
 		faScenario{name: "closed before the body is read", h: faRaw(""), unread: true},
 		faScenario{name: "a 400 before the body is read", h: faReply(400, `{"success":false,"message":"no"}`, "Connection", "close"), unread: true},
 		faScenario{name: "a success before the body is read", h: faReply(200, musicOK), unread: true},
+	)
+	audio := func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "audio/mpeg")
+		_, _ = io.WriteString(w, "ID3\x03audio")
+	}
+	audioStall := func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "audio/mpeg")
+		_, _ = io.WriteString(w, "ID3\x03audio")
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}
+	scs = append(scs,
+		faScenario{name: "speech", h: audio, speech: true, calls: 2},
+		faScenario{name: "speech after a 503", h: faSeq(faReply(503, `{}`), audio), speech: true},
+		faScenario{name: "speech as JSON", h: ok, speech: true},
+		faScenario{name: "speech cut", h: faRaw("HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: 90\r\n\r\nID3\x03"), speech: true},
+		faScenario{name: "speech that stalls past WithTimeout", h: audioStall, speech: true, opts: []Option{WithTimeout(5 * time.Second)}},
+		faScenario{name: "speech cancelled while it stalls", h: audioStall, speech: true, cancel: 5 * time.Second},
+		faScenario{name: "speech after a 302", h: func(n int, w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/moved" {
+				audio(n, w, r)
+				return
+			}
+			faMoved(307, "/moved")(n, w, r)
+		}, speech: true},
 	)
 	for _, hook := range []string{"GotFirstResponseByte"} {
 		scs = append(scs,

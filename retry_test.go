@@ -122,6 +122,8 @@ func TestRetryPolicyTable(t *testing.T) {
 		{"a reset of a Download after it was written (free to repeat)", attemptSeen{err: reset, written: true, free: true}, attemptUnknown, true, true},
 		{"a cancelled context", attemptSeen{err: onNet(context.Canceled), ctxDone: true}, attemptNotSent, false, false},
 		{"a deadline during the generation", attemptSeen{err: onNet(context.DeadlineExceeded), written: true, ctxDone: true}, attemptUnknown, false, false},
+		{"a success after the context ended (the work is done)", attemptSeen{status: 200, ctxDone: true}, attemptUnknown, false, false},
+		{"a 400 after the context ended", attemptSeen{status: 400, ctxDone: true}, attemptAnswered, false, false},
 		{"a TLS handshake with a plain HTTP server", attemptSeen{err: onNet(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"})}, attemptNotSent, false, false},
 		{"a certificate from an unknown authority", attemptSeen{err: onNet(&tls.CertificateVerificationError{})}, attemptNotSent, false, false},
 		{"a local read of an upload", attemptSeen{err: onNet(&sourceError{err: errors.New("disk")})}, attemptNotSent, false, false},
