@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptrace"
 	"net/url"
 	"slices"
@@ -874,4 +875,50 @@ func TestFirstAnswerAttackLeavesNoGoroutine(t *testing.T) {
 	}
 	c.CloseIdleConnections()
 	ts.Close()
+}
+
+// TestFirstAnswerAttackCallersClientTimeoutAndJar: a caller's http.Client
+// with a Timeout or a cookie jar behaves as net/http makes it: the
+// Timeout bounds the call (and says so), and the cookies the service set
+// on a refusal go with the retry.
+func TestFirstAnswerAttackCallersClientTimeoutAndJar(t *testing.T) {
+	t.Run("Timeout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ts := newMemServer(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				<-r.Context().Done()
+			})
+			c := newTestClient(t, ts.URL, WithHTTPClient(&http.Client{Transport: ts.Client().Transport, Timeout: 2 * time.Second}))
+			require.False(t, c.plainHTTP)
+			start := time.Now()
+			_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "Client.Timeout exceeded")
+			assert.ErrorIs(t, err, ErrOutcomeUnknown, "the request arrived whole")
+			assert.Equal(t, 2*time.Second, time.Since(start))
+			assert.Equal(t, int64(1), ts.hits.Load())
+		})
+	})
+	t.Run("Jar", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var cookies []string
+			ts := newMemServer(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				cookies = append(cookies, r.Header.Get("Cookie"))
+				if len(cookies) == 1 {
+					http.SetCookie(w, &http.Cookie{Name: "lb", Value: "node-7"})
+					faReply(503, `{}`)(0, w, r)
+					return
+				}
+				faReply(200, musicOK)(0, w, r)
+			})
+			jar, err := cookiejar.New(nil)
+			require.NoError(t, err)
+			c := newTestClient(t, ts.URL, WithHTTPClient(&http.Client{Transport: ts.Client().Transport, Jar: jar}))
+			require.False(t, c.plainHTTP)
+			_, err = c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"", "lb=node-7"}, cookies)
+		})
+	})
 }
