@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
 	"slices"
@@ -589,6 +590,17 @@ func TestFirstAnswerAttackSameAsThroughHTTPClient(t *testing.T) {
 // never says ErrNotSent (a caller would send it again, and pay twice), and
 // nothing is sent twice.
 func TestFirstAnswerAttackCancelNeverClaimsNotSentWhatArrived(t *testing.T) {
+	faCancelNeverClaimsNotSent(t, true, 50)
+}
+
+// TestFirstAnswerAttackCancelNeverClaimsNotSentOverTCP is the same on a
+// server on 127.0.0.1, whose kernel takes a write at once: nothing waits,
+// the calls end as their contexts do.
+func TestFirstAnswerAttackCancelNeverClaimsNotSentOverTCP(t *testing.T) {
+	faCancelNeverClaimsNotSent(t, false, 30)
+}
+
+func faCancelNeverClaimsNotSent(t *testing.T, bubble bool, rounds int) {
 	answers := map[string]func(int, http.ResponseWriter, *http.Request){
 		"200": faReply(200, musicOK),
 		"503": faReply(503, `{}`),
@@ -599,20 +611,56 @@ func TestFirstAnswerAttackCancelNeverClaimsNotSentWhatArrived(t *testing.T) {
 		for name, h := range answers {
 			for _, jar := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s at %s jar=%v", name, hook, jar), func(t *testing.T) {
-					synctest.Test(t, func(t *testing.T) {
+					bubbleIf(t, bubble, func(t *testing.T) {
 						rec := &faRecorder{h: h}
-						ts := newMemServer(t, rec.serve)
-						hc := &http.Client{Transport: ts.Client().Transport}
+						var ts *testServer
+						var dialed, closed atomic.Int64
+						if bubble {
+							ts = newMemServer(t, rec.serve)
+						} else {
+							// Every connection the client makes is closed after
+							// its request (DisableKeepAlives): once the server
+							// saw each closed, every request that could arrive
+							// was counted.
+							srv := httptest.NewUnstartedServer(http.HandlerFunc(rec.serve))
+							srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+								if s == http.StateClosed || s == http.StateHijacked {
+									closed.Add(1)
+								}
+							}
+							srv.Start()
+							t.Cleanup(srv.Close)
+							ts = &testServer{Server: srv}
+						}
+						tr := http.DefaultTransport.(*http.Transport).Clone()
+						tr.DisableKeepAlives = true
+						dial := tr.DialContext
+						tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+							conn, err := dial(ctx, network, addr)
+							if err == nil {
+								dialed.Add(1)
+							}
+							return conn, err
+						}
+						hc := &http.Client{Transport: tr}
+						if bubble {
+							hc.Transport = ts.Client().Transport
+						}
 						if jar {
 							hc.Jar = faJar{}
 						}
 						c := newTestClient(t, ts.URL, WithHTTPClient(hc))
-						for range 50 {
+						for range rounds {
 							ctx, cancel := context.WithCancel(context.Background())
 							ctx = httptrace.WithClientTrace(ctx, faCancelAt(hook, cancel))
 							_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
 							cancel()
-							synctest.Wait()
+							c.CloseIdleConnections()
+							if bubble {
+								synctest.Wait()
+							} else {
+								require.Eventually(t, func() bool { return dialed.Load() == closed.Load() }, 10*time.Second, time.Millisecond)
+							}
 							wire := rec.take()
 							require.LessOrEqual(t, len(wire), 2, "the POST and at most its one redirect")
 							arrived := 0 // the requests whose answer was not a redirect: a 302 does no work
