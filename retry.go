@@ -284,7 +284,7 @@ func kindOf(a attemptSeen) attemptKind {
 		return attemptUnknown
 	case a.err != nil:
 		return attemptNotSent
-	case a.ctxDone && a.status >= 200 && a.status <= 299:
+	case a.ctxDone && answeredWell(a.status):
 		// The work is done, and the call fails with its context: sending
 		// it again may pay again.
 		return attemptUnknown
@@ -295,6 +295,9 @@ func kindOf(a attemptSeen) attemptKind {
 	}
 	return attemptAnswered
 }
+
+// answeredWell reports whether status is a success's (2xx).
+func answeredWell(status int) bool { return status >= 200 && status <= 299 }
 
 // refused reports whether err is a failure of the network that says the
 // service did not process the request (transport.go, unprocessed).
