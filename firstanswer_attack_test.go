@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -970,3 +971,58 @@ func TestFirstAnswerAttackCallersClientTimeoutAndJar(t *testing.T) {
 		})
 	})
 }
+
+// TestFirstAnswerAttackCallersTransportThatReadTheBodyThenFailed: a
+// caller's RoundTripper that is not net/http's (an HTTP/3 client, a
+// transport of its own) may never tell httptrace that it wrote the
+// request. When it failed after reading the request's body to its end,
+// the service may have it: the call's outcome is unknown, and it is not
+// sent again. One that failed before reading it did not send it.
+func TestFirstAnswerAttackCallersTransportThatReadTheBodyThenFailed(t *testing.T) {
+	t.Skip("finding: a caller's RoundTripper that is not net/http's and never runs httptrace's hooks (an HTTP/3 client, a transport of its own) " +
+		"fails after reading a JSON body whole: the call says ErrNotSent and sends it again, twice; watching the body for such a transport " +
+		"(transport.roundTrip) fixes it, at the cost of a second write of every request through a wrapper of net/http's transport (otelhttp), " +
+		"which then no longer sees a body in memory: a choice of the design, left open")
+	for _, read := range []bool{true, false} {
+		for _, jar := range []bool{false, true} {
+			t.Run(fmt.Sprintf("read=%v jar=%v", read, jar), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var calls, whole atomic.Int64
+					rt := roundTripper(func(r *http.Request) (*http.Response, error) {
+						calls.Add(1)
+						if read {
+							b, err := io.ReadAll(r.Body)
+							require.NoError(t, err)
+							require.NotEmpty(t, b)
+							whole.Add(1)
+						}
+						return nil, &net.OpError{Op: "read", Net: "udp", Err: syscall.ECONNRESET}
+					})
+					hc := &http.Client{Transport: rt}
+					if jar {
+						hc.Jar = faJar{}
+					}
+					c := newTestClient(t, "http://127.0.0.1:9", WithHTTPClient(hc))
+					_, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+					require.Error(t, err)
+					var ne *NetworkError
+					require.ErrorAs(t, err, &ne)
+					if read {
+						assert.ErrorIs(t, err, ErrOutcomeUnknown)
+						assert.NotErrorIs(t, err, ErrNotSent)
+						assert.Equal(t, int64(1), whole.Load(), "the request the transport read whole, sent once")
+						assert.Equal(t, 1, ne.Attempts)
+						return
+					}
+					assert.ErrorIs(t, err, ErrNotSent)
+					assert.Equal(t, int64(3), calls.Load(), "a request never read is sent again")
+				})
+			})
+		}
+	}
+}
+
+// roundTripper is a RoundTripper of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
