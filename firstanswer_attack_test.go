@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -1026,3 +1027,57 @@ func TestFirstAnswerAttackCallersTransportThatReadTheBodyThenFailed(t *testing.T
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestFirstAnswerAttackOverHTTP2 compares the two roads over HTTP/2 (TLS,
+// on 127.0.0.1), without retries, so that nothing waits: each answer's
+// result, error and arrivals are alike, and so is a stream the server
+// resets after reading the request.
+func TestFirstAnswerAttackOverHTTP2(t *testing.T) {
+	answers := map[string]func(int, http.ResponseWriter, *http.Request){
+		"200":             faReply(200, musicOK),
+		"400":             faReply(400, `{"success":false,"message":"no"}`),
+		"500":             faReply(500, `{}`),
+		"503":             faReply(503, `{}`, "Retry-After", "0"),
+		"307 then a 200":  faMoved(307, "/moved"),
+		"302 elsewhere":   faMoved(302, "https://127.0.0.2:9/"),
+		"reset when read": func(int, http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) },
+		"reset mid-answer": func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "500")
+			_, _ = io.WriteString(w, `{"success":`)
+			_ = http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		},
+	}
+	for name, h := range answers {
+		t.Run(name, func(t *testing.T) {
+			road := func(jar bool) (string, int) {
+				rec := &faRecorder{h: h}
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(rec.serve))
+				srv.EnableHTTP2 = true
+				srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+				srv.StartTLS()
+				defer srv.Close()
+				hc := &http.Client{Transport: srv.Client().Transport}
+				if jar {
+					hc.Jar = faJar{}
+				}
+				c := newTestClient(t, srv.URL, WithHTTPClient(hc), WithMaxRetries(0))
+				require.Equal(t, !jar, c.plainHTTP)
+				res, err := c.TextToMusic(context.Background(), TextToMusicRequest{Prompt: "p"})
+				c.CloseIdleConnections()
+				wire := rec.take()
+				for _, w := range wire {
+					require.Contains(t, w, "HTTP/2.0")
+				}
+				got := strings.ReplaceAll(faDescribe(res, err), srv.Listener.Addr().String(), "HOST")
+				return got, len(wire)
+			}
+			plain, plainN := road(false)
+			ref, refN := road(true)
+			assert.Equal(t, ref, plain)
+			assert.Equal(t, refN, plainN)
+			assert.Equal(t, map[bool]int{true: 2, false: 1}[name == "307 then a 200"], plainN, "requests that arrived whole")
+		})
+	}
+}
