@@ -1081,3 +1081,38 @@ func TestFirstAnswerAttackOverHTTP2(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstAnswerAttackAnAnswerDroppedForTheContextIsClosed: when the
+// call's context ends as its answer arrives, the call fails with the
+// context's error and drops the answer: its body is closed, whatever
+// transport made it (a body of a caller's RoundTripper may hold what its
+// Close gives back).
+func TestFirstAnswerAttackAnAnswerDroppedForTheContextIsClosed(t *testing.T) {
+	for _, st := range []int{200, 400, 503} {
+		for _, jar := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d jar=%v", st, jar), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					var bodies []*faBody
+					rt := roundTripper(func(r *http.Request) (*http.Response, error) {
+						_, _ = io.Copy(io.Discard, r.Body)
+						cancel() // the caller gives up as the answer arrives
+						b := newFaBody(musicOK, io.EOF, nil)
+						bodies = append(bodies, b)
+						return faResponse(r, st, b, int64(len(musicOK))), nil
+					})
+					hc := &http.Client{Transport: rt}
+					if jar {
+						hc.Jar = faJar{}
+					}
+					c := newTestClient(t, "http://127.0.0.1:9", WithHTTPClient(hc))
+					_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "p"})
+					require.ErrorIs(t, err, context.Canceled)
+					require.Len(t, bodies, 1, "sent once")
+					assert.NotZero(t, bodies[0].closed.Load(), "the dropped answer's body is closed")
+				})
+			})
+		}
+	}
+}

@@ -160,6 +160,7 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		cl.traceVerdict(resp, err, v, v.retry && !seen.ctxDone && cl.attempts <= cl.s.maxRetries)
 	}
 	if seen.ctxDone {
+		closeDropped(resp, err)
 		return false, ctx.Err()
 	}
 	if v.retry {
@@ -174,6 +175,15 @@ func (cl *call) checkRetry(ctx context.Context, resp *http.Response, err error) 
 		resp.Body = http.NoBody
 	}
 	return v.retry, nil
+}
+
+// closeDropped closes the answer of an attempt whose call ends with its
+// context's error: no one reads it. An answer that came with an error (a
+// redirect refused) was closed by the http.Client.
+func closeDropped(resp *http.Response, err error) {
+	if resp != nil && err == nil {
+		_ = resp.Body.Close()
+	}
 }
 
 // lendBody gives the attempt's request, which http.Client follows
