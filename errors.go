@@ -39,7 +39,8 @@ var (
 	// service whole, when no definitive answer came back: a reset, an EOF or
 	// a per-attempt timeout after the request was written, any 5xx other
 	// than 503 (and 501 and 505, which no retry changes), an answer cut off
-	// while it was read. The service may have done the work and charged for
+	// while it was read, a success whose call's context ended as it came.
+	// The service may have done the work and charged for
 	// it, so the call was not sent again, unless WithRetryMayPayAgain asked
 	// for it. A Download, which costs nothing to repeat, never matches it.
 	// With ErrNotSent and ErrRefused it tells the three kinds of failure
