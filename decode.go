@@ -219,12 +219,18 @@ func base64Image(d *bodyDecoder, where string) (Image, error) {
 		return base64Long(d.body[ls.start:ls.end], where)
 	}
 	s := raw[1 : len(raw)-1]
-	if bytes.IndexByte(s, '\\') >= 0 {
+	switch {
+	case bytes.IndexByte(s, '\\') >= 0:
 		// Escapes (\n line breaks, \/) are rare: unescape into a copy.
 		s, err = jsontext.AppendUnquote(nil, raw)
 		if err != nil {
 			return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
 		}
+	case len(d.long) > 0:
+		// The walk reads the skeleton (skim.go), whose buffer the next
+		// answer's walk reuses: a short image is decoded in a copy of its
+		// own, not in place.
+		s = bytes.Clone(s)
 	}
 	if bytes.HasPrefix(s, []byte("data:")) {
 		i := bytes.Index(s, []byte(";base64,"))

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -175,6 +176,25 @@ func TestAURLWithJSONEscapesIsTheURLTheyStandFor(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnexpectedResponse)
 	_, err = gate([]byte(`{"success":true,"data":"https:\/\/f.example\/a.wav\ud800"}`), dataURLOf)
 	assert.ErrorIs(t, err, ErrUnexpectedResponse, "a lone surrogate is no text")
+}
+
+// A short image beside a long one is read from the skeleton the walk
+// reads (skim.go), a buffer the next answer's walk reuses: the image keeps
+// its bytes after other answers are read.
+func TestAShortImageBesideALongOneKeepsItsBytesAfterOtherAnswers(t *testing.T) {
+	long := strings.Repeat("a long image ", skimMin/8)
+	answer := func(short string) []byte {
+		return []byte(`{"success":true,"message":"ok","data":[{"base64":"` + b64(short) + `"},{"base64":"` + b64(long) + `"},{"base64":"` + b64(short+" again") + `"}]}`)
+	}
+	first, err := gate(answer("the first answer's short image"), images(3))
+	require.NoError(t, err)
+	for i := range 20 {
+		_, err := gate(answer(fmt.Sprintf("answer %d's other short image", i)), images(3))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, "the first answer's short image", string(first[0].Data))
+	assert.Equal(t, long, string(first[1].Data))
+	assert.Equal(t, "the first answer's short image again", string(first[2].Data))
 }
 
 func TestLargeImagesAreDecodedInPlaceInTheBody(t *testing.T) {
