@@ -226,9 +226,9 @@ func base64Image(d *bodyDecoder, where string) (Image, error) {
 		if err != nil {
 			return Image{}, fmt.Errorf("%w: %v", errSyntax, err)
 		}
-	case len(d.long) > 0:
-		// The walk reads the skeleton (skim.go), whose buffer the next
-		// answer's walk reuses: a short image is decoded in a copy of its
+	case d.skimming:
+		// The walk reads the skeleton (skim.go) through a buffer that its
+		// later reads overwrite: a short image is decoded in a copy of its
 		// own, not in place.
 		s = bytes.Clone(s)
 	}

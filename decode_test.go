@@ -232,6 +232,31 @@ func TestLargeImagesAreDecodedInPlaceInTheBody(t *testing.T) {
 	assert.Less(t, perByte, 1.40, "the body once (4/3 of the images) and little else; got %.3f bytes per decoded byte", perByte)
 }
 
+// An image as a data URL, which the skim leaves in the skeleton, is
+// decoded in place in the body too: the walk gives up reading a skeleton
+// made as it goes, which would copy the megabytes into its decoder's
+// buffer, and reads the body as it came.
+func TestADataURLImageIsDecodedInPlaceInTheBody(t *testing.T) {
+	img := bytes.Repeat([]byte{0x89, 0x50, 0x4e, 0x47, 0xfb, 0x10}, 200_001)
+	body := []byte(`{"success":true,"message":"ok","data":[{"base64":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(img) + `"}]}`)
+	ims, err := gate(bytes.Clone(body), images(1))
+	require.NoError(t, err)
+	require.Equal(t, img, ims[0].Data)
+	per := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			b.StopTimer()
+			in := bytes.Clone(body)
+			b.StartTimer()
+			if _, err := gate(in, images(1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	perByte := float64(per.AllocedBytesPerOp()-int64(len(body))) / float64(len(img))
+	assert.Less(t, perByte, 0.10, "little beyond the body; got %.3f bytes per decoded byte", perByte)
+}
+
 func FuzzImages(f *testing.F) {
 	one := b64("\x89PNG fuzz seed")
 	for _, seed := range []string{

@@ -28,12 +28,16 @@ var decoders = sync.Pool{New: func() any { return &bodyDecoder{} }}
 // the string itself from the body (see skim.go).
 type bodyDecoder struct {
 	jsontext.Decoder
-	buf   bytes.Buffer
-	body  []byte       // the body as it came
-	skel  []byte       // the skeleton, reused
-	long  []longString // the strings the skeleton leaves out
-	taken int          // how many of them a decoder has read
-	keys  *redactor    // the call's: data that holds a key is refused
+	buf  bytes.Buffer
+	body []byte       // the body as it came
+	skel []byte       // the skeleton, reused
+	sk   skeleton     // the skeleton's reader (skim.go)
+	long []longString // the strings the skeleton leaves out
+	// skimming: the walk reads the skeleton, through a buffer of the
+	// decoder's that later reads overwrite: a value kept is a copy.
+	skimming bool
+	taken    int       // how many of them a decoder has read
+	keys     *redactor // the call's: data that holds a key is refused
 	// maxLinks bounds the URLs of a list (WithMaxLinks); 0 for none.
 	maxLinks int
 }
@@ -60,17 +64,28 @@ func envelope(body []byte, skim bool, keys *redactor, data func(d *bodyDecoder) 
 	defer func() {
 		bd.buf = bytes.Buffer{}
 		bd.Reset(&bd.buf)
-		bd.body, bd.long, bd.taken, bd.keys, bd.maxLinks = nil, bd.long[:0], 0, nil, 0
+		bd.body, bd.long, bd.taken, bd.keys, bd.maxLinks, bd.skimming = nil, bd.long[:0], 0, nil, 0, false
+		bd.sk = skeleton{pend: bd.sk.pend[:0]}
 		if cap(bd.skel) > 64<<10 {
 			bd.skel = nil
 		}
 		decoders.Put(bd)
 	}()
-	src := body
+	var err error
 	if skim {
-		src = bd.skim(body)
+		bd.sk.reset(bd, body, true)
+		bd.skimming = true
+		bd.Reset(&bd.sk)
+		err = bd.walkDecoder(data)
+		if bd.sk.gaveUp {
+			src := bd.skim(body)
+			bd.skimming = len(bd.long) > 0
+			err = bd.walk(src, data)
+		}
+		bd.skimming = false
+	} else {
+		err = bd.walk(body, data)
 	}
-	err := bd.walk(src, data)
 	if err != nil && bd.taken == 0 && len(bd.long) > 0 {
 		// The body is as it came: walk it whole, for an error that speaks
 		// of the body rather than the skeleton.
@@ -87,6 +102,11 @@ func envelope(body []byte, skim bool, keys *redactor, data func(d *bodyDecoder) 
 func (bd *bodyDecoder) walk(src []byte, data func(d *bodyDecoder) error) error {
 	bd.buf = *bytes.NewBuffer(src)
 	bd.Reset(&bd.buf)
+	return bd.walkDecoder(data)
+}
+
+// walkDecoder reads the envelope from the decoder, as reset.
+func (bd *bodyDecoder) walkDecoder(data func(d *bodyDecoder) error) error {
 	if tok, err := bd.ReadToken(); err != nil || tok.Kind() != '{' {
 		return &envelopeError{msg: "not a JSON object"}
 	}
@@ -129,6 +149,8 @@ func (w *envelopeWalk) member(d *bodyDecoder, data func(d *bodyDecoder) error) e
 		w.msg, err = d.ReadValue()
 		if ls, ok := d.longString(w.msg, false); ok {
 			w.msg = d.body[ls.start-1 : ls.end+1]
+		} else if d.skimming {
+			w.msg = bytes.Clone(w.msg)
 		}
 	case `"data"`:
 		depth := d.StackDepth()

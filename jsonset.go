@@ -399,20 +399,14 @@ func (rs *response) keepRaw(body []byte, skim bool) {
 		return
 	}
 	out := make([]byte, 0, len(skel)+len(bd.long)*40)
-	rest := skel
+	last := 0
 	for _, ls := range bd.long {
-		i := bytes.Index(rest, []byte(placeholder))
-		if i < 0 {
-			break
-		}
-		out = append(out, rest[:i]...)
+		text := int(ls.at) + 1 // the placeholder's text, up to its closing quote
+		out = append(out, skel[last:text]...)
 		out = append(out, '[')
 		out = strconv.AppendInt(out, int64(ls.end-ls.start), 10)
 		out = append(out, " bytes of base64, decoded into the result]"...)
-		rest = rest[i+len(placeholder):]
-		for len(rest) > 0 && rest[0] >= '0' && rest[0] <= '9' {
-			rest = rest[1:]
-		}
+		last = text + bytes.IndexByte(skel[text:], '"')
 	}
-	dst.json = append(out, rest...)
+	dst.json = append(out, skel[last:]...)
 }

@@ -3,6 +3,7 @@ package creative
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -12,62 +13,160 @@ import (
 // which reads it again. Skimming walks a skeleton of the body instead, in
 // which every long string without escapes is a placeholder; the data decoder
 // reads the string itself from the body and decodes it in place, so its
-// bytes are read once, by the SIMD decoder. A long string no decoder takes
-// is checked after the walk, so the walk accepts no body the whole walk
-// would refuse.
+// bytes are read once by the skim, to find its end, and once by the SIMD
+// decoder. The skeleton is made as the walk reads it, and a placeholder
+// ends a read: the walk reaches a string while the skim's reading of it is
+// still in the cache, so the decoder reads it from there, not from memory.
+// A long string no decoder takes is checked after the walk, so the walk
+// accepts no body the whole walk would refuse.
 
 // skimMin is the length from which a string is left out of the skeleton.
 const skimMin = 4 << 10
 
 // placeholder opens a left-out string in the skeleton, followed by its
-// index: U+0000 then '#', which no base64 holds.
+// index. A string of the body may read the same: a placeholder is told by
+// where it is in the skeleton (longString), not by its text.
 const placeholder = `\u0000#`
 
 // A longString is a string of the body left out of the skeleton: its text
-// is body[start:end], between the quotes.
+// is body[start:end], between the quotes, and at is where the placeholder's
+// string that stands for it starts in the skeleton.
 type longString struct {
 	start, end int
+	at         int64
 	taken      bool // a data decoder read it
 }
 
-// skim returns the skeleton of body, with the left-out strings in bd.long,
-// or body itself when nothing is left out.
-func (bd *bodyDecoder) skim(body []byte) []byte {
-	bd.body, bd.long = body, bd.long[:0]
-	skel, last := bd.skel[:0], 0
-	for i := 0; ; {
+// skeleton reads the skeleton of its decoder's body, skimming the body as
+// it goes: the body up to a long string's opening quote, then the
+// placeholder, its index and the closing quote, which end the read.
+type skeleton struct {
+	bd          *bodyDecoder
+	emit, scan  int    // the body is read up to emit, and looked through up to scan
+	after       int    // where the body goes on once pend is read
+	pend        []byte // a placeholder's string but its opening quote
+	sent        int    // the bytes of pend read
+	out         int64  // bytes of skeleton read so far
+	placeholder bool   // pend holds a placeholder
+	// lazy: the walk reads the skeleton as it is made, through its
+	// decoder's buffer, which gave up when more than lazyMax bytes came
+	// before a data decoder took a long string: a data URL's or an escaped
+	// string's megabytes would be copied there, where the skeleton made
+	// whole first leaves the body as it came (envelope).
+	lazy, gaveUp bool
+}
+
+// lazyMax is how much of the skeleton a lazy walk reads before a data
+// decoder takes a long string: an image answer's envelope opens in a few
+// dozen bytes.
+const lazyMax = 16 << 10
+
+// reset starts the skeleton of body.
+func (sk *skeleton) reset(bd *bodyDecoder, body []byte, lazy bool) {
+	bd.body, bd.long, bd.taken = body, bd.long[:0], 0
+	*sk = skeleton{bd: bd, pend: sk.pend[:0], lazy: lazy}
+}
+
+func (sk *skeleton) Read(p []byte) (int, error) {
+	body := sk.bd.body
+	n := 0
+	for n < len(p) {
+		if sk.lazy && sk.bd.taken == 0 && sk.out+int64(n) > lazyMax {
+			sk.gaveUp = true
+			return 0, errGaveUp
+		}
+		switch {
+		case sk.emit < sk.scan:
+			c := copy(p[n:], body[sk.emit:sk.scan])
+			sk.emit += c
+			n += c
+		case sk.placeholder:
+			c := copy(p[n:], sk.pend[sk.sent:])
+			sk.sent += c
+			n += c
+			if sk.sent == len(sk.pend) {
+				sk.placeholder = false
+				sk.emit, sk.scan = sk.after, sk.after
+				sk.out += int64(n)
+				return n, nil
+			}
+		case sk.scan < len(body):
+			sk.next(int64(n))
+		default:
+			sk.out += int64(n)
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
+	}
+	sk.out += int64(n)
+	return n, nil
+}
+
+// next looks through the body from scan for the next long string, when
+// read bytes of this read were given already. It leaves scan at the
+// string's opening quote and the placeholder in pend, or, when there is
+// none, scan at the body's end.
+func (sk *skeleton) next(read int64) {
+	body := sk.bd.body
+	for i := sk.scan; ; {
 		q := bytes.IndexByte(body[i:], '"')
 		if q < 0 {
-			break
+			sk.scan = len(body)
+			return
 		}
 		start := i + q + 1
 		end, escaped := closingQuote(body, start)
 		if end < 0 {
-			break
+			sk.scan = len(body)
+			return
 		}
 		i = end + 1
 		if end-start < skimMin || bytes.HasPrefix(body[start:], []byte("data:")) ||
 			escaped || isName(body[end+1:]) {
+			if sk.lazy && sk.bd.taken == 0 && i-sk.emit > lazyMax {
+				sk.scan = i // past what the walk reads before it gives up
+				return
+			}
 			continue
 		}
-		if bytes.Contains(body[last:start], []byte(placeholder)) {
-			// A string of the body looks like a placeholder: walk it whole.
-			bd.long = bd.long[:0]
-			return body
-		}
-		skel = append(skel, body[last:start]...)
-		skel = append(skel, placeholder...)
-		skel = strconv.AppendInt(skel, int64(len(bd.long)), 10)
-		bd.long = append(bd.long, longString{start: start, end: end})
-		last = end
+		bd := sk.bd
+		sk.pend = append(sk.pend[:0], placeholder...)
+		sk.pend = strconv.AppendInt(sk.pend, int64(len(bd.long)), 10)
+		sk.pend = append(sk.pend, '"')
+		bd.long = append(bd.long, longString{start: start, end: end, at: sk.out + read + int64(start-1-sk.emit)})
+		sk.scan, sk.after, sk.sent, sk.placeholder = start, end+1, 0, true
+		return
 	}
-	if len(bd.long) == 0 || bytes.Contains(body[last:], []byte(placeholder)) {
-		bd.long = bd.long[:0]
+}
+
+// errGaveUp is the read error of a lazy walk that gave up.
+var errGaveUp = errors.New("the skeleton is made whole first")
+
+// skim returns the whole skeleton of body, with the left-out strings in
+// bd.long, or body itself when it leaves nothing out: the skeleton is read
+// once to find them, and copied only when there are some.
+func (bd *bodyDecoder) skim(body []byte) []byte {
+	bd.sk.reset(bd, body, false)
+	var scratch [8 << 10]byte
+	for {
+		if _, err := bd.sk.Read(scratch[:]); err != nil {
+			break
+		}
+	}
+	if len(bd.long) == 0 {
 		return body
 	}
-	skel = append(skel, body[last:]...)
-	bd.skel = skel
-	return skel
+	skel, last := bd.skel[:0], 0
+	for i, ls := range bd.long {
+		skel = append(skel, body[last:ls.start]...)
+		skel = append(skel, placeholder...)
+		skel = strconv.AppendInt(skel, int64(i), 10)
+		last = ls.end
+	}
+	bd.skel = append(skel, body[last:]...)
+	return bd.skel
 }
 
 // isName reports whether the string that rest follows is an object's member
@@ -108,16 +207,16 @@ func closingQuote(body []byte, start int) (int, bool) {
 	return -1, escaped
 }
 
-// longString reports whether raw, a value the walk read, is a placeholder,
-// and which string of the body it stands for. With take, the caller checks
-// the string itself, and checkLeftOut passes it over.
+// longString reports whether raw, the value the walk read last, is a
+// placeholder, and which string of the body it stands for. With take, the
+// caller checks the string itself, and checkLeftOut passes it over.
 func (bd *bodyDecoder) longString(raw []byte, take bool) (longString, bool) {
 	if len(bd.long) == 0 || len(raw) < len(placeholder)+3 || !bytes.HasPrefix(raw[1:], []byte(placeholder)) {
 		return longString{}, false
 	}
 	i, err := strconv.Atoi(string(raw[1+len(placeholder) : len(raw)-1]))
-	if err != nil || i < 0 || i >= len(bd.long) {
-		return longString{}, false
+	if err != nil || i < 0 || i >= len(bd.long) || bd.long[i].at != bd.InputOffset()-int64(len(raw)) {
+		return longString{}, false // a string of the body that reads as one
 	}
 	if take && !bd.long[i].taken {
 		bd.long[i].taken = true

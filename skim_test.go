@@ -38,6 +38,9 @@ func TestLongImageStringsAreReadAsTheWholeWalkWouldReadThem(t *testing.T) {
 		{"a data URL", `{"success":true,"data":"data:image/png;base64,` + enc + `"}`, [][]byte{img}},
 		{"a long member name", `{"` + long + `":1,"success":true,"data":"` + enc + `"}`, [][]byte{img}},
 		{"a short string that looks like a placeholder", `{"p":"` + placeholder + `0","success":true,"data":"` + enc + `"}`, [][]byte{img}},
+		{"a placeholder's text after a long string, where a decoder reads it", `{"success":true,"data":["` + enc + `","` + placeholder + `0"]}`, nil},
+		{"a long image after more of other members than a lazy walk reads", `{"x":[` + strings.Repeat("12345,", lazyMax/6) + `0],"success":true,"data":"` + enc + `"}`, [][]byte{img}},
+		{"a long image after a data URL's", `{"success":true,"data":["data:image/png;base64,` + bigEnc + `","` + enc + `"]}`, [][]byte{big, img}},
 		{"a raw line break in the base64", `{"success":true,"data":"` + enc[:4096] + "\n" + enc[4096:] + `"}`, nil},
 		{"a control character in a long member no decoder reads", `{"x":"` + long + "\x01" + `","success":true,"data":"` + enc + `"}`, nil},
 		{"invalid UTF-8 in a long member no decoder reads", `{"x":"` + long + "\xff" + `","success":true,"data":"` + enc + `"}`, nil},
@@ -77,6 +80,12 @@ func TestLongImageStringsAreReadAsTheWholeWalkWouldReadThem(t *testing.T) {
 		require.ErrorAs(t, err, &ae)
 		assert.False(t, errors.Is(err, ErrUnexpectedResponse))
 		assert.True(t, strings.HasPrefix(ae.Message, "abab"), ae.Message[:20])
+	})
+	t.Run("a failure's message that reads as a placeholder is its own text", func(t *testing.T) {
+		_, err := gate([]byte(`{"success":false,"data":"`+enc+`","message":"`+placeholder+`0"}`), images(1))
+		var ae *APIError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, "\x00#0", ae.Message)
 	})
 	t.Run("an error after the walk speaks of the body", func(t *testing.T) {
 		_, err := gate([]byte(`{"success":true,"data":{"base64":"`+enc+`"}} trailing`), images(1))
