@@ -256,20 +256,19 @@ func base64Image(d *bodyDecoder, where string) (Image, error) {
 // base64Long decodes in place a long string of the body that the walk left
 // out (skim.go): no escapes, no data URL. The decoder rejects every byte
 // outside base64, control characters and invalid UTF-8 among them, but
-// passes over line breaks, which a JSON string may not hold raw: a length
-// short of the string's tells of them.
+// passes over line breaks, which a JSON string may not hold raw: the
+// decoded bytes encode to exactly the string's length only when it holds
+// none (a length compared after rounding let one break through).
 func base64Long(s []byte, where string) (Image, error) {
-	enc, want := base64.StdEncoding, len(s)/4*3
+	enc := base64.StdEncoding
 	if len(s)%4 != 0 {
-		enc, want = base64.RawStdEncoding, len(s)*6/8
-	} else {
-		want -= bytes.Count(s[len(s)-2:], []byte{'='})
+		enc = base64.RawStdEncoding
 	}
 	n, err := enc.Decode(s, s)
 	switch {
 	case err != nil:
 		return Image{}, fmt.Errorf("%s is not valid base64: %v", where, err)
-	case n != want:
+	case enc.EncodedLen(n) != len(s):
 		return Image{}, fmt.Errorf("%w: %s holds a raw line break", errSyntax, where)
 	}
 	return Image{Data: s[:n:n]}, nil

@@ -1,0 +1,158 @@
+package creative
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// wholeWalk decodes body's images as the whole walk does (no skeleton):
+// the reference the skim must agree with.
+func wholeWalk(body []byte) ([][]byte, error) {
+	var out [][]byte
+	err := envelope(bytes.Clone(body), false, newRedactor([]string{"gate-key-1234"}), func(d *bodyDecoder) error {
+		ims, err := dataImages(d, 100)
+		for _, im := range ims {
+			out = append(out, bytes.Clone(im.Data))
+		}
+		return err
+	})
+	return out, err
+}
+
+// skimWalk decodes body's images through the answer gate, skimming.
+func skimWalk(body []byte) ([][]byte, error) {
+	ims, err := gate(bytes.Clone(body), images(100))
+	var out [][]byte
+	for _, im := range ims {
+		out = append(out, bytes.Clone(im.Data))
+	}
+	return out, err
+}
+
+// agree fails t when the skim and the whole walk read body differently.
+func agree(t *testing.T, name string, body []byte) {
+	t.Helper()
+	want, wantErr := wholeWalk(body)
+	got, err := skimWalk(body)
+	if (err == nil) != (wantErr == nil) {
+		t.Errorf("%s: skim error %v, whole walk error %v (body %d bytes, head %.120q)", name, err, wantErr, len(body), body)
+		return
+	}
+	if err != nil {
+		return
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s: skim decoded %d images, the whole walk %d", name, len(got), len(want))
+		return
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("%s: image %d differs", name, i)
+		}
+	}
+}
+
+// rawB64 is the unpadded base64 of n pseudo-random bytes seeded by seed,
+// its encoded length n*4/3 rounded up.
+func rawB64(n int, seed byte) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*131+i/7)
+	}
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+// ofLen is base64 text exactly n bytes long (n%4 != 1).
+func ofLen(n int, seed byte) string {
+	s := rawB64(n*3/4+1, seed)
+	return s[:n]
+}
+
+// A long base64 string with one raw line break (a control character a JSON
+// string may not hold) is refused by the whole walk; the skim's check of
+// its decoded length must tell of it whatever the length's remainder.
+func TestSkimRefusesRawLineBreakInLongBase64(t *testing.T) {
+	for _, m := range []int{skimMin, skimMin + 4, skimMin + 2, skimMin + 3, 3 * skimMin} {
+		for _, brk := range []string{"\n", "\r", "\r\n", "\n\n\n"} {
+			s := ofLen(m, 1)
+			s = s[:m/2] + brk + s[m/2:]
+			body := []byte(`{"success":true,"data":"` + s + `"}`)
+			_, wantErr := wholeWalk(body)
+			require.Error(t, wantErr)
+			_, err := skimWalk(body)
+			assert.Error(t, err, "%d base64 bytes with %q inside", m, brk)
+		}
+	}
+}
+
+// hostileElements are the pieces the bodies of TestSkimAgreesWithTheWholeWalk are
+// made of: data elements around the skim's edges.
+func hostileElements() map[string]string {
+	long := ofLen(skimMin, 2)
+	return map[string]string{
+		"long":          `"` + long + `"`,
+		"longObj":       `{"base64":"` + ofLen(skimMin+8, 3) + `"}`,
+		"min-1":         `"` + ofLen(skimMin-1, 4) + `"`,
+		"min":           `"` + ofLen(skimMin, 5) + `"`,
+		"short":         `"` + b64("short image") + `"`,
+		"lookalike0":    `"\u0000#0"`,
+		"lookalike1":    `"\u0000#1"`,
+		"lookObj":       `{"base64":"\u0000#0"}`,
+		"lookName":      `{"\u0000#0":"\u0000#0","base64":"` + ofLen(skimMin+12, 6) + `"}`,
+		"dataURL":       `"data:image/png;base64,` + ofLen(skimMin+4, 7) + `"`,
+		"escaped":       `"` + strings.ReplaceAll(ofLen(skimMin+16, 8), "/", `\/`) + `"`,
+		"escEnd":        `"` + ofLen(scanWindow-1, 9) + `\/AAA"`,
+		"escWindow":     `"` + ofLen(scanWindow, 10) + `\/AA"`,
+		"escStart":      `"\/` + ofLen(scanWindow+2, 11) + `"`,
+		"nested":        `{"x":[[["` + ofLen(skimMin, 12) + `"]]],"base64":"` + ofLen(skimMin, 13) + `"}`,
+		"longNameDup":   `{"` + strings.Repeat("n", skimMin) + `":1,"` + strings.Repeat("n", skimMin) + `":2,"base64":"` + long + `"}`,
+		"longName":      `{"` + strings.Repeat("n", skimMin) + `":1,"base64":"` + long + `"}`,
+		"ctrlLong":      `"` + long[:100] + "\x01" + long[101:] + `"`,
+		"badUTF8Other":  `{"x":"` + strings.Repeat("\xff", skimMin) + `","base64":"` + long + `"}`,
+		"lookAfter":     `{"base64":"` + long + `","x":"\u0000#0"}`,
+		"twoBase64":     `{"base64":"` + long + `","base64":"` + long + `"}`,
+		"num":           `12`,
+		"padded":        `"` + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("p", 3073))) + `"`,
+	}
+}
+
+// Every order of two hostile elements, inside hostile envelopes, reads as
+// the whole walk reads it.
+func TestSkimAgreesWithTheWholeWalk(t *testing.T) {
+	els := hostileElements()
+	longMsg := strings.Repeat("m", skimMin+5)
+	envelopes := map[string]string{
+		"plain":       `{"success":true,"data":%s}`,
+		"msgLook":     `{"success":true,"message":"\u0000#0","data":%s}`,
+		"msgLong":     `{"success":true,"message":"` + longMsg + `","data":%s}`,
+		"msgLongFail": `{"success":false,"message":"` + longMsg + `","data":%s}`,
+		"dataFirst":   `{"data":%s,"message":"\u0000#1","success":true}`,
+		"trailing":    `{"success":true,"data":%s} x`,
+		"trailingStr": `{"success":true,"data":%s}"` + longMsg + `"`,
+		"padded":      `{"success":true,"pad":[` + strings.Repeat(`"ab",`, lazyMax/5+10) + `"z"],"data":%s}`,
+		"padLong":     `{"success":true,"pad":[` + strings.Repeat(`"ab",`, lazyMax/5+10) + `"` + longMsg + `"],"data":%s}`,
+		"padJust":     `{"success":true,"pad":"` + strings.Repeat("q", lazyMax-40) + `\n","data":%s}`,
+		"deep":        `{"success":true,"x":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `,"data":%s}`,
+		"unterm":      `{"success":true,"data":%s,"x":"` + longMsg + `}`,
+		"dupData":     `{"success":true,"data":%s,"data":%[1]s}`,
+		"longKeyEcho": `{"success":true,"` + strings.Repeat("k", skimMin) + `":"gate-key-1234","data":%s}`,
+	}
+	names := make([]string, 0, len(els))
+	for n := range els {
+		names = append(names, n)
+	}
+	for en, env := range envelopes {
+		for _, a := range names {
+			agree(t, en+"/"+a, fmt.Appendf(nil, env, els[a]))
+			for _, b := range names {
+				agree(t, en+"/"+a+","+b, fmt.Appendf(nil, env, "["+els[a]+","+els[b]+"]"))
+			}
+		}
+	}
+}
