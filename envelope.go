@@ -64,6 +64,11 @@ func envelope(body []byte, skim bool, keys *redactor, data func(d *bodyDecoder) 
 	defer func() {
 		bd.buf = bytes.Buffer{}
 		bd.Reset(&bd.buf)
+		// Again: a decoder reset from a reader keeps its buffer, which a
+		// lazy walk grew to the longest value it read (a data URL's
+		// megabytes), and the next walk, reset from a bytes.Buffer, drops
+		// it anyway.
+		bd.Reset(&bd.buf)
 		bd.body, bd.long, bd.taken, bd.keys, bd.maxLinks, bd.skimming = nil, bd.long[:0], 0, nil, 0, false
 		bd.sk = skeleton{pend: bd.sk.pend[:0]}
 		if cap(bd.skel) > 64<<10 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -96,29 +97,29 @@ func TestSkimRefusesRawLineBreakInLongBase64(t *testing.T) {
 func hostileElements() map[string]string {
 	long := ofLen(skimMin, 2)
 	return map[string]string{
-		"long":          `"` + long + `"`,
-		"longObj":       `{"base64":"` + ofLen(skimMin+8, 3) + `"}`,
-		"min-1":         `"` + ofLen(skimMin-1, 4) + `"`,
-		"min":           `"` + ofLen(skimMin, 5) + `"`,
-		"short":         `"` + b64("short image") + `"`,
-		"lookalike0":    `"\u0000#0"`,
-		"lookalike1":    `"\u0000#1"`,
-		"lookObj":       `{"base64":"\u0000#0"}`,
-		"lookName":      `{"\u0000#0":"\u0000#0","base64":"` + ofLen(skimMin+12, 6) + `"}`,
-		"dataURL":       `"data:image/png;base64,` + ofLen(skimMin+4, 7) + `"`,
-		"escaped":       `"` + strings.ReplaceAll(ofLen(skimMin+16, 8), "/", `\/`) + `"`,
-		"escEnd":        `"` + ofLen(scanWindow-1, 9) + `\/AAA"`,
-		"escWindow":     `"` + ofLen(scanWindow, 10) + `\/AA"`,
-		"escStart":      `"\/` + ofLen(scanWindow+2, 11) + `"`,
-		"nested":        `{"x":[[["` + ofLen(skimMin, 12) + `"]]],"base64":"` + ofLen(skimMin, 13) + `"}`,
-		"longNameDup":   `{"` + strings.Repeat("n", skimMin) + `":1,"` + strings.Repeat("n", skimMin) + `":2,"base64":"` + long + `"}`,
-		"longName":      `{"` + strings.Repeat("n", skimMin) + `":1,"base64":"` + long + `"}`,
-		"ctrlLong":      `"` + long[:100] + "\x01" + long[101:] + `"`,
-		"badUTF8Other":  `{"x":"` + strings.Repeat("\xff", skimMin) + `","base64":"` + long + `"}`,
-		"lookAfter":     `{"base64":"` + long + `","x":"\u0000#0"}`,
-		"twoBase64":     `{"base64":"` + long + `","base64":"` + long + `"}`,
-		"num":           `12`,
-		"padded":        `"` + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("p", 3073))) + `"`,
+		"long":         `"` + long + `"`,
+		"longObj":      `{"base64":"` + ofLen(skimMin+8, 3) + `"}`,
+		"min-1":        `"` + ofLen(skimMin-1, 4) + `"`,
+		"min":          `"` + ofLen(skimMin, 5) + `"`,
+		"short":        `"` + b64("short image") + `"`,
+		"lookalike0":   `"\u0000#0"`,
+		"lookalike1":   `"\u0000#1"`,
+		"lookObj":      `{"base64":"\u0000#0"}`,
+		"lookName":     `{"\u0000#0":"\u0000#0","base64":"` + ofLen(skimMin+12, 6) + `"}`,
+		"dataURL":      `"data:image/png;base64,` + ofLen(skimMin+4, 7) + `"`,
+		"escaped":      `"` + strings.ReplaceAll(ofLen(skimMin+16, 8), "/", `\/`) + `"`,
+		"escEnd":       `"` + ofLen(scanWindow-1, 9) + `\/AAA"`,
+		"escWindow":    `"` + ofLen(scanWindow, 10) + `\/AA"`,
+		"escStart":     `"\/` + ofLen(scanWindow+2, 11) + `"`,
+		"nested":       `{"x":[[["` + ofLen(skimMin, 12) + `"]]],"base64":"` + ofLen(skimMin, 13) + `"}`,
+		"longNameDup":  `{"` + strings.Repeat("n", skimMin) + `":1,"` + strings.Repeat("n", skimMin) + `":2,"base64":"` + long + `"}`,
+		"longName":     `{"` + strings.Repeat("n", skimMin) + `":1,"base64":"` + long + `"}`,
+		"ctrlLong":     `"` + long[:100] + "\x01" + long[101:] + `"`,
+		"badUTF8Other": `{"x":"` + strings.Repeat("\xff", skimMin) + `","base64":"` + long + `"}`,
+		"lookAfter":    `{"base64":"` + long + `","x":"\u0000#0"}`,
+		"twoBase64":    `{"base64":"` + long + `","base64":"` + long + `"}`,
+		"num":          `12`,
+		"padded":       `"` + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("p", 3073))) + `"`,
 	}
 }
 
@@ -154,5 +155,69 @@ func TestSkimAgreesWithTheWholeWalk(t *testing.T) {
 				agree(t, en+"/"+a+","+b, fmt.Appendf(nil, env, "["+els[a]+","+els[b]+"]"))
 			}
 		}
+	}
+}
+
+// A data URL after a long raw image: the raw one is taken first, so the
+// walk reads on through its decoder's buffer, and the data URL's megabytes
+// must not be copied there.
+func TestSkimADataURLAfterARawImageIsNotCopied(t *testing.T) {
+	t.Skip("finding: once a long raw image is taken, the lazy walk no longer gives up, so a data URL, an escaped image or a long escaped message after it is copied into the decoder's buffer (grown by doubling) and cloned: about 1.8 bytes beyond the body per byte of body, where the skeleton made whole copied it once")
+	for _, tc := range skimMixedBodies() {
+		t.Run(tc.name, func(t *testing.T) {
+			per := testing.Benchmark(func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					b.StopTimer()
+					in := bytes.Clone(tc.body)
+					b.StartTimer()
+					if _, err := gate(in, images(2)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			extra := float64(per.AllocedBytesPerOp()-int64(len(tc.body))) / float64(len(tc.body))
+			if strings.Contains(tc.name, "data URL") {
+				assert.Less(t, extra, 0.10, "the data URL decoded in place in the body")
+			}
+			assert.Less(t, extra, 1.10, "at most one copy of what is not decoded in place")
+		})
+	}
+}
+
+// skimMixedBodies are answers whose long raw image comes before megabytes
+// the skim cannot leave out.
+func skimMixedBodies() []struct {
+	name string
+	body []byte
+	raw  []byte
+} {
+	raw := bytes.Repeat([]byte{0x89, 0x50, 0x4e, 0x47, 0xfb, 0x10}, 200_001)
+	url := bytes.Repeat([]byte{0x10, 0x20, 0x4e, 0x47, 0xfb, 0x11}, 200_001)
+	head := `{"success":true,"message":"ok","data":[{"base64":"` + base64.StdEncoding.EncodeToString(raw) + `"}`
+	return []struct {
+		name string
+		body []byte
+		raw  []byte
+	}{
+		{"raw, data URL", []byte(head + `,{"base64":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(url) + `"}]}`), raw},
+		{"raw, escaped", []byte(head + `,{"base64":"` + strings.ReplaceAll(base64.StdEncoding.EncodeToString(url), "/", `\/`) + `"}]}`), raw},
+		{"raw, long escaped member", []byte(head + `],"x":"` + strings.Repeat(`\"`, 600_000) + `"}`), raw},
+	}
+}
+
+// A pooled decoder keeps no buffer of a body's size once its call is done.
+func TestSkimPooledDecoderKeepsNoBodySizedBuffer(t *testing.T) {
+	for _, tc := range skimMixedBodies() {
+		ims, err := gate(bytes.Clone(tc.body), images(2))
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.raw, ims[0].Data, tc.name)
+		// The pool is per P: the decoder the call put back is the one got
+		// here, unless the goroutine moved, which only hides a finding.
+		bd := decoders.Get().(*bodyDecoder)
+		buf := reflect.ValueOf(&bd.Decoder).Elem().FieldByName("s").FieldByName("buf")
+		assert.Less(t, buf.Cap(), 64<<10, "%s: a pooled decoder keeps a buffer of %d bytes", tc.name, buf.Cap())
+		assert.Less(t, cap(bd.skel), 64<<10+1, tc.name)
+		decoders.Put(bd)
 	}
 }
