@@ -2,10 +2,14 @@ package creative
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -142,6 +146,9 @@ func TestSkimAgreesWithTheWholeWalk(t *testing.T) {
 		"deep":        `{"success":true,"x":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `,"data":%s}`,
 		"unterm":      `{"success":true,"data":%s,"x":"` + longMsg + `}`,
 		"dupData":     `{"success":true,"data":%s,"data":%[1]s}`,
+		"escQuoteWin": `{"success":true,"x":"` + strings.Repeat("a", scanWindow-1) + `\"` + strings.Repeat("a", skimMin) + `","data":%s}`,
+		"escSlashWin": `{"success":true,"x":"` + strings.Repeat("a", scanWindow-2) + `\\","y":"` + strings.Repeat("b", skimMin) + `","data":%s}`,
+		"escQuoteEnd": `{"success":true,"x":"` + strings.Repeat("a", 2*scanWindow-1) + `\\\"","data":%s}`,
 		"longKeyEcho": `{"success":true,"` + strings.Repeat("k", skimMin) + `":"gate-key-1234","data":%s}`,
 	}
 	names := make([]string, 0, len(els))
@@ -220,4 +227,132 @@ func TestSkimPooledDecoderKeepsNoBodySizedBuffer(t *testing.T) {
 		assert.Less(t, cap(bd.skel), 64<<10+1, tc.name)
 		decoders.Put(bd)
 	}
+}
+
+// Images a caller got never change, whatever other answers the pooled
+// decoders read after or beside them: short ones next to long ones (read
+// through the lazy walk's buffer), data URLs, escaped ones, after a
+// give-up.
+func TestSkimImagesNeverChangeUnderConcurrentCalls(t *testing.T) {
+	els := hostileElements()
+	var bodies [][]byte
+	for _, list := range [][]string{
+		{"short", "long", "short"},
+		{"long", "short", "dataURL", "short"},
+		{"short", "escaped", "min-1", "min"},
+		{"lookObj", "long", "short"},
+	} {
+		var parts []string
+		for _, n := range list {
+			parts = append(parts, els[n])
+		}
+		data := "[" + strings.Join(parts, ",") + "]"
+		bodies = append(bodies,
+			[]byte(`{"success":true,"data":`+data+`}`),
+			[]byte(`{"success":true,"pad":[`+strings.Repeat(`"ab",`, lazyMax/5+10)+`"z"],"data":`+data+`}`))
+	}
+	want := make([][][]byte, len(bodies))
+	for i, b := range bodies {
+		w, err := wholeWalk(b)
+		if err != nil {
+			// lookObj decodes to bytes of its own; a refusal is no image.
+			continue
+		}
+		want[i] = w
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			var kept [][]Image
+			var from []int
+			for k := range 30 {
+				i := (g + k) % len(bodies)
+				ims, err := gate(bytes.Clone(bodies[i]), images(100))
+				if err != nil {
+					continue
+				}
+				kept, from = append(kept, ims), append(from, i)
+			}
+			for j, ims := range kept {
+				w := want[from[j]]
+				if !assert.Len(t, ims, len(w)) {
+					continue
+				}
+				for n := range ims {
+					assert.True(t, bytes.Equal(w[n], ims[n].Data), "body %d image %d changed after later calls", from[j], n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A refused image answer's error and its WithRawAnswerInto copy speak of
+// the body, redacted: a key the body echoes, in a long or short string, a
+// name, a message, plain or escaped, never shows; the copy is well-formed
+// JSON.
+func TestSkimRefusedAndRawAnswersNeverShowTheKey(t *testing.T) {
+	long := ofLen(skimMin+8, 21)
+	esc := strings.ReplaceAll(strconv.QuoteToASCII(testKey), "t", `\u0074`)
+	esc = esc[1 : len(esc)-1]
+	pad := func(n int) string { return strings.Repeat("p", n) }
+	bodies := map[string]string{
+		"longMsgFail":     `{"success":false,"message":"` + pad(skimMin) + testKey + `","data":"` + long + `"}`,
+		"longMsgFailEsc":  `{"success":false,"message":"` + pad(skimMin) + esc + `","data":"` + long + `"}`,
+		"msgAtCut":        `{"success":false,"message":"` + pad(maxMessage-5) + testKey + pad(skimMin) + `","data":"` + long + `"}`,
+		"msgAt4Cut":       `{"success":false,"message":"` + pad(4*maxMessage-8) + testKey + pad(skimMin) + `","data":"` + long + `"}`,
+		"headCut":         `{"success":true,"x":"` + pad(1<<10-28) + testKey + `","data":12}`,
+		"longName":        `{"success":true,"` + pad(skimMin) + testKey + `":1,"data":"` + long + `","` + pad(skimMin) + testKey + `":2}`,
+		"longValue":       `{"success":true,"data":{"base64":"` + long + `","x":"` + pad(skimMin) + testKey + `"},"y":x}`,
+		"lookalikeKey":    `{"success":true,"message":"\u0000#0` + testKey + `","data":{"base64":"\u0000#0"}}`,
+		"badImageKey":     `{"success":true,"data":"` + long[:skimMin] + testKey + `"}`,
+		"trailingKey":     `{"success":true,"data":"` + long + `"} "` + testKey + `"`,
+		"ctrlMsgKey":      `{"success":true,"message":"` + pad(skimMin) + "\x01" + testKey + `","data":"` + long + `"}`,
+		"shortImageKey":   `{"success":true,"data":["` + long + `","` + testKey + `"]}`,
+		"unterminatedKey": `{"success":true,"data":"` + long + `","x":"` + testKey + pad(skimMin),
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			ts := newTestServer(t, replyJSON(200, body))
+			c := ts.client(t)
+			var raw RawAnswer
+			_, err := c.TextToImage(context.Background(), TextToImageRequest{Prompt: "p"}, WithRawAnswerInto(&raw))
+			_, wantErr := wholeWalk([]byte(body))
+			assert.Equal(t, wantErr == nil, err == nil, "accepts as the whole walk does: %v", err)
+			if err != nil {
+				for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
+					assert.NotContains(t, s, testKey)
+					assert.NotContains(t, s, esc)
+				}
+				var ae *APIError
+				if assert.ErrorAs(t, err, &ae) {
+					assert.NotContains(t, string(ae.Body), testKey)
+					assert.NotContains(t, ae.Message, testKey)
+				}
+			}
+			j := raw.JSON()
+			require.NotNil(t, j)
+			assert.NotContains(t, string(j), testKey)
+			assert.NotContains(t, string(j), esc)
+			if json.Valid([]byte(body)) {
+				assert.True(t, json.Valid(j), "the raw answer is JSON: %.300q", j)
+			}
+		})
+	}
+}
+
+// WithRawAnswerInto's copy replaces exactly the strings the skim left
+// out, wherever placeholder lookalikes stand around them.
+func TestSkimRawAnswerReplacesOnlyTheLeftOutStrings(t *testing.T) {
+	a, b := ofLen(skimMin, 31), ofLen(skimMin+3, 32)
+	body := `{"success":true,"message":"\u0000#1","data":["\u0000#0",{"\u0000#1":"` + a + `","base64":"` + b +
+		`"},"` + b64("x") + `"],"x":"\u0000#0","` + strings.Repeat("n", skimMin) + `":"\u0000#1"}`
+	want := strings.NewReplacer(`"`+a+`"`, fmt.Sprintf(`"[%d bytes of base64, decoded into the result]"`, len(a)),
+		`"`+b+`"`, fmt.Sprintf(`"[%d bytes of base64, decoded into the result]"`, len(b))).Replace(body)
+	ts := newTestServer(t, replyJSON(200, body))
+	var raw RawAnswer
+	_, err := ts.client(t).TextToImage(context.Background(), TextToImageRequest{Prompt: "p"}, WithRawAnswerInto(&raw))
+	_, wantErr := wholeWalk([]byte(body))
+	assert.Equal(t, wantErr == nil, err == nil, "%v / %v", err, wantErr)
+	assert.Equal(t, want, raw.RawJSON())
 }
