@@ -118,11 +118,11 @@ func (bd *bodyDecoder) walkDecoder(data func(d *bodyDecoder) error) error {
 	var w envelopeWalk
 	for bd.PeekKind() == '"' {
 		if err := w.member(bd, data); err != nil {
-			return &envelopeError{msg: "not valid JSON: " + err.Error()}
+			return &envelopeError{msg: "not valid JSON: " + bd.inBody(err).Error()}
 		}
 	}
 	if _, err := bd.ReadToken(); err != nil {
-		return &envelopeError{msg: "not valid JSON: " + err.Error()}
+		return &envelopeError{msg: "not valid JSON: " + bd.inBody(err).Error()}
 	}
 	if _, err := bd.ReadToken(); err != io.EOF {
 		return &envelopeError{msg: "not one JSON value: more follows the envelope"}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // An image answer is almost all base64: megabytes of one string that the
@@ -245,4 +247,24 @@ func (bd *bodyDecoder) checkLeftOut() error {
 		}
 	}
 	return nil
+}
+
+// inBody returns err, a syntax error of a walk over the skeleton, with its
+// offset in the body: each placeholder before it stands for a longer
+// string, and an error must speak of the body its caller has.
+func (bd *bodyDecoder) inBody(err error) error {
+	var se *jsontext.SyntacticError
+	if len(bd.long) == 0 || !errors.As(err, &se) {
+		return err
+	}
+	shift := int64(0)
+	for i, ls := range bd.long {
+		text := int64(len(placeholder) + len(strconv.Itoa(i)))
+		if se.ByteOffset < ls.at+text+2 { // not past its closing quote
+			break
+		}
+		shift += int64(ls.end-ls.start) - text
+	}
+	se.ByteOffset += shift
+	return err
 }

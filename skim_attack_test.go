@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -355,4 +356,25 @@ func TestSkimRawAnswerReplacesOnlyTheLeftOutStrings(t *testing.T) {
 	_, wantErr := wholeWalk([]byte(body))
 	assert.Equal(t, wantErr == nil, err == nil, "%v / %v", err, wantErr)
 	assert.Equal(t, want, raw.RawJSON())
+}
+
+// A syntax error after a taken image, when the walk read the skeleton,
+// names the offset in the body, as the whole walk does: not the offset in
+// the skeleton, which a caller never sees.
+func TestSkimSyntaxErrorSpeaksOfTheBodysOffset(t *testing.T) {
+	a, b := ofLen(skimMin+8, 41), ofLen(3*skimMin, 42)
+	for _, body := range []string{
+		`{"success":true,"data":"` + a + `",x}`,
+		`{"success":true,"x":"` + b + `","data":["` + a + `",` + "\x01" + `]}`,
+		`{"success":true,"data":["` + a + `","` + b + `"] "x":1}`,
+		`{"success":true,"pad":[` + strings.Repeat(`"ab",`, lazyMax/5+10) + `"` + b + `"],"data":["` + a + `"],"y":tru}`,
+	} {
+		_, err := gate([]byte(body), images(3))
+		require.Error(t, err)
+		_, whole := wholeWalk([]byte(body))
+		require.Error(t, whole)
+		off := regexp.MustCompile(`offset \d+`).FindString(whole.Error())
+		require.NotEmpty(t, off, whole.Error())
+		assert.Contains(t, err.Error(), off, "the whole walk says %q", whole)
+	}
 }
