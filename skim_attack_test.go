@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -376,5 +378,60 @@ func TestSkimSyntaxErrorSpeaksOfTheBodysOffset(t *testing.T) {
 		off := regexp.MustCompile(`offset \d+`).FindString(whole.Error())
 		require.NotEmpty(t, off, whole.Error())
 		assert.Contains(t, err.Error(), off, "the whole walk says %q", whole)
+	}
+}
+
+// A failure's message read early in a lazy walk is still itself when the
+// verdict is given, after the walk's buffer was overwritten by everything
+// after it.
+func TestSkimFailureMessageSurvivesTheWalk(t *testing.T) {
+	long := ofLen(skimMin+8, 51)
+	tail := `,"x":[` + strings.Repeat(`"zz",`, 20_000) + `"z"]`
+	for _, msg := range []string{`prompt refused`, `\u0000#0`, `\u0000#1 refused`, `pro\nmpt`} {
+		for _, body := range []string{
+			`{"message":"` + msg + `","success":false,"data":["` + long + `","` + long + `"]` + tail + `}`,
+			`{"success":false,"message":"` + msg + `","data":"` + b64("short") + `"` + tail + `}`,
+			`{"success":false,"message":"` + msg + `"` + tail + `,"data":"` + long + `"}`,
+		} {
+			var want string
+			require.NoError(t, json.Unmarshal([]byte(`"`+msg+`"`), &want))
+			_, err := gate([]byte(body), images(3))
+			var ae *APIError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, want, ae.Message, "%.80s", body)
+		}
+	}
+}
+
+// Hostile bodies with a few bytes changed where the skim decides (quotes,
+// backslashes, colons, line breaks, lookalikes) read as the whole walk
+// reads them: the general fuzzer seldom makes strings of 4 KiB.
+func TestSkimAgreesUnderMutation(t *testing.T) {
+	els := hostileElements()
+	names := make([]string, 0, len(els))
+	for n := range els {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	bits := []string{`"`, `\`, `:`, "\n", "\x00", `]`, `,`, `\u0000#0`, `"\u0000#1"`, `\"`, `\\`, `{"base64":"`, "\xff", `":`}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range 3000 {
+		a, b := els[names[rng.IntN(len(names))]], els[names[rng.IntN(len(names))]]
+		body := []byte(`{"success":true,"message":"\u0000#0","data":[` + a + `,` + b + `]}`)
+		for range 1 + rng.IntN(3) {
+			at := rng.IntN(len(body))
+			// Near the edges of strings, where the skim decides.
+			if q := bytes.IndexByte(body[at:], '"'); q >= 0 && rng.IntN(2) == 0 {
+				at += q + rng.IntN(3) - 1
+				at = max(0, min(at, len(body)))
+			}
+			bit := bits[rng.IntN(len(bits))]
+			if rng.IntN(2) == 0 {
+				body = append(body[:at:at], append([]byte(bit), body[at:]...)...)
+			} else {
+				body = append(body[:at:at], append([]byte(bit), body[min(at+len(bit), len(body)):]...)...)
+			}
+		}
+		agree(t, fmt.Sprint("mutation ", i), body)
 	}
 }
