@@ -435,3 +435,28 @@ func TestSkimAgreesUnderMutation(t *testing.T) {
 		agree(t, fmt.Sprint("mutation ", i), body)
 	}
 }
+
+// Around the lazy walk's limit, wherever the first long string falls, and
+// wherever a raw line break falls in a long string of any length around
+// skimMin, the skim reads as the whole walk.
+func TestSkimAgreesAroundItsLimits(t *testing.T) {
+	short, long := `"`+b64("short image")+`"`, `"`+ofLen(skimMin, 61)+`"`
+	for n := lazyMax - 80; n <= lazyMax+80; n++ {
+		pad := `"pad":[` + strings.Repeat(`"ab",`, (n-30)/5) + `"` + strings.Repeat("c", (n-30)%5) + `"],`
+		agree(t, fmt.Sprint("pad ", n), []byte(`{"success":true,`+pad+`"data":[`+short+`,`+long+`]}`))
+		agree(t, fmt.Sprint("pad after ", n), []byte(`{"success":true,"data":[`+short+`,`+long+`],`+pad+`"x":1}`))
+		agree(t, fmt.Sprint("pad between ", n), []byte(`{"success":true,"data":[`+short+`,{`+pad+`"base64":`+long+`}]}`))
+	}
+	for m := skimMin - 4; m <= skimMin+8; m++ {
+		if m%4 == 1 {
+			continue
+		}
+		s := ofLen(m, 62)
+		for _, at := range []int{0, 1, 2, m / 2, m - 2, m - 1, m} {
+			for _, brk := range []string{"\n", "\r\n", "\r", "\n\n"} {
+				body := `{"success":true,"data":"` + s[:at] + brk + s[at:] + `"}`
+				agree(t, fmt.Sprintf("%d bytes, %q at %d", m, brk, at), []byte(body))
+			}
+		}
+	}
+}
