@@ -562,20 +562,29 @@ func faScenarios() []faScenario {
 // TestFirstAnswerAttackSameAsThroughHTTPClient is the comparison of the
 // two roads, scenario by scenario.
 func TestFirstAnswerAttackSameAsThroughHTTPClient(t *testing.T) {
-	for _, sc := range faScenarios() {
+	faCompare(t, faScenarios(), func(t *testing.T, plain, ref faSeen) {
+		assert.Equal(t, len(ref.wire), len(plain.wire), "requests that arrived whole")
+		assert.Equal(t, ref.wire, plain.wire, "the bytes that arrived")
+		assert.Equal(t, ref.hooks, plain.hooks, "what the caller's hooks were told")
+		assert.Equal(t, ref.open, plain.open, "connections left open")
+		assert.Zero(t, plain.open, "connections left open")
+	})
+}
+
+// faCompare runs each scenario on both roads and compares what the calls
+// returned and logged, what WithResponseInto kept, and the key's absence,
+// then what more checks.
+func faCompare(t *testing.T, scs []faScenario, more func(t *testing.T, plain, ref faSeen)) {
+	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			plain, ref := faRun(t, sc)
 			if testing.Verbose() {
 				t.Logf("%q", plain.results)
 			}
-			assert.Equal(t, len(ref.wire), len(plain.wire), "requests that arrived whole")
-			assert.Equal(t, ref.wire, plain.wire, "the bytes that arrived")
+			more(t, plain, ref)
 			assert.Equal(t, ref.results, plain.results, "what each call returned")
 			assert.Equal(t, ref.logs, plain.logs, "the records logged")
 			assert.Equal(t, ref.into, plain.into, "the response kept by WithResponseInto")
-			assert.Equal(t, ref.hooks, plain.hooks, "what the caller's hooks were told")
-			assert.Equal(t, ref.open, plain.open, "connections left open")
-			assert.Zero(t, plain.open, "connections left open")
 			faNoKey(t, "plain", plain)
 			faNoKey(t, "reference", ref)
 		})
@@ -816,20 +825,9 @@ func faTransports() []faScenario {
 // without its body, an answer and an error, a body that fails, the same
 // answer twice. Neither road panics.
 func TestFirstAnswerAttackCallersTransport(t *testing.T) {
-	for _, sc := range faTransports() {
-		t.Run(sc.name, func(t *testing.T) {
-			plain, ref := faRun(t, sc)
-			if testing.Verbose() {
-				t.Logf("%q", plain.results)
-			}
-			assert.Equal(t, ref.wire, plain.wire, "the requests the transport was given")
-			assert.Equal(t, ref.results, plain.results, "what each call returned")
-			assert.Equal(t, ref.logs, plain.logs, "the records logged")
-			assert.Equal(t, ref.into, plain.into, "the response kept by WithResponseInto")
-			faNoKey(t, "plain", plain)
-			faNoKey(t, "reference", ref)
-		})
-	}
+	faCompare(t, faTransports(), func(t *testing.T, plain, ref faSeen) {
+		assert.Equal(t, ref.wire, plain.wire, "the requests the transport was given")
+	})
 }
 
 // TestFirstAnswerAttackConcurrentCallsShareThePause makes 16 calls at once
