@@ -70,6 +70,7 @@ type Client struct {
 	budget    *budget                                    // the answer bytes its calls hold at once (budget.go)
 	direct    bool                                       // no rate limiter, middleware or call trace: an attempt of a call with the Client's settings waits for the pause alone
 	plainHTTP bool                                       // hc has no cookie jar and no Timeout: on a 2xx answer without a redirect, its Do adds nothing to its transport's (retry.go, firstAnswer)
+	std       bool                                       // the transport is net/http's, which hands an HTTP/1 connection back to its pool from a goroutine of its own (response.go, Close)
 }
 
 // New returns a Client configured by opts, falling back to the environment
@@ -125,6 +126,7 @@ func New(opts ...Option) (*Client, error) {
 	c.budget = newBudget(cmp.Or(s.answerBudget, DefaultAnswerBudget))
 	c.useHTTPClient(s.hc)
 	c.plainHTTP = c.hc.Jar == nil && c.hc.Timeout == 0
+	_, c.std = c.rt.(*http.Transport)
 	c.shareHeaders(s.hc == nil)
 	c.origins = s.origins
 	c.private = s.private || (len(c.origins) == 0 && privateHost(base.Hostname()))

@@ -56,12 +56,14 @@ func (rs *response) Close() error {
 	rs.closed = true
 	err := rs.Body.Close()
 	rs.cancel()
-	// net/http's goroutine of the connection, which the body's end woke,
-	// puts the connection back in the idle pool. Yielding lets it do so
-	// before this goroutine sends again: without it, a caller making many
-	// calls at once found no idle connection about a tenth of the time
-	// and opened another (BenchmarkConcurrent).
-	runtime.Gosched()
+	if rs.cl.c.std && rs.ProtoMajor == 1 {
+		// net/http's goroutine of the connection, which the body's end
+		// woke, puts the connection back in the idle pool. Yielding lets
+		// it do so before this goroutine sends again: without it, a caller
+		// making many calls at once found no idle connection about a tenth
+		// of the time and opened another (BenchmarkConcurrent).
+		runtime.Gosched()
+	}
 	rs.handOver(http.NoBody)
 	if rs.cl.ct != nil {
 		rs.cl.traceEnd(rs.err)
