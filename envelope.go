@@ -28,15 +28,15 @@ var decoders = sync.Pool{New: func() any { return &bodyDecoder{} }}
 // the string itself from the body (see skim.go).
 type bodyDecoder struct {
 	jsontext.Decoder
-	buf  bytes.Buffer
-	body []byte       // the body as it came
-	skel []byte       // the skeleton, reused
-	sk   skeleton     // the skeleton's reader (skim.go)
-	long []longString // the strings the skeleton leaves out
+	buf   bytes.Buffer
+	body  []byte       // the body as it came
+	skel  []byte       // the skeleton, reused
+	sk    skeleton     // the skeleton's reader (skim.go)
+	long  []longString // the strings the skeleton leaves out
+	taken int          // how many of them a decoder has read
 	// skimming: the walk reads the skeleton, through a buffer of the
 	// decoder's that later reads overwrite: a value kept is a copy.
 	skimming bool
-	taken    int       // how many of them a decoder has read
 	keys     *redactor // the call's: data that holds a key is refused
 	// maxLinks bounds the URLs of a list (WithMaxLinks); 0 for none.
 	maxLinks int

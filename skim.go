@@ -69,6 +69,9 @@ func (sk *skeleton) reset(bd *bodyDecoder, body []byte, lazy bool) {
 	*sk = skeleton{bd: bd, pend: sk.pend[:0], lazy: lazy}
 }
 
+// Read gives the skeleton's next bytes, ending the read at a placeholder's
+// closing quote so that the walk decodes its string before the skim looks
+// further; a lazy skeleton fails with errGaveUp past lazyMax.
 func (sk *skeleton) Read(p []byte) (int, error) {
 	body := sk.bd.body
 	n := 0
