@@ -30,7 +30,7 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if _, isJSON := cl.body.(*jsonBody); isJSON && cl.direct && cl.c.plainHTTP {
-		if resp, err, done := cl.firstAnswer(req); done {
+		if resp, done, err := cl.firstAnswer(req); done {
 			return resp, err
 		}
 	}
@@ -56,17 +56,17 @@ func (cl *call) send(req *http.Request) (*http.Response, error) {
 // (replay): the http.Client follows or refuses the redirect and wraps the
 // failure, the policy judges it, and any retry is sent, each as for any
 // call. Nothing is sent twice.
-func (cl *call) firstAnswer(req *http.Request) (resp *http.Response, err error, done bool) {
+func (cl *call) firstAnswer(req *http.Request) (resp *http.Response, done bool, err error) {
 	cl.onAttempt(nil, req, 0)
 	resp, err = cl.tr.RoundTrip(req)
-	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if err != nil || !answeredWell(resp.StatusCode) {
 		cl.replay = &attemptOutcome{resp: resp, err: err}
-		return nil, nil, false
+		return nil, false, nil
 	}
 	// A 2xx is answered: never retried. A context that ended after it is
 	// the error go-retryablehttp's PassthroughErrorHandler returns.
 	_, err = cl.checkRetry(req.Context(), resp, nil)
-	return resp, err, true
+	return resp, true, err
 }
 
 // attemptOutcome is what an attempt's transport returned.
