@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
@@ -66,7 +67,7 @@ func (c *callCtx) Value(key any) any {
 func (cl *call) withTrace(ctx context.Context) context.Context {
 	cl.outer = outerTrace(ctx)
 	if httptraceKey == nil || cl.outer != nil {
-		ctx = httptrace.WithClientTrace(traceOnly(ctx, cl.outer), &cl.trace)
+		ctx = httptrace.WithClientTrace(traceOnly(ctx, keyless(cl.outer)), &cl.trace)
 	}
 	cl.ctx = callCtx{Context: ctx, cl: cl}
 	return &cl.ctx
@@ -83,7 +84,7 @@ func (cl *call) hooked(req *http.Request) *http.Request {
 		return req
 	}
 	hooks := &httptrace.ClientTrace{WroteRequest: cl.tr.wroteRequest, WroteHeaders: cl.tr.wroteHeaders}
-	ctx = httptrace.WithClientTrace(traceOnly(ctx, outerTrace(ctx)), hooks)
+	ctx = httptrace.WithClientTrace(traceOnly(ctx, keyless(outerTrace(ctx))), hooks)
 	return req.WithContext(context.WithValue(ctx, callKey{}, cl))
 }
 
@@ -96,6 +97,23 @@ func outerTrace(ctx context.Context) *httptrace.ClientTrace {
 		return p.outer
 	}
 	return t
+}
+
+// keyless returns the caller's hooks t with a WroteHeaderField hook that
+// is given the access key's header redacted: net/http hands the hook every
+// header it writes, and a tracer may record them (otelhttptrace does).
+func keyless(t *httptrace.ClientTrace) *httptrace.ClientTrace {
+	if t == nil || t.WroteHeaderField == nil {
+		return t
+	}
+	k := *t
+	k.WroteHeaderField = func(name string, value []string) {
+		if textproto.CanonicalMIMEHeaderKey(name) == headerAccessKey {
+			value = []string{redacted}
+		}
+		t.WroteHeaderField(name, value)
+	}
+	return &k
 }
 
 // traceOnly returns ctx whose httptrace hooks are t, for

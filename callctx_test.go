@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -126,4 +128,57 @@ func TestACallInsideAnothersMiddlewareIsItsOwn(t *testing.T) {
 	require.EqualValues(t, 1, inner.hits.Load())
 	require.EqualValues(t, 0, outer.hits.Load())
 	require.EqualValues(t, 1, wrote.Load(), "the caller's hooks saw the inner request")
+}
+
+// A caller's httptrace hook for header fields is given the access key's
+// header redacted, on every road a request takes: net/http hands the hook
+// every header it writes, and tracers record them.
+func TestACallersHeaderFieldHookNeverSeesTheKey(t *testing.T) {
+	const ok = `{"success":true,"message":"ok","data":"https://files.example.com/a.wav"}`
+	for _, row := range []struct {
+		name string
+		opts []Option
+		call func(c *Client, ctx context.Context) error
+	}{
+		{"a plain call", nil, func(c *Client, ctx context.Context) error {
+			_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "calm piano"})
+			return err
+		}},
+		{"through a middleware", []Option{WithMiddleware(func(r *http.Request, next MiddlewareNext) (*http.Response, error) { return next(r) })}, func(c *Client, ctx context.Context) error {
+			_, err := c.TextToMusic(ctx, TextToMusicRequest{Prompt: "calm piano"})
+			return err
+		}},
+		{"a raw call", nil, func(c *Client, ctx context.Context) error {
+			var out map[string]any
+			return c.Execute(ctx, http.MethodPost, "/audio/v1/text-to-music", map[string]any{"prompt": "calm piano"}, &out)
+		}},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			var first atomic.Bool
+			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if !first.Swap(true) { // a redirect first: its hop writes the header again
+					_, _ = io.Copy(io.Discard, r.Body)
+					http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+					return
+				}
+				replyJSON(200, ok)(w, r)
+			})
+			c := ts.client(t, row.opts...)
+			var mu sync.Mutex
+			var keys []string
+			fields := 0
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{WroteHeaderField: func(name string, value []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				fields++
+				if strings.EqualFold(name, headerAccessKey) {
+					keys = append(keys, strings.Join(value, ","))
+				}
+			}})
+			require.NoError(t, row.call(c, ctx))
+			assert.Equal(t, int64(2), ts.hits.Load())
+			assert.Equal(t, []string{redacted, redacted}, keys, "the hook saw the key's header of both requests, redacted")
+			assert.Greater(t, fields, 4, "and the other fields as they are")
+		})
+	}
 }
