@@ -77,10 +77,16 @@ func (cl *call) withTrace(ctx context.Context) context.Context {
 // A middleware or an AttemptStart hook may give a request a context that
 // is not derived from the call's (context.Background(), a context kept
 // from another call): without the hooks, a request the service read whole
-// and never answered would pass for one not sent, and be sent again.
+// and never answered would pass for one not sent, and be sent again. Hooks
+// of the caller's added to a context derived from the call's (a tracer's,
+// by a middleware or AttemptStart) are composed with the call's, and their
+// header hook is given the key's header redacted too.
 func (cl *call) hooked(req *http.Request) *http.Request {
 	ctx := req.Context()
 	if callOf(ctx) == cl {
+		if t := httptrace.ContextClientTrace(ctx); t != &cl.trace {
+			return req.WithContext(traceOnly(ctx, keyless(t)))
+		}
 		return req
 	}
 	hooks := &httptrace.ClientTrace{WroteRequest: cl.tr.wroteRequest, WroteHeaders: cl.tr.wroteHeaders}
