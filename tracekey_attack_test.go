@@ -93,12 +93,22 @@ func TestAttackHeaderFieldHookRoads(t *testing.T) {
 		{"Execute with a call's own key", nil, func(ctx context.Context, c *Client) error {
 			return c.Execute(ctx, http.MethodPost, "/raw/v1/thing", map[string]int{"n": 1}, nil, WithAccessKey(otherKey))
 		}},
+		{"an upload", nil, func(ctx context.Context, c *Client) error {
+			_, err := c.ChangeBackground(ctx, ChangeBackgroundRequest{Image: FileFromBytes("in.png", pngHeader(2, 2)), Prompt: "beach"}, WithAccessKey(otherKey))
+			return err
+		}},
 		{"a CallTrace whose CallStart adds nothing", []Option{WithCallTrace(&CallTrace{
 			CallStart: func(ctx context.Context, _ CallInfo) context.Context { return ctx },
 		})}, func(ctx context.Context, c *Client) error { return music(ctx, c) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := newTestServer(t, ok)
+			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
+					replyJSON(200, okImage)(w, r)
+					return
+				}
+				ok(w, r)
+			})
 			c := ts.client(t, append([]Option{WithHeader("X-Trace-Tag", "tag-1")}, tc.opts...)...)
 			var l fieldLog
 			require.NoError(t, tc.call(traced(&l), c))
