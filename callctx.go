@@ -67,7 +67,7 @@ func (c *callCtx) Value(key any) any {
 func (cl *call) withTrace(ctx context.Context) context.Context {
 	cl.outer = outerTrace(ctx)
 	if httptraceKey == nil || cl.outer != nil {
-		ctx = httptrace.WithClientTrace(traceOnly(ctx, keyless(cl.outer)), &cl.trace)
+		ctx = httptrace.WithClientTrace(traceOnly(ctx, keyless(cl.outer, cl.redactor)), &cl.trace)
 	}
 	cl.ctx = callCtx{Context: ctx, cl: cl}
 	return &cl.ctx
@@ -85,12 +85,12 @@ func (cl *call) hooked(req *http.Request) *http.Request {
 	ctx := req.Context()
 	if callOf(ctx) == cl {
 		if t := httptrace.ContextClientTrace(ctx); t != &cl.trace {
-			return req.WithContext(traceOnly(ctx, keyless(t)))
+			return req.WithContext(traceOnly(ctx, keyless(t, cl.redactor)))
 		}
 		return req
 	}
 	hooks := &httptrace.ClientTrace{WroteRequest: cl.tr.wroteRequest, WroteHeaders: cl.tr.wroteHeaders}
-	ctx = httptrace.WithClientTrace(traceOnly(ctx, keyless(outerTrace(ctx))), hooks)
+	ctx = httptrace.WithClientTrace(traceOnly(ctx, keyless(outerTrace(ctx), cl.redactor)), hooks)
 	return req.WithContext(context.WithValue(ctx, callKey{}, cl))
 }
 
@@ -107,17 +107,26 @@ func outerTrace(ctx context.Context) *httptrace.ClientTrace {
 
 // keyless returns the caller's hooks t with a WroteHeaderField hook that
 // is given the access key's header redacted: net/http hands the hook every
-// header it writes, and a tracer may record them (otelhttptrace does).
-func keyless(t *httptrace.ClientTrace) *httptrace.ClientTrace {
-	if t == nil || t.WroteHeaderField == nil {
+// header it writes, and a tracer may record them (otelhttptrace does). Its
+// Got1xxResponse hook is given the header of an informational answer
+// through r, as every byte from the network: a server may echo the key.
+func keyless(t *httptrace.ClientTrace, r *redactor) *httptrace.ClientTrace {
+	if t == nil || (t.WroteHeaderField == nil && t.Got1xxResponse == nil) {
 		return t
 	}
 	k := *t
-	k.WroteHeaderField = func(name string, value []string) {
-		if textproto.CanonicalMIMEHeaderKey(name) == headerAccessKey {
-			value = []string{redacted}
+	if t.WroteHeaderField != nil {
+		k.WroteHeaderField = func(name string, value []string) {
+			if textproto.CanonicalMIMEHeaderKey(name) == headerAccessKey {
+				value = []string{redacted}
+			}
+			t.WroteHeaderField(name, value)
 		}
-		t.WroteHeaderField(name, value)
+	}
+	if t.Got1xxResponse != nil {
+		k.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {
+			return t.Got1xxResponse(code, textproto.MIMEHeader(r.redactHeader(http.Header(h))))
+		}
 	}
 	return &k
 }

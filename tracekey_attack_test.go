@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -377,4 +378,39 @@ func TestAttackHeaderFieldHookAddedByTheCallersRoundTripper(t *testing.T) {
 	c := ts.client(t, WithHTTPClient(&http.Client{Transport: rtTrace{next: http.DefaultTransport, l: &l}}))
 	require.NoError(t, music(context.Background(), c))
 	l.requireKeyless(t, 1, "a RoundTripper's hooks")
+}
+
+// A server that echoes the key in an informational answer's header (103
+// Early Hints) does not hand it to the caller's Got1xxResponse hook.
+func TestAttackGot1xxResponseHookNeverSeesAnEchoedKey(t *testing.T) {
+	for _, key := range []string{testKey, otherKey} {
+		t.Run(key[:2], func(t *testing.T) {
+			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Link", "</k?key="+r.Header.Get(headerAccessKey)+">; rel=preload")
+				w.Header().Set("X-Echo-"+r.Header.Get(headerAccessKey), "1")
+				w.WriteHeader(http.StatusEarlyHints)
+				w.Header().Del("Link")
+				replyJSON(200, musicOK)(w, r)
+			})
+			c := ts.client(t)
+			var mu sync.Mutex
+			var seen []string
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					mu.Lock()
+					defer mu.Unlock()
+					for k, vs := range h {
+						seen = append(seen, k+": "+strings.Join(vs, "|"))
+					}
+					return nil
+				},
+			})
+			require.NoError(t, music(ctx, c, WithAccessKey(key)))
+			require.EqualValues(t, 1, ts.hits.Load())
+			require.NotEmpty(t, seen, "the hook ran")
+			for _, s := range seen {
+				require.NotContains(t, s, key)
+			}
+		})
+	}
 }
